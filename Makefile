@@ -1,0 +1,30 @@
+# Two commands do everything on a fresh machine:  make demo  |  make test
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+CONVIS := $(VENV)/bin/convis
+DEMO   := out/demo-index
+# The bundled demo and the tests run offline; a hub lookup would only stall.
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: install demo test clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: install
+	$(CONVIS) index examples/videos --index-dir $(DEMO)
+	$(CONVIS) query --anchor examples/videos/campus_01.mp4 --concept location --index-dir $(DEMO) -k 5
+	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-action=0.6 --concept main-objects=0.4 \
+		--index-dir $(DEMO) -k 5
+
+test: install
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,276 @@
+"""convis command line: index a folder of videos, query it by concept, compare pairs, run benchmarks.
+
+``python cli.py ...`` and the installed ``convis ...`` are the same app.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.")
+# emoji=False: model ids such as "package:..." must print as written
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
+
+
+class UserError(Exception):
+    """Anything the user can fix: printed as one line, exit code 2."""
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def user_errors():
+    """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
+    from indexers.vision import ModelUnavailableError
+    from retrieval.catalog import CatalogBusy
+    from retrieval.concepts import ConceptError
+    from retrieval.engine import AnchorError, NoIndexError
+    from retrieval.indexing import IndexSettingsError
+    from retrieval.registry import UnknownModelError
+    from retrieval.signals import SignalError
+
+    expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
+                IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError)
+    try:
+        yield
+    except expected as exc:
+        fail(str(exc).strip() or type(exc).__name__)
+    except KeyboardInterrupt:
+        fail("interrupted; what was committed stays indexed, run the same command to resume", 130)
+
+
+def parse_duration(text: str | None, allow_zero: bool = False) -> float | None:
+    """``10s``, ``2m``, ``1m30s``, ``90`` -> seconds."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not match or not any(match.groups()):
+        raise UserError(f"not a duration: {text!r} (try 10s, 2m or 1m30s)")
+    seconds = float(match.group(1) or 0) * 60 + float(match.group(2) or 0)
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        raise UserError(f"duration must be positive: {text!r}")
+    return seconds
+
+
+def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
+    from retrieval.engine import INDEX_DIRNAME, find_index_dir
+
+    if index_dir is not None:
+        return index_dir
+    found = find_index_dir(*[p.parent if p.is_file() else p for p in near], Path.cwd())
+    if found is None:
+        raise UserError(f"no {INDEX_DIRNAME} index found near {near[0] if near else Path.cwd()}; "
+                        "pass --index-dir or run `convis index FOLDER` first")
+    return found
+
+
+def print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- index --------------------------------------------------------------------------------------
+@app.command()
+def index(
+    folder: Path = typer.Argument(..., help="Folder of videos (searched recursively)."),
+    indexer: List[str] = typer.Option([], "--indexer", "-i", help="Indexer name, name:weights, hub id or local "
+                                      "folder; repeat for several. Default: what the index already uses, else "
+                                      "dinov2 when its weights are available, else efficientnet-lite0."),
+    index_dir: Optional[Path] = typer.Option(None, help="Where the index lives (default FOLDER/.convis)."),
+    segment: Optional[str] = typer.Option(None, help="Split videos into fixed-length units, e.g. 10s or 1m."),
+    captions: Optional[Path] = typer.Option(None, help="Folder of <video stem>.txt captions for the text indexer."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Decoder processes (default: half the cores)."),
+    timeout: float = typer.Option(300.0, min=1, help="Seconds one file may take to decode before it is skipped."),
+    device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
+    trust_remote_code: bool = typer.Option(False, help="Allow checkpoints that ship their own code (internvideo)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+):
+    """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume and skip unchanged files)."""
+    from retrieval.engine import INDEX_DIRNAME, Engine
+
+    with user_errors():
+        if captions is not None and not captions.is_dir():
+            raise UserError(f"captions folder not found: {captions}")
+        engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
+        with _index_progress(disable=as_json) as progress:
+            report = engine.index(folder, indexer, parse_duration(segment), captions, workers, timeout,
+                                  progress=progress)
+    for notice in engine.notices:
+        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        _print_index_report(report)
+    if report.found and not report.indexed and not report.unchanged:
+        raise typer.Exit(1)  # nothing usable came out of this folder
+
+
+@contextmanager
+def _index_progress(disable: bool):
+    columns = [TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+               TextColumn("{task.fields[frames]} frames"), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+               TextColumn("{task.fields[current]}")]
+    with Progress(*columns, console=err, disable=disable, transient=False) as bar:
+        task = bar.add_task("index", total=None, frames=0, rate="", current="")
+
+        def on_event(event: str, data: dict) -> None:
+            if event == "start":
+                bar.update(task, total=data["total"])
+                return
+            frames = bar.tasks[task].fields["frames"] + data["frames"]
+            elapsed = bar.tasks[task].elapsed or 0
+            rate = f"{frames / elapsed:.1f} frames/s" if elapsed > 0 else ""
+            bar.update(task, advance=1, frames=frames, rate=rate, current=Path(data["path"]).name[:40])
+
+        yield on_event
+
+
+def _print_index_report(report) -> None:
+    out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
+              f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; "
+              f"failed {len(report.failed)}" + (f"; captions {report.captioned}" if report.captioned else ""),
+              highlight=False)
+    out.print(f"indexers: {', '.join(report.indexers)}", highlight=False)
+    if report.failed:
+        table = Table(title="skipped files", title_justify="left")
+        table.add_column("file", overflow="fold")
+        table.add_column("reason", overflow="fold")
+        for path, reason in report.failed:
+            table.add_row(path, reason)
+        out.print(table)
+
+
+# -- query --------------------------------------------------------------------------------------
+@app.command()
+def query(
+    anchor: Path = typer.Option(..., "--anchor", "-a", help="The video to find similar clips for (indexed or not)."),
+    concept: List[str] = typer.Option(..., "--concept", "-c", help="Concept, optionally weighted: location, "
+                                      "main-action=0.7, 'camera angle=2'. Repeat to combine (weights normalised)."),
+    k: int = typer.Option(10, "-k", "--top", min=1, help="How many results."),
+    index_dir: Optional[Path] = typer.Option(None, help="Index folder (default: the nearest .convis above the "
+                                             "anchor or the current folder)."),
+    start: Optional[str] = typer.Option(None, help="Use only the anchor from this time (e.g. 20s)."),
+    end: Optional[str] = typer.Option(None, help="Use only the anchor up to this time (e.g. 40s)."),
+    signal: List[str] = typer.Option([], help="Override the indexer used for a concept: CONCEPT=INDEXER."),
+    device: Optional[str] = typer.Option(None, help="torch device for embedding a new anchor."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+):
+    """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
+    from retrieval.concepts import parse_concepts
+    from retrieval.engine import Engine
+    from retrieval.signals import parse_overrides
+
+    with user_errors():
+        concepts = parse_concepts(concept)
+        engine = Engine(resolve_index_dir(index_dir, anchor), device=device)
+        result = engine.query(anchor, concepts, k, parse_duration(start, allow_zero=True),
+                              parse_duration(end), parse_overrides(signal))
+    for notice in result.notices:
+        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+    if as_json:
+        print_json(result.as_dict())
+    else:
+        _print_hits(result)
+
+
+def _print_hits(result) -> None:
+    weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
+    table = Table(title=f"clips like {result.anchor}  ({weights})", title_justify="left")
+    table.add_column("rank", justify="right")
+    table.add_column("clip", overflow="fold")
+    table.add_column("time", justify="right")
+    for c in result.concepts:
+        table.add_column(c.key, justify="right")
+    table.add_column("total", justify="right", style="bold")
+    for hit in result.hits:
+        table.add_row(str(hit.rank), hit.path, f"{hit.start:.1f}-{hit.end:.1f}s",
+                      *[f"{hit.scores[c.key]:.3f}" for c in result.concepts], f"{hit.total:.3f}")
+    out.print(table)
+    signals = ", ".join(f"{c}: {m}" for c, m in result.signals.items())
+    out.print(f"[dim]scored by {result.reranker or 'recall similarity'} ({signals})[/]", highlight=False)
+
+
+# -- info ---------------------------------------------------------------------------------------
+@app.command()
+def info(
+    index_dir: Optional[Path] = typer.Option(None, help="Index folder (default: the nearest .convis)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+):
+    """Show what is indexed, by which indexers, and what failed."""
+    from retrieval.engine import Engine
+
+    with user_errors():
+        summary = Engine(resolve_index_dir(index_dir, Path.cwd())).info()
+    if as_json:
+        print_json(summary)
+        return
+    out.print(f"index {summary['index_dir']} of {summary['root']}", highlight=False)
+    out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']}",
+              highlight=False)
+    for row in summary["indexers"]:
+        count = summary["vectors"].get(row["indexer"], 0)
+        out.print(f"  {row['indexer']}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss {row['faiss']}",
+                  highlight=False)
+    for failure in summary["failures"]:
+        out.print(f"  [red]failed[/] {failure['path']}: {failure['error']}", highlight=False)
+
+
+@app.command()
+def models(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")):
+    """List the registered indexers (and rerankers) with their default weights."""
+    from indexers.base import INDEXERS, available_indexers
+
+    rows = [{"kind": "indexer", "name": n, "default": INDEXERS.entry(n).default_source,
+             "description": INDEXERS.entry(n).description} for n in available_indexers()]
+    rows += _reranker_rows()
+    if as_json:
+        print_json(rows)
+        return
+    table = Table()
+    for col in ("kind", "name", "default", "description"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*(str(row[c]) for c in ("kind", "name", "default", "description")))
+    out.print(table)
+
+
+def _reranker_rows() -> list[dict]:
+    try:
+        from rerankers.base import RERANKERS, available_rerankers
+    except ImportError:
+        return []
+    return [{"kind": "reranker", "name": n, "default": RERANKERS.entry(n).default_source,
+             "description": RERANKERS.entry(n).description} for n in available_rerankers()]
+
+
+def _mount_bench() -> None:
+    try:
+        from bench.cli import app as bench_app
+    except ImportError:
+        return
+    app.add_typer(bench_app, name="bench", help="Reproduce ConViS-Bench metrics and measure convis on them.")
+
+
+_mount_bench()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""Embedding models that turn sampled frames (or captions) into vectors for recall."""
+
+from indexers.base import INDEXERS, Indexer, available_indexers, create_indexer, l2_normalise
+
+__all__ = ["INDEXERS", "Indexer", "available_indexers", "create_indexer", "l2_normalise"]

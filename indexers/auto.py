@@ -1,0 +1,50 @@
+"""The default indexer: DINOv2 when its weights can be had, else the offline EfficientNet-Lite0."""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlparse
+
+PREFERRED = "dinov2"
+OFFLINE_FALLBACK = "efficientnet-lite0"
+HUB_TIMEOUT = 3.0  # seconds; an unreachable hub must cost a moment, not a stalled run
+
+
+def default_indexer() -> tuple[str, str | None]:
+    """(spec, notice): the spec to use and, when falling back, one line saying why."""
+    from indexers.base import INDEXERS, available_indexers
+
+    available_indexers()  # registers the built-in families
+    source = INDEXERS.entry(PREFERRED).default_source
+    if _cached(source) or (not _offline() and _hub_reachable()):
+        return PREFERRED, None
+    why = "HF_HUB_OFFLINE is set" if _offline() else "the model hub is unreachable"
+    return OFFLINE_FALLBACK, (
+        f"{PREFERRED} weights ({source}) are not cached and {why}; using {OFFLINE_FALLBACK} "
+        f"(pass --indexer to choose)"
+    )
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+
+
+def _cached(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # an unreadable cache is the same as no cache
+        return False
+
+
+def _hub_reachable() -> bool:
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        with socket.create_connection((url.hostname, url.port or 443), timeout=HUB_TIMEOUT):
+            return True
+    except OSError:
+        return False

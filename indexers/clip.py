@@ -1,0 +1,85 @@
+"""CLIP image tower: open_clip tags (``ViT-L-14/openai``) or transformers CLIP checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from indexers.base import INDEXERS
+from indexers.hf import image_transform, is_local, load_model
+from indexers.vision import ImageIndexer, ImageTransform, unavailable
+
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+class OpenClipIndexer(ImageIndexer):
+    def _features(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.model.encode_image(pixels)
+
+
+class HFClipIndexer(ImageIndexer):
+    def _features(self, pixels: torch.Tensor) -> torch.Tensor:
+        out = self.model.get_image_features(pixel_values=pixels)
+        return out if isinstance(out, torch.Tensor) else out.pooler_output
+
+
+def _open_clip_name(source: str) -> tuple[str, str | None]:
+    """``ViT-L-14/openai`` -> (arch, tag); ``hf-hub:org/repo`` as is; a local open_clip folder -> local-dir."""
+    if source.startswith(("hf-hub:", "local-dir:")):
+        return source, None
+    if is_local(source):
+        return f"local-dir:{Path(source).expanduser()}", None
+    arch, _, tag = source.partition("/")
+    return arch, tag or None
+
+
+def _is_transformers_checkpoint(source: str) -> bool:
+    if is_local(source):
+        return (Path(source).expanduser() / "config.json").is_file()
+    # open_clip tags look like "ViT-L-14/openai"; transformers ids like "openai/clip-vit-large-patch14"
+    return "/" in source and not source.startswith(("hf-hub:", "local-dir:")) and "clip" in source.split("/")[-1].lower()
+
+
+def _build_open_clip(source: str, device: str | None) -> OpenClipIndexer:
+    import open_clip
+
+    name, tag = _open_clip_name(source)
+    local = Path(name.removeprefix("local-dir:"))
+    if name.startswith("local-dir:") and not any(any(local.glob(p)) for p in ("*.safetensors", "*.bin", "*.pth")):
+        # open_clip would only warn and hand back random weights
+        raise unavailable("clip", source, FileNotFoundError("no weights file in the folder"))
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=tag)
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise unavailable("clip", source, exc) from None
+    size = model.visual.image_size
+    crop = size[0] if isinstance(size, (tuple, list)) else size
+    cfg = getattr(model.visual, "preprocess_cfg", {}) or {}
+    transform = ImageTransform(resize=crop, crop=crop, mean=tuple(cfg.get("mean", CLIP_MEAN)),
+                               std=tuple(cfg.get("std", CLIP_STD)))
+    dim = model.visual.output_dim
+    return OpenClipIndexer("clip", source, model, transform, dim, device)
+
+
+def _build_hf_clip(source: str, device: str | None) -> HFClipIndexer:
+    from transformers import CLIPModel
+
+    model = load_model(CLIPModel, "clip", source)
+    size = model.config.vision_config.image_size
+    transform = image_transform(source, ImageTransform(resize=size, crop=size, mean=CLIP_MEAN, std=CLIP_STD))
+    return HFClipIndexer("clip", source, model, transform, model.config.projection_dim, device)
+
+
+@INDEXERS.register(
+    "clip",
+    default_source="ViT-L-14/openai",
+    aliases=("open_clip",),
+    claims=("clip", "open_clip"),
+    description="CLIP image tower (open_clip tag or transformers checkpoint), mean-pooled",
+)
+def build_clip(source: str, device: str | None = None, **_):
+    if _is_transformers_checkpoint(source):
+        return _build_hf_clip(source, device)
+    return _build_open_clip(source, device)

@@ -1,0 +1,309 @@
+"""The DuckDB catalog: the source of truth for files, units and their vectors.
+
+Everything else (FAISS indices, reports) is derived from it.  Each file's rows and
+vectors are written in one transaction, so a run killed at any point leaves either
+the whole file or nothing, and the next run resumes from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import duckdb
+import numpy as np
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE SEQUENCE IF NOT EXISTS file_ids START 1;
+CREATE SEQUENCE IF NOT EXISTS unit_ids START 1;
+CREATE TABLE IF NOT EXISTS settings (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS files (
+    file_id BIGINT PRIMARY KEY, path VARCHAR UNIQUE NOT NULL, size BIGINT, mtime DOUBLE,
+    content_hash VARCHAR, duration DOUBLE, fps DOUBLE, width INTEGER, height INTEGER,
+    frame_count INTEGER, decoder VARCHAR, status VARCHAR NOT NULL, error VARCHAR,
+    indexed_at TIMESTAMP DEFAULT current_timestamp);
+CREATE TABLE IF NOT EXISTS units (
+    unit_id BIGINT PRIMARY KEY, file_id BIGINT NOT NULL, segment INTEGER,
+    start_s DOUBLE, end_s DOUBLE, frame_times DOUBLE[]);
+CREATE TABLE IF NOT EXISTS embeddings (
+    unit_id BIGINT NOT NULL, indexer VARCHAR NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (unit_id, indexer));
+CREATE TABLE IF NOT EXISTS indexers (
+    indexer VARCHAR PRIMARY KEY, name VARCHAR, source VARCHAR, kind VARCHAR, dim INTEGER,
+    frames INTEGER, faiss_factory VARCHAR);
+"""
+
+
+class CatalogBusy(RuntimeError):
+    """Another process holds the catalog for writing."""
+
+
+@dataclass(frozen=True)
+class FileState:
+    file_id: int
+    size: int
+    mtime: float
+    content_hash: str | None
+    status: str
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str  # relative to the index root, POSIX separators
+    size: int
+    mtime: float
+    content_hash: str
+    duration: float
+    fps: float
+    width: int
+    height: int
+    frame_count: int
+    decoder: str
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    segment: int
+    start: float
+    end: float
+    frame_times: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class UnitRow:
+    unit_id: int
+    path: str
+    segment: int
+    start: float
+    end: float
+    content_hash: str | None
+    frame_times: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class IndexerRow:
+    indexer: str
+    name: str
+    source: str
+    kind: str
+    dim: int
+    frames: int
+    faiss_factory: str | None
+
+
+class Catalog:
+    def __init__(self, path: str | Path, read_only: bool = False):
+        self.path = Path(path)
+        self.read_only = read_only
+        try:
+            self.db = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise CatalogBusy(
+                    f"the catalog {self.path} is being written by another convis process; retry when it finishes"
+                ) from None
+            raise
+        if not read_only:
+            self.db.execute(SCHEMA)
+            self._set_default("schema_version", SCHEMA_VERSION)
+            self._set_default("generation", "0")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Catalog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- settings -----------------------------------------------------------
+    def _set_default(self, key: str, value: str) -> None:
+        self.db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT DO NOTHING", [key, value])
+
+    def setting(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+        return row[0] if row else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", [key, value])
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every committed change; derived indices record the generation they saw."""
+        return int(self.setting("generation") or 0)
+
+    def _bump(self) -> None:
+        self.db.execute("UPDATE settings SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
+
+    # -- indexers -----------------------------------------------------------
+    def register_indexer(self, row: IndexerRow) -> None:
+        self.db.execute(
+            "INSERT INTO indexers VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (indexer) DO UPDATE SET "
+            "dim = excluded.dim, frames = excluded.frames",
+            [row.indexer, row.name, row.source, row.kind, row.dim, row.frames, row.faiss_factory],
+        )
+
+    def set_faiss_factory(self, indexer: str, factory: str) -> None:
+        self.db.execute("UPDATE indexers SET faiss_factory = ? WHERE indexer = ?", [factory, indexer])
+
+    def indexers(self) -> list[IndexerRow]:
+        rows = self.db.execute("SELECT * FROM indexers ORDER BY indexer").fetchall()
+        return [IndexerRow(*r) for r in rows]
+
+    # -- files --------------------------------------------------------------
+    def file_states(self) -> dict[str, FileState]:
+        rows = self.db.execute("SELECT path, file_id, size, mtime, content_hash, status FROM files").fetchall()
+        return {r[0]: FileState(*r[1:]) for r in rows}
+
+    def indexed_with(self, indexer: str) -> set[str]:
+        """Paths whose every unit has a vector from ``indexer``."""
+        rows = self.db.execute(
+            """SELECT f.path FROM files f JOIN units u USING (file_id)
+               LEFT JOIN embeddings e ON e.unit_id = u.unit_id AND e.indexer = ?
+               WHERE f.status = 'ok' GROUP BY f.path HAVING count(e.unit_id) = count(*)""",
+            [indexer],
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def commit_file(self, record: FileRecord, units: Sequence[UnitRecord],
+                    vectors: dict[str, np.ndarray]) -> None:
+        """Replace one file's rows and vectors atomically. ``vectors[indexer]`` is (len(units), dim)."""
+        with self._transaction():
+            self._delete_paths([record.path])
+            file_id = self._insert_file(record, "ok", None)
+            for i, unit in enumerate(units):
+                unit_id = self.db.execute("SELECT nextval('unit_ids')").fetchone()[0]
+                self.db.execute(
+                    "INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)",
+                    [unit_id, file_id, unit.segment, unit.start, unit.end, list(unit.frame_times)],
+                )
+                for indexer, matrix in vectors.items():
+                    vec = np.ascontiguousarray(matrix[i], dtype=np.float32).tobytes()
+                    self.db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", [unit_id, indexer, vec])
+
+    def add_vectors(self, path: str, vectors: dict[str, np.ndarray]) -> None:
+        """Add another indexer's vectors to an already indexed file (same units, same order)."""
+        with self._transaction():
+            unit_ids = [r[0] for r in self.db.execute(
+                "SELECT unit_id FROM units JOIN files USING (file_id) WHERE path = ? ORDER BY segment", [path]
+            ).fetchall()]
+            for indexer, matrix in vectors.items():
+                self.db.execute(
+                    "DELETE FROM embeddings WHERE indexer = ? AND unit_id IN (SELECT unnest(?::BIGINT[]))",
+                    [indexer, unit_ids],
+                )
+                for unit_id, row in zip(unit_ids, matrix):
+                    vec = np.ascontiguousarray(row, dtype=np.float32).tobytes()
+                    self.db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", [unit_id, indexer, vec])
+
+    def record_failure(self, path: str, size: int, mtime: float, error: str) -> None:
+        with self._transaction():
+            self._delete_paths([path])
+            self._insert_file(FileRecord(path, size, mtime, "", 0, 0, 0, 0, 0, ""), "failed", error)
+
+    def touch(self, path: str, size: int, mtime: float) -> None:
+        """A file whose bytes did not change but whose mtime did: keep its vectors."""
+        self.db.execute("UPDATE files SET size = ?, mtime = ? WHERE path = ?", [size, mtime, path])
+
+    def forget(self, paths: Iterable[str]) -> int:
+        paths = list(paths)
+        if not paths:
+            return 0
+        with self._transaction():
+            self._delete_paths(paths)
+        return len(paths)
+
+    def _insert_file(self, r: FileRecord, status: str, error: str | None) -> int:
+        file_id = self.db.execute("SELECT nextval('file_ids')").fetchone()[0]
+        self.db.execute(
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+            [file_id, r.path, r.size, r.mtime, r.content_hash or None, r.duration, r.fps, r.width,
+             r.height, r.frame_count, r.decoder or None, status, error],
+        )
+        return file_id
+
+    def _delete_paths(self, paths: list[str]) -> None:
+        ids = "SELECT file_id FROM files WHERE path IN (SELECT unnest(?::VARCHAR[]))"
+        units = f"SELECT unit_id FROM units WHERE file_id IN ({ids})"
+        self.db.execute(f"DELETE FROM embeddings WHERE unit_id IN ({units})", [paths])
+        self.db.execute(f"DELETE FROM units WHERE file_id IN ({ids})", [paths])
+        self.db.execute("DELETE FROM files WHERE path IN (SELECT unnest(?::VARCHAR[]))", [paths])
+
+    def _transaction(self):
+        return _Transaction(self)
+
+    # -- reads --------------------------------------------------------------
+    def vectors(self, indexer: str) -> tuple[np.ndarray, np.ndarray]:
+        """(unit_ids int64, matrix float32) of every vector from ``indexer``."""
+        rows = self.db.execute(
+            "SELECT unit_id, vector FROM embeddings WHERE indexer = ? ORDER BY unit_id", [indexer]
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return ids, matrix.copy()
+
+    def unit_vectors(self, path: str, indexer: str) -> np.ndarray:
+        rows = self.db.execute(
+            """SELECT e.vector FROM embeddings e JOIN units u USING (unit_id) JOIN files f USING (file_id)
+               WHERE f.path = ? AND e.indexer = ? ORDER BY u.segment""",
+            [path, indexer],
+        ).fetchall()
+        if not rows:
+            return np.zeros((0, 0), np.float32)
+        return np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
+
+    def units(self, unit_ids: Sequence[int]) -> dict[int, UnitRow]:
+        rows = self.db.execute(
+            """SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.content_hash, u.frame_times
+               FROM units u JOIN files f USING (file_id) WHERE u.unit_id IN (SELECT unnest(?::BIGINT[]))""",
+            [list(map(int, unit_ids))],
+        ).fetchall()
+        return {r[0]: UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6] or ())) for r in rows}
+
+    def files_by_hash(self, content_hash: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT path FROM files WHERE content_hash = ? AND status = 'ok'", [content_hash]
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def summary(self) -> dict:
+        files = dict(self.db.execute("SELECT status, count(*) FROM files GROUP BY status").fetchall())
+        units = self.db.execute("SELECT count(*) FROM units").fetchone()[0]
+        per_indexer = dict(self.db.execute("SELECT indexer, count(*) FROM embeddings GROUP BY indexer").fetchall())
+        failures = self.db.execute(
+            "SELECT path, error FROM files WHERE status = 'failed' ORDER BY path"
+        ).fetchall()
+        return {
+            "files_ok": files.get("ok", 0),
+            "files_failed": files.get("failed", 0),
+            "units": units,
+            "vectors": per_indexer,
+            "failures": [{"path": p, "error": e} for p, e in failures],
+            "segment_seconds": self.setting("segment_seconds"),
+            "generation": self.generation,
+        }
+
+
+class _Transaction:
+    """BEGIN/COMMIT around a block, ROLLBACK on error; every write bumps the generation."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+
+    def __enter__(self):
+        self.catalog.db.execute("BEGIN TRANSACTION")
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None:
+            self.catalog._bump()
+            self.catalog.db.execute("COMMIT")
+        else:
+            self.catalog.db.execute("ROLLBACK")
+        return False

@@ -1,0 +1,226 @@
+"""The Python API: ``Engine(index_dir).index(folder)`` and ``.query(anchor, concepts)``.
+
+The CLI is a thin layer over this class.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from indexers.base import Indexer, create_indexer
+from retrieval.catalog import Catalog, UnitRow
+from retrieval.concepts import Concept, parse_concepts
+from retrieval.distribute import Distributor, ProcessDistributor
+from retrieval.frames import Span, VideoDecoder
+from retrieval.indexing import IndexReport, IndexRun, Progress
+from retrieval.scan import content_hash
+from retrieval import search, signals
+from retrieval.vectors import VectorIndex, index_path
+
+INDEX_DIRNAME = ".convis"
+CATALOG_NAME = "catalog.duckdb"
+
+
+class AnchorError(ValueError):
+    """The anchor video is missing, unreadable or not a video."""
+
+
+class NoIndexError(FileNotFoundError):
+    """No index where one was expected."""
+
+
+@dataclass
+class QueryResult:
+    anchor: str
+    concepts: list[Concept]
+    signals: dict[str, str]  # concept key -> indexer model id used for recall scores
+    hits: list[search.Hit]
+    notices: list[str] = field(default_factory=list)
+    reranker: str | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "anchor": self.anchor,
+            "concepts": [{"key": c.key, "words": c.words, "weight": round(c.weight, 6)} for c in self.concepts],
+            "signals": self.signals,
+            "reranker": self.reranker,
+            "notices": self.notices,
+            "hits": [h.as_dict() for h in self.hits],
+        }
+
+
+def find_index_dir(*starts: Path) -> Path | None:
+    """The nearest ``.convis`` folder at or above any of ``starts``."""
+    for start in starts:
+        start = start.resolve()
+        for folder in [start, *start.parents]:
+            if (folder / INDEX_DIRNAME / CATALOG_NAME).is_file():
+                return folder / INDEX_DIRNAME
+    return None
+
+
+class Engine:
+    def __init__(self, index_dir: str | Path, device: str | None = None, trust_remote_code: bool = False):
+        self.index_dir = Path(index_dir)
+        self.device = device
+        self.trust_remote_code = trust_remote_code
+        self._models: dict[str, Indexer] = {}
+        self.notices: list[str] = []  # one-line messages for the user (e.g. a fallback model)
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.index_dir / CATALOG_NAME
+
+    @property
+    def root(self) -> Path:
+        """The folder the index covers (paths in the catalog are relative to it)."""
+        with self._read() as catalog:
+            stored = catalog.setting("root")
+        return Path(stored) if stored else self.index_dir.parent
+
+    # -- models -------------------------------------------------------------
+    def indexer(self, spec: str) -> Indexer:
+        if spec not in self._models:
+            self._models[spec] = create_indexer(spec, device=self.device, trust_remote_code=self.trust_remote_code)
+        return self._models[spec]
+
+    # -- indexing -----------------------------------------------------------
+    def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
+              captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
+              distributor: Distributor | None = None, progress: Progress | None = None) -> IndexReport:
+        folder = Path(folder).resolve()
+        if not folder.is_dir():
+            raise NotADirectoryError(f"not a folder: {folder}")
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        with Catalog(self.catalog_path) as catalog:
+            catalog.set_setting("root", str(folder))
+            specs = list(indexers) or [f"{r.name}:{r.source}" for r in catalog.indexers()] or [self._default_spec()]
+            models = [self.indexer(s) for s in specs]
+            if captions is not None and not any(m.kind == "text" for m in models):
+                models.append(self.indexer("text"))  # captions are only useful with a text indexer
+            workers = workers or max(1, (os.cpu_count() or 2) // 2)
+            run = IndexRun(catalog, self.index_dir, models, distributor or ProcessDistributor(workers, timeout),
+                           segment_seconds, Path(captions) if captions else None, progress)
+            return run.run(folder)
+
+    def _default_spec(self) -> str:
+        from indexers.auto import default_indexer
+
+        spec, notice = default_indexer()
+        if notice:
+            self.notices.append(notice)
+        return spec
+
+    # -- querying -----------------------------------------------------------
+    def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = 10,
+              start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
+              recall_k: int | None = None) -> QueryResult:
+        concepts = _as_concepts(concepts)
+        anchor_path = _check_anchor(anchor)
+        with self._read() as catalog:
+            indexed = {r.name: r.indexer for r in catalog.indexers()}
+            signal_of = {c.key: signals.choose(c.key, indexed, signal_overrides) for c in concepts}
+            digest = content_hash(anchor_path)
+            vectors, notices = self._anchor_vectors(catalog, anchor_path, digest, start, end, signal_of, indexed)
+            indices = {m: self._vector_index(catalog, m) for m in set(signal_of.values())}
+            recall_k = recall_k or max(100, 10 * k)
+            candidates = sorted(search.recall(vectors, indices, recall_k))
+            units = catalog.units(candidates)
+        span = Span(0, start or 0.0, end if end is not None else float("inf"))
+        keep = lambda unit: not _same_clip(unit, digest, span)  # noqa: E731 (never return the anchor itself)
+        hits = search.rank(search.score(candidates, vectors, indices, signal_of), units, concepts, keep)
+        return QueryResult(str(anchor), concepts, signal_of, hits[:k], notices)
+
+    def _anchor_vectors(self, catalog, path, digest, start, end, signal_of, indexed):
+        """The anchor's vector per needed signal: stored when the anchor is indexed, else embedded now."""
+        notices, vectors = [], {}
+        stored_path = next(iter(catalog.files_by_hash(digest)), None) if start is None and end is None else None
+        for concept, model_id in list(signal_of.items()):
+            vec = _stored_vector(catalog, stored_path, model_id)
+            if vec is None:
+                vec, model_id = self._embed_anchor(path, start, end, model_id, indexed, notices, concept)
+                signal_of[concept] = model_id
+            vectors[model_id] = vec
+        return vectors, notices
+
+    def _embed_anchor(self, path, start, end, model_id, indexed, notices, concept):
+        model = self.indexer(model_id)
+        if model.kind == "text":
+            # a new anchor has no caption: fall back to the best visual signal for this concept
+            visual = {n: m for n, m in indexed.items() if self.indexer(m).kind != "text"}
+            replacement = signals.choose(concept, visual)
+            notices.append(f"{concept}: the anchor has no caption, scored with {replacement} instead of {model_id}")
+            model_id, model = replacement, self.indexer(replacement)
+        frames = _decode_anchor(path, model.frames_per_unit, start, end)
+        return model.embed_units([frames])[0], model_id
+
+    def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
+        """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
+        saved = VectorIndex.load(index_path(self.index_dir, model_id))
+        if saved is not None and saved.generation == catalog.generation:
+            return saved
+        ids, matrix = catalog.vectors(model_id)
+        return VectorIndex.build(ids, matrix, catalog.generation)
+
+    # -- info ---------------------------------------------------------------
+    def info(self) -> dict:
+        with self._read() as catalog:
+            summary = catalog.summary()
+            summary["indexers"] = [
+                {"indexer": r.indexer, "kind": r.kind, "dim": r.dim, "frames": r.frames, "faiss": r.faiss_factory}
+                for r in catalog.indexers()
+            ]
+            summary["root"] = catalog.setting("root")
+        summary["index_dir"] = str(self.index_dir)
+        return summary
+
+    def _read(self) -> Catalog:
+        if not self.catalog_path.is_file():
+            raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
+        return Catalog(self.catalog_path, read_only=True)
+
+
+def _as_concepts(concepts) -> list[Concept]:
+    if concepts and all(isinstance(c, Concept) for c in concepts):
+        return list(concepts)
+    return parse_concepts(list(concepts))
+
+
+def _check_anchor(anchor: str | Path) -> Path:
+    path = Path(anchor).expanduser()
+    if not path.exists():
+        raise AnchorError(f"anchor not found: {anchor}")
+    if not path.is_file():
+        raise AnchorError(f"anchor is not a file: {anchor}")
+    if not os.access(path, os.R_OK):
+        raise AnchorError(f"anchor is not readable: {anchor}")
+    return path
+
+
+def _decode_anchor(path: Path, frames: int, start: float | None, end: float | None) -> np.ndarray:
+    from retrieval.frames import DecodeError
+
+    decoder = VideoDecoder()
+    try:
+        if start is None and end is None:
+            _, units = decoder.sample(path, frames)
+            return units[0][1].pixels
+        return decoder.sample_span(path, frames, start or 0.0, end).pixels
+    except DecodeError as exc:
+        raise AnchorError(f"anchor {path} is not a readable video: {exc}") from None
+
+
+def _stored_vector(catalog: Catalog, path: str | None, model_id: str) -> np.ndarray | None:
+    if path is None:
+        return None
+    vectors = catalog.unit_vectors(path, model_id)
+    return vectors[0] if len(vectors) == 1 else None  # a segmented file is no single anchor
+
+
+def _same_clip(unit: UnitRow, digest: str, span: Span) -> bool:
+    return unit.content_hash == digest and unit.start < span.end and unit.end > span.start

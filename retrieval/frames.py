@@ -1,0 +1,260 @@
+"""Decode sampled frames of a video: decord first, PyAV as fallback.
+
+Only the frames a unit needs are decoded (seek + decode up to each target), and
+they are resized inside the decoder, so memory depends on the sample count and
+the output size, never on the stream's length or resolution.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from retrieval.sampling import sample_frame_indices
+
+# Frames are decoded with their short side at this many pixels: enough for every
+# embedding model's 224-px crop and for thumbnails, small enough to keep RAM flat.
+DEFAULT_SHORT_SIDE = 256
+MAX_LONG_SIDE = 1024  # bounds panoramas and other extreme aspect ratios
+
+
+class DecodeError(Exception):
+    """The file could not be decoded as a video; the message is the user-facing reason."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    frame_count: int
+    fps: float
+    duration: float  # seconds
+    width: int
+    height: int
+    decoder: str
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Sampled frames of one unit: (T, H, W, 3) uint8 RGB and their presentation times."""
+
+    pixels: np.ndarray
+    timestamps: np.ndarray  # seconds, shape (T,)
+    indices: tuple[int, ...]  # frame numbers in the stream
+
+
+@dataclass(frozen=True)
+class Span:
+    """A retrievable unit of a video: the whole file or a fixed-length segment."""
+
+    segment: int
+    start: float
+    end: float
+
+
+def output_size(width: int, height: int, short_side: int = DEFAULT_SHORT_SIDE) -> tuple[int, int]:
+    """(width, height) after scaling the short side to ``short_side`` (never upscaling)."""
+    if width <= 0 or height <= 0:
+        raise DecodeError("video has no picture size")
+    scale = min(1.0, short_side / min(width, height), MAX_LONG_SIDE / max(width, height))
+    # even sizes keep swscale and chroma subsampling happy
+    return max(2, int(round(width * scale / 2)) * 2), max(2, int(round(height * scale / 2)) * 2)
+
+
+def spans(duration: float, segment_seconds: float | None) -> list[Span]:
+    """Units of a video: one for the whole file, or consecutive fixed-length segments.
+
+    A trailing piece shorter than half a segment is merged into the previous one so
+    no unit is a sliver.
+    """
+    if not segment_seconds or duration <= segment_seconds:
+        return [Span(0, 0.0, duration)]
+    count = max(1, int(duration // segment_seconds))
+    if duration - count * segment_seconds >= segment_seconds / 2:
+        count += 1
+    bounds = [i * segment_seconds for i in range(count)] + [duration]
+    return [Span(i, bounds[i], bounds[i + 1]) for i in range(count)]
+
+
+def span_frame_indices(info: VideoInfo, span: Span, wanted: int) -> list[int]:
+    """Frame numbers to decode for one unit (1 fps inside the span, then uniform to ``wanted``)."""
+    first = min(info.frame_count - 1, int(math.floor(span.start * info.fps)))
+    last = min(info.frame_count, max(first + 1, int(math.ceil(span.end * info.fps))))
+    local = sample_frame_indices(last - first, info.fps, wanted)
+    return [first + i for i in local]
+
+
+class Backend(Protocol):
+    name: str
+
+    def probe(self, path: Path) -> VideoInfo: ...
+
+    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames: ...
+
+
+class DecordBackend:
+    name = "decord"
+
+    def __init__(self) -> None:
+        import decord  # fail early so the caller can fall back
+
+        # corrupt-slice chatter from libavcodec is not actionable; real failures raise
+        decord.logging.set_level(decord.logging.QUIET)
+
+    def _open(self, path: Path, size: tuple[int, int] | None = None):
+        import decord
+
+        # num_threads=1: decord's threaded decoding corrupts VP9 frames (dmlc/decord#246)
+        kwargs = {"width": size[0], "height": size[1]} if size else {}
+        return decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=1, **kwargs)
+
+    def probe(self, path: Path) -> VideoInfo:
+        reader = self._open(path)
+        height, width = reader[0].shape[:2] if len(reader) else (0, 0)
+        count, fps = len(reader), float(reader.get_avg_fps())
+        if count <= 0:
+            raise DecodeError("video stream has no frames")
+        duration = float(reader.get_frame_timestamp(count - 1)[1]) if count else 0.0
+        return VideoInfo(count, fps, duration, int(width), int(height), self.name)
+
+    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames:
+        reader = self._open(path, size)
+        unique = sorted(set(indices))
+        batch = reader.get_batch(unique).asnumpy()
+        times = reader.get_frame_timestamp(unique)[:, 0]
+        return _reorder(unique, batch, np.asarray(times, dtype=np.float64), indices)
+
+
+class PyAVBackend:
+    name = "pyav"
+
+    def __init__(self) -> None:
+        import av
+
+        av.logging.set_level(av.logging.PANIC)
+
+    def probe(self, path: Path) -> VideoInfo:
+        import av
+
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise DecodeError("no video stream (audio-only or not a video)")
+            stream = container.streams.video[0]
+            fps = float(stream.average_rate or stream.guessed_rate or 0) or 25.0
+            duration = _stream_duration(container, stream)
+            count = int(stream.frames or 0) or int(round(duration * fps))
+            width, height = stream.codec_context.width, stream.codec_context.height
+        if count <= 0:
+            raise DecodeError("video stream has no frames")
+        return VideoInfo(count, fps, duration or count / fps, width, height, self.name)
+
+    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames:
+        import av
+
+        unique = sorted(set(indices))
+        targets = [i / info.fps for i in unique]
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            grabbed = [_seek_frame(container, stream, t, info.fps) for t in targets]
+        grabbed = _fill_missing(grabbed)
+        pixels = np.stack([f.to_ndarray(width=size[0], height=size[1], format="rgb24") for f in grabbed])
+        times = np.array([float(f.time if f.time is not None else t) for f, t in zip(grabbed, targets)])
+        return _reorder(unique, pixels, times, indices)
+
+
+def _stream_duration(container, stream) -> float:
+    if stream.duration and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    if container.duration:
+        return container.duration / 1_000_000
+    return 0.0
+
+
+def _seek_frame(container, stream, target: float, fps: float):
+    """The first frame at or after ``target`` seconds (seek to the keyframe before, decode forward)."""
+    container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
+    last = None
+    for frame in container.decode(stream):
+        last = frame
+        if frame.time is None or frame.time >= target - 0.5 / fps:
+            return frame
+    return last  # past the end: the final frame stands in
+
+
+def _fill_missing(frames: list):
+    """A target past the stream's end yields None; repeat the nearest earlier frame (reference padding)."""
+    if all(f is None for f in frames):
+        raise DecodeError("no frame could be decoded")
+    out, previous = [], next(f for f in frames if f is not None)
+    for frame in frames:
+        previous = frame if frame is not None else previous
+        out.append(previous)
+    return out
+
+
+def _reorder(unique: list[int], pixels: np.ndarray, times: np.ndarray, wanted: Sequence[int]) -> Frames:
+    """Expand decoded unique frames back to the requested order (padding repeats frames)."""
+    pos = {idx: i for i, idx in enumerate(unique)}
+    order = [pos[i] for i in wanted]
+    return Frames(np.ascontiguousarray(pixels[order]), times[order], tuple(wanted))
+
+
+def _available_backends() -> list[Callable[[], Backend]]:
+    return [DecordBackend, PyAVBackend]
+
+
+class VideoDecoder:
+    """Probe a file and read sampled frames, trying each backend in turn."""
+
+    def __init__(self, short_side: int = DEFAULT_SHORT_SIDE, backends: Sequence[str] | None = None):
+        self.short_side = short_side
+        self.backends: list[Backend] = []
+        for factory in _available_backends():
+            if backends is not None and factory.name not in backends:
+                continue
+            try:
+                self.backends.append(factory())
+            except ImportError:
+                continue  # decord is optional (x86_64 Linux only)
+        if not self.backends:
+            raise RuntimeError("no video decoder is installed (install decord or av)")
+
+    def sample(self, path: str | Path, frames_per_unit: int, segment_seconds: float | None = None):
+        """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason."""
+        return self._with_backends(path, lambda b, info: [
+            (span, self._read(b, path, info, span, frames_per_unit)) for span in spans(info.duration, segment_seconds)
+        ])
+
+    def sample_span(self, path: str | Path, frames: int, start: float, end: float | None) -> Frames:
+        """Frames of one time range of a file (an anchor given with --start/--end)."""
+        def read(backend, info):
+            stop = info.duration if end is None else min(end, info.duration)
+            if start >= stop:
+                raise DecodeError(f"empty time range {start:g}-{stop:g} s (video is {info.duration:.1f} s)")
+            return self._read(backend, path, info, Span(0, start, stop), frames)
+
+        return self._with_backends(path, read)[1]
+
+    def _read(self, backend: Backend, path, info: VideoInfo, span: Span, frames: int) -> Frames:
+        size = output_size(info.width, info.height, self.short_side)
+        return backend.read(Path(path), info, span_frame_indices(info, span, frames), size)
+
+    def _with_backends(self, path, read):
+        path = Path(path)
+        errors = []
+        for backend in self.backends:
+            try:
+                info = backend.probe(path)
+                return info, read(backend, info)
+            except DecodeError as exc:
+                errors.append(f"{backend.name}: {exc}")
+            except Exception as exc:  # decoders raise many types; each is a per-file failure
+                errors.append(f"{backend.name}: {_one_line(exc)}")
+        raise DecodeError("; ".join(errors))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]

@@ -1,0 +1,222 @@
+"""The indexing pipeline: reader (scan) -> mapper (decode in workers, embed here) -> writer (catalog).
+
+Decoding runs in a distributor (worker processes by default) while this process
+embeds the previous file, so decode and model work overlap.  Each file is written
+in one catalog transaction; FAISS indices are rebuilt from the catalog at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from indexers.base import Indexer
+from retrieval.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
+from retrieval.distribute import Distributor
+from retrieval.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
+from retrieval.scan import FoundFile, content_hash, find_videos, plan
+from retrieval.vectors import VectorIndex, index_path
+
+
+class IndexSettingsError(ValueError):
+    """The run asks for settings that contradict how the index was built."""
+
+
+@dataclass(frozen=True)
+class DecodeJob:
+    file: FoundFile
+    frame_counts: tuple[int, ...]  # one decode per distinct frames-per-unit among the indexers
+    segment_seconds: float | None
+    short_side: int = DEFAULT_SHORT_SIDE
+
+
+@dataclass
+class DecodedFile:
+    info: VideoInfo
+    content_hash: str
+    spans: list[Span]
+    frames: dict[int, list[Frames]]  # frames-per-unit -> one Frames per span
+
+
+def decode_job(job: DecodeJob) -> DecodedFile:
+    """Runs in a worker: sample every unit of one file (raises DecodeError with the reason)."""
+    decoder = VideoDecoder(short_side=job.short_side)
+    frames: dict[int, list[Frames]] = {}
+    info, spans = None, []
+    for count in job.frame_counts:
+        info, units = decoder.sample(job.file.path, count, job.segment_seconds)
+        spans = [span for span, _ in units]
+        frames[count] = [f for _, f in units]
+    return DecodedFile(info, content_hash(job.file.path), spans, frames)
+
+
+@dataclass
+class IndexReport:
+    indexers: list[str]
+    found: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    forgotten: int = 0
+    units: int = 0
+    frames: int = 0
+    seconds: float = 0.0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    captioned: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "indexers": self.indexers, "found": self.found, "indexed": self.indexed,
+            "unchanged": self.unchanged, "forgotten": self.forgotten, "units": self.units,
+            "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
+            "failed": [{"path": p, "error": e} for p, e in self.failed],
+        }
+
+
+Progress = Callable[[str, dict], None]  # (event, data): "start" {total}, "file" {path, frames, ok}
+
+
+class IndexRun:
+    def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], distributor: Distributor,
+                 segment_seconds: float | None = None, captions: Path | None = None,
+                 progress: Progress | None = None):
+        self.catalog, self.index_dir = catalog, index_dir
+        self.visual = [ix for ix in indexers if ix.kind != "text"]
+        self.textual = [ix for ix in indexers if ix.kind == "text"]
+        self.distributor = distributor
+        self.segment_seconds = segment_seconds
+        self.captions = captions
+        self.progress = progress or (lambda event, data: None)
+        self.report = IndexReport([ix.model_id for ix in indexers])
+        self._missing: set[str] = set()
+
+    def run(self, root: Path) -> IndexReport:
+        started = time.perf_counter()
+        self._check_settings()
+        for ix in [*self.visual, *self.textual]:
+            self.catalog.register_indexer(IndexerRow(ix.model_id, ix.name, ix.source, ix.kind, ix.dim,
+                                                     ix.frames_per_unit, None))
+        found, problems = find_videos(root, skip=self.index_dir.resolve())
+        self.report.found = len(found)
+        work = self._plan(found)
+        for rel, reason in problems:
+            self._fail(FoundFile("", rel, 0, 0.0), reason)
+        self.progress("start", {"total": len(work)})
+        jobs = [DecodeJob(f, self._frame_counts(), self.segment_seconds) for f in work]
+        for job, result in self.distributor.map(decode_job, jobs):
+            self._write(job.file, result)
+        self._caption_pass()
+        rebuild_indices(self.catalog, self.index_dir)
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
+    def _check_settings(self) -> None:
+        wanted = "" if not self.segment_seconds else f"{self.segment_seconds:g}"
+        stored = self.catalog.setting("segment_seconds")
+        if stored is None:
+            self.catalog.set_setting("segment_seconds", wanted)
+        elif stored != wanted:
+            have = f"--segment {stored}s" if stored else "one unit per file"
+            raise IndexSettingsError(
+                f"this index was built with {have}; use the same setting or a new --index-dir"
+            )
+
+    def _plan(self, found: list[FoundFile]) -> list[FoundFile]:
+        known = self.catalog.file_states()
+        complete = set.intersection(*(self.catalog.indexed_with(ix.model_id) for ix in self.visual)) \
+            if self.visual else set(known)
+        todo = plan(found, known, complete)
+        self.report.unchanged = len(todo.unchanged)
+        self.report.forgotten = self.catalog.forget(todo.deleted)
+        self._missing = {f.rel for f in todo.missing_vectors}
+        return todo.work
+
+    def _frame_counts(self) -> tuple[int, ...]:
+        return tuple(sorted({ix.frames_per_unit for ix in self.visual}))
+
+    def _write(self, found: FoundFile, result) -> None:
+        if isinstance(result, BaseException):
+            self._fail(found, _reason(result))
+            return
+        known = self.catalog.file_states().get(found.rel)
+        if known is not None and known.content_hash == result.content_hash and found.rel not in self._missing:
+            self.catalog.touch(found.rel, found.size, found.mtime)  # same bytes, new mtime
+            self.report.unchanged += 1
+            self.progress("file", {"path": found.rel, "frames": 0, "ok": True})
+            return
+        try:
+            self._store(found, result)
+        except Exception as exc:  # a model error on one file must not end the run
+            self._fail(found, f"embedding failed: {_reason(exc)}")
+
+    def _store(self, found: FoundFile, decoded: DecodedFile) -> None:
+        complete = {ix.model_id for ix in self.visual if found.rel in self.catalog.indexed_with(ix.model_id)} \
+            if found.rel in self._missing else set()
+        vectors = {
+            ix.model_id: ix.embed_units([f.pixels for f in decoded.frames[ix.frames_per_unit]])
+            for ix in self.visual if ix.model_id not in complete
+        }
+        if found.rel in self._missing:
+            self.catalog.add_vectors(found.rel, vectors)
+        else:
+            self.catalog.commit_file(_file_record(found, decoded), _unit_records(decoded), vectors)
+        frames = sum(len(f.indices) for fs in decoded.frames.values() for f in fs)
+        self.report.indexed += 1
+        self.report.units += len(decoded.spans)
+        self.report.frames += frames
+        self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
+
+    def _fail(self, found: FoundFile, reason: str) -> None:
+        self.report.failed.append((found.rel, reason))
+        # entries we could not even stat are reported, not stored; and a file that only
+        # lacked one indexer's vectors keeps what it had: what was indexed stays indexed
+        if found.path and found.rel not in self._missing:
+            self.catalog.record_failure(found.rel, found.size, found.mtime, reason)
+            self.progress("file", {"path": found.rel, "frames": 0, "ok": False})
+
+    def _caption_pass(self) -> None:
+        """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""
+        if not self.textual or self.captions is None:
+            return
+        for ix in self.textual:
+            done = self.catalog.indexed_with(ix.model_id)
+            for rel, state in self.catalog.file_states().items():
+                caption = self.captions / f"{Path(rel).stem}.txt"
+                if state.status != "ok" or rel in done or not caption.is_file():
+                    continue
+                units = len(self.catalog.unit_vectors(rel, self.visual[0].model_id)) if self.visual else 1
+                text = caption.read_text(encoding="utf-8", errors="replace").strip()
+                self.catalog.add_vectors(rel, {ix.model_id: np.repeat(ix.embed_texts([text]), max(units, 1), 0)})
+                self.report.captioned += 1
+
+
+def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
+    """Derive every indexer's FAISS index from the catalog and replace the files atomically."""
+    built = {}
+    for row in catalog.indexers():
+        ids, matrix = catalog.vectors(row.indexer)
+        index = VectorIndex.build(ids, matrix, catalog.generation, factory=None)
+        index.save(index_path(index_dir, row.indexer))
+        catalog.set_faiss_factory(row.indexer, index.factory)
+        built[row.indexer] = index
+    return built
+
+
+def _file_record(found: FoundFile, d: DecodedFile) -> FileRecord:
+    i = d.info
+    return FileRecord(found.rel, found.size, found.mtime, d.content_hash, i.duration, i.fps, i.width,
+                      i.height, i.frame_count, i.decoder)
+
+
+def _unit_records(d: DecodedFile) -> list[UnitRecord]:
+    sample = d.frames[min(d.frames)]
+    return [UnitRecord(s.segment, s.start, s.end, tuple(float(t) for t in f.timestamps))
+            for s, f in zip(d.spans, sample)]
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:500]

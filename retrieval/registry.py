@@ -1,0 +1,118 @@
+"""A registry of named model builders, shared by indexers and rerankers.
+
+Like timm/open_clip: every model family registers a builder under a short name;
+one factory turns a *spec* into a built model.  A spec is one of
+
+* a registered name or alias:            ``dinov2``
+* a name with explicit weights:          ``dinov2:facebook/dinov2-large``
+* a hub id the family claims:            ``facebook/dinov2-base``
+* a local weights folder:                ``/models/dinov2-small`` (family read from its config.json)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownModelError(ValueError):
+    """The spec names no registered model family."""
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    name: str
+    builder: Callable[..., T]
+    default_source: str | None
+    aliases: tuple[str, ...] = ()
+    # substrings of a hub id / local config `model_type` that identify this family
+    claims: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Resolved(Generic[T]):
+    entry: Entry[T]
+    source: str | None  # hub id, open_clip tag or local path; None = the family's default
+
+
+@dataclass
+class Registry(Generic[T]):
+    kind: str  # "indexer" or "reranker", used in messages
+    _entries: dict[str, Entry[T]] = field(default_factory=dict)
+
+    def register(
+        self,
+        name: str,
+        *,
+        default_source: str | None = None,
+        aliases: tuple[str, ...] = (),
+        claims: tuple[str, ...] = (),
+        description: str = "",
+    ) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def decorate(builder: Callable[..., T]) -> Callable[..., T]:
+            entry = Entry(name, builder, default_source, aliases, claims, description)
+            for key in (name, *aliases):
+                if key in self._entries:
+                    raise ValueError(f"{self.kind} {key!r} is registered twice")
+                self._entries[key] = entry
+            return builder
+
+        return decorate
+
+    def names(self) -> list[str]:
+        return sorted({e.name for e in self._entries.values()})
+
+    def entry(self, name: str) -> Entry[T]:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownModelError(self._unknown(name)) from None
+
+    def resolve(self, spec: str) -> Resolved[T]:
+        spec = spec.strip()
+        if spec in self._entries:
+            return Resolved(self._entries[spec], None)
+        name, sep, source = spec.partition(":")
+        if sep and name in self._entries and source:
+            return Resolved(self._entries[name], source)
+        path = Path(spec).expanduser()
+        if path.is_dir():
+            return Resolved(self._claim(_local_model_type(path), spec), str(path))
+        if "/" in spec or "-" in spec:
+            return Resolved(self._claim(spec.lower(), spec), spec)
+        raise UnknownModelError(self._unknown(spec))
+
+    def create(self, spec: str, **kwargs) -> T:
+        resolved = self.resolve(spec)
+        source = resolved.source or resolved.entry.default_source
+        return resolved.entry.builder(source, **kwargs)
+
+    def _claim(self, text: str, spec: str) -> Entry[T]:
+        for entry in {id(e): e for e in self._entries.values()}.values():
+            if any(c in text for c in entry.claims):
+                return entry
+        raise UnknownModelError(self._unknown(spec))
+
+    def _unknown(self, spec: str) -> str:
+        return f"unknown {self.kind} {spec!r}; known: {', '.join(self.names())}"
+
+
+def _local_model_type(path: Path) -> str:
+    """What a local weights folder says it is (transformers/open_clip config), lower-cased."""
+    for name in ("config.json", "open_clip_config.json"):
+        cfg = path / name
+        if cfg.is_file():
+            try:
+                data = json.loads(cfg.read_text())
+            except (OSError, ValueError):
+                continue
+            parts = [str(data.get("model_type", "")), *map(str, data.get("architectures", []) or [])]
+            if name == "open_clip_config.json":
+                parts.append("open_clip")
+            return " ".join(parts).lower() + " " + path.name.lower()
+    return path.name.lower()

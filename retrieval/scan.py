@@ -1,0 +1,97 @@
+"""Find the video files under a folder and decide what an indexing run has to do."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from retrieval.catalog import FileState
+
+VIDEO_EXTENSIONS = frozenset({
+    ".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".mts",
+    ".m2ts", ".3gp", ".ogv", ".vob", ".mxf", ".gif",
+})
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    path: str  # absolute
+    rel: str  # relative to the root, POSIX separators (the catalog key)
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    new: list[FoundFile]
+    changed: list[FoundFile]
+    missing_vectors: list[FoundFile]  # indexed, but not yet by every requested indexer
+    unchanged: list[FoundFile]
+    deleted: list[str]
+
+    @property
+    def work(self) -> list[FoundFile]:
+        return self.new + self.changed + self.missing_vectors
+
+
+def find_videos(root: Path, skip: Path | None = None) -> tuple[list[FoundFile], list[tuple[str, str]]]:
+    """Video files below ``root`` and (path, reason) for entries that can't be read.
+
+    Symlinked directories are not followed (no loops); symlinked files are taken only when
+    they resolve inside ``root``, so an index never reaches outside what the user pointed at.
+    """
+    root = root.resolve()
+    found, problems = [], []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=lambda e: problems.append(
+            (str(e.filename), f"cannot list folder: {e.strerror}"))):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and (skip is None or here / d != skip))
+        for name in sorted(filenames):
+            if Path(name).suffix.lower() not in VIDEO_EXTENSIONS or name.startswith("."):
+                continue
+            entry = _inspect(root, here / name)
+            (found if isinstance(entry, FoundFile) else problems).append(entry)
+    return found, problems
+
+
+def _inspect(root: Path, path: Path) -> FoundFile | tuple[str, str]:
+    rel = path.relative_to(root).as_posix()
+    try:
+        real = path.resolve(strict=True)
+        if path.is_symlink() and not real.is_relative_to(root):
+            return rel, "symlink points outside the indexed folder"
+        stat = real.stat()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on some Pythons
+        return rel, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+    if not os.access(real, os.R_OK):
+        return rel, "cannot read: permission denied"
+    return FoundFile(str(path), rel, stat.st_size, stat.st_mtime)
+
+
+def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str]) -> Plan:
+    """Split found files by what must happen to them; ``complete`` = paths with every requested vector."""
+    new, changed, missing, unchanged = [], [], [], []
+    for f in found:
+        state = known.get(f.rel)
+        if state is None:
+            new.append(f)
+        elif state.size != f.size or abs(state.mtime - f.mtime) > 1e-6:
+            changed.append(f)
+        elif state.status == "ok" and f.rel not in complete:
+            missing.append(f)
+        else:
+            unchanged.append(f)
+    present = {f.rel for f in found}
+    deleted = sorted(p for p in known if p not in present)
+    return Plan(new, changed, missing, unchanged, deleted)
+
+
+def content_hash(path: str | os.PathLike, chunk: int = 4 << 20) -> str:
+    """BLAKE2b-128 of the file's bytes: identity for the rerank cache and moved-file detection."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,50 @@
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+# No test may reach a model hub: an unreachable hub stalls each lookup for tens of seconds.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "videos"
+
+
+@pytest.fixture(scope="session")
+def example_videos() -> Path:
+    return EXAMPLES
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    from tests import tiny_models as tm
+
+    base = tmp_path_factory.mktemp("tiny-models")
+    return {
+        "dinov2": tm.tiny_dinov2(base / "dinov2-tiny"),
+        "videomae": tm.tiny_videomae(base / "videomae-tiny"),
+        "hf_clip": tm.tiny_hf_clip(base / "clip-tiny"),
+        "open_clip": tm.tiny_open_clip(base / "open-clip-tiny"),
+    }
+
+
+@pytest.fixture
+def video_folder(tmp_path, example_videos) -> Path:
+    """A private copy of a few example clips (tests may modify it)."""
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    for name in ("campus_01.mp4", "campus_02.mp4", "cup.mp4", "carphone_pristine.mp4"):
+        shutil.copy(example_videos / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def example_index(tmp_path_factory, example_videos) -> Path:
+    """The example clips indexed once with the real EfficientNet-Lite0 weights (index dir returned)."""
+    from retrieval.engine import Engine
+
+    index_dir = tmp_path_factory.mktemp("example-index") / ".convis"
+    Engine(index_dir).index(example_videos, ["efficientnet-lite0"], workers=1)
+    return index_dir

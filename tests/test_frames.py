@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+
+from retrieval.frames import DecodeError, VideoDecoder, output_size
+from tests.media import decoded_frame_number, make_clip
+
+BACKENDS = ["decord", "pyav"]
+
+
+@pytest.fixture(scope="module")
+def counted_clip(tmp_path_factory):
+    """5 s at 10 fps; each frame's grey level encodes its number."""
+    return make_clip(tmp_path_factory.mktemp("clips") / "counted.mp4", frames=50, fps=10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decoders_return_the_sampled_frames_with_their_timestamps(counted_clip, backend):
+    info, units = VideoDecoder(backends=[backend]).sample(counted_clip, 4)
+    assert (info.frame_count, info.fps) == (50, 10.0)
+    assert len(units) == 1
+    frames = units[0][1]
+    # 1 fps -> frames 0,10,20,30,40; uniform 4 of 5 -> positions 0,1,3,4 (gap 1.25)
+    assert frames.indices == (0, 10, 30, 40)
+    assert [decoded_frame_number(img) for img in frames.pixels] == [0, 10, 30, 40]
+    np.testing.assert_allclose(frames.timestamps, [0.0, 1.0, 3.0, 4.0], atol=0.051)
+    assert frames.pixels.dtype == np.uint8 and frames.pixels.shape[-1] == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_short_clip_is_padded_with_its_last_frame(tmp_path, backend):
+    clip = make_clip(tmp_path / "short.mp4", frames=25, fps=10)  # 2.5 s -> 3 one-per-second frames
+    _, units = VideoDecoder(backends=[backend]).sample(clip, 6)
+    frames = units[0][1]
+    assert frames.indices == (0, 10, 20, 20, 20, 20)
+    assert [decoded_frame_number(img) for img in frames.pixels] == [0, 10, 20, 20, 20, 20]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_segments_become_units_with_times(counted_clip, backend):
+    _, units = VideoDecoder(backends=[backend]).sample(counted_clip, 2, segment_seconds=2.0)
+    assert [(s.start, s.end) for s, _ in units] == [(0.0, 2.0), (2.0, 4.0), (4.0, 5.0)]
+    for (span, frames) in units:
+        assert all(span.start * 10 <= i < span.end * 10 for i in frames.indices)
+        assert [decoded_frame_number(img) for img in frames.pixels] == list(frames.indices)
+
+
+def test_frames_are_resized_inside_the_decoder(tmp_path):
+    clip = make_clip(tmp_path / "big.mp4", frames=10, fps=10, size=(1280, 720))
+    _, units = VideoDecoder(short_side=128).sample(clip, 2)
+    assert units[0][1].pixels.shape[1:3] == (128, 228)  # short side 128, aspect kept, even width
+
+
+def test_output_size_never_upscales():
+    assert output_size(176, 144, 256) == (176, 144)
+    assert output_size(3840, 2160, 256) == (456, 256)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a video at all\n" * 50, bytes(range(256)) * 64])
+def test_non_videos_raise_decode_error_with_reasons(tmp_path, content):
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(content)
+    with pytest.raises(DecodeError) as info:
+        VideoDecoder().sample(bad, 4)
+    assert "decord" in str(info.value) and "pyav" in str(info.value)
+
+
+def test_pyav_takes_over_when_decord_fails(counted_clip, monkeypatch):
+    decoder = VideoDecoder()
+    assert [b.name for b in decoder.backends] == ["decord", "pyav"]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("decord cannot read this")
+
+    monkeypatch.setattr(decoder.backends[0], "probe", broken)
+    info, units = decoder.sample(counted_clip, 4)
+    assert info.decoder == "pyav"
+    assert [decoded_frame_number(img) for img in units[0][1].pixels] == [0, 10, 30, 40]

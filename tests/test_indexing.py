@@ -1,0 +1,118 @@
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from retrieval.catalog import Catalog
+from retrieval.distribute import SerialDistributor
+from retrieval.engine import Engine
+from retrieval.vectors import VectorIndex, index_path
+
+
+@pytest.fixture
+def engine(tmp_path, tiny_models):
+    eng = Engine(tmp_path / "index")
+    eng.spec = f"dinov2:{tiny_models['dinov2']}"
+    return eng
+
+
+def run(engine, folder, **kw):
+    return engine.index(folder, [engine.spec], distributor=SerialDistributor(), **kw)
+
+
+def unit_ids(engine):
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        return dict(cat.db.execute("SELECT f.path, list(u.unit_id ORDER BY u.segment) FROM files f "
+                                   "JOIN units u USING (file_id) GROUP BY f.path").fetchall())
+
+
+def test_index_then_reindex_skips_unchanged_reembeds_changed_forgets_deleted(engine, video_folder):
+    first = run(engine, video_folder)
+    assert (first.found, first.indexed, first.failed) == (4, 4, [])
+    before = unit_ids(engine)
+
+    second = run(engine, video_folder)
+    assert (second.indexed, second.unchanged) == (0, 4)
+    assert unit_ids(engine) == before  # nothing re-embedded
+
+    shutil.copy(video_folder / "cup.mp4", video_folder / "campus_02.mp4")  # new bytes under an old name
+    os.remove(video_folder / "carphone_pristine.mp4")
+    third = run(engine, video_folder)
+    assert (third.indexed, third.unchanged, third.forgotten) == (1, 2, 1)
+    after = unit_ids(engine)
+    assert "carphone_pristine.mp4" not in after
+    assert after["campus_02.mp4"] != before["campus_02.mp4"]
+    assert after["campus_01.mp4"] == before["campus_01.mp4"]
+
+
+def test_touched_file_with_same_bytes_keeps_its_vectors(engine, video_folder):
+    run(engine, video_folder)
+    before = unit_ids(engine)
+    os.utime(video_folder / "cup.mp4", (1, 1))
+    report = run(engine, video_folder)
+    assert report.indexed == 0 and unit_ids(engine) == before
+
+
+def test_broken_files_are_skipped_with_reasons_and_the_run_succeeds(engine, video_folder):
+    (video_folder / "empty.mp4").write_bytes(b"")
+    (video_folder / "notes.mp4").write_text("this is a text file\n" * 20)
+    (video_folder / "garbage.mov").write_bytes(np.random.default_rng(0).bytes(50_000))
+    report = run(engine, video_folder)
+    assert report.indexed == 4
+    failed = dict(report.failed)
+    assert set(failed) == {"empty.mp4", "notes.mp4", "garbage.mov"}
+    assert all(reason for reason in failed.values())
+    info = engine.info()
+    assert info["files_failed"] == 3 and {f["path"] for f in info["failures"]} == set(failed)
+    assert run(engine, video_folder).failed == []  # unchanged broken files are not retried
+
+
+def test_faiss_index_agrees_with_catalog(engine, video_folder):
+    run(engine, video_folder)
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        (row,) = cat.indexers()
+        ids, matrix = cat.vectors(row.indexer)
+        generation = cat.generation
+    saved = VectorIndex.load(index_path(engine.index_dir, row.indexer))
+    assert saved.generation == generation and saved.size == len(ids) == 4
+    np.testing.assert_allclose(saved.vectors(ids), matrix)
+
+
+def test_segments_make_several_units(engine, video_folder):
+    report = run(engine, video_folder, segment_seconds=10.0)
+    ids = unit_ids(engine)
+    assert len(ids["campus_01.mp4"]) == 2 and len(ids["carphone_pristine.mp4"]) == 1
+    assert report.units == sum(len(v) for v in ids.values())
+
+
+def test_changing_segment_length_is_refused(engine, video_folder):
+    from retrieval.indexing import IndexSettingsError
+
+    run(engine, video_folder)
+    with pytest.raises(IndexSettingsError, match="one unit per file"):
+        run(engine, video_folder, segment_seconds=5.0)
+
+
+def test_second_indexer_adds_vectors_without_touching_the_first(engine, video_folder, tiny_models):
+    run(engine, video_folder)
+    before = unit_ids(engine)
+    report = engine.index(video_folder, [engine.spec, f"clip:{tiny_models['hf_clip']}"],
+                          distributor=SerialDistributor())
+    assert report.indexed == 4 and unit_ids(engine) == before
+    assert len(engine.info()["indexers"]) == 2
+
+
+def test_process_pool_indexes_like_serial(tmp_path, tiny_models, video_folder):
+    spec = f"dinov2:{tiny_models['dinov2']}"
+    pooled = Engine(tmp_path / "pooled")
+    pooled.index(video_folder, [spec], workers=2)
+    serial = Engine(tmp_path / "serial")
+    serial.index(video_folder, [spec], distributor=SerialDistributor())
+    vecs = []
+    for eng in (pooled, serial):
+        with Catalog(eng.catalog_path, read_only=True) as cat:
+            vecs.append({p: cat.unit_vectors(p, cat.indexers()[0].indexer) for p in cat.file_states()})
+    assert vecs[0].keys() == vecs[1].keys()
+    for path in vecs[0]:
+        np.testing.assert_allclose(vecs[0][path], vecs[1][path], atol=1e-5)
