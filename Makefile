@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(CONVIS) index examples/videos --index-dir $(DEMO)
+	$(CONVIS) index examples/videos --captions examples/captions --index-dir $(DEMO)
 	$(CONVIS) query --anchor examples/videos/campus_01.mp4 --concept location --index-dir $(DEMO) -k 5
 	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-action=0.6 --concept main-objects=0.4 \
 		--index-dir $(DEMO) -k 5

@@ -37,6 +37,7 @@ def fail(message: str, code: int = 2) -> None:
 def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
     from indexers.vision import ModelUnavailableError
+    from rerankers.base import RerankerError
     from retrieval.catalog import CatalogBusy
     from retrieval.concepts import ConceptError
     from retrieval.engine import AnchorError, NoIndexError
@@ -45,7 +46,8 @@ def user_errors():
     from retrieval.signals import SignalError
 
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
-                IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError)
+                IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
+                RerankerError)
     try:
         yield
     except expected as exc:
@@ -77,6 +79,13 @@ def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
         raise UserError(f"no {INDEX_DIRNAME} index found near {near[0] if near else Path.cwd()}; "
                         "pass --index-dir or run `convis index FOLDER` first")
     return found
+
+
+def check_mode(mode: str) -> None:
+    from rerankers.base import MODES
+
+    if mode not in MODES:
+        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
 def print_json(data) -> None:
@@ -166,7 +175,14 @@ def query(
     start: Optional[str] = typer.Option(None, help="Use only the anchor from this time (e.g. 20s)."),
     end: Optional[str] = typer.Option(None, help="Use only the anchor up to this time (e.g. 40s)."),
     signal: List[str] = typer.Option([], help="Override the indexer used for a concept: CONCEPT=INDEXER."),
-    device: Optional[str] = typer.Option(None, help="torch device for embedding a new anchor."),
+    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", help="LMM that rescores the recalled "
+                                           "candidates per concept (qwen2.5-vl, llava-onevision, llava-video, "
+                                           "internvl, a hub id or a local folder)."),
+    rerank_top: int = typer.Option(20, min=1, help="How many recalled candidates the reranker rescores."),
+    mode: str = typer.Option("expected", help="Reranker scoring: expected (mean of P(1..5)) or greedy "
+                             "(the paper's parsed single token)."),
+    symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
+    device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
@@ -176,9 +192,11 @@ def query(
 
     with user_errors():
         concepts = parse_concepts(concept)
+        check_mode(mode)
         engine = Engine(resolve_index_dir(index_dir, anchor), device=device)
         result = engine.query(anchor, concepts, k, parse_duration(start, allow_zero=True),
-                              parse_duration(end), parse_overrides(signal))
+                              parse_duration(end), parse_overrides(signal), reranker=reranker,
+                              rerank_top=rerank_top, mode=mode, symmetric=symmetric)
     for notice in result.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -191,17 +209,58 @@ def _print_hits(result) -> None:
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
     table = Table(title=f"clips like {result.anchor}  ({weights})", title_justify="left")
     table.add_column("rank", justify="right")
-    table.add_column("clip", overflow="fold")
-    table.add_column("time", justify="right")
+    table.add_column("clip", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
     for c in result.concepts:
         table.add_column(c.key, justify="right")
     table.add_column("total", justify="right", style="bold")
     for hit in result.hits:
         table.add_row(str(hit.rank), hit.path, f"{hit.start:.1f}-{hit.end:.1f}s",
-                      *[f"{hit.scores[c.key]:.3f}" for c in result.concepts], f"{hit.total:.3f}")
+                      *[_score(hit.scores[c.key]) for c in result.concepts], _score(hit.total))
     out.print(table)
-    signals = ", ".join(f"{c}: {m}" for c, m in result.signals.items())
+    signals = ", ".join(f"{c}: {m.split(':')[0]}" for c, m in result.signals.items())
     out.print(f"[dim]scored by {result.reranker or 'recall similarity'} ({signals})[/]", highlight=False)
+
+
+def _score(value) -> str:
+    return "unreadable" if value is None else f"{value:.3f}"
+
+
+# -- compare ------------------------------------------------------------------------------------
+@app.command()
+def compare(
+    a: Path = typer.Argument(..., help="First video."),
+    b: Path = typer.Argument(..., help="Second video."),
+    concept: List[str] = typer.Option(..., "--concept", "-c", help="Concept(s), optionally weighted as in query."),
+    reranker: str = typer.Option("qwen2.5-vl", "--reranker", "-r", help="LMM to ask (name, hub id or folder)."),
+    mode: str = typer.Option("expected", help="expected (mean of P(1..5)) or greedy (parsed single token)."),
+    symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
+    index_dir: Optional[Path] = typer.Option(None, help="Keep the score cache in this index (default: the "
+                                             "nearest .convis, else the user cache folder)."),
+    device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+):
+    """How similar are A and B in terms of each concept (1 = completely different, 5 = perfectly similar)?"""
+    from retrieval.concepts import parse_concepts
+    from retrieval.engine import Engine, find_index_dir
+
+    with user_errors():
+        concepts = parse_concepts(concept)
+        check_mode(mode)
+        result = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device).compare(
+            a, b, concepts, reranker, mode, symmetric)
+    for notice in result["notices"]:
+        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+    if as_json:
+        print_json(result)
+        return
+    table = Table(title=f"{a} vs {b}  ({result['reranker']}, {mode})", title_justify="left")
+    for col in ("concept", "weight", "score 1-5", "answer"):
+        table.add_column(col)
+    for row in result["concepts"]:
+        table.add_row(row["words"], f"{row['weight']:.2f}", _score(row["score"]), row["raw"])
+    table.add_row("total", "", _score(result["total"]), "", style="bold")
+    out.print(table)
 
 
 # -- info ---------------------------------------------------------------------------------------
@@ -249,23 +308,15 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print as JSON."))
 
 
 def _reranker_rows() -> list[dict]:
-    try:
-        from rerankers.base import RERANKERS, available_rerankers
-    except ImportError:
-        return []
+    from rerankers.base import RERANKERS, available_rerankers
+
     return [{"kind": "reranker", "name": n, "default": RERANKERS.entry(n).default_source,
              "description": RERANKERS.entry(n).description} for n in available_rerankers()]
 
 
-def _mount_bench() -> None:
-    try:
-        from bench.cli import app as bench_app
-    except ImportError:
-        return
-    app.add_typer(bench_app, name="bench", help="Reproduce ConViS-Bench metrics and measure convis on them.")
+from bench.cli import app as bench_app  # noqa: E402  (a sub-app; imports nothing heavy)
 
-
-_mount_bench()
+app.add_typer(bench_app, name="bench", help="Reproduce ConViS-Bench metrics and measure convis on them.")
 
 
 def main() -> None:

@@ -31,9 +31,14 @@ class TextIndexer(Indexer):
     def __init__(self, source: str = MINILM, device: str | None = None, batch_size: int = 64):
         from sentence_transformers import SentenceTransformer  # deferred: imports torch
 
+        from indexers.vision import unavailable  # deferred with it: vision imports torch too
+
         self.source = source
         self.batch_size = batch_size
-        self._model = SentenceTransformer(weights_path(source), device=device)
+        try:
+            self._model = SentenceTransformer(weights_path(source), device=device)
+        except OSError as e:  # hub unreachable, unknown id, unreadable folder
+            raise unavailable(self.name, source, e) from e
         # get_embedding_dimension is the newer name; older sentence-transformers only have the long one
         dimension = getattr(self._model, "get_embedding_dimension", None)
         self.dim = int((dimension or self._model.get_sentence_embedding_dimension)())

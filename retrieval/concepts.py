@@ -11,7 +11,7 @@ CONVIS_CONCEPTS: dict[str, str] = {
     "main-subjects": "Main Subjects",
     "main-objects": "Main Objects",
     "location": "Location",
-    "order-of-actions": "Order of Actions",
+    "order-of-actions": "Order Of Actions",  # as the reference prompt writes it
 }
 
 # Keys the released ConViS-Bench files use for the same concepts.

@@ -10,14 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import duckdb
 import numpy as np
 
 from indexers.base import Indexer, create_indexer
 from retrieval.catalog import Catalog, UnitRow
-from retrieval.concepts import Concept, parse_concepts
+from retrieval.concepts import Concept, combine, parse_concepts
 from retrieval.distribute import Distributor, ProcessDistributor
 from retrieval.frames import Span, VideoDecoder
 from retrieval.indexing import IndexReport, IndexRun, Progress
+from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
 from retrieval.scan import content_hash
 from retrieval import search, signals
 from retrieval.vectors import VectorIndex, index_path
@@ -65,16 +67,25 @@ def find_index_dir(*starts: Path) -> Path | None:
 
 
 class Engine:
-    def __init__(self, index_dir: str | Path, device: str | None = None, trust_remote_code: bool = False):
-        self.index_dir = Path(index_dir)
+    def __init__(self, index_dir: str | Path | None, device: str | None = None, trust_remote_code: bool = False):
+        # index_dir None: no index (``compare`` needs none; its score cache then lives in the user cache)
+        self.index_dir = Path(index_dir) if index_dir is not None else None
         self.device = device
         self.trust_remote_code = trust_remote_code
         self._models: dict[str, Indexer] = {}
         self.notices: list[str] = []  # one-line messages for the user (e.g. a fallback model)
+        self._rerankers: dict = {}
+        self._scores: ScoreCache | None = None
+        self.frames = FrameCache()  # each clip decoded once per engine (one command)
+        self.scorer: PairScorer | None = None
 
     @property
-    def catalog_path(self) -> Path:
-        return self.index_dir / CATALOG_NAME
+    def catalog_path(self) -> Path | None:
+        return self.index_dir / CATALOG_NAME if self.index_dir is not None else None
+
+    @property
+    def has_index(self) -> bool:
+        return self.catalog_path is not None and self.catalog_path.is_file()
 
     @property
     def root(self) -> Path:
@@ -86,13 +97,16 @@ class Engine:
     # -- models -------------------------------------------------------------
     def indexer(self, spec: str) -> Indexer:
         if spec not in self._models:
-            self._models[spec] = create_indexer(spec, device=self.device, trust_remote_code=self.trust_remote_code)
+            extra = {"trust_remote_code": True} if self.trust_remote_code else {}
+            self._models[spec] = create_indexer(spec, device=self.device, **extra)
         return self._models[spec]
 
     # -- indexing -----------------------------------------------------------
     def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
               captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
               distributor: Distributor | None = None, progress: Progress | None = None) -> IndexReport:
+        if self.index_dir is None:
+            raise NoIndexError("indexing needs an index folder")
         folder = Path(folder).resolve()
         if not folder.is_dir():
             raise NotADirectoryError(f"not a folder: {folder}")
@@ -119,7 +133,10 @@ class Engine:
     # -- querying -----------------------------------------------------------
     def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = 10,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
-              recall_k: int | None = None) -> QueryResult:
+              recall_k: int | None = None, reranker=None, rerank_top: int = 20, mode: str = "expected",
+              symmetric: bool = False) -> QueryResult:
+        """Recall with the indexed signals; with ``reranker`` (a spec or a Reranker), rerank the top
+        ``rerank_top`` candidates by the LMM's per-concept scores and return them reordered."""
         concepts = _as_concepts(concepts)
         anchor_path = _check_anchor(anchor)
         with self._read() as catalog:
@@ -134,7 +151,71 @@ class Engine:
         span = Span(0, start or 0.0, end if end is not None else float("inf"))
         keep = lambda unit: not _same_clip(unit, digest, span)  # noqa: E731 (never return the anchor itself)
         hits = search.rank(search.score(candidates, vectors, indices, signal_of), units, concepts, keep)
-        return QueryResult(str(anchor), concepts, signal_of, hits[:k], notices)
+        result = QueryResult(str(anchor), concepts, signal_of, hits[:k], notices)
+        if reranker is not None:
+            anchor_clip = ClipRef(str(anchor_path), digest, start or 0.0, end)
+            result.hits = self._rerank(anchor_clip, hits[:rerank_top], concepts, reranker, mode, symmetric,
+                                       notices)[:k]
+            result.reranker = self.scorer.reranker.model_id
+        return result
+
+    # -- reranking ----------------------------------------------------------
+    def reranker(self, spec):
+        """A Reranker built once per engine (specs are names, hub ids or folders)."""
+        from rerankers.base import Reranker, create_reranker
+
+        if isinstance(spec, Reranker):
+            return spec
+        if spec not in self._rerankers:
+            self._rerankers[spec] = create_reranker(spec, device=self.device)
+        return self._rerankers[spec]
+
+    def pair_scorer(self, spec, mode: str, symmetric: bool, notices: list[str]) -> PairScorer:
+        model = self.reranker(spec)
+        if self.scorer is None or self.scorer.reranker is not model or (self.scorer.mode, self.scorer.symmetric) \
+                != (mode, symmetric):
+            self.scorer = PairScorer(model, self._score_cache(notices), self.frames, mode, symmetric)
+        return self.scorer
+
+    def _score_cache(self, notices: list[str]) -> ScoreCache | None:
+        if self._scores is None:
+            path = default_score_cache(self.index_dir if self.has_index else None)
+            try:
+                self._scores = ScoreCache(path)
+            except (duckdb.IOException, OSError) as exc:
+                notices.append(f"score cache {path} unavailable ({' '.join(str(exc).split())[:120]}); not caching")
+                return None
+        return self._scores
+
+    def _rerank(self, anchor: ClipRef, hits, concepts, spec, mode, symmetric, notices):
+        scorer = self.pair_scorer(spec, mode, symmetric, notices)
+        root = self.root
+        clips = [ClipRef(str(root / h.path), h.content_hash, h.start, h.end) for h in hits]
+        per_concept = {c.key: scorer.score([(anchor, clip) for clip in clips], c) for c in concepts}
+        for i, hit in enumerate(hits):
+            hit.recall_scores = dict(hit.scores)
+            hit.scores = {c.key: per_concept[c.key][i].score for c in concepts}
+            hit.total = None if None in hit.scores.values() else combine(hit.scores, concepts)
+        return search.order(hits)
+
+    # -- compare ------------------------------------------------------------
+    def compare(self, a: str | Path, b: str | Path, concepts: Sequence[str] | Sequence[Concept], reranker,
+                mode: str = "expected", symmetric: bool = False) -> dict:
+        """Per-concept LMM similarity (1-5) of one pair of clips, and their Eq. 2 combination."""
+        concepts = _as_concepts(concepts)
+        clips = [ClipRef(str(p), content_hash(p)) for p in (_check_anchor(a, "video"), _check_anchor(b, "video"))]
+        notices: list[str] = []
+        scorer = self.pair_scorer(reranker, mode, symmetric, notices)
+        scores = {c.key: scorer.score([tuple(clips)], c)[0] for c in concepts}
+        values = {k: v.score for k, v in scores.items()}
+        total = None if None in values.values() else combine(values, concepts)
+        return {
+            "a": str(a), "b": str(b), "reranker": scorer.reranker.model_id, "mode": mode, "symmetric": symmetric,
+            "concepts": [{"key": c.key, "words": c.words, "weight": round(c.weight, 6),
+                          "score": values[c.key], "raw": scores[c.key].raw,
+                          "probs": scores[c.key].probs} for c in concepts],
+            "total": total, "model_pairs": scorer.model_pairs, "notices": notices,
+        }
 
     def _anchor_vectors(self, catalog, path, digest, start, end, signal_of, indexed):
         """The anchor's vector per needed signal: stored when the anchor is indexed, else embedded now."""
@@ -180,7 +261,7 @@ class Engine:
         return summary
 
     def _read(self) -> Catalog:
-        if not self.catalog_path.is_file():
+        if not self.has_index:
             raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
         return Catalog(self.catalog_path, read_only=True)
 
@@ -191,14 +272,14 @@ def _as_concepts(concepts) -> list[Concept]:
     return parse_concepts(list(concepts))
 
 
-def _check_anchor(anchor: str | Path) -> Path:
+def _check_anchor(anchor: str | Path, what: str = "anchor") -> Path:
     path = Path(anchor).expanduser()
     if not path.exists():
-        raise AnchorError(f"anchor not found: {anchor}")
+        raise AnchorError(f"{what} not found: {anchor}")
     if not path.is_file():
-        raise AnchorError(f"anchor is not a file: {anchor}")
+        raise AnchorError(f"{what} is not a file: {anchor}")
     if not os.access(path, os.R_OK):
-        raise AnchorError(f"anchor is not readable: {anchor}")
+        raise AnchorError(f"{what} is not readable: {anchor}")
     return path
 
 

@@ -18,8 +18,9 @@ class Hit:
     segment: int
     start: float
     end: float
-    scores: dict[str, float]  # concept key -> similarity in [0, 1] (or the reranker's 1-5)
-    total: float
+    scores: dict[str, float | None]  # concept key -> similarity in [0, 1], or the reranker's 1-5
+    total: float | None  # None when a reranker's answer could not be read (ranked last)
+    content_hash: str | None = None
     rank: int = 0
     recall_scores: dict[str, float] = field(default_factory=dict)  # before reranking
 
@@ -27,8 +28,8 @@ class Hit:
         return {
             "rank": self.rank, "path": self.path, "segment": self.segment,
             "start": round(self.start, 3), "end": round(self.end, 3),
-            "scores": {k: round(v, 4) for k, v in self.scores.items()},
-            "total": round(self.total, 4),
+            "scores": {k: None if v is None else round(v, 4) for k, v in self.scores.items()},
+            "total": None if self.total is None else round(self.total, 4),
             **({"recall_scores": {k: round(v, 4) for k, v in self.recall_scores.items()}}
                if self.recall_scores else {}),
         }
@@ -62,15 +63,16 @@ def rank(per_concept: dict[int, dict[str, float]], units: dict[int, UnitRow], co
          keep) -> list[Hit]:
     """Combine concepts (Eq. 2), drop units ``keep`` rejects, sort best first."""
     hits = [
-        Hit(u, units[u].path, units[u].segment, units[u].start, units[u].end, scores, combine(scores, concepts))
+        Hit(u, units[u].path, units[u].segment, units[u].start, units[u].end, scores, combine(scores, concepts),
+            units[u].content_hash)
         for u, scores in per_concept.items() if u in units and keep(units[u])
     ]
     return order(hits)
 
 
 def order(hits: list[Hit]) -> list[Hit]:
-    # ties broken by path and time so results are stable run to run
-    hits.sort(key=lambda h: (-h.total, h.path, h.start))
+    # unreadable (None) totals last; ties broken by path and time so results are stable run to run
+    hits.sort(key=lambda h: (h.total is None, -(h.total or 0.0), h.path, h.start))
     for i, hit in enumerate(hits, 1):
         hit.rank = i
     return hits

@@ -8,7 +8,7 @@ from retrieval.signals import SignalError, choose, parse_overrides
     ("location", "location", "Location"),
     ("main-action", "main-action", "Main Action"),
     ("MainAction", "main-action", "Main Action"),
-    ("Order_Of_Actions", "order-of-actions", "Order of Actions"),
+    ("Order_Of_Actions", "order-of-actions", "Order Of Actions"),
     ("camera angle", "camera-angle", "camera angle"),
 ])
 def test_aliases_and_free_text(spec, key, words):

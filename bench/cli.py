@@ -1,0 +1,215 @@
+"""`bench` commands: reproduce ConViS-Bench correlation and retrieval numbers from released-format files."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, NoReturn, Optional
+
+import typer
+from rich.console import Console
+
+from bench import report
+from bench.evaluate import correlation_rows, file_correlation, random_rows, retrieval_rows
+from bench.loaders import (
+    RANKING_SUFFIX,
+    SIMILARITIES_SUFFIX,
+    BenchDataError,
+    ScoreFile,
+    base_name,
+    discover,
+    load_gt_pairs,
+    load_ranked,
+)
+from bench.split import make_split
+
+app = typer.Typer(
+    name="bench",
+    help="Reproduce the ConViS-Bench paper's metrics from score files in its released formats.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")]
+CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
+ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
+MorePaths = Annotated[Optional[list[Path]], typer.Argument(help="More score files or folders.", show_default=False)]
+
+
+def _fail(message: str) -> NoReturn:
+    one_line = " ".join(str(message).split())  # library errors can span lines; keep the promise of one
+    typer.echo(f"error: {one_line}", err=True)
+    raise typer.Exit(code=2)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Bad input becomes one line on stderr and exit code 2, not a traceback."""
+    try:
+        yield
+    except (BenchDataError, OSError) as e:
+        _fail(str(e))
+
+
+def _note(message: str) -> None:
+    typer.echo(message, err=True)  # stderr, so --json output on stdout stays parseable
+
+
+def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart: Path | None,
+          metrics: dict[str, str], title: str, meta: dict) -> None:
+    records = report.records(rows)
+    if as_json:
+        typer.echo(report.to_json({**meta, "results": records}))
+    else:
+        console = Console()
+        for table in tables:
+            console.print(table)
+    if csv_path:
+        report.write_csv(csv_path, records)
+        _note(f"wrote {csv_path}")
+    if chart:
+        report.bar_chart(chart, records, metrics, title)
+        _note(f"wrote {chart}")
+
+
+def _score_files(first: list[Path] | None, more: list[Path] | None, suffix: str, option: str) -> list[ScoreFile]:
+    paths = [*(first or []), *(more or [])]
+    if not paths:
+        _fail(f"give at least one {option} PATH (a score file or a folder to search for *{suffix})")
+    return discover(paths, suffix)
+
+
+@app.command()
+def correlation(
+    gt: Annotated[Path, typer.Option("--gt", help="Human ratings: gt_conditioned_similarities.json.")],
+    similarities: Annotated[
+        Optional[list[Path]],
+        typer.Option("--similarities", "-s", help="Pair-score file, or folder searched for *_similarities.json."),
+    ] = None,
+    paths: MorePaths = None,
+    as_json: JsonOpt = False,
+    csv_path: CsvOpt = None,
+    chart: ChartOpt = None,
+) -> None:
+    """Spearman rho and Kendall tau of pair scores against the human ratings (paper Tables 2 and 3)."""
+    with _user_errors():
+        files = _score_files(similarities, paths, SIMILARITIES_SUFFIX, "--similarities")
+        rows = correlation_rows(files, load_gt_pairs(gt))
+        _emit(rows, report.correlation_tables(rows), as_json, csv_path, chart,
+              {"rho": "Spearman rho x100", "tau": "Kendall tau x100"}, "Correlation with human ratings",
+              {"gt": str(gt)})
+
+
+@app.command()
+def retrieval(
+    gt: Annotated[Path, typer.Option("--gt", help="Human partial orders in ranked.json format.")],
+    scores: Annotated[
+        Optional[list[Path]],
+        typer.Option("--scores", "-s", help="Retrieval score file, or folder searched for *_ranking.json."),
+    ] = None,
+    paths: MorePaths = None,
+    as_json: JsonOpt = False,
+    csv_path: CsvOpt = None,
+    chart: ChartOpt = None,
+) -> None:
+    """Top-1 recall, precision and F1 with ties, plus bottom-1, tau and NDCG (paper Table 4)."""
+    with _user_errors():
+        files = _score_files(scores, paths, RANKING_SUFFIX, "--scores")
+        human = load_ranked(gt)
+        rows = retrieval_rows(files, human) + random_rows(human)
+        _emit(rows, report.retrieval_tables(rows), as_json, csv_path, chart,
+              {"recall": "R@1 x100", "precision": "P@1 x100", "f1": "F1@1 x100"}, "Retrieval at 1",
+              {"gt": str(gt)})
+
+
+@app.command("make-split")
+def make_split_command(
+    pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the split (ranked.json format).")],
+) -> None:
+    """Build a retrieval split from the pair ratings: anchors rated against 2+ partners, relevance = mean to 0.5."""
+    with _user_errors():
+        split = make_split(load_gt_pairs(pairs))
+        if not split:
+            _fail(f"{pairs}: no video is rated against two or more partners; nothing to rank")
+        report.write_json(out, split)
+    sizes = [len(next(v for k, v in e.items() if k != "anchor")) for e in split]
+    typer.echo(f"wrote {out}: {len(split)} anchors, {min(sizes)}-{max(sizes)} candidates each")
+
+
+@app.command()
+def captions(
+    captions_dir: Annotated[Path, typer.Option("--captions", help="Folder of <video stem>.txt captions.")],
+    pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the pair similarities (release format).")],
+    model: Annotated[
+        str, typer.Option("--model", help="Text indexer spec: text, a sentence-transformers id or folder.")
+    ] = "text",
+    device: Annotated[Optional[str], typer.Option("--device", help="torch device, e.g. cpu or cuda.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Embed captions, write pair scores (cos+1)/2, and print their correlation (paper Table 3, SBERT row)."""
+    with _user_errors():
+        gt = load_gt_pairs(pairs)
+        texts = _read_captions(captions_dir)
+        indexer = _text_indexer(model, device)
+        scores = _caption_scores(gt, texts, indexer)
+        report.write_json(
+            out, [{"video1": gt[k].video1, "video2": gt[k].video2, "similarity": s} for k, s in scores.items()]
+        )
+        _note(f"wrote {out}: {len(scores)} pairs")
+        rows = file_correlation(ScoreFile(out, _caption_model_name(captions_dir, indexer), None), scores, gt)
+        _emit(rows, report.correlation_tables(rows), as_json, None, None, {}, "", {"gt": str(pairs)})
+
+
+def _read_captions(folder: Path) -> dict[str, str]:
+    from indexers.text import read_captions  # deferred: pulls in the indexer stack
+
+    texts = read_captions(folder)
+    if not texts:
+        raise BenchDataError(f"no .txt captions in {folder}")
+    return texts
+
+
+def _text_indexer(spec: str, device: str | None):
+    from indexers.base import create_indexer
+    from indexers.vision import ModelUnavailableError
+    from retrieval.registry import UnknownModelError
+
+    # a bare folder is read as sentence-transformers weights, whatever its config calls itself
+    spec = f"text:{spec}" if Path(spec).expanduser().is_dir() else spec
+    try:
+        indexer = create_indexer(spec, device=device)
+    except (UnknownModelError, ModelUnavailableError) as e:
+        raise BenchDataError(str(e)) from None
+    if indexer.kind != "text":
+        raise BenchDataError(f"{spec} is a {indexer.kind} model; captions need a text model")
+    return indexer
+
+
+def stem(video: str) -> str:
+    """`videos_trimmed/1754_007.mp4` -> `1754_007`, the caption file's name."""
+    return Path(base_name(video)).stem
+
+
+def _caption_scores(gt, texts: dict[str, str], indexer) -> dict:
+    from indexers.text import pair_similarity
+
+    keys = [k for k in gt if stem(k[0]) in texts and stem(k[1]) in texts]
+    if not keys:
+        raise BenchDataError("no pair has captions for both videos")
+    if len(keys) < len(gt):
+        _note(f"warning: {len(gt) - len(keys)} of {len(gt)} pairs lack a caption and are skipped")
+    names = sorted({stem(v) for k in keys for v in k})
+    vectors = indexer.embed_texts([texts[n] for n in names])
+    row = {n: i for i, n in enumerate(names)}
+    sims = pair_similarity(vectors[[row[stem(k[0])] for k in keys]], vectors[[row[stem(k[1])] for k in keys]])
+    return {k: float(s) for k, s in zip(keys, sims)}
+
+
+def _caption_model_name(captions_dir: Path, indexer) -> str:
+    """The caption folder names the row, as in the release; another text model is added to the name."""
+    from indexers.text import MINILM
+
+    folder = captions_dir.resolve().name
+    return folder if indexer.source == MINILM else f"{Path(indexer.source).name}_{folder}"

@@ -1,0 +1,193 @@
+"""Presenting results: rich tables (ours next to the paper's), JSON, CSV and a PNG bar chart."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from rich.markup import escape
+from rich.table import Table
+
+from bench import paper
+from bench.evaluate import CorrelationRow, RetrievalRow
+from retrieval.concepts import CONVIS_CONCEPTS
+
+PAPER_STYLE = "dim"
+
+
+def _fmt(value: float | None, decimals: int = 2) -> str:
+    if value is None:
+        return ""
+    return "n/a" if not math.isfinite(value) else paper.as_printed(value, decimals)
+
+
+def _concepts_of(rows: Sequence[Any]) -> list[str]:
+    present = {r.concept for r in rows}
+    return [c for c in CONVIS_CONCEPTS if c in present]
+
+
+# ---------------------------------------------------------------- tables
+
+
+def correlation_tables(rows: Sequence[CorrelationRow]) -> list[Table]:
+    """One table per concept: rho and tau x100, each next to the paper's value when the model is in it.
+
+    A single model gets one table with a row per concept instead.
+    """
+    if len({(r.kind, r.model) for r in rows}) == 1:
+        return [_model_table(rows)]
+    return [_correlation_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
+
+
+def _model_table(rows: Sequence[CorrelationRow]) -> Table:
+    first = rows[0]
+    name = escape(first.paper_name or first.model)
+    t = Table(title=f"{name}: correlation with human ratings (x100)", title_justify="left")
+    t.add_column("concept")
+    _add_correlation_columns(t)
+    for r in sorted(rows, key=lambda r: list(CONVIS_CONCEPTS).index(r.concept)):
+        t.add_row(CONVIS_CONCEPTS[r.concept], *_correlation_cells(r))
+    return t
+
+
+def _add_correlation_columns(t: Table) -> None:
+    for name in ("rho", "tau"):
+        t.add_column(name, justify="right")
+        t.add_column("paper", justify="right", style=PAPER_STYLE)
+    t.add_column("pairs", justify="right")
+
+
+def _correlation_cells(r: CorrelationRow) -> tuple[str, ...]:
+    return (
+        _fmt(r.rho), _fmt(r.paper_rho, r.paper_decimals),
+        _fmt(r.tau), _fmt(r.paper_tau, r.paper_decimals),
+        f"{r.n}/{r.n_gt}",
+    )
+
+
+def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
+    t = Table(
+        title=f"{CONVIS_CONCEPTS[concept]}: correlation with human ratings (x100)",
+        caption="concept-conditioned answers first, then global signals; model = paper's name when it has one",
+        title_justify="left",
+        caption_justify="left",
+    )
+    t.add_column("model")
+    _add_correlation_columns(t)
+    for kind in (paper.CONDITIONED, paper.GLOBAL):
+        group = [r for r in rows if r.kind == kind]
+        if group and t.row_count:
+            t.add_section()
+        for r in group:
+            t.add_row(escape(r.paper_name or r.model), *_correlation_cells(r))
+    return t
+
+
+def retrieval_tables(rows: Sequence[RetrievalRow]) -> list[Table]:
+    """One table per concept: top-1 R/P/F1 with the paper's in brackets, then tau and NDCG."""
+    return [_retrieval_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
+
+
+def _retrieval_table(concept: str, rows: list[RetrievalRow]) -> Table:
+    t = Table(
+        title=f"{CONVIS_CONCEPTS[concept]}: retrieval at 1 (x100)",
+        caption=f"(paper) values are on the paper's {paper.RETRIEVAL_ANCHORS}-anchor split; "
+        "bottom-1 scores are in the JSON/CSV output",
+        title_justify="left",
+        caption_justify="left",
+    )
+    t.add_column("model")
+    for name in ("R@1", "P@1", "F1@1", "tau", "NDCG", "anchors"):
+        t.add_column(name, justify="right")
+    for r in rows:
+        t.add_row(
+            escape(r.model),
+            _with_paper(r.recall, r.paper_recall),
+            _with_paper(r.precision, r.paper_precision),
+            _with_paper(r.f1, r.paper_f1),
+            _fmt(r.tau), _fmt(r.ndcg),
+            f"{r.n}/{r.n_gt}",
+        )
+    return t
+
+
+def _with_paper(ours: float, theirs: float | None) -> str:
+    return _fmt(ours) + (f" [{PAPER_STYLE}]({_fmt(theirs, 1)})[/{PAPER_STYLE}]" if theirs is not None else "")
+
+
+# ---------------------------------------------------------------- files
+
+
+def records(rows: Iterable[CorrelationRow | RetrievalRow]) -> list[dict]:
+    """Plain dicts with NaN as None, so JSON stays valid."""
+    return [{k: _clean(v) for k, v in r.record().items()} for r in rows]
+
+
+def _clean(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, indent=2, allow_nan=False)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    Path(path).write_text(to_json(data) + "\n", encoding="utf-8")
+
+
+def write_csv(path: str | Path, rows: Sequence[dict]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        if not rows:
+            return
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# ---------------------------------------------------------------- chart
+
+
+def bar_chart(path: str | Path, rows: Sequence[dict], metrics: dict[str, str], title: str) -> None:
+    """One panel per metric; in each, concepts on the x axis and one bar per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    concepts = [c for c in CONVIS_CONCEPTS if any(r["concept"] == c for r in rows)]
+    models = list(dict.fromkeys(_label(r) for r in rows))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4.5), squeeze=False)
+    width = 0.8 / max(len(models), 1)
+    x = np.arange(len(concepts))
+    for ax, (field, label) in zip(axes[0], metrics.items()):
+        for i, model in enumerate(models):
+            values = [_value(rows, model, c, field) for c in concepts]
+            ax.bar(x + (i - (len(models) - 1) / 2) * width, values, width, label=model, color=_colour(plt, i, len(models)))
+        ax.set_xticks(x, [CONVIS_CONCEPTS[c] for c in concepts], rotation=20, ha="right")
+        ax.set_ylabel(label)
+        ax.axhline(0, color="black", linewidth=0.5)
+    axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _colour(plt, i: int, n: int):
+    # the default cycle repeats after 10 colours; tab20 keeps up to 20 models apart
+    return plt.get_cmap("tab10" if n <= 10 else "tab20")(i % 20)
+
+
+def _label(row: dict) -> str:
+    name = row.get("paper_name") or row["model"]
+    return f"{name} ({row['kind']})" if "kind" in row else name
+
+
+def _value(rows: Sequence[dict], model: str, concept: str, field: str) -> float:
+    for r in rows:
+        if _label(r) == model and r["concept"] == concept and r[field] is not None:
+            return float(r[field])
+    return float("nan")

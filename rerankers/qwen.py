@@ -1,0 +1,108 @@
+"""Qwen2.5-VL (and Qwen2-VL) as ConViS rerankers.
+
+As the reference (``encode_concat_video_Qwen`` + ``models/qwen2_vl_model.py``): 8 frames a video,
+each frame resized to the reference's pixel budget and snapped to the patch grid the way
+qwen-vl-utils does, the 16 frames given as one video, and the video clocked at 2 fps, the rate
+the reference's processor assumed for frame lists (it sets the temporal position spacing).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rerankers.base import RERANKERS
+from rerankers.frames import resize_video
+from rerankers.hf import HFVideoReranker
+
+# encode_concat_video_Qwen's constants
+_IMAGE_FACTOR = 28
+_VIDEO_MIN_PIXELS = 128 * 28 * 28
+_VIDEO_MAX_PIXELS = 768 * 28 * 28
+_VIDEO_TOTAL_PIXELS = 640 * 360 * 28 * 28
+_FRAME_FACTOR = 2
+# qwen-vl-utils' per-image bounds when it snaps a frame of a frame list
+_SNAP_MIN_PIXELS = 4 * 28 * 28
+_SNAP_MAX_PIXELS = 16384 * 28 * 28
+
+
+def reference_target_size(height: int, width: int, n_frames: int) -> tuple[int, int]:
+    """The reference's ``approximate_smart_resize`` target, as (height, width)."""
+    max_pixels = max(
+        min(_VIDEO_MAX_PIXELS, _VIDEO_TOTAL_PIXELS / n_frames * _FRAME_FACTOR), int(_VIDEO_MIN_PIXELS * 1.05)
+    )
+    # height * width // 28 (not // 28**2) is the reference's formula, kept as is
+    target = max(_VIDEO_MIN_PIXELS, min(max_pixels, height * width // _IMAGE_FACTOR))
+    aspect = width / height
+    new_height = int((target / aspect) ** 0.5)
+    return new_height, int(new_height * aspect)
+
+
+def snap_to_grid(height: int, width: int, factor: int) -> tuple[int, int]:
+    """qwen-vl-utils ``smart_resize``: sides multiples of ``factor``, area within its bounds."""
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > _SNAP_MAX_PIXELS:
+        beta = math.sqrt((height * width) / _SNAP_MAX_PIXELS)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < _SNAP_MIN_PIXELS:
+        beta = math.sqrt(_SNAP_MIN_PIXELS / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+class QwenReranker(HFVideoReranker):
+    layout = "qwen"
+    model_classes = {
+        "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+        "qwen2_vl": "Qwen2VLForConditionalGeneration",
+    }
+    frames_per_video = 8
+    video_fps = 2.0
+
+    def _video_inputs(self, clips: list[np.ndarray]) -> tuple[list[np.ndarray], dict]:
+        vp = self.processor.video_processor
+        factor = vp.patch_size * vp.merge_size
+        videos = [self._reference_frames(clip, factor) for clip in clips]
+        metadata = [
+            {"total_num_frames": len(v), "fps": self.video_fps, "frames_indices": list(range(len(v)))}
+            for v in videos
+        ]
+        # frames are already at their final, grid-aligned size: the processor must not resize them
+        kwargs = {"do_sample_frames": False, "do_resize": False, "video_metadata": metadata}
+        if hasattr(vp, "cap_pixels_per_frame"):
+            kwargs["cap_pixels_per_frame"] = False  # a resize option; says so explicitly to keep logs quiet
+        return videos, kwargs
+
+    def _reference_frames(self, clip: np.ndarray, factor: int) -> np.ndarray:
+        height, width = reference_target_size(*clip.shape[1:3], self.frames_per_video)
+        resized = resize_video(clip, height, width)
+        return resize_video(resized, *snap_to_grid(height, width, factor))
+
+
+_FAMILY = [
+    # name, default weights, aliases, claims
+    ("qwen2.5-vl", "Qwen/Qwen2.5-VL-7B-Instruct", ("qwen2.5-vl-7b",), ("qwen2.5-vl", "qwen2_5_vl")),
+    ("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", (), ()),
+    # not in the paper; same protocol (the "qwen2_5_vl" type does not contain "qwen2_vl")
+    ("qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", ("qwen2-vl-7b",), ("qwen2-vl", "qwen2_vl")),
+]
+
+
+def _register(name: str, default: str, aliases: tuple[str, ...], claims: tuple[str, ...]) -> None:
+    @RERANKERS.register(
+        name,
+        default_source=default,
+        aliases=aliases,
+        claims=claims,
+        description="Qwen2.5-VL / Qwen2-VL, 8 frames a video, concept prompt as the system message",
+    )
+    def build(source: str, device=None, dtype=None, **kwargs) -> QwenReranker:
+        return QwenReranker(source, name=name, device=device, dtype=dtype, **kwargs)
+
+
+for _row in _FAMILY:
+    _register(*_row)

@@ -1,0 +1,134 @@
+"""LMM reranking of recalled candidates: a frame cache, a persistent score cache, and the scorer.
+
+Each clip is decoded once per command (``FrameCache``); every directional score is
+stored in a DuckDB file of its own (``ScoreCache``), keyed by the reranker's identity
+(model, revision, prompt version, frame count), the concept, the scoring mode and
+both clips' content hashes and time spans, so a repeated query makes no model call.
+The score cache is a separate file from the catalog so that querying never needs the
+catalog's write lock.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import duckdb
+import numpy as np
+
+from retrieval.concepts import Concept
+from retrieval.frames import VideoDecoder
+
+SCORES_NAME = "scores.duckdb"
+
+
+@dataclass(frozen=True)
+class ClipRef:
+    """A clip to compare: a file (by path and content hash) and a time span (end None = to the end)."""
+
+    path: str
+    content_hash: str
+    start: float = 0.0
+    end: float | None = None
+
+    @property
+    def key(self) -> str:
+        end = "end" if self.end is None else f"{self.end:.3f}"
+        return f"{self.content_hash}@{self.start:.3f}-{end}"
+
+
+class FrameCache:
+    """Decode each (clip, frame count) once per command."""
+
+    def __init__(self, decoder: VideoDecoder | None = None):
+        self.decoder = decoder or VideoDecoder()
+        self._frames: dict[tuple[str, int], np.ndarray] = {}
+        self.decodes = 0
+
+    def get(self, clip: ClipRef, count: int) -> np.ndarray:
+        key = (f"{clip.path}|{clip.key}", count)
+        if key not in self._frames:
+            self._frames[key] = self.decoder.sample_span(clip.path, count, clip.start, clip.end).pixels
+            self.decodes += 1
+        return self._frames[key]
+
+
+class ScoreCache:
+    SCHEMA = """CREATE TABLE IF NOT EXISTS scores (
+        tag VARCHAR, concept VARCHAR, mode VARCHAR, a VARCHAR, b VARCHAR,
+        score DOUBLE, raw VARCHAR, probs DOUBLE[], created TIMESTAMP DEFAULT current_timestamp,
+        PRIMARY KEY (tag, concept, mode, a, b))"""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = duckdb.connect(str(self.path))
+        self.db.execute(self.SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def get(self, tag: str, concept: str, mode: str, a: str, b: str):
+        from rerankers.base import PairScore
+
+        row = self.db.execute(
+            "SELECT score, raw, probs FROM scores WHERE tag=? AND concept=? AND mode=? AND a=? AND b=?",
+            [tag, concept, mode, a, b],
+        ).fetchone()
+        if row is None:
+            return None
+        return PairScore(row[0], mode, row[1] or "", tuple(row[2]) if row[2] is not None else None)
+
+    def put(self, tag: str, concept: str, mode: str, a: str, b: str, score) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO scores (tag, concept, mode, a, b, score, raw, probs) VALUES (?,?,?,?,?,?,?,?)",
+            [tag, concept, mode, a, b, score.score, score.raw, list(score.probs) if score.probs else None],
+        )
+
+
+def default_score_cache(index_dir: Path | None) -> Path:
+    """Beside the index when there is one, else in the user's cache folder."""
+    if index_dir is not None:
+        return index_dir / SCORES_NAME
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "convis" / SCORES_NAME
+
+
+class PairScorer:
+    """Scores (anchor, candidate) pairs per concept with a reranker: cache first, model for the rest."""
+
+    def __init__(self, reranker, cache: ScoreCache | None, frames: FrameCache | None = None,
+                 mode: str = "expected", symmetric: bool = False):
+        from rerankers.base import check_mode
+
+        check_mode(mode)
+        self.reranker, self.cache, self.mode, self.symmetric = reranker, cache, mode, symmetric
+        self.frames = frames or FrameCache()
+        self.model_pairs = 0  # pairs sent to the model (cache misses), for reporting and tests
+
+    def score(self, pairs: Sequence[tuple[ClipRef, ClipRef]], concept: Concept) -> list:
+        from rerankers.base import average_scores
+
+        forward = self._directional(list(pairs), concept)
+        if not self.symmetric:
+            return forward
+        backward = self._directional([(b, a) for a, b in pairs], concept)
+        return [average_scores(ab, ba) for ab, ba in zip(forward, backward)]
+
+    def _directional(self, pairs: list[tuple[ClipRef, ClipRef]], concept: Concept) -> list:
+        tag = self.reranker.cache_tag
+        found = [self.cache.get(tag, concept.words, self.mode, a.key, b.key) if self.cache else None
+                 for a, b in pairs]
+        missing = [i for i, score in enumerate(found) if score is None]
+        if missing:
+            count = self.reranker.frames_per_video
+            clips = [(self.frames.get(pairs[i][0], count), self.frames.get(pairs[i][1], count)) for i in missing]
+            scored = self.reranker.score_pairs(clips, concept.words, self.mode)
+            self.model_pairs += len(missing)
+            for i, score in zip(missing, scored):
+                found[i] = score
+                if self.cache:
+                    self.cache.put(tag, concept.words, self.mode, pairs[i][0].key, pairs[i][1].key, score)
+        return found

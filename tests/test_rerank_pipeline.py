@@ -1,0 +1,91 @@
+"""Reranked queries and compare through the engine, with a tiny random Qwen2-VL checkpoint."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from retrieval.concepts import parse_concepts
+from retrieval.engine import Engine
+from tests.tiny_vlm import build_qwen_vl
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory):
+    return str(build_qwen_vl(tmp_path_factory.mktemp("vlm") / "qwen2-vl-tiny"))
+
+
+@pytest.fixture
+def index_copy(example_index, tmp_path):
+    """The shared example index with a private score cache (tests must not see each other's scores)."""
+    import shutil
+
+    target = tmp_path / ".convis"
+    shutil.copytree(example_index, target, ignore=shutil.ignore_patterns("scores.duckdb"))
+    return target
+
+
+def test_reranked_query_reorders_the_recall_set_by_lmm_scores(index_copy, example_videos, qwen):
+    anchor = example_videos / "campus_01.mp4"
+    recall = Engine(index_copy).query(anchor, ["location"], k=5)
+    engine = Engine(index_copy)
+    reranked = engine.query(anchor, ["location"], k=5, reranker=qwen, rerank_top=5)
+    assert {h.path for h in reranked.hits} == {h.path for h in recall.hits}
+    totals = [h.total for h in reranked.hits]
+    assert totals == sorted(totals, reverse=True)
+    assert all(1.0 <= h.scores["location"] <= 5.0 for h in reranked.hits)
+    assert all(h.recall_scores for h in reranked.hits)  # recall similarity kept beside the LMM score
+    assert engine.scorer.model_pairs == 5
+    assert engine.frames.decodes == 6  # the anchor once, each candidate once
+
+
+def test_repeated_query_makes_no_model_call(index_copy, example_videos, qwen):
+    anchor = example_videos / "campus_01.mp4"
+    first = Engine(index_copy).query(anchor, ["location", "main-action"], k=3, reranker=qwen, rerank_top=3)
+    again = Engine(index_copy)  # a new command: only the on-disk score cache is shared
+    second = again.query(anchor, ["location", "main-action"], k=3, reranker=qwen, rerank_top=3)
+    assert again.scorer.model_pairs == 0 and again.frames.decodes == 0
+    assert [h.as_dict() for h in second.hits] == [h.as_dict() for h in first.hits]
+
+
+def test_weights_combine_reranker_scores_as_eq2(index_copy, example_videos, qwen):
+    result = Engine(index_copy).query(example_videos / "box.mp4", ["location=3", "main-objects=1"], k=3,
+                                      reranker=qwen, rerank_top=3)
+    for hit in result.hits:
+        assert hit.total == pytest.approx(0.75 * hit.scores["location"] + 0.25 * hit.scores["main-objects"])
+
+
+def test_symmetric_compare_averages_both_orders(index_copy, example_videos, qwen):
+    a, b = example_videos / "box.mp4", example_videos / "cup.mp4"
+    engine = Engine(index_copy)
+    ab = engine.compare(a, b, ["main-objects"], qwen)["concepts"][0]["score"]
+    ba = engine.compare(b, a, ["main-objects"], qwen)["concepts"][0]["score"]
+    both = engine.compare(a, b, ["main-objects"], qwen, symmetric=True)
+    assert both["concepts"][0]["score"] == pytest.approx((ab + ba) / 2)
+    assert both["model_pairs"] == 0  # both directions were already cached
+
+
+def test_compare_cli_json(index_copy, example_videos, qwen):
+    result = CliRunner().invoke(app, ["compare", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
+                                      "-c", "main-action", "-c", "location", "-r", qwen, "--json",
+                                      "--index-dir", str(index_copy), "--mode", "greedy"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [c["key"] for c in data["concepts"]] == ["main-action", "location"]
+    for c in data["concepts"]:  # greedy: a parsed 1-5 answer, or null when unreadable; never 0
+        assert c["score"] is None or c["score"] in {1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def test_compare_errors_are_one_line(example_videos, tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["compare", str(tmp_path / "nope.mp4"), str(example_videos / "cup.mp4"),
+                                  "-c", "location", "-r", str(tmp_path)])
+    assert missing.exit_code == 2 and "video not found" in missing.stderr
+    bad_model = runner.invoke(app, ["compare", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
+                                    "-c", "location", "-r", "/no/such/weights"])
+    assert bad_model.exit_code == 2 and "Traceback" not in bad_model.output
+    bad_mode = runner.invoke(app, ["compare", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
+                                   "-c", "location", "--mode", "sampled"])
+    assert bad_mode.exit_code == 2 and "--mode" in bad_mode.stderr
