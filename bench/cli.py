@@ -213,3 +213,79 @@ def _caption_model_name(captions_dir: Path, indexer) -> str:
 
     folder = captions_dir.resolve().name
     return folder if indexer.source == MINILM else f"{Path(indexer.source).name}_{folder}"
+
+
+@app.command()
+def run(
+    dataset: Annotated[Path, typer.Option("--dataset", help="ConViS-Bench folder: videos, "
+                                          "gt_conditioned_similarities.json, optional to_be_ranked.json, "
+                                          "ranked.json and captions/.")],
+    out: Annotated[Path, typer.Option("--out", help="Where scores and indices go.")] = Path("out/bench-run"),
+    indexer: Annotated[Optional[list[str]], typer.Option("--indexer", "-i", help="Indexer(s) for the global "
+                                                         "signal; repeat for several.")] = None,
+    reranker: Annotated[Optional[str], typer.Option("--reranker", "-r", help="LMM for the concept-conditioned "
+                                                    "scores (name, hub id or folder).")] = None,
+    frames: Annotated[Optional[str], typer.Option("--frames", help="Frames per video, or a sweep like "
+                                                  "1,2,4,8,16 (paper Figure 3). Default: each model's own.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="Reranker scoring: expected or greedy (the paper's).")] = "expected",
+    symmetric: Annotated[bool, typer.Option("--symmetric", help="Average (a, b) and (b, a).")] = False,
+    captions: Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text "
+                                                     "indexer (default: DATASET/captions).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="torch device.")] = None,
+    as_json: JsonOpt = False,
+    csv_path: CsvOpt = None,
+    chart: ChartOpt = None,
+) -> None:
+    """Run convis on a ConViS-Bench folder: write its scores in the released formats and evaluate them."""
+    from bench.run import BenchRun, load_dataset
+
+    with _user_errors(), _model_errors():
+        counts = _frame_counts(frames)
+        data = load_dataset(dataset, captions)
+        _note(f"{len(data.pairs)} rated pairs, {len(data.videos)} videos, {len(data.split)} retrieval anchors "
+              f"({data.human_source})")
+        rows, retrieval_rows_ = [], []
+        for count in counts:
+            result = BenchRun(data, out, list(indexer or ["efficientnet-lite0"]), reranker, count, mode,
+                              symmetric, workers, device, _note).run()
+            for path, reason in result.failed_videos:
+                _note(f"skipped {path}: {reason}")
+            # a non-default frame count is part of each model's folder name, so sweep rows stay apart
+            rows += correlation_rows(_of(result.files, SIMILARITIES_SUFFIX), data.pairs)
+            retrieval_rows_ += retrieval_rows(_of(result.files, RANKING_SUFFIX), data.human)
+        retrieval_rows_ += random_rows(data.human)
+        tables = report.correlation_tables(rows) + report.retrieval_tables(retrieval_rows_)
+        _emit(rows + retrieval_rows_, tables, as_json, csv_path, chart,
+              {"rho": "Spearman rho x100", "tau": "Kendall tau x100"}, "convis on ConViS-Bench",
+              {"dataset": str(dataset), "out": str(out), "retrieval_ground_truth": data.human_source})
+
+
+def _frame_counts(text: str | None) -> list[int | None]:
+    if text is None:
+        return [None]
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        _fail(f"--frames takes whole numbers like 8 or 1,2,4,8,16, got {text!r}")
+    if not counts or min(counts) < 1:
+        _fail(f"--frames takes whole numbers >= 1, got {text!r}")
+    return counts
+
+
+def _of(files: list[ScoreFile], suffix: str) -> list[ScoreFile]:
+    return [f for f in files if f.path.name.endswith(suffix)]
+
+
+@contextmanager
+def _model_errors() -> Iterator[None]:
+    """Missing weights, unknown models and lock conflicts are user errors too."""
+    from indexers.vision import ModelUnavailableError
+    from rerankers.base import RerankerError
+    from retrieval.catalog import CatalogBusy
+    from retrieval.registry import UnknownModelError
+
+    try:
+        yield
+    except (ModelUnavailableError, RerankerError, UnknownModelError, CatalogBusy, ValueError) as e:
+        _fail(str(e))

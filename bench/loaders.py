@@ -159,7 +159,12 @@ ModelScores = dict[str, dict[str, float]]  # anchor -> candidate -> score
 
 def load_ranked(path: str | Path) -> HumanRanks:
     """`[{"anchor": a, "MainAction": {c: rank}, ...}]` (rank 1 = most similar) -> concept -> anchor -> ranks."""
-    data = _expect_list_of_dicts(read_json(path, "ranking file"), path, ("anchor",))
+    return ranked_from_data(read_json(path, "ranking file"), path)
+
+
+def ranked_from_data(data: Any, path: str | Path) -> HumanRanks:
+    """The parsed `ranked.json` structure (from a file or from `make_split`) -> concept -> anchor -> ranks."""
+    data = _expect_list_of_dicts(data, path, ("anchor",))
     out: HumanRanks = {}
     for i, entry in enumerate(data):
         anchor = base_name(entry["anchor"])

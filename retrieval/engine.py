@@ -104,7 +104,10 @@ class Engine:
     # -- indexing -----------------------------------------------------------
     def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
               captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
-              distributor: Distributor | None = None, progress: Progress | None = None) -> IndexReport:
+              distributor: Distributor | None = None, progress: Progress | None = None,
+              frames: int | None = None) -> IndexReport:
+        """Index ``folder``; ``frames`` overrides how many frames image models sample per unit
+        (video models keep the clip length they were trained on)."""
         if self.index_dir is None:
             raise NoIndexError("indexing needs an index folder")
         folder = Path(folder).resolve()
@@ -115,6 +118,10 @@ class Engine:
             catalog.set_setting("root", str(folder))
             specs = list(indexers) or [f"{r.name}:{r.source}" for r in catalog.indexers()] or [self._default_spec()]
             models = [self.indexer(s) for s in specs]
+            if frames:
+                for model in models:
+                    if model.kind == "image":
+                        model.frames_per_unit = frames
             if captions is not None and not any(m.kind == "text" for m in models):
                 models.append(self.indexer("text"))  # captions are only useful with a text indexer
             workers = workers or max(1, (os.cpu_count() or 2) // 2)

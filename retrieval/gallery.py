@@ -1,0 +1,238 @@
+"""Self-contained HTML reports of a query or a comparison.
+
+Each page is one file: thumbnails are inline JPEG data URIs and the style sheet is inline,
+so a report opens offline, can be mailed or archived, and never reaches the network.  The
+videos themselves are linked (relative path or file URI), not embedded.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+from urllib.parse import quote
+
+import numpy as np
+
+from retrieval.frames import DecodeError, VideoDecoder
+
+# Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
+# that a 10-result page with 8 frames each stays around a megabyte.
+THUMB_SHORT_SIDE = 112
+JPEG_QUALITY = 80
+
+# Shared by the static pages and the web UI, so both look the same.
+STYLE = """
+:root { --fg: #1d2430; --muted: #5b6677; --line: #d9dee7; --bg: #f6f7fa; --card: #fff; --accent: #2f6fde; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 1.2rem 1.6rem 3rem; font: 14px/1.45 system-ui, sans-serif; color: var(--fg);
+       background: var(--bg); }
+h1 { font-size: 1.35rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1.2rem 0 .5rem; }
+code, .path { font-family: ui-monospace, monospace; word-break: break-all; }
+.meta, .time, figcaption, .note { color: var(--muted); }
+.note { margin: .2rem 0; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .8rem 1rem;
+        margin: 0 0 .8rem; }
+.hits { list-style: none; padding: 0; margin: 0; }
+.hit-head { display: flex; gap: .8rem; align-items: baseline; flex-wrap: wrap; margin-bottom: .4rem; }
+.rank { font-weight: 700; color: var(--accent); min-width: 2.2rem; }
+.total { margin-left: auto; font-weight: 700; }
+.strip { display: flex; gap: 4px; overflow-x: auto; padding-bottom: 2px; }
+.strip figure { margin: 0; flex: none; text-align: center; }
+.strip img { display: block; height: 84px; width: auto; border-radius: 3px; background: #e4e7ee; }
+.strip figcaption { font-size: 11px; }
+.body { display: grid; grid-template-columns: minmax(0, 1fr) 320px; gap: 1rem; align-items: start; }
+video { width: 100%; max-height: 200px; background: #000; border-radius: 4px; }
+.scores { display: grid; grid-template-columns: max-content 1fr 3.5rem; gap: .15rem .6rem; align-items: center;
+          margin-top: .5rem; }
+.bar { height: 9px; background: #e4e7ee; border-radius: 5px; overflow: hidden; }
+.bar span { display: block; height: 100%; background: var(--accent); }
+.value { text-align: right; font-variant-numeric: tabular-nums; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+.pair .strip { flex-wrap: wrap; }
+.error { color: #b3261e; }
+"""
+
+
+@dataclass(frozen=True)
+class Thumb:
+    time: float  # seconds into the video
+    jpeg: bytes
+    width: int
+    height: int
+
+
+def strip(path: str | Path, start: float = 0.0, end: float | None = None, frames: int = 8,
+          decoder: VideoDecoder | None = None) -> list[Thumb]:
+    """Up to ``frames`` JPEG thumbnails spread over ``[start, end]`` of one video.
+
+    The sampler pads short spans by repeating the last frame; repeats are dropped here
+    because a strip of identical pictures tells the viewer nothing.
+    """
+    decoder = decoder or VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    sampled = decoder.sample_span(path, frames, start, end)
+    seen: set[int] = set()
+    thumbs = []
+    for pixels, time, index in zip(sampled.pixels, sampled.timestamps, sampled.indices):
+        if index not in seen:
+            seen.add(index)
+            thumbs.append(Thumb(float(time), to_jpeg(pixels), pixels.shape[1], pixels.shape[0]))
+    return thumbs
+
+
+def to_jpeg(pixels: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, "JPEG", quality=quality, optimize=True)
+    return buffer.getvalue()
+
+
+def data_uri(jpeg: bytes) -> str:
+    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+
+
+def format_time(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}:{rest:04.1f}"
+
+
+def score_fraction(value: float | None, lmm: bool) -> float:
+    """Bar length in [0, 1]: recall similarity is already in [0, 1], LMM scores run from 1 to 5."""
+    if value is None:
+        return 0.0
+    return min(1.0, max(0.0, (value - 1.0) / 4.0 if lmm else value))
+
+
+def video_src(video: Path, page: Path, start: float = 0.0, end: float | None = None) -> str:
+    """A link to ``video`` that works from ``page``'s folder, starting at ``start`` (media fragment)."""
+    video, folder = Path(video).resolve(), Path(page).resolve().parent
+    try:
+        link = quote(Path(os.path.relpath(video, folder)).as_posix())
+    except ValueError:  # another drive (Windows): only an absolute URI can point there
+        link = video.as_uri()
+    fragment = f"#t={start:.3f}" + (f",{end:.3f}" if end is not None else "")
+    return link + fragment
+
+
+# -- building blocks ----------------------------------------------------------------------------
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _strip_html(path: Path, name: str, start: float, end: float | None, frames: int, decoder) -> str:
+    try:
+        thumbs = strip(path, start, end, frames, decoder)
+    except (DecodeError, OSError) as exc:
+        # one unreadable clip (moved, truncated) must not cost the whole report
+        return f'<p class="error">thumbnails unavailable: {_e(exc)}</p>'
+    figures = "".join(
+        f'<figure><img src="{data_uri(t.jpeg)}" width="{t.width}" height="{t.height}" '
+        f'alt="{_e(name)} at {_e(format_time(t.time))}"><figcaption>{_e(format_time(t.time))}</figcaption></figure>'
+        for t in thumbs)
+    return f'<div class="strip">{figures}</div>'
+
+
+def _score_rows(rows: Iterable[tuple[str, float, float | None]], lmm: bool) -> str:
+    """(label, weight, score) -> label, bar, value; scores of None read 'unreadable'."""
+    cells = []
+    for label, weight, value in rows:
+        shown = "unreadable" if value is None else f"{value:.3f}"
+        cells.append(f'<span>{_e(label)} <span class="meta">w {weight:.2f}</span></span>'
+                     f'<span class="bar"><span style="width:{100 * score_fraction(value, lmm):.1f}%"></span></span>'
+                     f'<span class="value">{_e(shown)}</span>')
+    return f'<div class="scores">{"".join(cells)}</div>'
+
+
+def _video_html(path: Path, out: Path, start: float, end: float | None) -> str:
+    return f'<video controls preload="metadata" src="{_e(video_src(path, out, start, end))}"></video>'
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{_e(title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n')
+
+
+def _notes(notices: Iterable[str]) -> str:
+    return "".join(f'<p class="note">note: {_e(n)}</p>' for n in notices)
+
+
+def _write(out: Path, text: str) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)  # a half-written report is never left under the real name
+    return out
+
+
+# -- query page ---------------------------------------------------------------------------------
+def write_query_html(result, root: Path, out: Path, frames_per_strip: int = 8, start: float | None = None,
+                     end: float | None = None) -> Path:
+    """One HTML page for a QueryResult: the anchor's strip, then every hit in rank order.
+
+    ``root`` is the folder the index covers (hit paths are relative to it); ``start``/``end``
+    restrict the anchor strip to the span the query used.
+    """
+    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    out, anchor = Path(out), Path(result.anchor)
+    lmm = result.reranker is not None
+    weights = ", ".join(f"{c.words} {c.weight:.2f}" for c in result.concepts)
+    scored_by = result.reranker or "recall similarity (" + ", ".join(
+        f"{k}: {m.split(':')[0]}" for k, m in result.signals.items()) + ")"
+    head = (f'<header><h1>Clips like <code>{_e(anchor.name)}</code></h1>'
+            f'<p class="meta">concepts: {_e(weights)} · scored by {_e(scored_by)} · {len(result.hits)} results</p>'
+            f'{_notes(result.notices)}</header>')
+    anchor_card = (f'<section class="card anchor" id="anchor"><h2>Anchor <span class="path">{_e(result.anchor)}'
+                   f'</span></h2>{_strip_html(anchor, anchor.name, start or 0.0, end, frames_per_strip, decoder)}'
+                   f'</section>')
+    hits = "\n".join(_hit_html(h, result.concepts, Path(root), out, frames_per_strip, decoder, lmm)
+                     for h in result.hits)
+    body = f'{head}\n{anchor_card}\n<h2>Results</h2>\n<ol class="hits" id="hits">\n{hits}\n</ol>'
+    return _write(out, _page(f"convis: clips like {anchor.name}", body))
+
+
+def _hit_html(hit, concepts, root: Path, out: Path, frames: int, decoder, lmm: bool) -> str:
+    path = root / hit.path
+    total = "unreadable" if hit.total is None else f"{hit.total:.3f}"
+    rows = [(c.words, c.weight, hit.scores.get(c.key)) for c in concepts]
+    recall = ""
+    if hit.recall_scores:  # after reranking, keep the recall similarity in view
+        recall = '<p class="meta">recall: ' + _e(", ".join(f"{k} {v:.3f}" for k, v in hit.recall_scores.items())) \
+                 + "</p>"
+    return (f'<li class="card hit" id="hit-{hit.rank}" data-rank="{hit.rank}" data-path="{_e(hit.path)}">'
+            f'<div class="hit-head"><span class="rank">#{hit.rank}</span><span class="path">{_e(hit.path)}</span>'
+            f'<span class="time">{_e(format_time(hit.start))} – {_e(format_time(hit.end))}</span>'
+            f'<span class="total">total {_e(total)}</span></div>'
+            f'<div class="body"><div>{_strip_html(path, hit.path, hit.start, hit.end, frames, decoder)}'
+            f'{_score_rows(rows, lmm)}{recall}</div>{_video_html(path, out, hit.start, hit.end)}</div></li>')
+
+
+# -- compare page -------------------------------------------------------------------------------
+def write_compare_html(result: dict, a: Path, b: Path, out: Path, frames_per_strip: int = 8) -> Path:
+    """One HTML page for ``Engine.compare``'s result: both strips side by side, then per-concept scores."""
+    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    out, a, b = Path(out), Path(a), Path(b)
+    lmm = bool(result.get("reranker"))
+    scored_by = result.get("reranker") or "recall similarity"
+    mode = f" ({result['mode']})" if result.get("mode") and lmm else ""
+    rows = [(c["words"], c["weight"], c.get("score")) for c in result["concepts"]]
+    total = result.get("total")
+    columns = "".join(
+        f'<section class="card clip" id="clip-{tag}"><h2>{tag.upper()} <span class="path">{_e(path.name)}</span>'
+        f'</h2>{_strip_html(path, path.name, 0.0, None, frames_per_strip, decoder)}{_video_html(path, out, 0.0, None)}'
+        f'</section>' for tag, path in (("a", a), ("b", b)))
+    scale = "1 = completely different, 5 = perfectly similar" if lmm else "similarity in [0, 1]"
+    body = (f'<header><h1><code>{_e(a.name)}</code> vs <code>{_e(b.name)}</code></h1>'
+            f'<p class="meta">scored by {_e(scored_by)}{_e(mode)} · {_e(scale)}</p>'
+            f'{_notes(result.get("notices", []))}</header>\n<div class="pair">{columns}</div>\n'
+            f'<section class="card" id="scores"><h2>Per-concept similarity</h2>{_score_rows(rows, lmm)}'
+            f'<p class="total">total {_e("unreadable" if total is None else f"{total:.3f}")}</p></section>')
+    return _write(out, _page(f"convis: {a.name} vs {b.name}", body))
