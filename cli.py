@@ -39,6 +39,7 @@ def user_errors():
     from indexers.vision import ModelUnavailableError
     from rerankers.base import RerankerError
     from retrieval.catalog import CatalogBusy
+    from retrieval.fusion import FusionError
     from retrieval.concepts import ConceptError
     from retrieval.engine import AnchorError, NoIndexError
     from retrieval.indexing import IndexSettingsError
@@ -47,7 +48,7 @@ def user_errors():
 
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
                 IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-                RerankerError)
+                RerankerError, FusionError)
     try:
         yield
     except expected as exc:
@@ -104,6 +105,8 @@ def index(
     captions: Optional[Path] = typer.Option(None, help="Folder of <video stem>.txt captions for the text indexer."),
     workers: Optional[int] = typer.Option(None, min=1, help="Decoder processes (default: half the cores)."),
     timeout: float = typer.Option(300.0, min=1, help="Seconds one file may take to decode before it is skipped."),
+    publish_every: float = typer.Option(60.0, min=0, help="Seconds between snapshots a long run publishes, so "
+                                        "queries made while it runs see its progress."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
     trust_remote_code: bool = typer.Option(False, help="Allow checkpoints that ship their own code (internvideo)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
@@ -117,7 +120,7 @@ def index(
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, parse_duration(segment), captions, workers, timeout,
-                                  progress=progress)
+                                  progress=progress, publish_every=publish_every)
     for notice in engine.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -182,6 +185,9 @@ def query(
     mode: str = typer.Option("expected", help="Reranker scoring: expected (mean of P(1..5)) or greedy "
                              "(the paper's parsed single token)."),
     symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
+    fusion: Optional[str] = typer.Option(None, help="Score each concept by a learned combination of every "
+                                         "available signal: a weights file from `convis bench fusion`, or "
+                                         "'default' for the weights shipped with convis."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
@@ -196,7 +202,7 @@ def query(
         engine = Engine(resolve_index_dir(index_dir, anchor), device=device)
         result = engine.query(anchor, concepts, k, parse_duration(start, allow_zero=True),
                               parse_duration(end), parse_overrides(signal), reranker=reranker,
-                              rerank_top=rerank_top, mode=mode, symmetric=symmetric)
+                              rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
     for notice in result.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -219,7 +225,13 @@ def _print_hits(result) -> None:
                       *[_score(hit.scores[c.key]) for c in result.concepts], _score(hit.total))
     out.print(table)
     signals = ", ".join(f"{c}: {m.split(':')[0]}" for c, m in result.signals.items())
-    out.print(f"[dim]scored by {result.reranker or 'recall similarity'} ({signals})[/]", highlight=False)
+    how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
+    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {signals})[/]", highlight=False)
+    for hit in result.hits:
+        for concept, parts in hit.contributions.items():
+            terms = " ".join(f"{'+' if v >= 0 else '-'} {name} {abs(v):.2f}" for name, v in parts.items()
+                             if name != "intercept")
+            out.print(f"[dim]  {hit.rank}. {concept} = {parts['intercept']:.2f} {terms}[/]", highlight=False)
 
 
 def _score(value) -> str:

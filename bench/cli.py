@@ -21,6 +21,7 @@ from bench.loaders import (
     load_gt_pairs,
     load_ranked,
 )
+from bench.fusion_cli import register as register_fusion
 from bench.split import make_split
 
 app = typer.Typer(
@@ -29,6 +30,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+register_fusion(app)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")]
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import torch
@@ -43,6 +44,6 @@ def build_efficientnet(source: str, device: str | None = None, **_) -> Efficient
         # weights_only: a .pth is a pickle; refuse anything but tensors
         state = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(state)
-    except (ImportError, OSError, StopIteration, RuntimeError) as exc:
+    except (ImportError, OSError, StopIteration, RuntimeError, pickle.UnpicklingError) as exc:
         raise unavailable("efficientnet-lite0", source, exc) from None
     return EfficientNetIndexer("efficientnet-lite0", source, model, LITE_TRANSFORM, FEATURE_DIM, device)

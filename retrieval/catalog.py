@@ -7,6 +7,8 @@ the whole file or nothing, and the next run resumes from there.
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -39,6 +41,10 @@ CREATE TABLE IF NOT EXISTS indexers (
 
 class CatalogBusy(RuntimeError):
     """Another process holds the catalog for writing."""
+
+
+class CatalogEmpty(RuntimeError):
+    """The catalog file exists but a run was stopped before it wrote anything."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,9 @@ class Catalog:
                     f"the catalog {self.path} is being written by another convis process; retry when it finishes"
                 ) from None
             raise
+        if read_only and not self._has_schema():
+            self.db.close()
+            raise CatalogEmpty(f"the catalog {self.path} holds nothing yet")
         if not read_only:
             self.db.execute(SCHEMA)
             self._set_default("schema_version", SCHEMA_VERSION)
@@ -113,6 +122,21 @@ class Catalog:
 
     def close(self) -> None:
         self.db.close()
+
+    def _has_schema(self) -> bool:
+        return bool(self.db.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'files'").fetchone()[0])
+
+    def snapshot(self, dest: Path) -> None:
+        """Publish the committed state as a file readers can open while this writer holds the lock.
+
+        DuckDB lets no other process open a file a writer holds, even read-only; a copy taken
+        right after a checkpoint (no open transaction, empty WAL) is a complete database.
+        """
+        self.db.execute("CHECKPOINT")
+        tmp = dest.with_name(f".{dest.name}.tmp")
+        shutil.copyfile(self.path, tmp)
+        os.replace(tmp, dest)
 
     def __enter__(self) -> "Catalog":
         return self

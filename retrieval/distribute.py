@@ -26,6 +26,15 @@ class Distributor(Protocol):
     def map(self, fn: Callable[[Any], Any], items: Iterable[Item]) -> Iterator[tuple[Item, Any]]: ...
 
 
+def _quiet_worker() -> None:
+    """Native decoders write diagnostics straight to fd 2; in workers that is noise (reasons are returned)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
 class SerialDistributor:
     """In-process, in order: no isolation, no overhead (tests, debugging, one-off anchors)."""
 
@@ -47,23 +56,31 @@ class ProcessDistributor:
         self.context = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
 
     def map(self, fn, items):
-        self._strikes: dict[Any, int] = {}
         queue = list(items)
         queue.reverse()  # pop() from the end keeps the input order of submission
+        suspects: list = []  # in flight at a crash with others: rerun one at a time to find the culprit
         pool = self._pool()
         running: dict[Future, tuple[Any, float]] = {}
         try:
-            while queue or running:
-                while queue and len(running) < self.workers:
-                    item = queue.pop()
-                    running[pool.submit(fn, item)] = (item, time.monotonic())
+            while queue or running or suspects:
+                self._submit(pool, running, queue, suspects, fn)
                 done, _ = wait(running, timeout=self._wait_time(running), return_when=FIRST_COMPLETED)
                 yield from self._collect(done, running)
                 if self._expired(running) or self._broken(done):
-                    yield from self._fail_running(running, queue)
+                    yield from self._fail_running(running, queue, suspects)
                     pool = self._restart(pool)
         finally:
             self._kill(pool)
+
+    def _submit(self, pool, running, queue, suspects, fn) -> None:
+        if suspects:
+            if not running:
+                item = suspects.pop()
+                running[pool.submit(fn, item)] = (item, time.monotonic())
+            return
+        while queue and len(running) < self.workers:
+            item = queue.pop()
+            running[pool.submit(fn, item)] = (item, time.monotonic())
 
     def _collect(self, done, running):
         for future in done:
@@ -82,24 +99,22 @@ class ProcessDistributor:
         now = time.monotonic()
         return any(now - started > self.timeout for _, started in running.values())
 
-    def _fail_running(self, running, queue):
+    def _fail_running(self, running, queue, suspects):
         """Blame the timed-out or crashed task; requeue the ones killed only because their pool went.
 
-        After a crash with several tasks in flight the culprit is unknown: each gets a strike
-        and is retried; a task present at two crashes is blamed.
+        A crash with one task in flight blames it; with several, each is rerun alone.
         """
         now = time.monotonic()
         crashed = any(started == CRASHED for _, started in running.values())
         for item, started in running.values():
-            if crashed:
-                self._strikes[item] = self._strikes.get(item, 0) + 1
-                if len(running) == 1 or self._strikes[item] >= 2:
-                    yield item, TaskFailed("decoder crashed (its worker process died)")
-                    continue
+            if crashed and len(running) == 1:
+                yield item, TaskFailed("decoder crashed (its worker process died)")
+            elif crashed:
+                suspects.append(item)
             elif now - started > self.timeout:
                 yield item, TaskFailed(f"timed out after {self.timeout:.0f} s")
-                continue
-            queue.append(item)
+            else:
+                queue.append(item)
         running.clear()
 
     def _wait_time(self, running) -> float:
@@ -107,7 +122,7 @@ class ProcessDistributor:
         return max(0.05, self.timeout - (time.monotonic() - oldest))
 
     def _pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self.context)
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self.context, initializer=_quiet_worker)
 
     def _restart(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor:
         self._kill(pool)

@@ -6,6 +6,7 @@ The CLI is a thin layer over this class.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -14,11 +15,13 @@ import duckdb
 import numpy as np
 
 from indexers.base import Indexer, create_indexer
-from retrieval.catalog import Catalog, UnitRow
+from retrieval.catalog import Catalog, CatalogBusy, CatalogEmpty, UnitRow
 from retrieval.concepts import Concept, combine, parse_concepts
 from retrieval.distribute import Distributor, ProcessDistributor
 from retrieval.frames import Span, VideoDecoder
-from retrieval.indexing import IndexReport, IndexRun, Progress
+from retrieval.fusion import FusionModel
+from retrieval.fusion_query import fuse, load_fusion
+from retrieval.indexing import PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun, Progress
 from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
 from retrieval.scan import content_hash
 from retrieval import search, signals
@@ -44,6 +47,7 @@ class QueryResult:
     hits: list[search.Hit]
     notices: list[str] = field(default_factory=list)
     reranker: str | None = None
+    fusion: str | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -51,6 +55,7 @@ class QueryResult:
             "concepts": [{"key": c.key, "words": c.words, "weight": round(c.weight, 6)} for c in self.concepts],
             "signals": self.signals,
             "reranker": self.reranker,
+            "fusion": self.fusion,
             "notices": self.notices,
             "hits": [h.as_dict() for h in self.hits],
         }
@@ -105,7 +110,7 @@ class Engine:
     def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
               captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
               distributor: Distributor | None = None, progress: Progress | None = None,
-              frames: int | None = None) -> IndexReport:
+              frames: int | None = None, publish_every: float = PUBLISH_EVERY) -> IndexReport:
         """Index ``folder``; ``frames`` overrides how many frames image models sample per unit
         (video models keep the clip length they were trained on)."""
         if self.index_dir is None:
@@ -126,7 +131,7 @@ class Engine:
                 models.append(self.indexer("text"))  # captions are only useful with a text indexer
             workers = workers or max(1, (os.cpu_count() or 2) // 2)
             run = IndexRun(catalog, self.index_dir, models, distributor or ProcessDistributor(workers, timeout),
-                           segment_seconds, Path(captions) if captions else None, progress)
+                           segment_seconds, Path(captions) if captions else None, progress, publish_every)
             return run.run(folder)
 
     def _default_spec(self) -> str:
@@ -141,9 +146,11 @@ class Engine:
     def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = 10,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
               recall_k: int | None = None, reranker=None, rerank_top: int = 20, mode: str = "expected",
-              symmetric: bool = False) -> QueryResult:
+              symmetric: bool = False, fusion=None) -> QueryResult:
         """Recall with the indexed signals; with ``reranker`` (a spec or a Reranker), rerank the top
-        ``rerank_top`` candidates by the LMM's per-concept scores and return them reordered."""
+        ``rerank_top`` candidates by the LMM's per-concept scores and return them reordered; with
+        ``fusion`` (a FusionModel, a weights file or "default"), score each concept by the learned
+        combination of every available signal."""
         concepts = _as_concepts(concepts)
         anchor_path = _check_anchor(anchor)
         with self._read() as catalog:
@@ -155,16 +162,41 @@ class Engine:
             recall_k = recall_k or max(100, 10 * k)
             candidates = sorted(search.recall(vectors, indices, recall_k))
             units = catalog.units(candidates)
+            if fusion is not None:
+                every = self._every_anchor_vector(catalog, anchor_path, digest, start, end, indexed, vectors)
+                indices.update({m: indices.get(m) or self._vector_index(catalog, m) for m in every})
         span = Span(0, start or 0.0, end if end is not None else float("inf"))
         keep = lambda unit: not _same_clip(unit, digest, span)  # noqa: E731 (never return the anchor itself)
         hits = search.rank(search.score(candidates, vectors, indices, signal_of), units, concepts, keep)
-        result = QueryResult(str(anchor), concepts, signal_of, hits[:k], notices)
+        result = QueryResult(str(anchor), concepts, signal_of, hits[:k], [*self.notices, *notices])
+        shortlist = hits[:max(k, rerank_top)] if fusion is not None else hits[:k]
         if reranker is not None:
             anchor_clip = ClipRef(str(anchor_path), digest, start or 0.0, end)
-            result.hits = self._rerank(anchor_clip, hits[:rerank_top], concepts, reranker, mode, symmetric,
-                                       notices)[:k]
+            shortlist = self._rerank(anchor_clip, hits[:rerank_top], concepts, reranker, mode, symmetric, notices)
             result.reranker = self.scorer.reranker.model_id
+        if fusion is not None:
+            model = load_fusion(fusion)
+            reranker_name = self.scorer.reranker.name if reranker is not None else None
+            shortlist = fuse(shortlist, concepts, model, search.similarities(
+                [h.unit_id for h in shortlist], every, indices), reranker_name, result.notices)
+            result.fusion = str(fusion) if not isinstance(fusion, FusionModel) else "model"
+        result.hits = shortlist[:k]
         return result
+
+    def _every_anchor_vector(self, catalog, path, digest, start, end, indexed, known) -> dict[str, np.ndarray]:
+        """The anchor's vector from every indexed signal that can give one (fusion uses them all)."""
+        stored_path = next(iter(catalog.files_by_hash(digest)), None) if start is None and end is None else None
+        vectors = dict(known)
+        for model_id in indexed.values():
+            if model_id in vectors:
+                continue
+            vec = _stored_vector(catalog, stored_path, model_id)
+            if vec is None and self.indexer(model_id).kind != "text":  # a new anchor has no caption
+                model = self.indexer(model_id)
+                vec = model.embed_units([_decode_anchor(path, model.frames_per_unit, start, end)])[0]
+            if vec is not None:
+                vectors[model_id] = vec
+        return vectors
 
     # -- reranking ----------------------------------------------------------
     def reranker(self, spec):
@@ -268,9 +300,21 @@ class Engine:
         return summary
 
     def _read(self) -> Catalog:
+        """The catalog, read-only; while an index run holds it, the run's last published snapshot."""
         if not self.has_index:
             raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
-        return Catalog(self.catalog_path, read_only=True)
+        try:
+            return Catalog(self.catalog_path, read_only=True)
+        except CatalogEmpty:
+            raise NoIndexError(f"nothing is indexed in {self.index_dir} yet: run `convis index FOLDER`") from None
+        except CatalogBusy:
+            snapshot = self.index_dir / SNAPSHOT_NAME
+            if not snapshot.is_file():
+                raise CatalogBusy(f"an index run is writing {self.index_dir} and has not published a snapshot "
+                                  "yet; retry in a minute") from None
+            stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.stat().st_mtime))
+            self.notices.append(f"an index run is in progress; results reflect its state at {stamp}")
+            return Catalog(snapshot, read_only=True)
 
 
 def _as_concepts(concepts) -> list[Concept]:

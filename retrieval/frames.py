@@ -8,6 +8,7 @@ the output size, never on the stream's length or resolution.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
@@ -31,9 +32,10 @@ class VideoInfo:
     frame_count: int
     fps: float
     duration: float  # seconds
-    width: int
+    width: int  # as displayed (after any rotation the container asks for)
     height: int
     decoder: str
+    rotation: int = 0  # degrees counter-clockwise the decoded picture must turn (PyAV reports, decord applies)
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,12 @@ class PyAVBackend:
             duration = _stream_duration(container, stream)
             count = int(stream.frames or 0) or int(round(duration * fps))
             width, height = stream.codec_context.width, stream.codec_context.height
+            rotation = _first_frame_rotation(container, stream)
         if count <= 0:
             raise DecodeError("video stream has no frames")
-        return VideoInfo(count, fps, duration or count / fps, width, height, self.name)
+        if rotation in (90, 270):
+            width, height = height, width
+        return VideoInfo(count, fps, duration or count / fps, width, height, self.name, rotation)
 
     def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames:
         import av
@@ -159,7 +164,10 @@ class PyAVBackend:
             stream = container.streams.video[0]
             grabbed = [_seek_frame(container, stream, t, info.fps) for t in targets]
         grabbed = _fill_missing(grabbed)
-        pixels = np.stack([f.to_ndarray(width=size[0], height=size[1], format="rgb24") for f in grabbed])
+        turns = info.rotation // 90
+        coded = (size[1], size[0]) if turns % 2 else size  # scale in the coded orientation, then turn
+        pixels = np.stack([np.rot90(f.to_ndarray(width=coded[0], height=coded[1], format="rgb24"), turns)
+                           for f in grabbed])
         times = np.array([float(f.time if f.time is not None else t) for f, t in zip(grabbed, targets)])
         return _reorder(unique, pixels, times, indices)
 
@@ -170,6 +178,21 @@ def _stream_duration(container, stream) -> float:
     if container.duration:
         return container.duration / 1_000_000
     return 0.0
+
+
+def _first_frame_rotation(container, stream) -> int:
+    """The display rotation (0, 90, 180, 270) the container's display matrix asks for."""
+    try:
+        frame = next(container.decode(stream))
+    except (StopIteration, av_errors()):
+        return 0
+    return int(round((getattr(frame, "rotation", 0) or 0) / 90)) % 4 * 90
+
+
+def av_errors() -> type[BaseException]:
+    import av
+
+    return av.error.FFmpegError
 
 
 def _seek_frame(container, stream, target: float, fps: float):
@@ -255,6 +278,10 @@ class VideoDecoder:
         raise DecodeError("; ".join(errors))
 
 
+# decord's C++ messages start "[12:00:00] /path/to/file.cc:151: " and may carry a stack trace
+_NATIVE_PREFIX = re.compile(r"\[\d\d:\d\d:\d\d\] \S+:\d+: ")
+
+
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    text = _NATIVE_PREFIX.sub("", str(exc)).split("Stack trace")[0]
+    return " ".join(text.split())[:300] or type(exc).__name__

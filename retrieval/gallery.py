@@ -35,6 +35,7 @@ h1 { font-size: 1.35rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1
 code, .path { font-family: ui-monospace, monospace; word-break: break-all; }
 .meta, .time, figcaption, .note { color: var(--muted); }
 .note { margin: .2rem 0; }
+.card > h2:first-child { margin-top: 0; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .8rem 1rem;
         margin: 0 0 .8rem; }
 .hits { list-style: none; padding: 0; margin: 0; }
@@ -45,7 +46,10 @@ code, .path { font-family: ui-monospace, monospace; word-break: break-all; }
 .strip figure { margin: 0; flex: none; text-align: center; }
 .strip img { display: block; height: 84px; width: auto; border-radius: 3px; background: #e4e7ee; }
 .strip figcaption { font-size: 11px; }
-.body { display: grid; grid-template-columns: minmax(0, 1fr) 320px; gap: 1rem; align-items: start; }
+.hit .strip img { height: 72px; }
+h2 .meta { font-weight: normal; font-size: .9rem; }
+[hidden] { display: none !important; }
+.body { display: grid; grid-template-columns: minmax(0, 1fr) 280px; gap: 1rem; align-items: start; }
 video { width: 100%; max-height: 200px; background: #000; border-radius: 4px; }
 .scores { display: grid; grid-template-columns: max-content 1fr 3.5rem; gap: .15rem .6rem; align-items: center;
           margin-top: .5rem; }

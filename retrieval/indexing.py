@@ -7,6 +7,7 @@ in one catalog transaction; FAISS indices are rebuilt from the catalog at the en
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,10 +80,14 @@ class IndexReport:
 Progress = Callable[[str, dict], None]  # (event, data): "start" {total}, "file" {path, frames, ok}
 
 
+SNAPSHOT_NAME = "snapshot.duckdb"
+PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
+
+
 class IndexRun:
     def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], distributor: Distributor,
                  segment_seconds: float | None = None, captions: Path | None = None,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, publish_every: float = PUBLISH_EVERY):
         self.catalog, self.index_dir = catalog, index_dir
         self.visual = [ix for ix in indexers if ix.kind != "text"]
         self.textual = [ix for ix in indexers if ix.kind == "text"]
@@ -92,6 +97,8 @@ class IndexRun:
         self.progress = progress or (lambda event, data: None)
         self.report = IndexReport([ix.model_id for ix in indexers])
         self._missing: set[str] = set()
+        self.publish_every = publish_every
+        self._published = time.monotonic()
 
     def run(self, root: Path) -> IndexReport:
         started = time.perf_counter()
@@ -108,10 +115,18 @@ class IndexRun:
         jobs = [DecodeJob(f, self._frame_counts(), self.segment_seconds) for f in work]
         for job, result in self.distributor.map(decode_job, jobs):
             self._write(job.file, result)
+            if time.monotonic() - self._published > self.publish_every:
+                self.publish()
         self._caption_pass()
-        rebuild_indices(self.catalog, self.index_dir)
+        self.publish()
         self.report.seconds = time.perf_counter() - started
         return self.report
+
+    def publish(self) -> None:
+        """Make the committed state visible to readers: FAISS indices, then a catalog snapshot."""
+        rebuild_indices(self.catalog, self.index_dir)
+        self.catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
+        self._published = time.monotonic()
 
     def _check_settings(self) -> None:
         wanted = "" if not self.segment_seconds else f"{self.segment_seconds:g}"
@@ -139,6 +154,10 @@ class IndexRun:
 
     def _write(self, found: FoundFile, result) -> None:
         if isinstance(result, BaseException):
+            if not os.path.lexists(found.path):
+                # gone since the scan: nothing to record; the next run forgets any old rows
+                self.report.failed.append((found.rel, "vanished during the run"))
+                return
             self._fail(found, _reason(result))
             return
         known = self.catalog.file_states().get(found.rel)

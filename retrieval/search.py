@@ -23,6 +23,7 @@ class Hit:
     content_hash: str | None = None
     rank: int = 0
     recall_scores: dict[str, float] = field(default_factory=dict)  # before reranking
+    contributions: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> pts
 
     def as_dict(self) -> dict:
         return {
@@ -32,6 +33,8 @@ class Hit:
             "total": None if self.total is None else round(self.total, 4),
             **({"recall_scores": {k: round(v, 4) for k, v in self.recall_scores.items()}}
                if self.recall_scores else {}),
+            **({"contributions": {c: {s: round(v, 4) for s, v in parts.items()}
+                                  for c, parts in self.contributions.items()}} if self.contributions else {}),
         }
 
 
@@ -57,6 +60,16 @@ def score(candidates: list[int], anchors: dict[str, np.ndarray], indices: dict[s
     ids = np.array(candidates, dtype=np.int64)
     by_signal = {m: similarity(indices[m].vectors(ids) @ anchors[m].ravel()) for m in set(signal_of.values())}
     return {int(u): {c: float(by_signal[m][i]) for c, m in signal_of.items()} for i, u in enumerate(ids)}
+
+
+def similarities(candidates: list[int], anchors: dict[str, np.ndarray],
+                 indices: dict[str, VectorIndex]) -> dict[int, dict[str, float]]:
+    """Every signal's similarity for each candidate: unit id -> indexer model id -> (cos+1)/2."""
+    ids = np.array(candidates, dtype=np.int64)
+    if not len(ids):
+        return {}
+    by_signal = {m: similarity(indices[m].vectors(ids) @ v.ravel()) for m, v in anchors.items()}
+    return {int(u): {m: float(s[i]) for m, s in by_signal.items()} for i, u in enumerate(ids)}
 
 
 def rank(per_concept: dict[int, dict[str, float]], units: dict[int, UnitRow], concepts: list[Concept],

@@ -1,8 +1,16 @@
-"""FAISS indices derived from the catalog: one per indexer, written atomically."""
+"""FAISS indices derived from the catalog: one per indexer, written atomically.
+
+Below ``EXACT_LIMIT`` vectors the index is exact (``Flat``); above, an inverted-file index
+(``IVF<lists>,Flat``) whose search-time parameters (``nprobe``) are stored in the sidecar JSON
+and reapplied on load.  IVF-Flat keeps the full vectors, so ``vectors(ids)`` (candidate
+rescoring) stays exact; at 1M 768-d vectors it answers one query in a few milliseconds with
+recall@100 above 0.95 (docs/performance.md).
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -14,13 +22,41 @@ import numpy as np
 
 # Exact search is fast enough (and exact) until about this many vectors; beyond, an ANN index.
 EXACT_LIMIT = 100_000
+# k-means needs about 39 vectors a list to be stable (FAISS warns below); more only costs time,
+# and training is quadratic in the list count, so a sample of this many per list is used
+TRAIN_PER_LIST = 40
+KMEANS_ITERATIONS = 10  # FAISS's default 25 triples training time for no measurable recall gain
+TRAIN_SAMPLE = 100_000  # other trained indices (e.g. a bare PQ) learn from this many vectors
+HNSW_EF_SEARCH = 256  # recall@100 needs a candidate list well above 100
+ADD_CHUNK = 65_536  # rows converted and added at a time: never a second full copy of the matrix
 
 
 def choose_factory(count: int, dim: int) -> str:
     """FAISS factory string for a collection of ``count`` vectors (inner product on unit vectors)."""
     if count < EXACT_LIMIT:
         return "Flat"
-    return "HNSW32,Flat"
+    return f"IVF{ivf_lists(count)},Flat"
+
+
+def ivf_lists(count: int) -> int:
+    """Inverted lists for ``count`` vectors: the power of two nearest 2*sqrt(count) (2048 at 1M).
+
+    Fewer, larger lists than the usual 4*sqrt(count) keep training (quadratic in the list count)
+    to minutes on a small machine; a query then scans nprobe lists of about sqrt(count)/2 vectors.
+    """
+    return 2 ** max(4, round(math.log2(2 * math.sqrt(max(count, 1)))))
+
+
+def default_search_params(factory: str, count: int) -> str:
+    """Search-time parameters (FAISS ParameterSpace syntax) that reach recall@100 >= 0.95."""
+    ivf = re.search(r"IVF(\d+)", factory)
+    if ivf:
+        nprobe = max(16, int(ivf.group(1)) // 128)
+        quantizer = f",quantizer_efSearch={2 * nprobe}" if "_HNSW" in factory else ""
+        return f"nprobe={nprobe}{quantizer}"
+    if factory.startswith("HNSW"):
+        return f"efSearch={HNSW_EF_SEARCH}"
+    return ""
 
 
 @dataclass
@@ -30,19 +66,27 @@ class VectorIndex:
     index: faiss.Index
     factory: str
     generation: int
+    search_params: str = ""  # e.g. "nprobe=16"; FAISS ParameterSpace syntax
 
     @classmethod
-    def build(cls, ids: np.ndarray, matrix: np.ndarray, generation: int, factory: str | None = None) -> "VectorIndex":
+    def build(cls, ids: np.ndarray, matrix: np.ndarray, generation: int, factory: str | None = None,
+              search_params: str | None = None) -> "VectorIndex":
+        """Index ``matrix`` rows under ``ids``; ``factory``/``search_params`` override the automatic choice."""
         dim = matrix.shape[1] if matrix.ndim == 2 and matrix.shape[0] else 1
         factory = factory or choose_factory(len(ids), dim)
+        params = default_search_params(factory, len(ids)) if search_params is None else search_params
         # IDMap2 keeps vectors retrievable by id, which rescoring candidates needs
         index = faiss.index_factory(dim, f"IDMap2,{factory}", faiss.METRIC_INNER_PRODUCT)
         if len(ids):
-            data = np.ascontiguousarray(matrix, dtype=np.float32)
             if not index.is_trained:
-                index.train(data)
-            index.add_with_ids(data, np.ascontiguousarray(ids, dtype=np.int64))
-        return cls(index, factory, generation)
+                _train(index, matrix, factory)
+            ids = np.ascontiguousarray(ids, dtype=np.int64)
+            for start in range(0, len(ids), ADD_CHUNK):
+                rows = slice(start, start + ADD_CHUNK)
+                index.add_with_ids(np.ascontiguousarray(matrix[rows], dtype=np.float32), ids[rows])
+            _enable_reconstruct(index)
+        _apply(index, params)
+        return cls(index, factory, generation, params)
 
     @property
     def size(self) -> int:
@@ -62,7 +106,8 @@ class VectorIndex:
         """Write index then sidecar, each to a temp file renamed into place (readers never see half)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, lambda tmp: faiss.write_index(self.index, tmp))
-        meta = {"factory": self.factory, "generation": self.generation, "count": self.size}
+        meta = {"factory": self.factory, "generation": self.generation, "count": self.size,
+                "search_params": self.search_params}
         _atomic_write(_meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta)))
 
     @classmethod
@@ -77,7 +122,52 @@ class VectorIndex:
             return None  # unreadable or torn: the caller rebuilds from the catalog
         if index.ntotal != meta.get("count"):
             return None
-        return cls(index, meta["factory"], int(meta["generation"]))
+        # the sidecar is the record of how to search; an older one without it gets today's default
+        params = meta.get("search_params")
+        params = default_search_params(meta["factory"], index.ntotal) if params is None else params
+        try:
+            _apply(index, params)
+        except ValueError:
+            return None  # parameters this index does not have: rebuild rather than search wrongly
+        return cls(index, meta["factory"], int(meta["generation"]), params)
+
+
+def _ivf(index: faiss.Index):
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None  # not an inverted-file index
+
+
+def _train(index: faiss.Index, matrix: np.ndarray, factory: str) -> None:
+    """Train on a fixed random sample: k-means on millions of rows would take most of an hour."""
+    ivf = _ivf(index)
+    wanted = TRAIN_SAMPLE
+    if ivf is not None:
+        if len(matrix) < ivf.nlist:
+            raise ValueError(f"{factory} needs at least {ivf.nlist} vectors, the collection has {len(matrix)}")
+        ivf.cp.niter = KMEANS_ITERATIONS
+        wanted = TRAIN_PER_LIST * ivf.nlist
+    rows = np.arange(len(matrix))
+    if len(matrix) > wanted:  # seeded: rebuilding the same catalog gives the same index
+        rows = np.sort(np.random.default_rng(0).choice(len(matrix), wanted, replace=False))
+    index.train(np.ascontiguousarray(matrix[rows], dtype=np.float32))
+
+
+def _enable_reconstruct(index: faiss.Index) -> None:
+    """IVF lists are not addressable by id until a direct map exists (it is saved with the index)."""
+    ivf = _ivf(index)
+    if ivf is not None:
+        ivf.make_direct_map()
+
+
+def _apply(index: faiss.Index, params: str) -> None:
+    if not params:
+        return
+    try:
+        faiss.ParameterSpace().set_index_parameters(index, params)
+    except RuntimeError as exc:
+        raise ValueError(f"cannot apply search parameters {params!r}: {' '.join(str(exc).split())[:200]}") from None
 
 
 def index_path(index_dir: Path, indexer: str) -> Path:

@@ -40,3 +40,46 @@ def make_clip(path: Path, frames: int = 50, fps: int = 10, size: tuple[int, int]
 def decoded_frame_number(image: np.ndarray) -> int:
     """Inverse of ``frame_level`` for an unwrapped level (frames < 56)."""
     return int(round((float(image.mean()) - 16) / LEVEL_STEP))
+
+
+def make_audio_only(path: Path, seconds: float = 1.0) -> Path:
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("aac", rate=16000)
+        samples = int(16000 * seconds)
+        for start in range(0, samples, 1024):
+            frame = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+            frame.sample_rate, frame.pts = 16000, start
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def make_empty_video(path: Path) -> Path:
+    """A container with a video stream and no frames at all."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        out.start_encoding()  # write the header although no frame follows
+    return path
+
+
+def make_vfr_clip(path: Path, times: list[float]) -> Path:
+    """Frames shown at the given (irregular) times; frame i's grey level encodes i."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=1000)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.time_base = Fraction(1, 1000)
+        for i, t in enumerate(times):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), frame_level(i), np.uint8), format="rgb24")
+            frame.pts, frame.time_base = int(t * 1000), Fraction(1, 1000)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+# A 64x32 clip (left half white) whose container asks players to turn it 90 degrees.
+ROTATED = Path(__file__).parent / "data" / "media" / "rotated90.mp4"

@@ -1,0 +1,632 @@
+"""``convis serve``: a JSON API and a small web UI over one index.
+
+Clips are named by *refs*: a path relative to the index root (``campus_01.mp4``), or
+``.uploads/<hash>.<ext>`` for an anchor uploaded through ``POST /uploads``.  Indexing never
+takes hidden files, so the ``.uploads/`` namespace cannot collide with an indexed path.
+
+Only files inside the index root are ever read or served: refs with ``..``, hidden parts or
+absolute paths are refused, and a ref whose real path (symlinks resolved) leaves the root is
+forbidden.  The catalog is opened read-only for each request: while a concurrent ``convis index``
+holds it, requests read the run's last published snapshot, and before there is one they get a
+503 with a retry hint instead of a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote, urlencode
+
+from fastapi import FastAPI, File, Query, UploadFile
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from retrieval.catalog import CatalogBusy
+from retrieval.engine import AnchorError, Engine, NoIndexError
+from retrieval.frames import DecodeError, VideoDecoder
+from retrieval.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
+from retrieval.scan import VIDEO_EXTENSIONS
+
+UPLOADS = ".uploads"
+UPLOAD_REF = re.compile(r"\.uploads/([0-9a-f]{32}\.[a-z0-9]{1,5})")
+MAX_UPLOAD_BYTES = 2 << 30  # an anchor clip, not a film archive
+RETRY_SECONDS = 5
+STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
+
+
+class ApiError(Exception):
+    """A request the server refuses: its status code and a one-line reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+# -- request bodies -----------------------------------------------------------------------------
+class ConceptIn(BaseModel):
+    name: str = Field(..., examples=["location", "main-action", "camera angle"])
+    weight: float = Field(1.0, ge=0)
+
+
+class QueryIn(BaseModel):
+    anchor: str = Field(..., description="Indexed path relative to the index root, or an upload ref.",
+                        examples=["campus_01.mp4"])
+    concepts: list[ConceptIn | str] = Field(..., min_length=1,
+                                            description="Concepts with weights, or strings such as 'location=0.7'.")
+    k: int = Field(10, ge=1, le=1000)
+    start: float | None = Field(None, ge=0, description="Use only the anchor from this second.")
+    end: float | None = Field(None, gt=0, description="Use only the anchor up to this second.")
+    rerank: bool = Field(False, description="Rescore the top candidates with the server's --reranker.")
+    rerank_top: int = Field(20, ge=1, le=500)
+    mode: Literal["expected", "greedy"] = "expected"
+    symmetric: bool = False
+
+
+class CompareIn(BaseModel):
+    a: str = Field(..., description="The anchor: indexed path or upload ref.", examples=["campus_01.mp4"])
+    b: str = Field(..., description="An indexed path.", examples=["campus_02.mp4"])
+    concepts: list[ConceptIn | str] = Field(..., min_length=1)
+    a_start: float | None = Field(None, ge=0)
+    a_end: float | None = Field(None, gt=0)
+    b_start: float | None = Field(None, ge=0, description="Which unit of a segmented b (its start second).")
+    rerank: bool = Field(False, description="Ask the server's --reranker (whole files, 1-5) instead of the "
+                                            "recall similarity (0-1).")
+    mode: Literal["expected", "greedy"] = "expected"
+    symmetric: bool = False
+
+
+def concept_specs(concepts: list[ConceptIn | str]) -> list[str]:
+    return [c if isinstance(c, str) else f"{c.name}={c.weight}" for c in concepts]
+
+
+# -- state shared by the requests ---------------------------------------------------------------
+@dataclass
+class ServerState:
+    engine: Engine
+    reranker: str | None
+    uploads: Path
+    decoder: VideoDecoder = field(default_factory=lambda: VideoDecoder(short_side=THUMB_SHORT_SIDE))
+    # the Engine caches models, decoded frames and the reranker's scorer without locking
+    engine_lock: threading.Lock = field(default_factory=threading.Lock)
+    strips: OrderedDict = field(default_factory=OrderedDict)
+    strips_lock: threading.Lock = field(default_factory=threading.Lock)
+    _root: Path | None = None
+
+    @contextmanager
+    def using_engine(self):
+        """The engine for one request: one at a time, with that request's notices only."""
+        with self.engine_lock:
+            self.engine.notices.clear()  # the Engine collects notices for one command; a server runs many
+            yield self.engine
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:  # read once: the catalog may be busy now and free later
+            with self.using_engine() as engine:
+                self._root = engine.root.resolve()
+        return self._root
+
+    def resolve(self, ref: str) -> Path:
+        """The file a ref names, or ApiError: only videos inside the root (or uploaded here)."""
+        match = UPLOAD_REF.fullmatch(ref)
+        if match:
+            path = self.uploads / match.group(1)
+            if not path.is_file():
+                raise ApiError(404, f"no such upload: {ref} (uploads last as long as the server)")
+            return path
+        return safe_path(self.root, ref)
+
+    def reranker_for(self, wanted: bool) -> str | None:
+        if not wanted:
+            return None
+        if self.reranker is None:
+            raise ApiError(400, "this server has no reranker: start it with `convis serve --reranker NAME`")
+        return self.reranker
+
+    def thumbs(self, path: Path, start: float, end: float | None, n: int) -> list[Thumb]:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size, start, end, n)
+        with self.strips_lock:
+            if key in self.strips:
+                self.strips.move_to_end(key)
+                return self.strips[key]
+        thumbs = strip(path, start, end, n, self.decoder)  # decoded outside the lock: other strips go on
+        with self.strips_lock:
+            self.strips[key] = thumbs
+            while len(self.strips) > STRIP_CACHE_SIZE:
+                self.strips.popitem(last=False)
+        return thumbs
+
+
+def safe_path(root: Path, ref: str) -> Path:
+    """``root / ref`` if it is a video file really inside ``root``; ApiError otherwise."""
+    if not ref or "\x00" in ref or "\\" in ref:
+        raise ApiError(400, f"not a valid path: {ref!r}")
+    if ref.startswith("/") or re.match(r"[A-Za-z]:", ref):
+        raise ApiError(400, "absolute paths are not served; give a path relative to the index root")
+    parts = ref.split("/")  # not PurePosixPath: it drops "." and "" parts, and refs must be canonical
+    if any(p.startswith(".") for p in parts):  # "..", "." and hidden files (the index itself lives in .convis)
+        raise ApiError(400, "paths with '..' or hidden parts are not served")
+    if "" in parts:
+        raise ApiError(400, f"not a valid path: {ref!r}")
+    real = (root / ref).resolve()
+    if not real.is_relative_to(root):
+        raise ApiError(403, "that path leads outside the index root")
+    if not real.is_file():
+        raise ApiError(404, f"no such file: {ref}")
+    if real.suffix.lower() not in VIDEO_EXTENSIONS:
+        raise ApiError(404, f"not a video: {ref}")
+    return real
+
+
+# -- URLs the clients follow --------------------------------------------------------------------
+def _span_params(start: float | None, end: float | None, n: int | None = None, i: int | None = None) -> str:
+    params = {"start": f"{start:g}" if start else None, "end": f"{end:g}" if end is not None else None,
+              "n": n, "i": i}
+    text = urlencode({k: v for k, v in params.items() if v is not None})
+    return "?" + text if text else ""
+
+
+def media_url(ref: str) -> str:
+    return "/media/" + quote(ref)
+
+
+def strip_url(ref: str, start: float | None, end: float | None, n: int = 8) -> str:
+    return "/strips/" + quote(ref) + _span_params(start, end, n)
+
+
+# -- the app ------------------------------------------------------------------------------------
+def create_app(index_dir: Path, reranker: str | None = None) -> FastAPI:
+    """The API and UI over the index in ``index_dir``; ``reranker`` is what ``rerank: true`` uses."""
+    engine = Engine(Path(index_dir))
+    if not engine.has_index:
+        raise NoIndexError(f"no index at {index_dir}: run `convis index FOLDER` first")
+    uploads = Path(tempfile.mkdtemp(prefix="convis-uploads-"))
+    state = ServerState(engine, reranker, uploads)
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        shutil.rmtree(uploads, ignore_errors=True)  # uploads are scratch anchors, not data to keep
+
+    app = FastAPI(title="convis", version="0.1.0", lifespan=lifespan,
+                  description="Concept-conditioned video retrieval over one index: query by concept, compare "
+                              "pairs, browse thumbnails and media.")
+    app.state.convis = state
+    _add_error_handlers(app)
+    _add_routes(app, state)
+    return app
+
+
+def _error(status: int, message: str, headers: dict | None = None, **extra) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    from indexers.vision import ModelUnavailableError
+    from rerankers.base import RerankerError
+    from retrieval.concepts import ConceptError
+    from retrieval.registry import UnknownModelError
+    from retrieval.signals import SignalError
+
+    async def busy(_request, exc):
+        message = str(exc) if "retry" in str(exc) else f"{exc}; retry in a few seconds"
+        return _error(503, message, {"Retry-After": str(RETRY_SECONDS)}, retry_after=RETRY_SECONDS)
+
+    async def bad_request(_request, exc):
+        return _error(400, " ".join(str(exc).split()) or type(exc).__name__)
+
+    async def model_failed(_request, exc):
+        return _error(500, f"model unavailable: {' '.join(str(exc).split())}")
+
+    app.add_exception_handler(ApiError, lambda _r, exc: _error(exc.status, str(exc)))
+    app.add_exception_handler(CatalogBusy, busy)
+    app.add_exception_handler(NoIndexError, lambda _r, exc: _error(503, str(exc)))
+    for kind in (AnchorError, ConceptError, SignalError, DecodeError):
+        app.add_exception_handler(kind, bad_request)
+    for kind in (ModelUnavailableError, RerankerError, UnknownModelError):
+        app.add_exception_handler(kind, model_failed)
+
+
+def _add_routes(app: FastAPI, state: ServerState) -> None:
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index_page():
+        return HTMLResponse(UI_PAGE)
+
+    @app.get("/health", summary="Is the index readable, and what is in it")
+    def health():
+        root = state.root
+        with state.using_engine() as engine:
+            info = engine.info()  # opens the catalog: busy or missing shows here
+            notices = list(engine.notices)
+        return {"status": "ok", "root": str(root), "index_dir": info["index_dir"],
+                "files_ok": info["files_ok"], "files_failed": info["files_failed"], "units": info["units"],
+                "indexers": [row["indexer"] for row in info["indexers"]], "reranker": state.reranker,
+                "notices": notices}
+
+    @app.get("/videos", summary="Indexed files and their retrievable units")
+    def videos():
+        root = state.root
+        with state.using_engine() as engine:
+            return {"root": str(root), "files": list_videos(engine), "notices": list(engine.notices)}
+
+    @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query")
+    def upload(file: UploadFile = File(...)):
+        return save_upload(state.uploads, file)
+
+    @app.post("/query", summary="Rank indexed clips by similarity to the anchor, per concept")
+    def query(body: QueryIn):
+        return run_query(state, body)
+
+    @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip")
+    def compare(body: CompareIn):
+        return run_compare(state, body)
+
+    @app.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip")
+    def strip_frames(ref: str, start: float = Query(0.0, ge=0), end: float | None = Query(None, gt=0),
+                     n: int = Query(8, ge=1, le=32)):
+        thumbs = state.thumbs(state.resolve(ref), start, end, n)
+        frames = [{"time": round(t.time, 3), "width": t.width, "height": t.height,
+                   "src": "/thumbs/" + quote(ref) + _span_params(start, end, n, i)} for i, t in enumerate(thumbs)]
+        return {"ref": ref, "start": start, "end": end, "frames": frames}
+
+    @app.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip",
+             responses={200: {"content": {"image/jpeg": {}}}})
+    def thumb(ref: str, i: int = Query(0, ge=0), start: float = Query(0.0, ge=0),
+              end: float | None = Query(None, gt=0), n: int = Query(8, ge=1, le=32)):
+        thumbs = state.thumbs(state.resolve(ref), start, end, n)
+        if i >= len(thumbs):
+            raise ApiError(404, f"the strip has {len(thumbs)} frames")
+        return Response(thumbs[i].jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
+
+    @app.get("/media/{ref:path}", summary="The video file itself (range requests supported)",
+             response_class=FileResponse)
+    def media(ref: str):
+        return FileResponse(state.resolve(ref))
+
+
+# -- endpoint bodies ----------------------------------------------------------------------------
+def list_videos(engine: Engine) -> list[dict]:
+    # the engine's reader: read-only, and the last published snapshot while an index run writes
+    with engine._read() as catalog:
+        rows = catalog.db.execute(
+            """SELECT f.path, f.status, f.error, f.duration, f.width, f.height, u.segment, u.start_s, u.end_s
+               FROM files f LEFT JOIN units u USING (file_id) ORDER BY f.path, u.segment""").fetchall()
+    files: dict[str, dict] = {}
+    for path, status, error, duration, width, height, segment, start, end in rows:
+        entry = files.setdefault(path, {
+            "path": path, "status": status, "error": error, "duration": duration, "width": width, "height": height,
+            "media": media_url(path) if status == "ok" else None, "units": []})
+        if segment is not None:
+            entry["units"].append({"segment": segment, "start": round(start, 3), "end": round(end, 3),
+                                   "strip": strip_url(path, start, end)})
+    return list(files.values())
+
+
+def save_upload(folder: Path, upload: UploadFile) -> dict:
+    """Store an uploaded clip under its content hash (the same clip twice is one file)."""
+    suffix = Path(upload.filename or "").suffix.lower()
+    if suffix not in VIDEO_EXTENSIONS:
+        raise ApiError(400, f"not a video file name: {upload.filename!r} "
+                            f"(expected one of {', '.join(sorted(VIDEO_EXTENSIONS))})")
+    digest, size = hashlib.blake2b(digest_size=16), 0
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:
+        while block := upload.file.read(1 << 20):
+            size += len(block)
+            if size > MAX_UPLOAD_BYTES:
+                Path(tmp.name).unlink()
+                raise ApiError(413, f"upload larger than {MAX_UPLOAD_BYTES >> 20} MiB")
+            digest.update(block)
+            tmp.write(block)
+    name = digest.hexdigest() + suffix
+    Path(tmp.name).replace(folder / name)
+    ref = f"{UPLOADS}/{name}"
+    return {"anchor": ref, "name": upload.filename, "size": size, "media": media_url(ref),
+            "strip": strip_url(ref, None, None)}
+
+
+def run_query(state: ServerState, body: QueryIn) -> dict:
+    anchor = state.resolve(body.anchor)
+    with state.using_engine() as engine:
+        result = engine.query(anchor, concept_specs(body.concepts), body.k, body.start, body.end,
+                                    reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
+                                    mode=body.mode, symmetric=body.symmetric)
+    data = result.as_dict()
+    data.update(anchor=body.anchor, start=body.start, end=body.end, anchor_media=media_url(body.anchor),
+                anchor_strip=strip_url(body.anchor, body.start, body.end))
+    for hit in data["hits"]:
+        hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
+    return data
+
+
+def run_compare(state: ServerState, body: CompareIn) -> dict:
+    a, b = state.resolve(body.a), state.resolve(body.b)
+    specs = concept_specs(body.concepts)
+    reranker = state.reranker_for(body.rerank)
+    with state.using_engine() as engine:
+        if reranker is not None:
+            data = engine.compare(a, b, specs, reranker, body.mode, body.symmetric)
+            data.update(b_start=None, b_end=None)  # the LMM sees whole files
+        else:
+            data = _recall_compare(engine, a, body, specs)
+    data.update(a=body.a, b=body.b, a_media=media_url(body.a), b_media=media_url(body.b),
+                a_strip=strip_url(body.a, body.a_start, body.a_end),
+                b_strip=strip_url(body.b, data["b_start"], data["b_end"]))
+    return data
+
+
+def _recall_compare(engine: Engine, anchor: Path, body: CompareIn, specs: list[str]) -> dict:
+    """The scores a query for the anchor gives b: exactly what the gallery showed, for any pair."""
+    units = engine.info()["units"]
+    result = engine.query(anchor, specs, k=units, start=body.a_start, end=body.a_end, recall_k=units)
+    hits = [h for h in result.hits if h.path == body.b and
+            (body.b_start is None or abs(h.start - body.b_start) < 1e-3)]
+    if not hits:
+        raise ApiError(400, f"{body.b} is not an indexed clip other than the anchor")
+    hit = hits[0]  # best unit of b when no b_start was given
+    concepts = [{"key": c.key, "words": c.words, "weight": round(c.weight, 6),
+                 "score": round(hit.scores[c.key], 4), "signal": result.signals[c.key]} for c in result.concepts]
+    return {"reranker": None, "mode": None, "symmetric": False, "scored_by": "recall similarity",
+            "concepts": concepts, "total": round(hit.total, 4), "rank": hit.rank, "b_start": round(hit.start, 3),
+            "b_end": round(hit.end, 3), "notices": result.notices}
+
+
+# -- running it ---------------------------------------------------------------------------------
+def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
+                log_level: str = "info"):
+    """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread)."""
+    import uvicorn
+
+    config = uvicorn.Config(create_app(Path(index_dir), reranker), host=host, port=port, log_level=log_level)
+    return uvicorn.Server(config)
+
+
+def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None) -> None:
+    """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise."""
+    make_server(index_dir, host, port, reranker).run()
+
+
+# -- the web UI: one page, vanilla JS, no external resources ------------------------------------
+UI_STYLE = """
+form.card { display: flex; flex-wrap: wrap; gap: .6rem 1.2rem; align-items: end; }
+label { display: flex; flex-direction: column; gap: .15rem; font-size: 12px; color: var(--muted); }
+select, input, button { font: inherit; padding: .3rem .45rem; border: 1px solid var(--line); border-radius: 5px;
+                        background: #fff; color: var(--fg); }
+button { cursor: pointer; } button.primary { background: var(--accent); color: #fff; border-color: var(--accent); }
+#concepts { display: flex; flex-direction: column; gap: .3rem; }
+.concept-row { display: flex; gap: .3rem; } .concept-row input.weight { width: 5rem; }
+.hit { cursor: pointer; } .hit:hover { border-color: var(--accent); }
+#status { min-height: 1.4em; margin: .2rem 0 .6rem; }
+.inline { flex-direction: row; align-items: center; gap: .4rem; }
+"""
+
+UI_SCRIPT = r"""
+const $ = (sel) => document.querySelector(sel);
+const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
+let current = null;  // the last query's request and response
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value; else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);  // strings become text nodes: names are never parsed as HTML
+  return node;
+}
+const fmtTime = (s) => s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, "0")}`;
+const fmtScore = (v) => v === null || v === undefined ? "unreadable" : v.toFixed(3);
+
+function status(text, isError = false) {
+  const box = $("#status");
+  box.textContent = text;
+  box.className = isError ? "error" : "meta";
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, options);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const detail = data.error || (Array.isArray(data.detail) ? data.detail.map((d) => d.msg).join("; ") : data.detail);
+    throw new Error(detail || `${response.status} ${response.statusText}`);
+  }
+  return data;
+}
+const post = (path, body) => api(path, {method: "POST", headers: {"Content-Type": "application/json"},
+                                        body: JSON.stringify(body)});
+
+function conceptRow(name = "", weight = 1) {
+  const remove = el("button", {type: "button", class: "remove", title: "remove concept"}, "×");
+  const row = el("div", {class: "concept-row"},
+    el("input", {class: "name", list: "concept-names", value: name, placeholder: "concept", required: ""}),
+    el("input", {class: "weight", type: "number", min: "0", step: "0.1", value: String(weight), title: "weight"}),
+    remove);
+  remove.addEventListener("click", () => { if ($("#concepts").children.length > 1) row.remove(); });
+  $("#concepts").append(row);
+}
+
+function concepts() {
+  return [...document.querySelectorAll(".concept-row")].map((row) => ({
+    name: row.querySelector(".name").value.trim(), weight: Number(row.querySelector(".weight").value || 0)}))
+    .filter((c) => c.name);
+}
+
+async function fillStrip(box, url, name) {
+  box.replaceChildren(el("span", {class: "meta"}, "loading frames…"));
+  try {
+    const data = await api(url);
+    box.replaceChildren(...data.frames.map((f) => el("figure", {},
+      el("img", {src: f.src, width: f.width, height: f.height, alt: `${name} at ${fmtTime(f.time)}`}),
+      el("figcaption", {}, fmtTime(f.time)))));
+  } catch (error) {
+    box.replaceChildren(el("span", {class: "error"}, `thumbnails unavailable: ${error.message}`));
+  }
+}
+
+function scoreRows(rows, lmm) {
+  const box = el("div", {class: "scores"});
+  for (const [label, weight, value] of rows) {
+    const fraction = value === null ? 0 : Math.min(1, Math.max(0, lmm ? (value - 1) / 4 : value));
+    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)}`)),
+               el("span", {class: "bar"}, el("span", {style: `width:${(100 * fraction).toFixed(1)}%`})),
+               el("span", {class: "value"}, fmtScore(value)));
+  }
+  return box;
+}
+
+const video = (src, start, end) => el("video", {controls: "", preload: "metadata",
+  src: `${src}#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`});
+
+function hitCard(hit, result) {
+  const lmm = result.reranker !== null;
+  const rows = result.concepts.map((c) => [c.words, c.weight, hit.scores[c.key]]);
+  const stripBox = el("div", {class: "strip"});
+  const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path},
+    el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
+       el("span", {class: "time"}, `${fmtTime(hit.start)} – ${fmtTime(hit.end)}`),
+       el("span", {class: "total"}, `total ${fmtScore(hit.total)}`)),
+    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(rows, lmm)), video(hit.media, hit.start, hit.end)));
+  card.addEventListener("click", (event) => { if (event.target.tagName !== "VIDEO") compare(hit); });
+  fillStrip(stripBox, hit.strip, hit.path);
+  return card;
+}
+
+function showResults(result) {
+  $("#compare").hidden = true;
+  $("#results").hidden = false;
+  $("#anchor-name").textContent = current.label;
+  fillStrip($("#anchor-strip"), result.anchor_strip, current.label);
+  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
+    .map(([c, m]) => `${c}: ${m.split(":")[0]}`).join(", ")})`;
+  $("#results-meta").textContent = `${result.hits.length} results · scored by ${scoredBy} · click one to compare`;
+  $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  $("#hits").replaceChildren(...result.hits.map((hit) => hitCard(hit, result)));
+}
+
+async function search(event) {
+  event.preventDefault();
+  const select = $("#anchor");
+  if (!select.value) { status("pick or upload an anchor first", true); return; }
+  const body = {anchor: select.value, concepts: concepts(), k: Number($("#k").value || 10),
+                rerank: $("#rerank").checked};
+  status("searching…");
+  try {
+    const result = await post("/query", body);
+    current = {body, result, label: select.selectedOptions[0].textContent};
+    showResults(result);
+    status("");
+  } catch (error) { status(error.message, true); }
+}
+
+async function compare(hit) {
+  status(`comparing with ${hit.path}…`);
+  try {
+    const req = current.body;
+    const data = await post("/compare", {a: req.anchor, b: hit.path, b_start: hit.start, concepts: req.concepts,
+                                         rerank: req.rerank});
+    showCompare(data);
+    status("");
+  } catch (error) { status(error.message, true); }
+}
+
+function clipColumn(box, title, name, stripUrl, media, start, end) {
+  const stripBox = el("div", {class: "strip"});
+  box.replaceChildren(el("h2", {}, `${title} `, el("span", {class: "path"}, name)), stripBox, video(media, start, end));
+  fillStrip(stripBox, stripUrl, name);
+}
+
+function showCompare(data) {
+  const lmm = data.reranker !== null;
+  $("#results").hidden = true;
+  $("#compare").hidden = false;
+  $("#compare-title").textContent = `${current.label} vs ${data.b}`;
+  clipColumn($("#clip-a"), "Anchor", current.label, data.a_strip, data.a_media, current.body.start, current.body.end);
+  clipColumn($("#clip-b"), data.rank ? `#${data.rank}` : "B", data.b, data.b_strip, data.b_media,
+             data.b_start, data.b_end);
+  const scale = lmm ? `${data.reranker}, 1 = completely different, 5 = perfectly similar`
+                    : "recall similarity in [0, 1]";
+  $("#compare-scores").replaceChildren(el("h2", {}, "Per-concept similarity ", el("span", {class: "meta"}, scale)),
+    scoreRows(data.concepts.map((c) => [c.words, c.weight, c.score]), lmm),
+    el("p", {class: "total"}, `total ${fmtScore(data.total)}`),
+    ...data.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  window.scrollTo(0, 0);
+}
+
+async function upload() {
+  const file = $("#upload").files[0];
+  if (!file) return;
+  const form = new FormData();
+  form.append("file", file);
+  status(`uploading ${file.name}…`);
+  try {
+    const data = await api("/uploads", {method: "POST", body: form});
+    const option = el("option", {value: data.anchor}, `uploaded: ${data.name}`);
+    $("#anchor").append(option);
+    $("#anchor").value = data.anchor;
+    status(`uploaded ${data.name}`);
+  } catch (error) { status(error.message, true); }
+}
+
+async function start() {
+  $("#concept-names").replaceChildren(...CONCEPTS.map((c) => el("option", {value: c})));
+  conceptRow("location", 1);
+  $("#add-concept").addEventListener("click", () => conceptRow());
+  $("#query-form").addEventListener("submit", search);
+  $("#upload").addEventListener("change", upload);
+  $("#back").addEventListener("click", () => { $("#compare").hidden = true; $("#results").hidden = false; });
+  try {
+    const health = await api("/health");
+    $("#root").textContent = `${health.root} · ${health.files_ok} files, ${health.units} units · ` +
+                             health.indexers.join(", ");
+    if (health.reranker) { $("#rerank-box").hidden = false; $("#reranker-name").textContent = health.reranker; }
+    const videos = await api("/videos");
+    const ok = videos.files.filter((f) => f.status === "ok");
+    $("#anchor").replaceChildren(el("option", {value: ""}, "— pick an indexed clip —"),
+                                 ...ok.map((f) => el("option", {value: f.path}, f.path)));
+    document.body.dataset.ready = "1";
+  } catch (error) { status(error.message, true); }
+}
+start();
+"""
+
+UI_PAGE = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>convis</title><link rel="icon" href="data:,"><style>{STYLE}{UI_STYLE}</style></head>
+<body>
+<header><h1>convis</h1><p class="meta" id="root"></p></header>
+<form class="card" id="query-form">
+  <label>anchor <select id="anchor"><option value="">loading…</option></select></label>
+  <label>or upload a clip <input type="file" id="upload" accept="video/*"></label>
+  <label>concepts and weights <span id="concepts"></span></label>
+  <button type="button" id="add-concept">+ concept</button>
+  <label>results <input type="number" id="k" min="1" max="100" value="8"></label>
+  <label class="inline" id="rerank-box" hidden><input type="checkbox" id="rerank"> rerank with
+    <span id="reranker-name"></span></label>
+  <button type="submit" class="primary" id="search">Search</button>
+</form>
+<datalist id="concept-names"></datalist>
+<p id="status" role="status"></p>
+<section id="results" hidden>
+  <section class="card anchor" id="anchor-card"><h2>Anchor <span class="path" id="anchor-name"></span></h2>
+    <div class="strip" id="anchor-strip"></div></section>
+  <h2>Results <span class="meta" id="results-meta"></span></h2>
+  <div id="notices"></div>
+  <ol class="hits" id="hits"></ol>
+</section>
+<section id="compare" hidden>
+  <button type="button" id="back">← back to results</button>
+  <h2 id="compare-title"></h2>
+  <div class="pair"><section class="card clip" id="clip-a"></section>
+    <section class="card clip" id="clip-b"></section></div>
+  <section class="card" id="compare-scores"></section>
+</section>
+<script>{UI_SCRIPT}</script>
+</body></html>
+"""

@@ -1,0 +1,120 @@
+"""End to end in a real browser: headless Chromium drives the web UI of `convis serve` on the example index."""
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="needs the Debian chromium package (apt-get install -y chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(example_index):
+    """`convis serve` on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
+    from retrieval.server import make_server
+
+    port = free_port()
+    uvicorn_server = make_server(example_index, "127.0.0.1", port, log_level="warning")
+    thread = threading.Thread(target=uvicorn_server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not uvicorn_server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    uvicorn_server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            tab = browser.new_page(viewport={"width": 1280, "height": 1000})
+            tab.set_default_timeout(20_000)
+            yield tab
+        finally:
+            browser.close()
+
+
+ALL_LOADED = """(selector) => {
+  const images = [...document.querySelectorAll(selector)];
+  return images.length > 0 && images.every((img) => img.complete && img.naturalWidth > 0);
+}"""
+
+
+def test_location_query_and_compare_in_the_browser(server, page, tmp_path):
+    requested, errors = [], []
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+
+    page.goto(server + "/")
+    page.wait_for_selector("body[data-ready='1']")
+    page.select_option("#anchor", "campus_01.mp4")
+    assert page.input_value("#concepts .concept-row .name") == "location"
+    page.click("#search")
+
+    page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length >= 3")
+    order = page.eval_on_selector_all("#hits li.hit", "items => items.map((li) => li.dataset.path)")
+    assert sorted(order[:3]) == ["campus_02.mp4", "campus_03.mp4", "campus_04.mp4"]
+    assert "campus_01.mp4" not in order
+    page.wait_for_function(ALL_LOADED, arg="#anchor-strip img, #hits li.hit img")
+    first_strip = page.eval_on_selector_all("#hit-1 .strip img", "imgs => imgs.map((i) => i.naturalWidth)")
+    assert len(first_strip) >= 4 and min(first_strip) > 0
+    assert page.get_attribute("#hit-1 video", "src") == f"/media/{order[0]}#t=0,20"
+    page.wait_for_function("() => document.querySelector('#hit-1 video').readyState >= 1")  # served, seekable
+    assert page.eval_on_selector("#hit-1 video", "v => v.duration") == pytest.approx(20, abs=0.5)
+    gallery = tmp_path / "gallery.png"
+    page.screenshot(path=str(gallery), full_page=False)
+
+    second_total = page.inner_text("#hit-2 .total")
+    page.click("#hit-2 .hit-head")
+    page.wait_for_selector("#compare:not([hidden]) #compare-scores .scores")
+    page.wait_for_function(ALL_LOADED, arg="#clip-a img, #clip-b img")
+    assert page.is_hidden("#results")
+    assert page.inner_text("#compare-title") == f"campus_01.mp4 vs {order[1]}"
+    assert order[1] in page.inner_text("#clip-b h2")
+    scores = page.inner_text("#compare-scores")
+    assert "Location" in scores and "recall similarity" in scores
+    assert page.inner_text("#compare-scores .total") == second_total  # the same scores as in the gallery
+    shot = tmp_path / "compare.png"
+    page.screenshot(path=str(shot), full_page=True)
+    print(f"\nscreenshots: {gallery} {shot}")
+
+    page.click("#back")
+    assert page.is_visible("#results") and page.is_hidden("#compare")
+    assert all(url.startswith(server) or url.startswith("data:") for url in requested), requested
+    assert not errors, errors
+
+
+def test_an_uploaded_clip_is_the_anchor(server, page, tmp_path):
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "my <clip>.mp4", frames=30, fps=10, size=(160, 120))
+    page.goto(server + "/")
+    page.wait_for_selector("body[data-ready='1']")
+    page.set_input_files("#upload", str(clip))
+    page.wait_for_function("() => document.querySelector('#anchor').value.startsWith('.uploads/')")
+    assert page.inner_text("#anchor option:checked") == "uploaded: my <clip>.mp4"  # shown as text, not markup
+    page.fill("#k", "3")
+    page.click("#search")
+    page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 3")
+    page.wait_for_function(ALL_LOADED, arg="#anchor-strip img")
+    assert page.inner_text("#anchor-name") == "uploaded: my <clip>.mp4"

@@ -1,0 +1,323 @@
+"""Concept fusion: recovery of a known linear truth, held-out honesty, missing signals, files and the command."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from scipy.stats import spearmanr
+from typer.testing import CliRunner
+
+import bench.fusion as bf
+from bench.fusion import FUSED, build_table, cross_validate, margins, query_time_signals
+from bench.fusion_cli import register
+from bench.loaders import SIMILARITIES_SUFFIX, discover, load_gt_pairs
+from retrieval.concepts import CONVIS_CONCEPTS
+from retrieval.fusion import (
+    FusionError,
+    FusionModel,
+    PairTable,
+    default_weights_path,
+    fit_concept,
+    make_folds,
+)
+
+DATA = Path(__file__).parent / "data" / "convis-bench"
+GT = DATA / "gt_conditioned_similarities.json"
+TRUTH = {"s1": 0.5, "s2": 0.3, "s3": 0.1, "s4": 0.0}
+
+
+def linear_table(n: int = 500, seed: int = 0, noise: float = 0.2) -> PairTable:
+    """Independent N(0, 1) signals; human score = 3 + sum(TRUTH[j] * s_j) + noise."""
+    rng = np.random.default_rng(seed)
+    cols = {name: rng.standard_normal(n) for name in TRUTH}
+    y = 3 + sum(w * cols[name] for name, w in TRUTH.items()) + noise * rng.standard_normal(n)
+    pairs = [(f"v{i}a.mp4", f"v{i}b.mp4") for i in range(n)]
+    return PairTable(pairs, {"location": y}, {"location": cols})
+
+
+def rho(x: np.ndarray, y: np.ndarray) -> float:
+    return 100 * float(spearmanr(x, y).statistic)
+
+
+# ---------------------------------------------------------------- learning
+
+
+@pytest.mark.parametrize("kind", ["isotonic", "ecdf"])
+def test_weights_recover_a_linear_truth(kind):
+    table = linear_table(n=1500) if kind == "isotonic" else uniform_table()
+    model = FusionModel.fit(table, ["location"], kinds=(kind,), alphas=(0.001,))
+    w = model.weights("location")
+    # N(0,1) signals under isotonic, U(0,1) under ecdf: either way z_j is the signal itself, rescaled to SD 1
+    scale = 1.0 if kind == "isotonic" else 1 / math.sqrt(12)
+    for name, truth in TRUTH.items():
+        assert w.get(name, 0.0) == pytest.approx(truth * scale, abs=0.04), name
+    assert model.models["location"].intercept == pytest.approx(3 + (0 if kind == "isotonic" else 0.45), abs=0.05)
+
+
+def uniform_table(n: int = 1500, seed: int = 1) -> PairTable:
+    rng = np.random.default_rng(seed)
+    cols = {name: rng.uniform(0, 1, n) for name in TRUTH}
+    y = 3 + sum(w * cols[name] for name, w in TRUTH.items()) + 0.05 * rng.standard_normal(n)
+    return PairTable([(f"a{i}", f"b{i}") for i in range(n)], {"location": y}, {"location": cols})
+
+
+def test_cross_validated_fusion_beats_every_single_signal():
+    result = cross_validate(linear_table(), ["location"], folds=5, seed=0)
+    rows = {r.signal: r for r in result.rows}
+    assert all(rows[FUSED].rho > rows[s].rho + 10 for s in TRUTH)
+    assert rows[FUSED].folds_won == 5
+    assert margins(result.rows)[("random", "location")]["best_signal"] == "s1"
+
+
+def test_runs_are_deterministic():
+    a = cross_validate(linear_table(n=200), ["location"], folds=4, seed=3, group_by_video=True)
+    b = cross_validate(linear_table(n=200), ["location"], folds=4, seed=3, group_by_video=True)
+    assert a.rows == b.rows and a.choices == b.choices
+
+
+# ---------------------------------------------------------------- held-out honesty
+
+
+def shared_video_pairs(n: int = 300, videos: int = 120, seed: int = 0) -> list[tuple[str, str]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(f"{v}.mp4" for v in rng.choice(videos, 2, replace=False)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_folds_test_every_pair_once_and_grouped_folds_share_no_video(grouped):
+    pairs = shared_video_pairs()
+    folds = make_folds(pairs, 10, seed=1, group_by_video=grouped)
+    tested = np.sort(np.concatenate([f.test for f in folds]))
+    assert tested.tolist() == list(range(len(pairs)))
+    for f in folds:
+        assert not set(f.train) & set(f.test)
+        if grouped:
+            test_videos = {v for i in f.test for v in pairs[i]}
+            assert not {v for i in f.train for v in pairs[i]} & test_videos
+        else:
+            assert len(f.train) + len(f.test) == len(pairs)
+
+
+def test_a_signal_that_knows_only_the_other_half_does_not_help():
+    """s_a equals the label on half A and is noise on half B; s_b the other way round.
+
+    Trained on A (where only s_a is informative) and tested on B (where s_a is noise), an honest model
+    scores about 0; had the test half been seen in training, s_b would get weight and reveal the labels.
+    """
+    rng = np.random.default_rng(0)
+    n = 400
+    pairs = [(f"a{i}", f"b{i}") for i in range(n)]
+    y = rng.uniform(1, 5, n)
+    first, second = (f.test for f in make_folds(pairs, 2, seed=7))
+    s_a, s_b = rng.uniform(1, 5, n), rng.uniform(1, 5, n)
+    s_a[first], s_b[second] = y[first], y[second]
+    table = PairTable(pairs, {"location": y}, {"location": {"s_a": s_a, "s_b": s_b}})
+
+    held_out = {r.signal: r.rho for r in cross_validate(table, ["location"], folds=2, seed=7).rows}
+    assert abs(held_out[FUSED]) < 15
+
+    leaky = FusionModel.fit(table, ["location"]).predict_arrays("location", table.columns["location"])
+    assert rho(leaky, y) > 60  # the same model scored on pairs it was fitted on
+
+
+def test_grouped_cv_never_fits_on_a_test_video(monkeypatch):
+    pairs = shared_video_pairs(n=200, videos=90)
+    rng = np.random.default_rng(2)
+    table = PairTable(pairs, {"location": rng.uniform(1, 5, 200)},
+                      {"location": {"s": rng.uniform(0, 1, 200), "t": rng.uniform(0, 1, 200)}})
+    seen: list[set[str]] = []
+    real_fit = FusionModel.fit.__func__
+
+    def spy(cls, train, *args, **kwargs):
+        seen.append({v for p in train.pairs for v in p})
+        return real_fit(cls, train, *args, **kwargs)
+
+    monkeypatch.setattr(bf.FusionModel, "fit", classmethod(spy))
+    cross_validate(table, ["location"], folds=5, seed=0, group_by_video=True)
+    folds = make_folds(pairs, 5, seed=0, group_by_video=True)
+    assert len(seen) == len(folds)
+    for train_videos, fold in zip(seen, folds):
+        assert not train_videos & {v for i in fold.test for v in pairs[i]}
+
+
+# ---------------------------------------------------------------- missing signals
+
+
+def test_a_pair_missing_a_signal_is_scored_by_the_others():
+    table = linear_table()
+    model = FusionModel.fit(table, ["location"], kinds=("isotonic",), alphas=(0.1,))
+    full = model.predict("location", {"s1": 1.0, "s2": -0.5, "s3": 0.2, "s4": 0.0})
+    partial = model.predict("location", {"s1": 1.0, "s2": None, "s3": 0.2, "s4": 0.0, "unknown": 9.0})
+    assert full.used == ["s1", "s2", "s3", "s4"]
+    assert partial.used == ["s1", "s3", "s4"] and set(partial.contributions) == set(partial.used)
+    assert math.isfinite(partial.score) and partial.score != full.score
+    assert partial.score == pytest.approx(partial.intercept + sum(partial.contributions.values()))
+
+    # the same as a ridge refitted on the present signals only
+    cols = {s: table.columns["location"][s] for s in ("s1", "s3", "s4")}
+    refit = fit_concept("location", cols, table.labels["location"], "isotonic", 0.1)
+    assert refit.weights() == pytest.approx(model.weights("location", partial.used))
+
+
+def test_vectorised_and_single_pair_predictions_agree():
+    table = linear_table(n=200)
+    model = FusionModel.fit(table, ["location"])
+    cols = {s: v[:5].copy() for s, v in table.columns["location"].items()}
+    cols["s2"][1] = np.nan
+    batch = model.predict_arrays("location", cols)
+    for i in range(5):
+        one = model.predict("location", {s: None if np.isnan(v[i]) else v[i] for s, v in cols.items()})
+        assert batch[i] == pytest.approx(one.score)
+
+
+def test_signals_missing_in_training_and_no_signal_at_all():
+    table = linear_table(n=300)
+    table.columns["location"]["s1"][::4] = np.nan  # e.g. LMM answers that could not be parsed
+    model = FusionModel.fit(table, ["location"])
+    assert model.models["location"].coverage["s1"] == 225
+    assert np.all(np.isfinite(model.predict_arrays("location", table.columns["location"])))
+    with pytest.raises(FusionError, match="none of the model's signals"):
+        model.predict("location", {"dinov2": 0.9})
+    with pytest.raises(FusionError, match="no fusion model"):
+        model.predict("main-action", {"s1": 0.0})
+
+
+# ---------------------------------------------------------------- files
+
+
+def test_save_load_roundtrip(tmp_path):
+    table = linear_table(n=200)
+    table.columns["location"]["s2"][::5] = np.nan
+    model = FusionModel.fit(table, ["location"], meta={"note": "synthetic", "nan": float("nan")})
+    path = model.save(tmp_path / "w.json")
+    text = path.read_text()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    loaded = FusionModel.load(path)
+    assert loaded.meta["note"] == "synthetic" and loaded.meta["nan"] is None
+    cols = table.columns["location"]
+    np.testing.assert_allclose(loaded.predict_arrays("location", cols), model.predict_arrays("location", cols))
+    assert loaded.weights("location") == model.weights("location")
+    pair = {"s1": 0.3, "s3": -1.0}
+    assert loaded.predict("location", pair) == model.predict("location", pair)
+
+
+def test_load_rejects_other_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something-else"}')
+    with pytest.raises(FusionError, match="not a convis-fusion"):
+        FusionModel.load(bad)
+    with pytest.raises(FusionError, match="cannot read"):
+        FusionModel.load(tmp_path / "missing.json")
+
+
+def test_default_weights_are_query_time_signals_on_convis_concepts():
+    model = FusionModel.load(default_weights_path())
+    assert set(model.concepts) == set(CONVIS_CONCEPTS)
+    producible = query_time_signals()
+    for concept in model.concepts:
+        assert set(model.signals(concept)) <= producible
+    score = model.predict("location", {"dinov2": 0.9, "reranker:llava-onevision": 4.0})
+    assert score.used == ["dinov2", "reranker:llava-onevision"] and 1 < score.score < 5.5
+    assert "in-sample" in model.meta["fitted_on"]
+
+
+def test_default_weights_are_reproduced_from_the_release():
+    files = discover([DATA / "computed_similarities", DATA / "computed_conditioned_similarities"],
+                     SIMILARITIES_SUFFIX)
+    table = build_table(files, load_gt_pairs(GT), keep=query_time_signals())
+    shipped = FusionModel.load(default_weights_path())
+    meta = shipped.meta
+    refit = FusionModel.fit(table, shipped.concepts, inner_folds=meta["inner_folds"], seed=meta["seed"],
+                            group_by_video=meta["group_by_video"])
+    for concept in shipped.concepts:
+        assert refit.weights(concept) == pytest.approx(shipped.weights(concept), abs=1e-9)
+
+
+def test_release_folders_map_to_stable_signal_names():
+    files = discover([DATA / "computed_similarities", DATA / "computed_conditioned_similarities"],
+                     SIMILARITIES_SUFFIX)
+    table = build_table(files, load_gt_pairs(GT))
+    assert set(table.signals("location")) == {
+        "dinov2", "text", "clipscore", "vqascore", "reranker:llava-onevision", "reranker:llava-onevision-0.5b",
+        "reranker:llava-video", "reranker:qwen2.5-vl", "reranker:internvl2.5", "reranker:mplug-owl3",
+    }
+    # unparseable LMM answers (0.0) are missing, not a score of 0
+    assert np.isnan(table.columns["location"]["reranker:llava-onevision-0.5b"]).sum() == 43
+
+
+# ---------------------------------------------------------------- the command
+
+
+def write_release(root: Path, n: int = 120, seed: int = 0) -> Path:
+    """A small release-format folder: GT, one global file and one LMM per concept."""
+    rng = np.random.default_rng(seed)
+    pairs = [(f"videos_trimmed/{a}.mp4", f"videos_trimmed/{b}.mp4") for a, b in shared_video_pairs(n, 80, seed)]
+    truth = rng.uniform(1, 5, n)
+    keys = {"main-action": "MainAction", "location": "Location"}
+    gt = [{"video1": a, "video2": b, "conditioned_similarity": {k: float(truth[i]) for k in keys.values()}}
+          for i, (a, b) in enumerate(pairs)]
+    (root / "gt.json").write_text(json.dumps(gt))
+    glob_dir = root / "computed_similarities" / "dinov2-large"
+    glob_dir.mkdir(parents=True)
+    dino = 0.5 + 0.1 * truth + 0.1 * rng.standard_normal(n)
+    _write_scores(glob_dir / f"dinov2-large{SIMILARITIES_SUFFIX}", pairs, dino)
+    for folder in ("Main_Action", "Location"):
+        lmm_dir = root / "computed_conditioned_similarities" / folder / "LLaVA-OneVision-Qwen2-7B"
+        lmm_dir.mkdir(parents=True)
+        answers = np.clip(np.round(truth + rng.standard_normal(n)), 1, 5)
+        _write_scores(lmm_dir / f"LLaVA-OneVision-Qwen2-7B_{folder}{SIMILARITIES_SUFFIX}", pairs, answers)
+    return root
+
+
+def _write_scores(path: Path, pairs, values) -> None:
+    path.write_text(json.dumps([{"video1": a, "video2": b, "similarity": float(v)}
+                                for (a, b), v in zip(pairs, values)]))
+
+
+def bench_app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def root() -> None:
+        """bench"""
+
+    register(app)
+    return app
+
+
+def test_cli_json_and_weights_file(tmp_path):
+    root = write_release(tmp_path)
+    out = tmp_path / "w.json"
+    result = CliRunner().invoke(bench_app(), [
+        "fusion", "--gt", str(root / "gt.json"), "-s", str(root / "computed_similarities"),
+        str(root / "computed_conditioned_similarities"), "--folds", "4", "--both", "--out", str(out), "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["splits"] == ["random", "video"]
+    fused = [r for r in data["results"] if r["signal"] == "fused"]
+    assert {(r["split"], r["concept"]) for r in fused} == {
+        (s, c) for s in ("random", "video") for c in ("main-action", "location")}
+    assert set(data["weights"]["location"]["weights"]) == {"dinov2", "reranker:llava-onevision"}
+    assert all(len(v) == 4 for v in data["fold_choices"]["video"].values())
+    model = FusionModel.load(out)
+    assert model.predict("location", {"dinov2": 0.8}).used == ["dinov2"]
+
+
+def test_cli_tables_and_signal_selection(tmp_path):
+    root = write_release(tmp_path)
+    args = ["fusion", "--gt", str(root / "gt.json"), "-s", str(root), "--folds", "3", "--group-by-video"]
+    result = CliRunner().invoke(bench_app(), [*args, "--use", "dinov2"])
+    assert result.exit_code == 0, result.output
+    assert "fused" in result.stdout and "Learned weights" in result.stdout
+    assert "reranker:llava-onevision" not in result.stdout
+
+    bad = CliRunner().invoke(bench_app(), [*args, "--use", "nope"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: --use nope: no such signal")
+    missing = CliRunner().invoke(bench_app(), ["fusion", "--gt", str(tmp_path / "no.json"), "-s", str(root)])
+    assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1

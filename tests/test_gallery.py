@@ -1,0 +1,161 @@
+"""Static HTML reports: one self-contained page per query or comparison."""
+
+import base64
+import io
+from html.parser import HTMLParser
+
+import pytest
+from PIL import Image
+
+from retrieval.concepts import parse_concepts
+from retrieval.engine import Engine, QueryResult
+from retrieval.gallery import strip, video_src, write_compare_html, write_query_html
+from retrieval.search import Hit
+from tests.media import make_clip
+
+NASTY = "<script>alert('x')\"q.mp4"  # no '/' possible in a file name, so no closing tag either
+
+
+class Page(HTMLParser):
+    """The parts of a report the tests look at: every tag with its attributes, and the text."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def all(self, tag: str, **wanted) -> list[dict]:
+        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in wanted.items())]
+
+
+def section_images(html: str, marker: str, until: str) -> list[str]:
+    """``src`` of the <img> tags between two markers of the page."""
+    part = html[html.index(marker):html.index(until, html.index(marker))]
+    return [a["src"] for a in Page(part).all("img")]
+
+
+def decode_jpeg(uri: str) -> Image.Image:
+    assert uri.startswith("data:image/jpeg;base64,")
+    image = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
+    assert image.format == "JPEG"
+    return image
+
+
+def assert_offline(html: str) -> None:
+    lowered = html.lower()
+    assert "http://" not in lowered and "https://" not in lowered and "//cdn" not in lowered
+    assert "<script" not in lowered and "<link" not in lowered  # nothing to fetch, nothing to run
+
+
+def test_query_page_shows_anchor_strip_then_hits_in_rank_order(example_index, example_videos, tmp_path):
+    engine = Engine(example_index)
+    result = engine.query(example_videos / "campus_01.mp4", ["location"], k=5)
+    out = write_query_html(result, engine.root, tmp_path / "report" / "query.html")
+    html = out.read_text(encoding="utf-8")
+    page = Page(html)
+
+    assert [a["data-path"] for a in page.all("li")] == [h.path for h in result.hits]
+    assert [a["data-rank"] for a in page.all("li")] == ["1", "2", "3", "4", "5"]
+    anchor_thumbs = section_images(html, 'id="anchor"', "</section>")
+    assert len(anchor_thumbs) >= 4
+    assert max(decode_jpeg(u).size[1] for u in anchor_thumbs) <= 128  # thumbnails, not frames
+    for hit in result.hits:
+        thumbs = section_images(html, f'id="hit-{hit.rank}"', "</li>")
+        assert thumbs and all(decode_jpeg(u).size[0] > 0 for u in thumbs)
+    videos = page.all("video")
+    assert len(videos) == len(result.hits)
+    first = result.hits[0]
+    assert videos[0]["src"].endswith(f"{first.path}#t={first.start:.3f},{first.end:.3f}")
+    assert (out.parent / videos[0]["src"].split("#")[0]).resolve() == (engine.root / first.path).resolve()
+    text = " ".join(page.text)
+    assert "Location" in text and f"{first.total:.3f}" in text
+    assert_offline(html)
+
+
+def test_names_are_escaped_everywhere(tmp_path):
+    root = tmp_path / "videos"
+    root.mkdir()
+    clip = make_clip(root / NASTY, frames=30, fps=10)
+    anchor = make_clip(tmp_path / f"anchor {NASTY}", frames=20, fps=10)
+    concepts = parse_concepts(["location"])
+    hit = Hit(1, NASTY, 0, 0.0, 3.0, {"location": 0.8}, 0.8, rank=1)
+    result = QueryResult(str(anchor), concepts, {"location": "efficientnet-lite0:x"}, [hit])
+    html = write_query_html(result, root, tmp_path / "q.html").read_text(encoding="utf-8")
+
+    assert NASTY not in html and "<script" not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&quot;q.mp4" in html
+    page = Page(html)
+    assert page.all("li")[0]["data-path"] == NASTY  # escaped, not mangled
+    src = page.all("video")[0]["src"]
+    assert "<" not in src and '"' not in src and "'" not in src
+    assert src.startswith("videos/%3Cscript%3E")
+    assert page.all("img") and all(NASTY in a["alt"] for a in page.all("img"))
+
+    pair = write_compare_html(_compare_result(), anchor, clip, tmp_path / "c.html").read_text(encoding="utf-8")
+    assert NASTY not in pair and "<script" not in pair
+
+
+def test_unreadable_hit_costs_one_strip_not_the_page(tmp_path):
+    anchor = make_clip(tmp_path / "anchor.mp4", frames=20, fps=10)
+    concepts = parse_concepts(["location"])
+    hits = [Hit(1, "gone.mp4", 0, 0.0, 2.0, {"location": 0.9}, 0.9, rank=1)]
+    out = write_query_html(QueryResult(str(anchor), concepts, {"location": "m"}, hits), tmp_path, tmp_path / "q.html")
+    html = out.read_text(encoding="utf-8")
+    assert "thumbnails unavailable" in html and 'data-path="gone.mp4"' in html
+    assert section_images(html, 'id="anchor"', "</section>")  # the anchor still has its strip
+
+
+def _compare_result() -> dict:
+    return {"a": "a.mp4", "b": "b.mp4", "reranker": "tiny-qwen", "mode": "expected", "symmetric": False,
+            "concepts": [{"key": "location", "words": "Location", "weight": 0.75, "score": 4.2, "raw": "4",
+                          "probs": None},
+                         {"key": "main-action", "words": "Main Action", "weight": 0.25, "score": None, "raw": "?",
+                          "probs": None}],
+            "total": None, "model_pairs": 1, "notices": ["a <b>note</b>"]}
+
+
+def test_compare_page_puts_both_strips_side_by_side_with_scores(tmp_path, example_videos):
+    a, b = example_videos / "box.mp4", example_videos / "cup.mp4"
+    html = write_compare_html(_compare_result(), a, b, tmp_path / "pair.html").read_text(encoding="utf-8")
+    page = Page(html)
+    assert [s["id"] for s in page.all("section", **{"class": "card clip"})] == ["clip-a", "clip-b"]
+    assert html.index('id="clip-a"') < html.index('id="clip-b"') < html.index('id="scores"')
+    assert len(section_images(html, 'id="clip-a"', "</section>")) >= 4
+    assert len(section_images(html, 'id="clip-b"', "</section>")) >= 4
+    widths = [a["style"] for a in page.all("span") if a.get("style", "").startswith("width:")]
+    assert widths == ["width:80.0%", "width:0.0%"]  # 4.2 on the 1-5 scale; unreadable draws no bar
+    text = " ".join(page.text)
+    assert "4.200" in text and "unreadable" in text and "tiny-qwen" in text
+    assert "&lt;b&gt;note&lt;/b&gt;" in html
+    assert_offline(html)
+
+
+def test_strip_drops_the_samplers_padding_repeats(tmp_path):
+    clip = make_clip(tmp_path / "short.mp4", frames=25, fps=10, size=(320, 240))  # 2.5 s: fewer frames than 8
+    thumbs = strip(clip, frames=8)
+    times = [t.time for t in thumbs]
+    assert times == sorted(set(times)) and 2 <= len(times) < 8
+    assert min(thumbs[0].width, thumbs[0].height) <= 128
+
+
+@pytest.mark.parametrize("start, end, fragment", [(0.0, None, "#t=0.000"), (2.5, 7.25, "#t=2.500,7.250")])
+def test_video_src_is_relative_to_the_page_and_starts_at_the_unit(tmp_path, start, end, fragment):
+    video = tmp_path / "clips" / "my clip.mp4"
+    video.parent.mkdir()
+    video.touch()
+    assert video_src(video, tmp_path / "out" / "page.html", start, end) == f"../clips/my%20clip.mp4{fragment}"
+
+
+def test_the_page_is_written_whole_or_not_at_all(tmp_path):
+    out = tmp_path / "pair.html"
+    clip = make_clip(tmp_path / "clip.mp4", frames=20, fps=10)
+    write_compare_html(_compare_result(), clip, clip, out)
+    assert out.read_text(encoding="utf-8").rstrip().endswith("</html>")
+    assert not list(tmp_path.glob("*.tmp"))

@@ -1,0 +1,33 @@
+"""Task functions for distributor tests (module level, so worker processes can import them)."""
+
+import os
+import signal
+import time
+
+
+def behave(item):
+    """`("ok", x)` returns x; `("hang", s)` sleeps s seconds; `("crash", _)` dies like a segfaulting decoder."""
+    kind, value = item
+    if kind == "hang":
+        time.sleep(value)
+    if kind == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "raise":
+        raise ValueError(value)
+    return value
+
+
+def decode_bytes(data: bytes):
+    """Decode a video given as bytes (written to a temp file): shape of the frames, or the DecodeError text."""
+    import tempfile
+
+    from retrieval.frames import DecodeError, VideoDecoder
+
+    with tempfile.NamedTemporaryFile(suffix=".mp4") as fh:
+        fh.write(data)
+        fh.flush()
+        try:
+            _, units = VideoDecoder().sample(fh.name, 4)
+        except DecodeError as exc:
+            return f"error: {exc}"
+    return [u.pixels.shape for _, u in units]
