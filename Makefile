@@ -7,7 +7,7 @@ DEMO   := out/demo-index
 # The bundled demo and the tests run offline; a hub lookup would only stall.
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install demo test clean
+.PHONY: install browser demo test clean
 
 install: $(VENV)/.installed
 
@@ -23,7 +23,11 @@ demo: install
 	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-action=0.6 --concept main-objects=0.4 \
 		--index-dir $(DEMO) -k 5
 
-test: install
+# The browser test drives Debian's Chromium (no browser download happens anywhere).
+browser:
+	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: install browser
 	$(PY) -m pytest -q
 
 clean:

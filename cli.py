@@ -189,6 +189,7 @@ def query(
                                          "available signal: a weights file from `convis bench fusion`, or "
                                          "'default' for the weights shipped with convis."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML gallery here."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
@@ -203,6 +204,12 @@ def query(
         result = engine.query(anchor, concepts, k, parse_duration(start, allow_zero=True),
                               parse_duration(end), parse_overrides(signal), reranker=reranker,
                               rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
+        if html is not None:
+            from retrieval.gallery import write_query_html
+
+            page = write_query_html(result, engine.root, html, start=parse_duration(start, allow_zero=True),
+                                    end=parse_duration(end))
+            err.print(f"gallery: {page}", highlight=False)
     for notice in result.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -250,6 +257,7 @@ def compare(
     index_dir: Optional[Path] = typer.Option(None, help="Keep the score cache in this index (default: the "
                                              "nearest .convis, else the user cache folder)."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page here."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
     """How similar are A and B in terms of each concept (1 = completely different, 5 = perfectly similar)?"""
@@ -261,6 +269,10 @@ def compare(
         check_mode(mode)
         result = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device).compare(
             a, b, concepts, reranker, mode, symmetric)
+        if html is not None:
+            from retrieval.gallery import write_compare_html
+
+            err.print(f"page: {write_compare_html(result, a, b, html)}", highlight=False)
     for notice in result["notices"]:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -273,6 +285,22 @@ def compare(
         table.add_row(row["words"], f"{row['weight']:.2f}", _score(row["score"]), row["raw"])
     table.add_row("total", "", _score(result["total"]), "", style="bold")
     out.print(table)
+
+
+# -- serve --------------------------------------------------------------------------------------
+@app.command()
+def serve(
+    index_dir: Optional[Path] = typer.Option(None, help="Index folder (default: the nearest .convis)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (localhost only by default)."),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
+    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", help="LMM used when a request asks to "
+                                           "rerank."),
+):
+    """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
+    from retrieval.server import serve as run_server
+
+    with user_errors():
+        run_server(resolve_index_dir(index_dir, Path.cwd()), host, port, reranker)
 
 
 # -- info ---------------------------------------------------------------------------------------

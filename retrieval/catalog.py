@@ -8,7 +8,6 @@ the whole file or nothing, and the next run resumes from there.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -130,13 +129,22 @@ class Catalog:
     def snapshot(self, dest: Path) -> None:
         """Publish the committed state as a file readers can open while this writer holds the lock.
 
-        DuckDB lets no other process open a file a writer holds, even read-only; a copy taken
-        right after a checkpoint (no open transaction, empty WAL) is a complete database.
+        DuckDB lets no other process open a file a writer holds, even read-only, so the writer
+        copies its tables into a second database. The copy goes through DuckDB, never through
+        another handle on the catalog file: closing any descriptor of a file drops the process's
+        POSIX lock on it, which would let a second writer in.
         """
-        self.db.execute("CHECKPOINT")
         tmp = dest.with_name(f".{dest.name}.tmp")
-        shutil.copyfile(self.path, tmp)
+        tmp.unlink(missing_ok=True)
+        self.db.execute(f"ATTACH '{_sql_path(tmp)}' AS snapshot")
+        try:
+            self.db.execute(f"COPY FROM DATABASE \"{self._name()}\" TO snapshot")
+        finally:
+            self.db.execute("DETACH snapshot")
         os.replace(tmp, dest)
+
+    def _name(self) -> str:
+        return self.db.execute("SELECT current_database()").fetchone()[0]
 
     def __enter__(self) -> "Catalog":
         return self
@@ -312,6 +320,10 @@ class Catalog:
             "segment_seconds": self.setting("segment_seconds"),
             "generation": self.generation,
         }
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
 
 
 class _Transaction:

@@ -95,7 +95,7 @@ class Engine:
     @property
     def root(self) -> Path:
         """The folder the index covers (paths in the catalog are relative to it)."""
-        with self._read() as catalog:
+        with self.open_catalog() as catalog:
             stored = catalog.setting("root")
         return Path(stored) if stored else self.index_dir.parent
 
@@ -153,7 +153,7 @@ class Engine:
         combination of every available signal."""
         concepts = _as_concepts(concepts)
         anchor_path = _check_anchor(anchor)
-        with self._read() as catalog:
+        with self.open_catalog() as catalog:
             indexed = {r.name: r.indexer for r in catalog.indexers()}
             signal_of = {c.key: signals.choose(c.key, indexed, signal_overrides) for c in concepts}
             digest = content_hash(anchor_path)
@@ -289,7 +289,7 @@ class Engine:
 
     # -- info ---------------------------------------------------------------
     def info(self) -> dict:
-        with self._read() as catalog:
+        with self.open_catalog() as catalog:
             summary = catalog.summary()
             summary["indexers"] = [
                 {"indexer": r.indexer, "kind": r.kind, "dim": r.dim, "frames": r.frames, "faiss": r.faiss_factory}
@@ -299,7 +299,7 @@ class Engine:
         summary["index_dir"] = str(self.index_dir)
         return summary
 
-    def _read(self) -> Catalog:
+    def open_catalog(self) -> Catalog:
         """The catalog, read-only; while an index run holds it, the run's last published snapshot."""
         if not self.has_index:
             raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")

@@ -197,7 +197,8 @@ def create_app(index_dir: Path, reranker: str | None = None) -> FastAPI:
         yield
         shutil.rmtree(uploads, ignore_errors=True)  # uploads are scratch anchors, not data to keep
 
-    app = FastAPI(title="convis", version="0.1.0", lifespan=lifespan,
+    # docs_url/redoc_url off: FastAPI's doc pages load their scripts from a CDN; /openapi.json stays
+    app = FastAPI(title="convis", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Concept-conditioned video retrieval over one index: query by concept, compare "
                               "pairs, browse thumbnails and media.")
     app.state.convis = state
@@ -296,7 +297,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 # -- endpoint bodies ----------------------------------------------------------------------------
 def list_videos(engine: Engine) -> list[dict]:
     # the engine's reader: read-only, and the last published snapshot while an index run writes
-    with engine._read() as catalog:
+    with engine.open_catalog() as catalog:
         rows = catalog.db.execute(
             """SELECT f.path, f.status, f.error, f.duration, f.width, f.height, u.segment, u.start_s, u.end_s
                FROM files f LEFT JOIN units u USING (file_id) ORDER BY f.path, u.segment""").fetchall()

@@ -29,6 +29,9 @@ KMEANS_ITERATIONS = 10  # FAISS's default 25 triples training time for no measur
 TRAIN_SAMPLE = 100_000  # other trained indices (e.g. a bare PQ) learn from this many vectors
 HNSW_EF_SEARCH = 256  # recall@100 needs a candidate list well above 100
 ADD_CHUNK = 65_536  # rows converted and added at a time: never a second full copy of the matrix
+# FAISS splits a search by query, so a few queries cannot use more threads; the idle OpenMP
+# workers still wake and spin, which made one 1M-vector query 2-3x slower on a busy 2-core box
+FEW_QUERIES = 20
 
 
 def choose_factory(count: int, dim: int) -> str:
@@ -96,7 +99,14 @@ class VectorIndex:
         """(scores, ids) of the ``k`` nearest units to each query row; missing slots have id -1."""
         k = max(1, min(k, self.size))
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        return self.index.search(queries, k)
+        threads = faiss.omp_get_max_threads()
+        if len(queries) >= FEW_QUERIES or threads == 1:
+            return self.index.search(queries, k)
+        faiss.omp_set_num_threads(1)
+        try:
+            return self.index.search(queries, k)
+        finally:
+            faiss.omp_set_num_threads(threads)
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
         return self.index.reconstruct_batch(np.ascontiguousarray(ids, dtype=np.int64))

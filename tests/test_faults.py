@@ -120,11 +120,12 @@ def test_query_while_indexing_reads_the_last_snapshot_and_a_second_writer_is_ref
     good, _ = make_folder(tmp_path / "videos", example_videos, copies=4)
     index_dir = tmp_path / "index"
     cmd = index_command(tmp_path / "videos", index_dir, "efficientnet-lite0")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    log = (tmp_path / "index.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True,
                             env=os.environ | {"HF_HUB_OFFLINE": "1"})
     try:
-        deadline = time.monotonic() + 120
-        while not (index_dir / SNAPSHOT_NAME).exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 180
+        while not (index_dir / SNAPSHOT_NAME).exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
         runner = CliRunner()
         second = runner.invoke(app, ["index", str(tmp_path / "videos"), "--index-dir", str(index_dir)])
@@ -133,7 +134,8 @@ def test_query_while_indexing_reads_the_last_snapshot_and_a_second_writer_is_ref
         still_running = proc.poll() is None
     finally:
         out, _ = proc.communicate(timeout=300)
-    assert still_running, "the index run finished before the concurrent checks; give it more files"
+    assert still_running, ("the index run ended before the concurrent checks: "
+                           + (tmp_path / "index.log").read_text()[-1500:])
     assert second.exit_code == 2 and "being written by another convis process" in second.stderr
     assert query.exit_code == 0, query.output
     assert "index run is in progress" in query.stderr

@@ -1,0 +1,85 @@
+"""`convis bench perf`: measure indexing, recall and reranking speed and memory; write a markdown table."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+DEFAULT_OUT = Path("docs/performance.md")
+
+
+def _numbers(text: str | None, name: str) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(int(float(v)) for v in text.replace("_", "").split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{name} takes comma-separated numbers, e.g. 10000,100000") from None
+    if not values or min(values) <= 0:
+        raise typer.BadParameter(f"{name} takes positive numbers")
+    return values
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def perf(
+    videos: Annotated[Optional[Path], typer.Option("--videos", help="Folder of clips (default: examples/videos; "
+                                                   "generated clips with --smoke).")] = None,
+    indexer: Annotated[str, typer.Option("--indexer", "-i", help="Indexer to embed with.")] = "efficientnet-lite0",
+    decoders: Annotated[Optional[str], typer.Option("--decoders", help="Comma-separated: decord,pyav.")] = None,
+    sizes: Annotated[Optional[str], typer.Option("--sizes", help="Collection sizes for recall, e.g. "
+                                                 "10000,100000,1000000.")] = None,
+    dim: Annotated[Optional[int], typer.Option("--dim", min=8, help="Vector dimension for recall.")] = None,
+    sections: Annotated[Optional[str], typer.Option("--sections", help="Comma-separated: indexing,recall,rerank.")]
+    = None,
+    repeat: Annotated[Optional[int], typer.Option("--repeat", min=1, help="Runs per indexing/rerank measurement "
+                                                  "(the median is reported).")] = None,
+    reranker: Annotated[Optional[str], typer.Option("--reranker", "-r", help="Reranker spec (default: a tiny "
+                                                    "random Qwen2-VL, which measures the pipeline only).")] = None,
+    long_video: Annotated[Optional[Path], typer.Option("--long-video", help="Also index this one (long) video "
+                                                       "alone and report its peak memory.")] = None,
+    segment: Annotated[Optional[float], typer.Option("--segment", help="Segment length in seconds for the long "
+                                                     "video (default: one unit per file).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = DEFAULT_OUT,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="A seconds-long run on tiny inputs (CI).")] = False,
+) -> None:
+    """Indexing throughput (ours vs decoding every frame), recall latency/quality at 10k-1M vectors, reranking
+    cost with and without the score cache, and peak memory of each."""
+    from bench import perf as p
+
+    for path in (videos, long_video):
+        if path is not None and not path.exists():
+            raise typer.BadParameter(f"not found: {path}")
+    options = dict(videos=videos, indexer=indexer, decoders=_names(decoders), sizes=_numbers(sizes, "--sizes"),
+                   dim=dim, sections=_names(sections), repeat=repeat, reranker=reranker, long_video=long_video,
+                   segment=segment)
+    config = p.PerfConfig.smoke_run(**options) if smoke else \
+        p.PerfConfig(**{k: v for k, v in options.items() if v is not None})
+    try:
+        report = p.run(config, progress=lambda message: typer.echo(message, err=True))
+    except (ValueError, RuntimeError, OSError) as exc:
+        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        raise typer.Exit(code=2) from None
+    text = p.markdown(report, "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else []))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    typer.echo(f"wrote {out}", err=True)
+    typer.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else text)
+
+
+def _is_cli() -> bool:
+    """argv holds `... bench perf OPTIONS` when run from the command line (not from tests)."""
+    return len(sys.argv) > 2 and sys.argv[1:3] == ["bench", "perf"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `perf` command to the `bench` app."""
+    app.command("perf")(perf)
