@@ -275,7 +275,9 @@ class Catalog:
             "SELECT unit_id, vector FROM embeddings WHERE indexer = ? ORDER BY unit_id", [indexer]
         ).fetchall()
         if not rows:
-            return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
+            # an indexer with no vectors yet still has its width: queries must fit the empty index
+            dim = self.db.execute("SELECT dim FROM indexers WHERE indexer = ?", [indexer]).fetchone()
+            return np.zeros(0, np.int64), np.zeros((0, dim[0] if dim else 0), np.float32)
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         return ids, matrix.copy()

@@ -44,7 +44,7 @@ from retrieval.catalog import Catalog
 from retrieval.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.frames import Frames, Span, VideoInfo
 from retrieval.indexing import (PUBLISH_EVERY, DecodedFile, DecodeJob, IndexReport, IndexRun, Progress,
-                                _file_record, _reason, _unit_records, decode_job)
+                                _file_record, _reason, _unit_records)
 from retrieval.scan import FoundFile
 
 SHARDS_DIRNAME = "shards"
@@ -141,12 +141,6 @@ def _quiet_ray_data() -> None:
     ctx.print_on_execution_start = False
     ctx.enable_auto_log_stats = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
-
-
-def has_gpus() -> bool:
-    import ray
-
-    return ray.cluster_resources().get("GPU", 0) > 0
 
 
 # -- the shard store --------------------------------------------------------------------------------
@@ -319,29 +313,18 @@ class RayEmbedStage:
         self.need = {m.model_id: m.frames_per_unit for m in models}
         self.shards, self.options = shards, options
         self.computed = self.reused = 0
+        self._flushed = time.monotonic()
 
     def map(self, fn: Callable, jobs: Iterable[DecodeJob]) -> Iterator[tuple[DecodeJob, Any]]:
         jobs = list(jobs)
-        ready: dict[int, Any] = {}
-        for i, job in enumerate(jobs):
-            found = self.shards.find(job, self.need)
-            if found is not None:
-                ready[i] = found
-        self.reused = len(ready)
+        ready = self._from_shards(jobs)  # job index -> result, until handed on
         todo = [i for i in range(len(jobs)) if i not in ready]
         pending: list[tuple[int, EmbeddedFile]] = []  # computed, not yet in a shard
         stream = self._stream(fn, [jobs[i] for i in todo]) if todo else iter(())
-        flushed, nxt = time.monotonic(), 0
         try:
+            nxt = 0
             for k, result in stream:
-                self.computed += 1
-                if isinstance(result, EmbeddedFile) and result.error is None:
-                    pending.append((todo[k], result))
-                else:
-                    ready[todo[k]] = result  # failures go to the catalog as they are, never to a shard
-                if len(pending) >= self.options.shard_files or time.monotonic() - flushed > self.options.shard_seconds:
-                    self._flush(jobs, pending, ready)
-                    flushed = time.monotonic()
+                self._arrived(todo[k], result, jobs, pending, ready)
                 nxt = yield from _release(jobs, ready, nxt)
             self._flush(jobs, pending, ready)
             yield from _release(jobs, ready, nxt)
@@ -351,12 +334,29 @@ class RayEmbedStage:
             if close:
                 close()
 
+    def _from_shards(self, jobs: list[DecodeJob]) -> dict[int, Any]:
+        found = {i: self.shards.find(job, self.need) for i, job in enumerate(jobs)}
+        ready = {i: done for i, done in found.items() if done is not None}
+        self.reused = len(ready)
+        return ready
+
+    def _arrived(self, i: int, result: Any, jobs, pending: list, ready: dict[int, Any]) -> None:
+        self.computed += 1
+        if isinstance(result, EmbeddedFile) and result.error is None:
+            pending.append((i, result))
+        else:
+            ready[i] = result  # failures go to the catalog as they are, never to a shard
+        o = self.options
+        if len(pending) >= o.shard_files or time.monotonic() - self._flushed > o.shard_seconds:
+            self._flush(jobs, pending, ready)
+
     def _flush(self, jobs, pending: list[tuple[int, EmbeddedFile]], ready: dict[int, Any]) -> None:
         if not pending:
             return
         self.shards.write([(jobs[i], done) for i, done in pending], self.need)
         ready.update(pending)
         pending.clear()
+        self._flushed = time.monotonic()
 
     def _stream(self, fn: Callable, jobs: list[DecodeJob]) -> Iterator[tuple[int, Any]]:
         """(position in ``jobs``, result) as Ray finishes them."""
@@ -379,9 +379,10 @@ class RayEmbedStage:
         per_task = max(1, o.decode_batch)
         rows = [{"i": k, "job": pickle.dumps(job)} for k, job in enumerate(jobs)]
         ds = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / per_task))
-        gpus = has_gpus() and not (o.device or "").startswith("cpu")
-        actors = o.embed_actors or (int(ray.cluster_resources()["GPU"]) if gpus else 1)
-        decoders = _decoder_slots(ray.cluster_resources().get("CPU", 1), actors * o.embed_cpus)
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0)) if not (o.device or "").startswith("cpu") else 0
+        actors = o.embed_actors or max(1, gpus)
+        decoders = _decoder_slots(resources.get("CPU", 1), actors * o.embed_cpus)
         # decoding in actors of its own: Ray Data never fuses two actor stages, and fused into the
         # embed actors decoding would leave the GPUs idle
         ds = ds.map_batches(_Decoder, batch_size=per_task, batch_format="numpy", num_cpus=1,
@@ -390,7 +391,7 @@ class RayEmbedStage:
         specs = list(self.need.items())
         return ds.map_batches(_Embedder, batch_size=1, batch_format="numpy",
                               compute=ray.data.ActorPoolStrategy(size=actors),
-                              num_gpus=1 if gpus else 0, num_cpus=o.embed_cpus,
+                              num_gpus=1 if gpus else 0, num_cpus=o.embed_cpus,  # a GPU each, when there are any
                               fn_constructor_kwargs={"specs": specs, "device": o.device,
                                                      "trust_remote_code": o.trust_remote_code,
                                                      "threads": max(1, int(o.embed_cpus))})

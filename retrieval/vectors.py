@@ -75,7 +75,7 @@ class VectorIndex:
     def build(cls, ids: np.ndarray, matrix: np.ndarray, generation: int, factory: str | None = None,
               search_params: str | None = None) -> "VectorIndex":
         """Index ``matrix`` rows under ``ids``; ``factory``/``search_params`` override the automatic choice."""
-        dim = matrix.shape[1] if matrix.ndim == 2 and matrix.shape[0] else 1
+        dim = matrix.shape[1] if matrix.ndim == 2 and matrix.shape[1] else 1  # (0, d): an empty index of width d
         factory = factory or choose_factory(len(ids), dim)
         params = default_search_params(factory, len(ids)) if search_params is None else search_params
         # IDMap2 keeps vectors retrievable by id, which rescoring candidates needs

@@ -164,3 +164,13 @@ def test_pickled_weights_are_never_executed(tmp_path):
     with pytest.raises(ModelUnavailableError):
         create_indexer(f"efficientnet-lite0:{weights}")
     assert not marker.exists()
+
+
+def test_query_on_an_index_with_no_vectors_yet_returns_nothing(tmp_path, example_videos):
+    folder = tmp_path / "only-broken"
+    folder.mkdir()
+    (folder / "broken.mp4").write_bytes(b"\x00" * 1000)
+    engine = Engine(tmp_path / "index")
+    engine.index(folder, ["efficientnet-lite0"], distributor=SerialDistributor())
+    result = Engine(tmp_path / "index").query(example_videos / "cup.mp4", ["location"], k=3)
+    assert result.hits == []
