@@ -40,6 +40,7 @@ def user_errors():
     from rerankers.base import RerankerError
     from retrieval.catalog import CatalogBusy
     from retrieval.fusion import FusionError
+    from retrieval.ray_pipeline import RayUnavailable
     from retrieval.concepts import ConceptError
     from retrieval.engine import AnchorError, NoIndexError
     from retrieval.indexing import IndexSettingsError
@@ -48,7 +49,7 @@ def user_errors():
 
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
                 IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-                RerankerError, FusionError)
+                RerankerError, FusionError, RayUnavailable)
     try:
         yield
     except expected as exc:
@@ -109,6 +110,8 @@ def index(
                                         "queries made while it runs see its progress."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
     trust_remote_code: bool = typer.Option(False, help="Allow checkpoints that ship their own code (internvideo)."),
+    ray: Optional[str] = typer.Option(None, help="Decode and embed on Ray: 'auto' (the running cluster), "
+                                      "HOST:PORT, or 'local' (start one here). Needs the ray extra."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume and skip unchanged files)."""
@@ -120,7 +123,7 @@ def index(
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, parse_duration(segment), captions, workers, timeout,
-                                  progress=progress, publish_every=publish_every)
+                                  progress=progress, publish_every=publish_every, ray=ray)
     for notice in engine.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:

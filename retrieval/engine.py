@@ -110,7 +110,7 @@ class Engine:
     def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
               captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
               distributor: Distributor | None = None, progress: Progress | None = None,
-              frames: int | None = None, publish_every: float = PUBLISH_EVERY) -> IndexReport:
+              frames: int | None = None, publish_every: float = PUBLISH_EVERY, ray: str | None = None) -> IndexReport:
         """Index ``folder``; ``frames`` overrides how many frames image models sample per unit
         (video models keep the clip length they were trained on)."""
         if self.index_dir is None:
@@ -129,6 +129,13 @@ class Engine:
                         model.frames_per_unit = frames
             if captions is not None and not any(m.kind == "text" for m in models):
                 models.append(self.indexer("text"))  # captions are only useful with a text indexer
+            if ray is not None:  # decode and embed on a Ray cluster, merge here exactly as a local run
+                from retrieval.ray_pipeline import index_with_ray
+
+                return index_with_ray(catalog, self.index_dir, models, folder, address=ray,
+                                      segment_seconds=segment_seconds, captions=captions, progress=progress,
+                                      publish_every=publish_every, device=self.device,
+                                      trust_remote_code=self.trust_remote_code, timeout=timeout)
             workers = workers or max(1, (os.cpu_count() or 2) // 2)
             run = IndexRun(catalog, self.index_dir, models, distributor or ProcessDistributor(workers, timeout),
                            segment_seconds, Path(captions) if captions else None, progress, publish_every)

@@ -3,8 +3,8 @@
 ``index_with_ray`` runs the local indexing pipeline with its work spread over Ray:
 
     scan + plan (here, against the catalog, exactly as ``IndexRun`` does)
-      -> Ray Data: decode ``decode_job`` in tasks; each file in a subprocess of the task with a time
-         limit, so a hung or crashing decoder still costs one file
+      -> Ray Data: decode ``decode_job`` in a pool of CPU actors; each file in a subprocess of the
+         actor with a time limit, so a hung or crashing decoder still costs one file
       -> Ray Data: embed in an actor pool holding every visual indexer (one GPU per actor when the
          cluster has GPUs, else CPU actors)
       -> here: embedding shards under INDEX_DIR/shards/<run-id>/, then the catalog, one transaction
@@ -74,7 +74,7 @@ class RayOptions:
     device: str | None = None  # None: each actor picks its GPU when it has one
     trust_remote_code: bool = False
     timeout: float = 300.0  # seconds per file to decode
-    decode_batch: int = 4  # files per decode task: amortises the isolating subprocess's start
+    decode_batch: int = 4  # files per decode call: amortises the isolating subprocess's start
     isolate: bool = True  # decode in a subprocess (timeout, crash isolation); False trusts the decoders
     embed_actors: int | None = None  # default: one per GPU, else one
     embed_cpus: float = 1.0  # CPUs each embed actor reserves (and the torch threads it uses)
@@ -576,8 +576,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     args = parser.parse_args(argv)
-    connect("local")  # started once: its start-up is not indexing time
     for name, address in (("local", None), ("ray-local", "local")):
+        if address is not None:
+            # started once, after the local runs (an idle Ray instance still takes CPU from them);
+            # its start-up is not indexing time, the actors each run starts are
+            connect(address)
         runs = [_measure(args.folder, args.indexer, address, args.workers) for _ in range(args.repeat)]
         seconds = statistics.median(r[0] for r in runs)
         clips, frames = runs[0][1], runs[0][2]

@@ -25,7 +25,7 @@ from retrieval.vectors import VectorIndex, index_path
 @pytest.fixture(scope="module")
 def ray_session():
     """One local Ray instance for the module: starting Ray costs seconds."""
-    ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "ray[data]")')
+    ray = pytest.importorskip("ray", reason='Ray is not importable (pip install "ray[data]")', exc_type=ImportError)
     ray.init(num_cpus=2, include_dashboard=False, runtime_env=code_runtime_env(local=True),
              logging_level="warning", log_to_driver=False)
     yield ray
