@@ -57,43 +57,67 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def tree_rss_mb(pid: int | None = None) -> float:
-    """Resident memory of a process and all its descendants, in MB (decoder workers count too)."""
-    todo, total = [pid or os.getpid()], 0
+def _tree(pid: int) -> list[int]:
+    todo, found = [pid], []
     while todo:
         current = todo.pop()
-        total += _rss_kb(current)
+        found.append(current)
         todo.extend(_children(current))
-    return total / 1024
+    return found
+
+
+def tree_rss_mb(pid: int | None = None) -> float:
+    """Resident memory of a process and all its descendants, in MB (decoder workers count too)."""
+    return sum(_rss_kb(p) for p in _tree(pid or os.getpid())) / 1024
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class PeakRss:
-    """Samples the process tree's RSS in a thread; ``mb`` is the highest total seen.
+    """Samples the process tree in a thread: ``mb`` is the highest total RSS seen, ``cpu_s`` the CPU
+    time the tree used meanwhile (workers included, counted up to their last sample).
 
     Sampling (every 10 ms) can miss a spike shorter than that; ``ru_maxrss`` of this process
     is taken as a floor, which is exact when the measurement has a process of its own.
     """
 
     def __init__(self, interval: float = 0.01, own_process: bool = False):
-        self.interval, self.own_process, self.mb = interval, own_process, 0.0
+        self.interval, self.own_process, self.mb, self.cpu_s = interval, own_process, 0.0, 0.0
+        self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> "PeakRss":
-        self.mb = tree_rss_mb()
+        self._start_cpu = {p: _cpu_s(p) for p in _tree(os.getpid())}
+        self._once()
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.mb = max(self.mb, tree_rss_mb())
+        self._once()
+        self.cpu_s = sum(used - self._start_cpu.get(pid, 0.0) for pid, used in self._cpu.items())
         if self.own_process:  # Linux reports kilobytes
             self.mb = max(self.mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
+    def _once(self) -> None:
+        pids = _tree(os.getpid())
+        self.mb = max(self.mb, sum(_rss_kb(p) for p in pids) / 1024)
+        for pid in pids:
+            self._cpu[pid] = max(self._cpu.get(pid, 0.0), _cpu_s(pid))
+
     def _sample(self) -> None:
         while not self._stop.wait(self.interval):
-            self.mb = max(self.mb, tree_rss_mb())
+            self._once()
 
 
 def _measured(fn: Callable, args: tuple, own_process: bool):
@@ -101,7 +125,8 @@ def _measured(fn: Callable, args: tuple, own_process: bool):
         result = fn(*args)
     if isinstance(result, list):
         return [replace(r, peak_rss_mb=round(peak.mb, 1)) for r in result]
-    return replace(result, peak_rss_mb=round(peak.mb, 1))
+    extra = {"cpu_s": round(peak.cpu_s, 2)} if hasattr(result, "cpu_s") else {}
+    return replace(result, peak_rss_mb=round(peak.mb, 1), **extra)
 
 
 def measure(fn: Callable, *args, isolate: bool = True):
@@ -289,6 +314,7 @@ class IndexingResult:
     seconds: float
     detail: str = ""
     peak_rss_mb: float = 0.0
+    cpu_s: float = 0.0  # CPU time of the measuring process and its workers, set by ``measure``
 
     @property
     def frames_per_s(self) -> float:

@@ -77,6 +77,15 @@ def check_consistent(index_dir: Path, good: set[str], broken: set[str], complete
             np.testing.assert_array_equal(np.sort(faiss.vector_to_array(saved.index.id_map)), np.sort(ids))
 
 
+def published(index_dir: Path, files: int) -> bool:
+    """The running index has published a snapshot holding at least ``files`` indexed files."""
+    from retrieval.engine import Engine
+
+    if not (index_dir / SNAPSHOT_NAME).exists():
+        return False
+    return Engine(index_dir).info()["files_ok"] >= files
+
+
 def run_to_completion(cmd: list[str]) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=os.environ | {"HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -125,7 +134,7 @@ def test_query_while_indexing_reads_the_last_snapshot_and_a_second_writer_is_ref
                             env=os.environ | {"HF_HUB_OFFLINE": "1"})
     try:
         deadline = time.monotonic() + 180
-        while not (index_dir / SNAPSHOT_NAME).exists() and time.monotonic() < deadline and proc.poll() is None:
+        while not published(index_dir, 2) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
         runner = CliRunner()
         second = runner.invoke(app, ["index", str(tmp_path / "videos"), "--index-dir", str(index_dir)])
