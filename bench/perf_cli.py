@@ -29,6 +29,19 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else tuple(v.strip() for v in text.split(",") if v.strip())
 
 
+def _threads(text: str | None) -> tuple[int | None, ...] | None:
+    """`default,1` -> (None, 1): None keeps torch's own choice."""
+    if text is None:
+        return None
+    try:
+        values = tuple(None if v == "default" else int(v) for v in _names(text) or ())
+    except ValueError:
+        raise typer.BadParameter("--torch-threads takes numbers or 'default', e.g. default,1") from None
+    if not values or any(v is not None and v < 1 for v in values):
+        raise typer.BadParameter("--torch-threads takes positive numbers or 'default'")
+    return values
+
+
 def perf(
     videos: Annotated[Optional[Path], typer.Option("--videos", help="Folder of clips (default: examples/videos; "
                                                    "generated clips with --smoke).")] = None,
@@ -41,6 +54,11 @@ def perf(
     = None,
     repeat: Annotated[Optional[int], typer.Option("--repeat", min=1, help="Runs per indexing/rerank measurement "
                                                   "(the median is reported).")] = None,
+    copies: Annotated[Optional[int], typer.Option("--copies", min=1, help="Index each clip this many times "
+                                                  "(hard links) so start-up costs amortise.")] = None,
+    torch_threads: Annotated[Optional[str], typer.Option("--torch-threads", help="Comma-separated torch thread "
+                                                         "counts to measure embedding with; 'default' is torch's "
+                                                         "choice. The last one is used for reranking.")] = None,
     reranker: Annotated[Optional[str], typer.Option("--reranker", "-r", help="Reranker spec (default: a tiny "
                                                     "random Qwen2-VL, which measures the pipeline only).")] = None,
     long_video: Annotated[Optional[Path], typer.Option("--long-video", help="Also index this one (long) video "
@@ -59,8 +77,8 @@ def perf(
         if path is not None and not path.exists():
             raise typer.BadParameter(f"not found: {path}")
     options = dict(videos=videos, indexer=indexer, decoders=_names(decoders), sizes=_numbers(sizes, "--sizes"),
-                   dim=dim, sections=_names(sections), repeat=repeat, reranker=reranker, long_video=long_video,
-                   segment=segment)
+                   dim=dim, sections=_names(sections), repeat=repeat, copies=copies,
+                   torch_threads=_threads(torch_threads), reranker=reranker, long_video=long_video, segment=segment)
     config = p.PerfConfig.smoke_run(**options) if smoke else \
         p.PerfConfig(**{k: v for k, v in options.items() if v is not None})
     try:

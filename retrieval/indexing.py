@@ -158,7 +158,7 @@ class IndexRun:
                 # gone since the scan: nothing to record; the next run forgets any old rows
                 self.report.failed.append((found.rel, "vanished during the run"))
                 return
-            self._fail(found, _reason(result))
+            self._fail(found, reason_of(result))
             return
         known = self.catalog.file_states().get(found.rel)
         if known is not None and known.content_hash == result.content_hash and found.rel not in self._missing:
@@ -169,7 +169,7 @@ class IndexRun:
         try:
             self._store(found, result)
         except Exception as exc:  # a model error on one file must not end the run
-            self._fail(found, f"embedding failed: {_reason(exc)}")
+            self._fail(found, f"embedding failed: {reason_of(exc)}")
 
     def _store(self, found: FoundFile, decoded: DecodedFile) -> None:
         complete = {ix.model_id for ix in self.visual if found.rel in self.catalog.indexed_with(ix.model_id)} \
@@ -178,6 +178,10 @@ class IndexRun:
             ix.model_id: ix.embed_units([f.pixels for f in decoded.frames[ix.frames_per_unit]])
             for ix in self.visual if ix.model_id not in complete
         }
+        self._commit(found, decoded, vectors)
+
+    def _commit(self, found: FoundFile, decoded: DecodedFile, vectors: dict[str, np.ndarray]) -> None:
+        """Write one file's vectors (new file: all its rows; a file missing an indexer: those vectors)."""
         if found.rel in self._missing:
             self.catalog.add_vectors(found.rel, vectors)
         else:
@@ -236,6 +240,6 @@ def _unit_records(d: DecodedFile) -> list[UnitRecord]:
             for s, f in zip(d.spans, sample)]
 
 
-def _reason(exc: BaseException) -> str:
+def reason_of(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:500]

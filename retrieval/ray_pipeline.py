@@ -44,7 +44,7 @@ from retrieval.catalog import Catalog
 from retrieval.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.frames import Frames, Span, VideoInfo
 from retrieval.indexing import (PUBLISH_EVERY, DecodedFile, DecodeJob, IndexReport, IndexRun, Progress,
-                                _file_record, _reason, _unit_records)
+                                reason_of)
 from retrieval.scan import FoundFile
 
 SHARDS_DIRNAME = "shards"
@@ -264,7 +264,7 @@ class _Decoder:
 
 def _portable(result: Any) -> Any:
     # the reason text is what the catalog stores; an arbitrary exception may not unpickle elsewhere
-    return RemoteFailure(_reason(result)) if isinstance(result, BaseException) else result
+    return RemoteFailure(reason_of(result)) if isinstance(result, BaseException) else result
 
 
 class _Embedder:
@@ -296,7 +296,7 @@ class _Embedder:
                                             dtype=np.float32) for model_id, m in self.models}
             error = None
         except Exception as exc:  # a model error costs this file, as in the local run
-            vectors, error = {}, _reason(exc)
+            vectors, error = {}, reason_of(exc)
         frames = {n: [Frames(_NO_PIXELS, f.timestamps, f.indices) for f in fs] for n, fs in decoded.frames.items()}
         return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error)
 
@@ -441,14 +441,7 @@ class RayIndexRun(IndexRun):
         vectors = done.vectors
         if found.rel in self._missing:
             vectors = {m: v for m, v in vectors.items() if found.rel not in self.catalog.indexed_with(m)}
-            self.catalog.add_vectors(found.rel, vectors)
-        else:
-            self.catalog.commit_file(_file_record(found, done), _unit_records(done), vectors)
-        frames = sum(len(f.indices) for fs in done.frames.values() for f in fs)
-        self.report.indexed += 1
-        self.report.units += len(done.spans)
-        self.report.frames += frames
-        self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
+        self._commit(found, done, vectors)
 
 
 def index_with_ray(catalog: Catalog, index_dir: str | Path, indexers: Sequence[Indexer], folder: str | Path,
@@ -548,7 +541,7 @@ def _outcome(ref) -> Any:
     except (WorkerCrashedError, TaskCancelledError) as exc:
         return TaskFailed(f"task crashed (its Ray worker died): {type(exc).__name__}")
     except Exception as exc:  # node lost, object lost, ...: this item failed, the others go on
-        return TaskFailed(_reason(exc))
+        return TaskFailed(reason_of(exc))
 
 
 # -- throughput: python -m retrieval.ray_pipeline FOLDER ---------------------------------------------
