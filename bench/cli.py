@@ -22,6 +22,7 @@ from bench.loaders import (
     load_ranked,
 )
 from bench.fusion_cli import register as register_fusion
+from bench.perf_cli import register as register_perf
 from bench.split import make_split
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ app = typer.Typer(
 )
 
 register_fusion(app)
+register_perf(app)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")]
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]

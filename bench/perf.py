@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import multiprocessing as mp
 import numpy as np
@@ -368,28 +368,29 @@ def _job(path: Path, frames_per_unit: int, segment_seconds: float | None = None)
                      segment_seconds)
 
 
-def use_only_decoder(name: str) -> None:
-    """Make every VideoDecoder built in this process use one backend.
+@contextmanager
+def only_decoder(name: str):
+    """Within the block, every VideoDecoder built in this process uses one backend.
 
     The pipeline's ``decode_job`` builds its own decoder with every installed backend, so
-    comparing decord with PyAV needs the choice made process-wide (workers call this first).
+    comparing decord with PyAV needs the choice made module-wide (and undone afterwards).
     """
     from retrieval import frames
 
-    global _ALL_BACKENDS
-    _ALL_BACKENDS = _ALL_BACKENDS or frames._available_backends
-    chosen = [factory for factory in _ALL_BACKENDS() if factory.name == name]
+    original = frames._available_backends
+    chosen = [factory for factory in original() if factory.name == name]
     if not chosen:
-        raise ValueError(f"unknown decoder {name!r}")
+        raise ValueError(f"unknown or unavailable decoder {name!r}")
     frames._available_backends = lambda: chosen
-
-
-_ALL_BACKENDS: Callable | None = None  # the unrestricted list, kept so a later call can pick another
+    try:
+        yield
+    finally:
+        frames._available_backends = original
 
 
 def _decode_with(decoder: str, fn: Callable, job):
-    use_only_decoder(decoder)
-    return fn(job)
+    with only_decoder(decoder):
+        return fn(job)
 
 
 class OneDecoder:
@@ -419,9 +420,8 @@ def measure_decode(clips: Sequence[Path], decoder: str, frames_per_unit: int) ->
     """Our decoding alone, one process, exactly as a pipeline worker runs it (probe, sample, hash)."""
     from retrieval.indexing import decode_job
 
-    use_only_decoder(decoder)
     jobs = [_job(c, frames_per_unit) for c in clips]
-    with clock() as timed:
+    with only_decoder(decoder), clock() as timed:
         decoded = [decode_job(j) for j in jobs]
     frames = sum(_frames_of(d, frames_per_unit) for d in decoded)
     return IndexingResult("decode", "sampled", decoder, "-", len(clips), frames, timed["seconds"],
@@ -488,9 +488,9 @@ def measure_embed(clips: Sequence[Path], decoder: str, indexer_spec: str) -> Ind
     from retrieval.indexing import decode_job
 
     indexer = _load_indexer(indexer_spec)
-    use_only_decoder(decoder)
     count = indexer.frames_per_unit
-    units = [[f.pixels for f in decode_job(_job(c, count)).frames[count]] for c in clips]
+    with only_decoder(decoder):
+        units = [[f.pixels for f in decode_job(_job(c, count)).frames[count]] for c in clips]
     with clock() as timed:
         for unit in units:
             indexer.embed_units(unit)
@@ -578,7 +578,7 @@ def measure_rerank(clips: Sequence[Path], reranker_spec: str, concept: str = "lo
     """Score (first clip, each other clip) cold, then again as a new command with only the cache shared."""
     from rerankers.base import create_reranker
     from retrieval.concepts import parse_concepts
-    from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache
+    from retrieval.rerank import ClipRef
     from retrieval.scan import content_hash
 
     started = time.perf_counter()
@@ -821,10 +821,13 @@ def run_long_video(config: PerfConfig, tmp: Path, progress: Progress) -> list[In
     except OSError:  # another file system; a symlink would be refused (it points outside the folder)
         shutil.copy(config.long_video, target)
     rows = []
-    for decoder in config.decoders:
-        progress(f"long video: {decoder}")
-        rows.append(measure(measure_pipeline, folder, decoder, config.indexer, 0, config.segment,
-                            isolate=config.isolate, torch_threads=config.torch_threads[-1]))
+    for segment in dict.fromkeys([None, config.segment]):
+        for decoder in config.decoders:
+            progress(f"long video: {decoder}" + (f", {segment:g} s segments" if segment else ""))
+            row = measure(measure_pipeline, folder, decoder, config.indexer, 0, segment,
+                          isolate=config.isolate, torch_threads=config.torch_threads[-1])
+            rows.append(replace(row, detail=f"{row.detail}; " + (f"{segment:g} s segments" if segment
+                                                                  else "one unit per file")))
     return rows
 
 

@@ -63,8 +63,8 @@ def perf(
                                                     "random Qwen2-VL, which measures the pipeline only).")] = None,
     long_video: Annotated[Optional[Path], typer.Option("--long-video", help="Also index this one (long) video "
                                                        "alone and report its peak memory.")] = None,
-    segment: Annotated[Optional[float], typer.Option("--segment", help="Segment length in seconds for the long "
-                                                     "video (default: one unit per file).")] = None,
+    segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
+                                                     "of this many seconds.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = DEFAULT_OUT,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="A seconds-long run on tiny inputs (CI).")] = False,
