@@ -112,6 +112,11 @@ def index(
     trust_remote_code: bool = typer.Option(False, help="Allow checkpoints that ship their own code (internvideo)."),
     ray: Optional[str] = typer.Option(None, help="Decode and embed on Ray: 'auto' (the running cluster), "
                                       "HOST:PORT, or 'local' (start one here). Needs the ray extra."),
+    faiss_index: Optional[str] = typer.Option(None, help="FAISS factory string for recall, e.g. 'HNSW32,Flat' or "
+                                              "'IVF4096,Flat'; kept for later runs. Default 'auto': exact below "
+                                              "100k vectors, IVF above."),
+    faiss_params: Optional[str] = typer.Option(None, help="FAISS search parameters, e.g. 'nprobe=32' or "
+                                               "'efSearch=128'; kept for later runs ('auto' resets)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume and skip unchanged files)."""
@@ -123,7 +128,8 @@ def index(
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, parse_duration(segment), captions, workers, timeout,
-                                  progress=progress, publish_every=publish_every, ray=ray)
+                                  progress=progress, publish_every=publish_every, ray=ray,
+                                  faiss_index=faiss_index, faiss_params=faiss_params)
     for notice in engine.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:

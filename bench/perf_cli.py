@@ -65,6 +65,10 @@ def perf(
                                                        "alone and report its peak memory.")] = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
+    from_json: Annotated[Optional[list[Path]], typer.Option("--from-json", help="Measure nothing: write the "
+                                                            "markdown from reports saved with --json (repeat to "
+                                                            "combine runs; a later run's part replaces an "
+                                                            "earlier one's).")] = None,
     out: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = DEFAULT_OUT,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="A seconds-long run on tiny inputs (CI).")] = False,
@@ -73,24 +77,43 @@ def perf(
     cost with and without the score cache, and peak memory of each."""
     from bench import perf as p
 
-    for path in (videos, long_video):
+    for path in (videos, long_video, *(from_json or [])):
         if path is not None and not path.exists():
             raise typer.BadParameter(f"not found: {path}")
+    if from_json:
+        _write(p.combine([_load_report(path) for path in from_json]), out, as_json)
+        return
     options = dict(videos=videos, indexer=indexer, decoders=_names(decoders), sizes=_numbers(sizes, "--sizes"),
                    dim=dim, sections=_names(sections), repeat=repeat, copies=copies,
                    torch_threads=_threads(torch_threads), reranker=reranker, long_video=long_video, segment=segment)
     config = p.PerfConfig.smoke_run(**options) if smoke else \
         p.PerfConfig(**{k: v for k, v in options.items() if v is not None})
+    command = "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else [])
     try:
-        report = p.run(config, progress=lambda message: typer.echo(message, err=True))
+        report = p.run(config, progress=lambda message: typer.echo(message, err=True), command=command.strip())
     except (ValueError, RuntimeError, OSError) as exc:
         typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
         raise typer.Exit(code=2) from None
-    text = p.markdown(report, "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else []))
+    _write(report, out, as_json)
+
+
+def _write(report, out: Path, as_json: bool) -> None:
+    from bench import perf as p
+
+    text = p.markdown(report)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     typer.echo(f"wrote {out}", err=True)
     typer.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else text)
+
+
+def _load_report(path: Path):
+    from bench import perf as p
+
+    try:
+        return p.PerfReport.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise typer.BadParameter(f"{path} is not a saved `convis bench perf --json` report ({exc})") from None
 
 
 def _is_cli() -> bool:

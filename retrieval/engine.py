@@ -21,13 +21,15 @@ from retrieval.distribute import Distributor, ProcessDistributor
 from retrieval.frames import Span, VideoDecoder
 from retrieval.fusion import FusionModel
 from retrieval.fusion_query import fuse, load_fusion
-from retrieval.indexing import PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun, Progress
+from retrieval.indexing import (PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun, Progress, build_index,
+                                configure_faiss)
 from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
 from retrieval.scan import content_hash
 from retrieval import search, signals
 from retrieval.vectors import VectorIndex, index_path
 
 INDEX_DIRNAME = ".convis"
+DECODER_MODULES = ("retrieval.indexing", "decord", "av")  # imported by decode workers as they start
 CATALOG_NAME = "catalog.duckdb"
 
 
@@ -110,15 +112,30 @@ class Engine:
     def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
               captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
               distributor: Distributor | None = None, progress: Progress | None = None,
-              frames: int | None = None, publish_every: float = PUBLISH_EVERY, ray: str | None = None) -> IndexReport:
+              frames: int | None = None, publish_every: float = PUBLISH_EVERY, ray: str | None = None,
+              faiss_index: str | None = None, faiss_params: str | None = None) -> IndexReport:
         """Index ``folder``; ``frames`` overrides how many frames image models sample per unit
-        (video models keep the clip length they were trained on)."""
+        (video models keep the clip length they were trained on); ``faiss_index``/``faiss_params``
+        fix the FAISS factory string and search parameters (kept for later runs; "auto" resets)."""
         if self.index_dir is None:
             raise NoIndexError("indexing needs an index folder")
         folder = Path(folder).resolve()
         if not folder.is_dir():
             raise NotADirectoryError(f"not a folder: {folder}")
         self.index_dir.mkdir(parents=True, exist_ok=True)
+        own = distributor is None and ray is None
+        if own:
+            distributor = ProcessDistributor(workers or max(1, (os.cpu_count() or 2) // 2), timeout)
+            distributor.start(DECODER_MODULES)  # workers start while the models load
+        try:
+            return self._index(folder, indexers, segment_seconds, captions, timeout, distributor, progress, frames,
+                               publish_every, ray, faiss_index, faiss_params)
+        finally:
+            if own:
+                distributor.close()
+
+    def _index(self, folder, indexers, segment_seconds, captions, timeout, distributor, progress, frames,
+               publish_every, ray, faiss_index, faiss_params) -> IndexReport:
         with Catalog(self.catalog_path) as catalog:
             catalog.set_setting("root", str(folder))
             specs = list(indexers) or [f"{r.name}:{r.source}" for r in catalog.indexers()] or [self._default_spec()]
@@ -129,6 +146,7 @@ class Engine:
                         model.frames_per_unit = frames
             if captions is not None and not any(m.kind == "text" for m in models):
                 models.append(self.indexer("text"))  # captions are only useful with a text indexer
+            configure_faiss(catalog, models, faiss_index, faiss_params)
             if ray is not None:  # decode and embed on a Ray cluster, merge here exactly as a local run
                 from retrieval.ray_pipeline import index_with_ray
 
@@ -136,10 +154,12 @@ class Engine:
                                       segment_seconds=segment_seconds, captions=captions, progress=progress,
                                       publish_every=publish_every, device=self.device,
                                       trust_remote_code=self.trust_remote_code, timeout=timeout)
-            workers = workers or max(1, (os.cpu_count() or 2) // 2)
-            run = IndexRun(catalog, self.index_dir, models, distributor or ProcessDistributor(workers, timeout),
+            run = IndexRun(catalog, self.index_dir, models, distributor,
                            segment_seconds, Path(captions) if captions else None, progress, publish_every)
-            return run.run(folder)
+            from indexers.vision import cpu_threads  # torch: imported only by commands that embed
+
+            with cpu_threads(models, cores_left(distributor)):
+                return run.run(folder)
 
     def _default_spec(self) -> str:
         from indexers.auto import default_indexer
@@ -291,8 +311,7 @@ class Engine:
         saved = VectorIndex.load(index_path(self.index_dir, model_id))
         if saved is not None and saved.generation == catalog.generation:
             return saved
-        ids, matrix = catalog.vectors(model_id)
-        return VectorIndex.build(ids, matrix, catalog.generation)
+        return build_index(catalog, model_id)
 
     # -- info ---------------------------------------------------------------
     def info(self) -> dict:
@@ -322,6 +341,13 @@ class Engine:
             stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.stat().st_mtime))
             self.notices.append(f"an index run is in progress; results reflect its state at {stamp}")
             return Catalog(snapshot, read_only=True)
+
+
+def cores_left(distributor: Distributor) -> int | None:
+    """Cores the models may use beside local decode workers (None: not local, leave torch's choice)."""
+    if not isinstance(distributor, ProcessDistributor):
+        return None
+    return max(1, (os.cpu_count() or 1) - distributor.workers)
 
 
 def _as_concepts(concepts) -> list[Concept]:

@@ -7,6 +7,7 @@ the output size, never on the stream's length or resolution.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass
@@ -160,15 +161,18 @@ class PyAVBackend:
 
         unique = sorted(set(indices))
         targets = [i / info.fps for i in unique]
-        with av.open(str(path)) as container:
-            stream = container.streams.video[0]
-            grabbed = [_seek_frame(container, stream, t, info.fps) for t in targets]
-        grabbed = _fill_missing(grabbed)
         turns = info.rotation // 90
         coded = (size[1], size[0]) if turns % 2 else size  # scale in the coded orientation, then turn
-        pixels = np.stack([np.rot90(f.to_ndarray(width=coded[0], height=coded[1], format="rgb24"), turns)
-                           for f in grabbed])
-        times = np.array([float(f.time if f.time is not None else t) for f, t in zip(grabbed, targets)])
+
+        def small(frame) -> tuple[np.ndarray, float | None]:
+            # scaled as soon as it is decoded: a held full-size 4K frame costs 12 MB, this one 0.3 MB
+            return np.rot90(frame.to_ndarray(width=coded[0], height=coded[1], format="rgb24"), turns), frame.time
+
+        with av.open(str(path)) as container:
+            grabbed = _grab_frames(container, container.streams.video[0], targets, info.fps, small)
+        grabbed = _fill_missing(grabbed)
+        pixels = np.stack([image for image, _ in grabbed])
+        times = np.array([float(t if t is not None else target) for (_, t), target in zip(grabbed, targets)])
         return _reorder(unique, pixels, times, indices)
 
 
@@ -195,15 +199,56 @@ def av_errors() -> type[BaseException]:
     return av.error.FFmpegError
 
 
-def _seek_frame(container, stream, target: float, fps: float):
-    """The first frame at or after ``target`` seconds (seek to the keyframe before, decode forward)."""
-    container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
-    last = None
-    for frame in container.decode(stream):
+def _grab_frames(container, stream, targets: Sequence[float], fps: float, keep: Callable) -> list:
+    """``keep(frame)`` of the first frame at or after each target time (ascending), in one forward pass.
+
+    A seek restarts decoding at the keyframe before its target; when that keyframe is not past
+    the frame already decoded, going on decoding reaches the target for less work, so the pass
+    seeks only across keyframes (short clips often have one or two: then it never re-decodes).
+    """
+    keyframes = _keyframe_times(container, stream)
+    grabbed, frames, last = [], None, None
+    for target in targets:
+        if frames is None or last is None or last.time is None or _keyframe_between(keyframes, last.time, target):
+            container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
+            frames, last = container.decode(stream), None
+        frame = _first_at(frames, target - 0.5 / fps, last)
+        grabbed.append(None if frame is None else keep(frame))
+        last = frame if frame is not None else last
+    return grabbed
+
+
+def _first_at(frames, earliest: float, current):
+    """Decode on to the first frame at or after ``earliest`` (``current`` may already be it)."""
+    if current is not None and current.time is not None and current.time >= earliest:
+        return current
+    last = current
+    for frame in frames:
         last = frame
-        if frame.time is None or frame.time >= target - 0.5 / fps:
+        if frame.time is None or frame.time >= earliest:
             return frame
     return last  # past the end: the final frame stands in
+
+
+def _keyframe_times(container, stream) -> list[float] | None:
+    """Presentation times of the stream's keyframes from its packets (no decoding); None if unknown."""
+    times = []
+    try:
+        for packet in container.demux(stream):
+            if packet.is_keyframe:
+                if packet.pts is None:
+                    return None
+                times.append(float(packet.pts * stream.time_base))
+    except av_errors():
+        return None  # a damaged index: seek for every target, as a decoder without one must
+    return sorted(times)
+
+
+def _keyframe_between(keyframes: list[float] | None, after: float, target: float) -> bool:
+    """Is there a keyframe in (after, target]?  Unknown keyframes: assume so (always seek)."""
+    if keyframes is None:
+        return True
+    return bisect.bisect_right(keyframes, target) > bisect.bisect_right(keyframes, after)
 
 
 def _fill_missing(frames: list):
@@ -246,9 +291,17 @@ class VideoDecoder:
 
     def sample(self, path: str | Path, frames_per_unit: int, segment_seconds: float | None = None):
         """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason."""
-        return self._with_backends(path, lambda b, info: [
-            (span, self._read(b, path, info, span, frames_per_unit)) for span in spans(info.duration, segment_seconds)
-        ])
+        def read(backend, info):
+            units = spans(info.duration, segment_seconds)
+            wanted = [span_frame_indices(info, span, frames_per_unit) for span in units]
+            # one read for every unit: the file is opened and indexed once, decoded in one forward pass
+            every = backend.read(Path(path), info, [i for indices in wanted for i in indices],
+                                 output_size(info.width, info.height, self.short_side))
+            bounds = np.cumsum([0, *map(len, wanted)])
+            return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
+                    for span, a, b in zip(units, bounds[:-1], bounds[1:])]
+
+        return self._with_backends(path, read)
 
     def sample_span(self, path: str | Path, frames: int, start: float, end: float | None) -> Frames:
         """Frames of one time range of a file (an anchor given with --start/--end)."""

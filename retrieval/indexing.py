@@ -1,8 +1,9 @@
 """The indexing pipeline: reader (scan) -> mapper (decode in workers, embed here) -> writer (catalog).
 
-Decoding runs in a distributor (worker processes by default) while this process
-embeds the previous file, so decode and model work overlap.  Each file is written
-in one catalog transaction; FAISS indices are rebuilt from the catalog at the end.
+Decoding runs in a distributor (worker processes by default, each with its next file
+already queued) while this process embeds the previous file, so decode and model work
+overlap.  Each file is written in one catalog transaction; FAISS indices are rebuilt
+from the catalog when the run publishes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from retrieval.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
 from retrieval.distribute import Distributor
 from retrieval.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
 from retrieval.scan import FoundFile, content_hash, find_videos, plan
-from retrieval.vectors import VectorIndex, index_path
+from retrieval.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
 
 
 class IndexSettingsError(ValueError):
@@ -216,12 +217,53 @@ class IndexRun:
                 self.report.captioned += 1
 
 
+FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
+
+
+def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None) -> None:
+    """Record the FAISS factory string / search parameters this index uses ("auto": chosen by size).
+
+    Checked against every indexer's dimension before it is stored, so a typo fails now, in one
+    line, not after hours of embedding, and the previous setting stays.
+    """
+    wanted = {key: ("" if value.strip().lower() == "auto" else value.strip()) if value is not None
+              else (catalog.setting(key) or "") for key, value in ((FAISS_FACTORY, factory), (FAISS_PARAMS, params))}
+    chosen_factory, chosen_params = wanted[FAISS_FACTORY] or None, wanted[FAISS_PARAMS] or None
+    for ix in indexers:
+        # with the automatic choice, parameters are for the ANN index it picks once the collection is large
+        factory_for_check = chosen_factory or choose_factory(EXACT_LIMIT, ix.dim)
+        try:
+            VectorIndex.build(np.zeros(0, np.int64), np.zeros((0, ix.dim), np.float32), 0, factory_for_check,
+                              chosen_params)
+        except (RuntimeError, ValueError) as exc:
+            setting = " ".join(filter(None, [chosen_factory or "auto", chosen_params]))
+            raise IndexSettingsError(f"FAISS index {setting!r} does not work for {ix.model_id} ({ix.dim}-d): "
+                                     f"{reason_of(exc)[:200]}") from None
+    for key, value in wanted.items():
+        catalog.set_setting(key, value)
+
+
+def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
+    """One indexer's FAISS index from the catalog: the configured factory, else the size-based choice.
+
+    A configured index that cannot be built yet (an IVF needs more vectors than it has lists
+    to train) is replaced by the automatic one until the collection is large enough.
+    """
+    ids, matrix = catalog.vectors(indexer)
+    factory, params = catalog.setting(FAISS_FACTORY) or None, catalog.setting(FAISS_PARAMS) or None
+    if factory or params:
+        try:
+            return VectorIndex.build(ids, matrix, catalog.generation, factory, params)
+        except (RuntimeError, ValueError):
+            pass
+    return VectorIndex.build(ids, matrix, catalog.generation)
+
+
 def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
     """Derive every indexer's FAISS index from the catalog and replace the files atomically."""
     built = {}
     for row in catalog.indexers():
-        ids, matrix = catalog.vectors(row.indexer)
-        index = VectorIndex.build(ids, matrix, catalog.generation, factory=None)
+        index = build_index(catalog, row.indexer)
         index.save(index_path(index_dir, row.indexer))
         catalog.set_faiss_factory(row.indexer, index.factory)
         built[row.indexer] = index

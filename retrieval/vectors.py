@@ -14,6 +14,7 @@ import math
 import os
 import re
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,12 @@ ADD_CHUNK = 65_536  # rows converted and added at a time: never a second full co
 # FAISS splits a search by query, so a few queries cannot use more threads; the idle OpenMP
 # workers still wake and spin, which made one 1M-vector query 2-3x slower on a busy 2-core box
 FEW_QUERIES = 20
+# Exact search on a batch of queries is a matrix product; FAISS 1.15 only hands it to BLAS from
+# 128,000 queries at once, so a batch of 100 against 1M vectors took 12.8 s instead of 3.9 s
+# (docs/performance.md). Lowered for batches only: a single query took twice as long with it.
+BLAS_FROM_QUERIES = FEW_QUERIES
+FAISS_BLAS_THRESHOLD = faiss.cvar.distance_compute_blas_threshold  # as FAISS ships it
+_BLAS_SWITCH = threading.Lock()  # the threshold is process-wide: one batch changes it at a time
 
 
 def choose_factory(count: int, dim: int) -> str:
@@ -100,7 +107,9 @@ class VectorIndex:
         k = max(1, min(k, self.size))
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         threads = faiss.omp_get_max_threads()
-        if len(queries) >= FEW_QUERIES or threads == 1:
+        if len(queries) >= FEW_QUERIES:
+            return _batch_search(self.index, queries, k)
+        if threads == 1:
             return self.index.search(queries, k)
         faiss.omp_set_num_threads(1)
         try:
@@ -140,6 +149,15 @@ class VectorIndex:
         except ValueError:
             return None  # parameters this index does not have: rebuild rather than search wrongly
         return cls(index, meta["factory"], int(meta["generation"]), params)
+
+
+def _batch_search(index: faiss.Index, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    with _BLAS_SWITCH:
+        faiss.cvar.distance_compute_blas_threshold = min(FAISS_BLAS_THRESHOLD, BLAS_FROM_QUERIES)
+        try:
+            return index.search(queries, k)
+        finally:
+            faiss.cvar.distance_compute_blas_threshold = FAISS_BLAS_THRESHOLD
 
 
 def _ivf(index: faiss.Index):

@@ -20,14 +20,14 @@ def frame_level(i: int) -> int:
 
 
 def make_clip(path: Path, frames: int = 50, fps: int = 10, size: tuple[int, int] = (64, 48),
-              codec: str = "libx264", pixels=None) -> Path:
-    """Write ``frames`` frames; ``pixels(i)`` may return an (H, W, 3) uint8 image for frame i."""
+              codec: str = "libx264", pixels=None, gop: int = 10) -> Path:
+    """Write ``frames`` frames, a keyframe every ``gop``; ``pixels(i)`` may return an (H, W, 3) uint8 image."""
     width, height = size
     with av.open(str(path), "w") as out:
         stream = out.add_stream(codec, rate=Fraction(fps))
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         if codec == "libx264":
-            stream.options = {"crf": "10", "g": "10"}
+            stream.options = {"crf": "10", "g": str(gop), "keyint_min": str(gop)}
         for i in range(frames):
             image = pixels(i) if pixels else np.full((height, width, 3), frame_level(i), np.uint8)
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):

@@ -89,6 +89,13 @@ def test_unknown_indexer_is_a_clear_error(tmp_path, example_videos):
     assert result.exit_code == 2 and "unknown indexer 'nope'" in result.stderr
 
 
+def test_a_faiss_index_that_cannot_work_is_one_line_before_any_decoding(tmp_path, example_videos):
+    result = invoke("index", example_videos, "-i", "efficientnet-lite0", "--index-dir", tmp_path / "i",
+                    "--faiss-index", "IVF8,PQ7", "--json")
+    assert result.exit_code == 2 and "FAISS index 'IVF8,PQ7' does not work" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not result.stdout.strip()
+
+
 def test_info_lists_indexers_and_counts(example_index):
     result = invoke("info", "--index-dir", example_index, "--json")
     data = json.loads(result.stdout)

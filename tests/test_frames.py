@@ -44,6 +44,20 @@ def test_segments_become_units_with_times(counted_clip, backend):
         assert [decoded_frame_number(img) for img in frames.pixels] == list(frames.indices)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("gop", [1, 7, 100])
+def test_one_pass_over_all_units_returns_what_each_unit_alone_would(tmp_path, backend, gop):
+    """All units are read in one forward pass (seeking only across keyframes): same frames as unit by unit."""
+    clip = make_clip(tmp_path / f"gop{gop}.mp4", frames=55, fps=10, gop=gop)
+    decoder = VideoDecoder(backends=[backend])
+    _, units = decoder.sample(clip, 3, segment_seconds=1.5)
+    assert len(units) == 4
+    for span, frames in units:
+        alone = decoder.sample_span(clip, 3, span.start, span.end)
+        assert frames.indices == alone.indices and np.array_equal(frames.pixels, alone.pixels)
+        assert [decoded_frame_number(img) for img in frames.pixels] == list(frames.indices)
+
+
 def test_frames_are_resized_inside_the_decoder(tmp_path):
     clip = make_clip(tmp_path / "big.mp4", frames=10, fps=10, size=(1280, 720))
     _, units = VideoDecoder(short_side=128).sample(clip, 2)

@@ -1,6 +1,7 @@
 import os
 import shutil
 
+import faiss
 import numpy as np
 import pytest
 
@@ -77,6 +78,51 @@ def test_faiss_index_agrees_with_catalog(engine, video_folder):
     saved = VectorIndex.load(index_path(engine.index_dir, row.indexer))
     assert saved.generation == generation and saved.size == len(ids) == 4
     np.testing.assert_allclose(saved.vectors(ids), matrix)
+
+
+def _saved_index(engine) -> tuple[str, VectorIndex]:
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        (row,) = cat.indexers()
+    return row.faiss_factory, VectorIndex.load(index_path(engine.index_dir, row.indexer))
+
+
+def test_faiss_index_choice_is_recorded_overridable_and_kept(engine, video_folder):
+    run(engine, video_folder)
+    factory, saved = _saved_index(engine)
+    assert factory == saved.factory == "Flat"  # four vectors: exact search
+    run(engine, video_folder, faiss_index="HNSW16,Flat", faiss_params="efSearch=48")
+    factory, saved = _saved_index(engine)
+    assert factory == "HNSW16,Flat" and saved.search_params == "efSearch=48"
+    inner = faiss.downcast_index(saved.index.index)
+    assert isinstance(inner, faiss.IndexHNSWFlat) and inner.hnsw.efSearch == 48
+    (video_folder / "cup.mp4").unlink()
+    run(engine, video_folder)  # a later run without the options keeps them
+    factory, saved = _saved_index(engine)
+    assert factory == "HNSW16,Flat" and saved.size == 3
+    approximate = engine.query(video_folder / "campus_01.mp4", ["location"], k=2).hits
+    run(engine, video_folder, faiss_index="auto", faiss_params="auto")
+    assert _saved_index(engine)[0] == "Flat"
+    exact = engine.query(video_folder / "campus_01.mp4", ["location"], k=2).hits
+    assert [h.path for h in approximate] == [h.path for h in exact] and len(exact) == 2
+    assert [h.total for h in approximate] == pytest.approx([h.total for h in exact], abs=1e-5)
+
+
+def test_an_index_too_small_to_train_uses_the_automatic_choice_until_it_can(engine, video_folder):
+    run(engine, video_folder, faiss_index="IVF64,Flat", faiss_params="nprobe=8")
+    factory, saved = _saved_index(engine)
+    assert factory == "Flat" and saved.size == 4  # 4 vectors cannot train 64 lists
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        assert cat.setting("faiss_factory") == "IVF64,Flat"  # still wanted, once there are enough
+
+
+def test_a_faiss_setting_that_cannot_work_is_refused_before_indexing(engine, video_folder):
+    from retrieval.indexing import IndexSettingsError
+
+    run(engine, video_folder, faiss_index="HNSW16,Flat")
+    for bad in ({"faiss_index": "NoSuchIndex"}, {"faiss_index": "IVF8,PQ7"}, {"faiss_params": "efSearch=-"}):
+        with pytest.raises(IndexSettingsError, match="FAISS index"):
+            run(engine, video_folder, **bad)
+    assert _saved_index(engine)[0] == "HNSW16,Flat"  # the previous setting stays
 
 
 def test_segments_make_several_units(engine, video_folder):

@@ -3,6 +3,7 @@
 import os
 import pickle
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from retrieval.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.engine import Engine
 from tests import media
-from tests.workers import behave, decode_bytes
+from tests.workers import behave, decode_bytes, stamped
 
 ROOT_USER = os.geteuid() == 0
 
@@ -121,6 +122,41 @@ def test_crash_with_several_workers_blames_only_the_culprit():
     results = dict(ProcessDistributor(workers=2, timeout=30).map(behave, items))
     assert [results[("ok", i)] for i in range(10)] == list(range(10))
     assert isinstance(results[("crash", 0)], TaskFailed)
+
+
+def test_workers_start_the_next_task_while_the_caller_is_busy(tmp_path):
+    """Decoding overlaps embedding: the next file is decoded while the caller handles this one."""
+    items = [(str(tmp_path), f"task{i}", 0.2) for i in range(3)]
+    handled = {}
+    for _, name in ProcessDistributor(workers=1, timeout=60).map(stamped, items):
+        time.sleep(1.0)  # the caller's own work on this result
+        handled[name] = time.time()
+    started = {name: float((tmp_path / name).read_text()) for name in handled}
+    assert started["task1"] < handled["task0"] - 0.5 and started["task2"] < handled["task1"] - 0.5
+
+
+def test_without_prefetch_the_worker_waits_for_the_caller(tmp_path):
+    items = [(str(tmp_path), f"task{i}", 0.0) for i in range(2)]
+    handled = {}
+    for _, name in ProcessDistributor(workers=1, timeout=60, prefetch=0).map(stamped, items):
+        time.sleep(0.5)
+        handled[name] = time.time()
+    assert float((tmp_path / "task1").read_text()) > handled["task0"] - 0.5
+
+
+def test_queued_tasks_time_limits_start_when_a_worker_takes_them():
+    """Three ~1.5 s tasks behind one worker, 2.5 s limit: waiting in the queue is not running late."""
+    items = [("hang", 1.4), ("hang", 1.5), ("hang", 1.6), ("hang", 60)]
+    results = dict(ProcessDistributor(workers=1, timeout=2.5, prefetch=2).map(behave, items))
+    assert [results[i] for i in items[:3]] == [1.4, 1.5, 1.6]
+    assert isinstance(results[("hang", 60)], TaskFailed)
+
+
+def test_a_crash_blames_the_running_task_not_the_queued_ones():
+    items = [("ok", 1), ("crash", 0), ("ok", 2), ("ok", 3)]
+    results = dict(ProcessDistributor(workers=1, timeout=30, prefetch=2).map(behave, items))
+    assert [results[("ok", i)] for i in (1, 2, 3)] == [1, 2, 3]
+    assert isinstance(results[("crash", 0)], TaskFailed) and "crashed" in str(results[("crash", 0)])
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,15 @@ def behave(item):
     return value
 
 
+def stamped(item):
+    """`(folder, name, seconds)`: write when this task started into folder/name, then work for seconds."""
+    folder, name, seconds = item
+    with open(os.path.join(folder, name), "w") as fh:
+        fh.write(repr(time.time()))
+    time.sleep(seconds)
+    return name
+
+
 def decode_bytes(data: bytes):
     """Decode a video given as bytes (written to a temp file): shape of the frames, or the DecodeError text."""
     import tempfile
