@@ -489,7 +489,7 @@ def _resize(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(Image.fromarray(rgb).resize(size, Image.BILINEAR))
 
 
-def measure_reference_decode(clips: Sequence[Path], decoder: str, frames_per_unit: int) -> IndexingResult:
+def measure_reference_decode(clips: Sequence[Path], decoder: str) -> IndexingResult:
     """Every frame decoded and held, as the paper's extraction reads each video."""
     with clock() as timed:
         decoded = sum(len(every_frame(c, decoder)) for c in clips)
@@ -535,13 +535,17 @@ def measure_pipeline(root: Path, decoder: str, indexer_spec: str, workers: int =
     from indexers.vision import cpu_threads
     from retrieval.catalog import Catalog
     from retrieval.distribute import ProcessDistributor
-    from retrieval.engine import DECODER_MODULES, cores_left
-    from retrieval.indexing import IndexRun
+    from retrieval.engine import cores_left
+    from retrieval.indexing import DECODER_MODULES, IndexRun
 
     workers = workers or max(1, (os.cpu_count() or 2) // 2)  # the engine's default
     pool = ProcessDistributor(workers)
     pool.start(DECODER_MODULES)  # as the engine does: workers start while the model loads
-    indexer = _load_indexer(indexer_spec)
+    try:
+        indexer = _load_indexer(indexer_spec)
+    except BaseException:
+        pool.close()
+        raise
     with tempfile.TemporaryDirectory(prefix="convis-perf-") as tmp:
         with Catalog(Path(tmp) / "catalog.duckdb") as catalog:
             distributor = OneDecoder(pool, decoder)
@@ -741,7 +745,6 @@ class PerfReport:
             "checks": [dict(zip(("target", "measured", "met"), c)) for c in checks(self)],
         }
 
-
     @classmethod
     def from_dict(cls, data: dict) -> "PerfReport":
         """Read back what ``as_dict`` wrote (``convis bench perf --json``)."""
@@ -848,7 +851,7 @@ def run_indexing(config: PerfConfig, root: Path, clips: list[Path], originals: l
     rows = []
     for decoder in config.decoders:
         decoding = [("decode, sampled", measure_decode, clips, decoder, count),
-                    ("decode, every frame", measure_reference_decode, clips, decoder, count),
+                    ("decode, every frame", measure_reference_decode, clips, decoder),
                     ("decode, every frame streamed", measure_streamed_decode, clips, decoder, count)]
         modelling = lambda threads: [  # noqa: E731
             ("embed", measure_embed, clips, decoder, config.indexer),
@@ -918,7 +921,6 @@ def machine_info() -> dict:
     import faiss
     import torch
 
-
     return {
         "cpus": os.cpu_count(), "python": sys.version.split()[0], "torch": torch.__version__,
         "faiss": faiss.__version__, "torch_threads": torch.get_num_threads(),
@@ -974,7 +976,7 @@ def checks(report: PerfReport) -> list[tuple[str, str, bool]]:
     return found
 
 
-def _pipeline_checks(rows: list[IndexingResult], decoder: str, threads: int) -> list[tuple[str, str, bool]]:
+def _pipeline_checks(rows: list[IndexingResult], decoder: str, threads: str) -> list[tuple[str, str, bool]]:
     get = partial(_find, rows, decoder=decoder, threads=threads)
     decode, embed, pipeline = get("decode", "sampled"), get("embed", "sampled"), get("end-to-end", "sampled")
     if not (decode and embed and pipeline):

@@ -65,7 +65,7 @@ def perf(
                                                        "alone and report its peak memory.")] = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
-    from_json: Annotated[Optional[list[Path]], typer.Option("--from-json", help="Measure nothing: write the "
+    from_json: Annotated[Optional[list[Path]], typer.Option("--from-json", metavar="FILE", help="Measure nothing: write the "
                                                             "markdown from reports saved with --json (repeat to "
                                                             "combine runs; a later run's part replaces an "
                                                             "earlier one's).")] = None,

@@ -21,15 +21,14 @@ from retrieval.distribute import Distributor, ProcessDistributor
 from retrieval.frames import Span, VideoDecoder
 from retrieval.fusion import FusionModel
 from retrieval.fusion_query import fuse, load_fusion
-from retrieval.indexing import (PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun, Progress, build_index,
-                                configure_faiss)
+from retrieval.indexing import (DECODER_MODULES, PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun, Progress,
+                                build_index, configure_faiss)
 from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
 from retrieval.scan import content_hash
 from retrieval import search, signals
 from retrieval.vectors import VectorIndex, index_path
 
 INDEX_DIRNAME = ".convis"
-DECODER_MODULES = ("retrieval.indexing", "decord", "av")  # imported by decode workers as they start
 CATALOG_NAME = "catalog.duckdb"
 
 

@@ -209,7 +209,7 @@ def _grab_frames(container, stream, targets: Sequence[float], fps: float, keep: 
     keyframes = _keyframe_times(container, stream)
     grabbed, frames, last = [], None, None
     for target in targets:
-        if frames is None or last is None or last.time is None or _keyframe_between(keyframes, last.time, target):
+        if last is None or last.time is None or _keyframe_between(keyframes, last.time, target):
             container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
             frames, last = container.decode(stream), None
         frame = _first_at(frames, target - 0.5 / fps, last)

@@ -36,6 +36,9 @@ class DecodeJob:
     short_side: int = DEFAULT_SHORT_SIDE
 
 
+DECODER_MODULES = ("retrieval.indexing", "decord", "av")  # what a decode worker imports before its first file
+
+
 @dataclass
 class DecodedFile:
     info: VideoInfo
@@ -226,8 +229,7 @@ def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str 
     Checked against every indexer's dimension before it is stored, so a typo fails now, in one
     line, not after hours of embedding, and the previous setting stays.
     """
-    wanted = {key: ("" if value.strip().lower() == "auto" else value.strip()) if value is not None
-              else (catalog.setting(key) or "") for key, value in ((FAISS_FACTORY, factory), (FAISS_PARAMS, params))}
+    wanted = {key: _setting(catalog, key, given) for key, given in ((FAISS_FACTORY, factory), (FAISS_PARAMS, params))}
     chosen_factory, chosen_params = wanted[FAISS_FACTORY] or None, wanted[FAISS_PARAMS] or None
     for ix in indexers:
         # with the automatic choice, parameters are for the ANN index it picks once the collection is large
@@ -241,6 +243,13 @@ def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str 
                                      f"{reason_of(exc)[:200]}") from None
     for key, value in wanted.items():
         catalog.set_setting(key, value)
+
+
+def _setting(catalog: Catalog, key: str, given: str | None) -> str:
+    """The value to store: the one given ("auto" -> "", automatic), else the one stored."""
+    if given is None:
+        return catalog.setting(key) or ""
+    return "" if given.strip().lower() == "auto" else given.strip()
 
 
 def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
