@@ -90,6 +90,10 @@ def check_mode(mode: str) -> None:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
+RERANK_BATCH_HELP = ("Pairs per LMM forward pass (default 4); on running out of GPU memory the batch is "
+                     "halved and retried.")
+
+
 def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
@@ -117,6 +121,9 @@ def index(
                                               "100k vectors, IVF above."),
     faiss_params: Optional[str] = typer.Option(None, help="FAISS search parameters, e.g. 'nprobe=32' or "
                                                "'efSearch=128'; kept for later runs ('auto' resets)."),
+    protocol: Optional[str] = typer.Option(None, help="How indexers see videos: 'fast' (default: about 1 frame "
+                                           "a second, 8 a unit, decoder-scaled) or 'paper' (the ConViS-Bench "
+                                           "reference's frames, pixels, weights and fp32). Kept in the index."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume and skip unchanged files)."""
@@ -129,7 +136,7 @@ def index(
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, parse_duration(segment), captions, workers, timeout,
                                   progress=progress, publish_every=publish_every, ray=ray,
-                                  faiss_index=faiss_index, faiss_params=faiss_params)
+                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol)
     for notice in engine.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -194,6 +201,7 @@ def query(
     mode: str = typer.Option("expected", help="Reranker scoring: expected (mean of P(1..5)) or greedy "
                              "(the paper's parsed single token)."),
     symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
+    rerank_batch: Optional[int] = typer.Option(None, min=1, help=RERANK_BATCH_HELP),
     fusion: Optional[str] = typer.Option(None, help="Score each concept by a learned combination of every "
                                          "available signal: a weights file from `convis bench fusion`, or "
                                          "'default' for the weights shipped with convis."),
@@ -209,7 +217,7 @@ def query(
     with user_errors():
         concepts = parse_concepts(concept)
         check_mode(mode)
-        engine = Engine(resolve_index_dir(index_dir, anchor), device=device)
+        engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
         result = engine.query(anchor, concepts, k, parse_duration(start, allow_zero=True),
                               parse_duration(end), parse_overrides(signal), reranker=reranker,
                               rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
@@ -263,6 +271,7 @@ def compare(
     reranker: str = typer.Option("qwen2.5-vl", "--reranker", "-r", help="LMM to ask (name, hub id or folder)."),
     mode: str = typer.Option("expected", help="expected (mean of P(1..5)) or greedy (parsed single token)."),
     symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
+    rerank_batch: Optional[int] = typer.Option(None, min=1, help=RERANK_BATCH_HELP),
     index_dir: Optional[Path] = typer.Option(None, help="Keep the score cache in this index (default: the "
                                              "nearest .convis, else the user cache folder)."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
@@ -276,7 +285,8 @@ def compare(
     with user_errors():
         concepts = parse_concepts(concept)
         check_mode(mode)
-        result = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device).compare(
+        result = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device,
+                        rerank_batch=rerank_batch).compare(
             a, b, concepts, reranker, mode, symmetric)
         if html is not None:
             from retrieval.gallery import write_compare_html
@@ -326,7 +336,7 @@ def info(
     if as_json:
         print_json(summary)
         return
-    out.print(f"index {summary['index_dir']} of {summary['root']}", highlight=False)
+    out.print(f"index {summary['index_dir']} of {summary['root']} (protocol {summary['protocol']})", highlight=False)
     out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']}",
               highlight=False)
     for row in summary["indexers"]:
@@ -338,21 +348,30 @@ def info(
 
 
 @app.command()
-def models(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")):
-    """List the registered indexers (and rerankers) with their default weights."""
-    from indexers.base import INDEXERS, available_indexers
+def models(
+    protocol: str = typer.Option("fast", help="Show the indexers as this protocol builds them: fast or paper."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+):
+    """List the registered indexers and rerankers: default weights, and what each is fed (frames, decode size,
+    pooling, precision), before anything is downloaded."""
+    from indexers.base import INDEXERS, PROTOCOLS, available_indexers
 
-    rows = [{"kind": "indexer", "name": n, "default": INDEXERS.entry(n).default_source,
-             "description": INDEXERS.entry(n).description} for n in available_indexers()]
+    with user_errors():
+        if protocol not in PROTOCOLS:
+            raise UserError(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    rows = [{"kind": "indexer", "name": n, "default": INDEXERS.entry(n).source_for(protocol),
+             "description": INDEXERS.entry(n).description, **INDEXERS.entry(n).card.get(protocol, {})}
+            for n in available_indexers()]
     rows += _reranker_rows()
     if as_json:
         print_json(rows)
         return
     table = Table()
-    for col in ("kind", "name", "default", "description"):
+    columns = ("kind", "name", "default", "frames", "size", "pooling", "dtype")
+    for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*(str(row[c]) for c in ("kind", "name", "default", "description")))
+        table.add_row(*(str(row.get(c, "")) for c in columns))
     out.print(table)
 
 
@@ -360,7 +379,7 @@ def _reranker_rows() -> list[dict]:
     from rerankers.base import RERANKERS, available_rerankers
 
     return [{"kind": "reranker", "name": n, "default": RERANKERS.entry(n).default_source,
-             "description": RERANKERS.entry(n).description} for n in available_rerankers()]
+             "description": RERANKERS.entry(n).description, **RERANKERS.entry(n).card} for n in available_rerankers()]
 
 
 from bench.cli import app as bench_app  # noqa: E402  (a sub-app; imports nothing heavy)

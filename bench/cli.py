@@ -238,6 +238,9 @@ def run(
                                                      "indexer (default: DATASET/captions).")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")] = None,
     device: Annotated[Optional[str], typer.Option("--device", help="torch device.")] = None,
+    protocol: Annotated[str, typer.Option("--protocol", help="How indexers see the videos: 'paper' (the "
+                                          "reference's frames, pixels, weights and fp32: reproduces Table 3) "
+                                          "or 'fast' (convis's default).")] = "fast",
     as_json: JsonOpt = False,
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,
@@ -245,6 +248,10 @@ def run(
     """Run convis on a ConViS-Bench folder: write its scores in the released formats and evaluate them."""
     from bench.run import BenchRun, load_dataset
 
+    from indexers.base import PROTOCOLS
+
+    if protocol not in PROTOCOLS:
+        _fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     with _user_errors(), _model_errors():
         counts = _frame_counts(frames)
         data = load_dataset(dataset, captions)
@@ -253,7 +260,7 @@ def run(
         rows, retrieval_rows_ = [], []
         for count in counts:
             result = BenchRun(data, out, list(indexer or ["efficientnet-lite0"]), reranker, count, mode,
-                              symmetric, workers, device, _note).run()
+                              symmetric, workers, device, _note, protocol).run()
             for path, reason in result.failed_videos:
                 _note(f"skipped {path}: {reason}")
             # a non-default frame count is part of each model's folder name, so sweep rows stay apart

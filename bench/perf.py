@@ -27,6 +27,8 @@ from typing import Callable, Sequence
 import multiprocessing as mp
 import numpy as np
 
+from retrieval.sampling import as_spec
+
 RECALL_K = 100
 MIXTURE_COMPONENTS = 1000
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
@@ -366,7 +368,7 @@ def _job(path: Path, frames_per_unit: int, segment_seconds: float | None = None)
     from retrieval.scan import FoundFile
 
     stat = path.stat()
-    return DecodeJob(FoundFile(str(path), path.name, stat.st_size, stat.st_mtime), (frames_per_unit,),
+    return DecodeJob(FoundFile(str(path), path.name, stat.st_size, stat.st_mtime), (as_spec(frames_per_unit),),
                      segment_seconds)
 
 
@@ -415,7 +417,7 @@ def _load_indexer(spec: str):
 
 
 def _frames_of(decoded, count: int) -> int:
-    return sum(len(f.indices) for f in decoded.frames[count])
+    return sum(len(f.indices) for f in decoded.frames[as_spec(count)])
 
 
 def measure_decode(clips: Sequence[Path], decoder: str, frames_per_unit: int) -> IndexingResult:
@@ -514,7 +516,7 @@ def measure_embed(clips: Sequence[Path], decoder: str, indexer_spec: str) -> Ind
     indexer = _load_indexer(indexer_spec)
     count = indexer.frames_per_unit
     with only_decoder(decoder):
-        units = [[f.pixels for f in decode_job(_job(c, count)).frames[count]] for c in clips]
+        units = [[f.pixels for f in decode_job(_job(c, count)).frames[as_spec(count)]] for c in clips]
     with clock() as timed:
         for unit in units:
             indexer.embed_units(unit)

@@ -107,11 +107,14 @@ def _caption_dir(root: Path) -> Path | None:
     return subdirs[0] if subdirs and not any(folder.glob("*.txt")) else folder
 
 
-def model_folder(registry, name: str, source: str, frames: int, default_frames: int) -> str:
-    """The folder a model's scores go in: the paper's name when it has one, else the registry name (plus the
-    weights' name when they are not the default); a non-default frame count is added."""
+def model_folder(registry, name: str, source: str, frames: int, default_frames: int, suffix: str = "") -> str:
+    """The folder a model's scores go in: the paper's name when it has one (plus ``suffix`` when not run
+    as the paper ran it), else the registry name (plus the weights' name when they are not the default);
+    a non-default frame count is added."""
     label = PAPER_FOLDERS.get(source)
-    if label is None:
+    if label is not None:
+        label += suffix
+    else:
         plain = source == registry.entry(name).default_source
         label = name if plain else re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-{Path(source).name}")
     return label if frames == default_frames else f"{label}-f{frames}"
@@ -120,18 +123,19 @@ def model_folder(registry, name: str, source: str, frames: int, default_frames: 
 class BenchRun:
     def __init__(self, dataset: Dataset, out: Path, indexers: list[str], reranker: str | None, frames: int | None,
                  mode: str = "expected", symmetric: bool = False, workers: int | None = None,
-                 device: str | None = None, note: Callable[[str], None] = lambda m: None):
+                 device: str | None = None, note: Callable[[str], None] = lambda m: None, protocol: str = "fast"):
         from retrieval.engine import Engine
 
-        self.dataset, self.out, self.frames = dataset, out, frames
+        self.dataset, self.out, self.frames, self.protocol = dataset, out, frames, protocol
         self.indexers, self.reranker_spec = indexers, reranker
         self.mode, self.symmetric, self.workers, self.note = mode, symmetric, workers, note
-        self.engine = Engine(out / f"index-f{frames or 'default'}", device=device)
+        # one index per protocol and frame count: an index keeps the protocol it was built with
+        self.engine = Engine(out / f"index-{protocol}-f{frames or 'default'}", device=device)
         self.result = RunResult()
 
     def run(self) -> RunResult:
         report = self.engine.index(self.dataset.root, self.indexers, captions=self.dataset.captions,
-                                   workers=self.workers, frames=self.frames)
+                                   workers=self.workers, frames=self.frames, protocol=self.protocol)
         self.result.failed_videos = report.failed
         vectors = self._vectors()
         for model_id, by_video in vectors.items():
@@ -159,9 +163,9 @@ class BenchRun:
 
         name, source, frames = model
         indexer = self.engine.indexer(f"{name}:{source}")
-        # image models sample the class default unless overridden; video models keep their own clip length
-        default = type(indexer).frames_per_unit if indexer.kind == "image" else indexer.frames_per_unit
-        folder = model_folder(INDEXERS, name, source, frames, default)
+        # --frames overrides image models that sample (not every-frame ones); video models keep their clip length
+        overridden = self.frames is not None and indexer.kind == "image" and indexer.frame_spec.rule != "every"
+        folder = model_folder(INDEXERS, name, source, frames, -1 if overridden else frames, self._suffix())
         sim = lambda a, b: float((by_video[a] @ by_video[b] + 1) / 2)  # noqa: E731  (paper: (cos+1)/2)
         pairs = [(g, sim(*k)) for k, g in self.dataset.pairs.items() if k[0] in by_video and k[1] in by_video]
         self._note_missing(len(pairs), folder)
@@ -172,6 +176,10 @@ class BenchRun:
                    if a in by_video}
         for concept in self.dataset.human:
             self._write_ranking(folder, concept, ranking)
+
+    def _suffix(self) -> str:
+        # the paper's folder names are for its protocol; convis's fast frames are marked as such
+        return "" if self.protocol == "paper" else "-fast"
 
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:

@@ -8,6 +8,18 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from retrieval.registry import Registry
+from retrieval.sampling import FrameSpec
+
+# "fast": convis's defaults (about 1 frame a second, 8 a unit, decoder-scaled frames);
+# "paper": the ConViS-Bench reference's frames, pixels, weights and precision, exactly
+PROTOCOLS = ("fast", "paper")
+FAST_DTYPE = "fp16 on GPU, fp32 on CPU"
+PAPER_DTYPE = "fp32"
+
+
+def model_card(frames: str, size: str, pooling: str, dtype: str) -> dict[str, str]:
+    """What a model is fed and how its vector is made, for ``convis models`` (no weights needed)."""
+    return {"frames": frames, "size": size, "pooling": pooling, "dtype": dtype}
 
 
 class Indexer(ABC):
@@ -17,13 +29,25 @@ class Indexer(ABC):
       * ``"image"``: each sampled frame is embedded, then mean-pooled per unit (paper protocol);
       * ``"video"``: the unit's frames are embedded together as one clip;
       * ``"text"``: the unit's caption is embedded.
+    ``frame_spec`` says which frames of a unit it sees and at what size they are decoded.
     """
 
     kind: ClassVar[str] = "image"
     name: str  # registry name, e.g. "dinov2"
     source: str  # hub id, open_clip tag or local path the weights came from
     dim: int
-    frames_per_unit: int = 8  # how many frames a unit is sampled to before embedding
+    frame_spec: FrameSpec = FrameSpec()
+    protocol: str = "fast"
+    pooling: ClassVar[str] = ""  # how a unit's vector is made, in words (``convis models``)
+
+    @property
+    def frames_per_unit(self) -> int:
+        """How many frames a unit is sampled to before embedding."""
+        return self.frame_spec.count
+
+    @frames_per_unit.setter
+    def frames_per_unit(self, count: int) -> None:
+        self.frame_spec = self.frame_spec.with_count(count)
 
     @property
     def model_id(self) -> str:
@@ -48,10 +72,16 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
 INDEXERS: Registry[Indexer] = Registry("indexer")
 
 
-def create_indexer(spec: str, **kwargs) -> Indexer:
-    """Build an indexer from a name (``dinov2``), ``name:source``, a hub id or a local folder."""
+def create_indexer(spec: str, protocol: str = "fast", **kwargs) -> Indexer:
+    """Build an indexer from a name (``dinov2``), ``name:source``, a hub id or a local folder.
+
+    ``protocol="paper"`` builds it as the ConViS-Bench reference ran it (its default weights,
+    frames, pixels and precision); ``"fast"`` is convis's cheaper default.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     _load_builtin()
-    return INDEXERS.create(spec, **kwargs)
+    return INDEXERS.create(spec, variant=protocol, protocol=protocol, **kwargs)
 
 
 def available_indexers() -> list[str]:

@@ -6,20 +6,25 @@ from pathlib import Path
 
 import torch
 
-from indexers.base import INDEXERS
+from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.hf import image_transform, is_local, load_model
-from indexers.vision import ImageIndexer, ImageTransform, unavailable
+from indexers.vision import ImageIndexer, ImageTransform, paper_frames, unavailable
+from retrieval.sampling import RULE_TEXT
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 class OpenClipIndexer(ImageIndexer):
+    pooling = "image embedding per frame (encode_image), mean over frames"
+
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.encode_image(pixels)
 
 
 class HFClipIndexer(ImageIndexer):
+    pooling = "get_image_features per frame, mean over frames"
+
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         out = self.model.get_image_features(pixel_values=pixels)
         return out if isinstance(out, torch.Tensor) else out.pooler_output
@@ -35,6 +40,22 @@ def _open_clip_name(source: str) -> tuple[str, str | None]:
     return arch, tag or None
 
 
+def open_clip_build_args(source: str) -> tuple[str, str | None, bool]:
+    """``source`` -> (name, tag, force_quick_gelu) for ``open_clip.create_model_and_transforms``.
+
+    open_clip 3.x builds a tag's plain arch (``ViT-L-14``) with nn.GELU even when its weights were
+    trained with QuickGELU (``openai``, ``metaclip_*``, ``dfn*``, ...), and only warns: the embeddings
+    then silently drift. Its pretrained table marks those tags ``quick_gelu``, so force it for them.
+    hf-hub:/local-dir: folders carry their own config, which decides.
+    """
+    import open_clip
+
+    name, tag = _open_clip_name(source)
+    if tag is None:
+        return name, None, False
+    return name, tag, bool(open_clip.get_pretrained_cfg(name, tag).get("quick_gelu", False))
+
+
 def _is_transformers_checkpoint(source: str) -> bool:
     if is_local(source):
         return (Path(source).expanduser() / "config.json").is_file()
@@ -42,16 +63,21 @@ def _is_transformers_checkpoint(source: str) -> bool:
     return "/" in source and not source.startswith(("hf-hub:", "local-dir:")) and "clip" in source.split("/")[-1].lower()
 
 
-def _build_open_clip(source: str, device: str | None) -> OpenClipIndexer:
+def _frames(protocol: str, transform: ImageTransform):
+    # the paper embeds every frame, resized as CLIP's processor does (bicubic short side, centre crop)
+    return paper_frames("every", 1, transform) if protocol == "paper" else None
+
+
+def _build_open_clip(source: str, device: str | None, protocol: str) -> OpenClipIndexer:
     import open_clip
 
-    name, tag = _open_clip_name(source)
+    name, tag, quick_gelu = open_clip_build_args(source)
     local = Path(name.removeprefix("local-dir:"))
     if name.startswith("local-dir:") and not any(any(local.glob(p)) for p in ("*.safetensors", "*.bin", "*.pth")):
         # open_clip would only warn and hand back random weights
         raise unavailable("clip", source, FileNotFoundError("no weights file in the folder"))
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=tag)
+        model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=tag, force_quick_gelu=quick_gelu)
     except (RuntimeError, OSError, ValueError) as exc:
         raise unavailable("clip", source, exc) from None
     size = model.visual.image_size
@@ -60,16 +86,17 @@ def _build_open_clip(source: str, device: str | None) -> OpenClipIndexer:
     transform = ImageTransform(resize=crop, crop=crop, mean=tuple(cfg.get("mean", CLIP_MEAN)),
                                std=tuple(cfg.get("std", CLIP_STD)))
     dim = model.visual.output_dim
-    return OpenClipIndexer("clip", source, model, transform, dim, device)
+    return OpenClipIndexer("clip", source, model, transform, dim, device, _frames(protocol, transform), protocol)
 
 
-def _build_hf_clip(source: str, device: str | None) -> HFClipIndexer:
+def _build_hf_clip(source: str, device: str | None, protocol: str) -> HFClipIndexer:
     from transformers import CLIPModel
 
     model = load_model(CLIPModel, "clip", source)
     size = model.config.vision_config.image_size
     transform = image_transform(source, ImageTransform(resize=size, crop=size, mean=CLIP_MEAN, std=CLIP_STD))
-    return HFClipIndexer("clip", source, model, transform, model.config.projection_dim, device)
+    return HFClipIndexer("clip", source, model, transform, model.config.projection_dim, device,
+                         _frames(protocol, transform), protocol)
 
 
 @INDEXERS.register(
@@ -78,8 +105,15 @@ def _build_hf_clip(source: str, device: str | None) -> HFClipIndexer:
     aliases=("open_clip",),
     claims=("clip", "open_clip"),
     description="CLIP image tower (open_clip tag or transformers checkpoint), mean-pooled",
+    variant_sources={"paper": "openai/clip-vit-large-patch14"},  # the paper's transformers checkpoint
+    card={
+        "fast": model_card("8 a unit: " + RULE_TEXT["per-second"], "decoder-scaled to short side 256, then resize "
+                           "+ centre crop 224 (bilinear)", "image features per frame, mean over frames", FAST_DTYPE),
+        "paper": model_card(RULE_TEXT["every"], "full-size decode, bicubic short side 224 + centre crop 224 "
+                            "(CLIPProcessor)", "get_image_features per frame, mean over frames", PAPER_DTYPE),
+    },
 )
-def build_clip(source: str, device: str | None = None, **_):
+def build_clip(source: str, device: str | None = None, protocol: str = "fast", **_):
     if _is_transformers_checkpoint(source):
-        return _build_hf_clip(source, device)
-    return _build_open_clip(source, device)
+        return _build_hf_clip(source, device, protocol)
+    return _build_open_clip(source, device, protocol)

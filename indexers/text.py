@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from indexers.base import INDEXERS, Indexer, l2_normalise
+from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the paper's SBERT model
 
@@ -58,8 +58,10 @@ class TextIndexer(Indexer):
     aliases=("sbert",),
     claims=("sentence-transformers/", "minilm"),
     description="sentence-transformers caption embeddings (default all-MiniLM-L6-v2, the paper's SBERT)",
+    card={protocol: {"frames": "none: one caption a video (<stem>.txt)", "size": "-", "pooling": "sentence "
+                     "embedding (mean of tokens, as the model defines)", "dtype": "fp32"} for protocol in PROTOCOLS},
 )
-def build_text(source: str | None, device: str | None = None, **kwargs) -> TextIndexer:
+def build_text(source: str | None, device: str | None = None, protocol: str = "fast", **kwargs) -> TextIndexer:
     return TextIndexer(source or MINILM, device=device, **kwargs)
 
 

@@ -1,15 +1,28 @@
-"""VideoMAE (transformers): a video model that sees a unit's frames as one clip."""
+"""VideoMAE (transformers): a video model that sees a unit's frames as one clip.
+
+As the reference's feature extraction: the clip length the model was trained on (16 frames)
+spread over the unit (``np.linspace(0, n-1, 16, dtype=int)``; a shorter unit gives every frame,
+padded with its last), the mean of all space-time tokens. ``paper`` decodes full-size frames and
+resizes them as the model's image processor does (bicubic short side 224, centre crop 224), uses
+the paper's ``MCG-NJU/videomae-large`` and fp32; ``fast`` keeps the smaller Kinetics-finetuned
+base model (86M parameters against 304M) and decoder-scaled frames.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from indexers.base import INDEXERS
+from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.hf import image_transform, load_model
 from indexers.vision import ImageTransform, VideoIndexer
+from retrieval.sampling import RULE_TEXT, FrameSpec
+
+POOLING = "mean of all space-time tokens of the clip"
 
 
 class VideoMAEIndexer(VideoIndexer):
+    pooling = POOLING
+
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         # mean over all space-time tokens: VideoMAE has no CLS token
         return self.model(pixel_values=pixels).last_hidden_state.mean(dim=1)
@@ -20,13 +33,21 @@ class VideoMAEIndexer(VideoIndexer):
     default_source="MCG-NJU/videomae-base-finetuned-kinetics",
     claims=("videomae",),
     description="VideoMAE ViT (transformers), mean of space-time tokens per clip",
+    variant_sources={"paper": "MCG-NJU/videomae-large"},
+    card={
+        "fast": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "decoder-scaled to short side 256, then "
+                           "resize 256 + centre crop 224 (bilinear)", POOLING, FAST_DTYPE),
+        "paper": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "full-size decode, bicubic short side 224 "
+                            "+ centre crop 224 (the model's image processor)", POOLING, PAPER_DTYPE),
+    },
 )
-def build_videomae(source: str, device: str | None = None, **_) -> VideoMAEIndexer:
+def build_videomae(source: str, device: str | None = None, protocol: str = "fast", **_) -> VideoMAEIndexer:
     from transformers import VideoMAEModel
 
     model = load_model(VideoMAEModel, "videomae", source)
     size = model.config.image_size  # VideoMAE's position table fixes the input size
     transform = image_transform(source, ImageTransform(resize=size * 8 // 7, crop=size))
-    indexer = VideoMAEIndexer("videomae", source, model, transform, model.config.hidden_size, device)
-    indexer.frames_per_unit = model.config.num_frames  # the clip length the model was trained on
-    return indexer
+    # the clip length the model was trained on, spread over the unit as the reference does
+    resize = transform.at_decode() if protocol == "paper" else None
+    spec = FrameSpec("linspace-pad", model.config.num_frames, resize)
+    return VideoMAEIndexer("videomae", source, model, transform, model.config.hidden_size, device, spec, protocol)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from indexers.base import Indexer, l2_normalise
+from retrieval.pixels import ShortSideResize
+from retrieval.sampling import FrameSpec
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -26,9 +28,10 @@ def pick_device(device: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def pick_dtype(device: torch.device) -> torch.dtype:
-    # half precision halves memory and doubles throughput on GPUs; CPUs are faster in fp32
-    return torch.float16 if device.type == "cuda" else torch.float32
+def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
+    # half precision halves memory and doubles throughput on GPUs; CPUs are faster in fp32;
+    # the paper's features were computed in fp32, so its protocol keeps fp32 everywhere
+    return torch.float16 if device.type == "cuda" and protocol == "fast" else torch.float32
 
 
 def unavailable(family: str, source: str, exc: BaseException) -> ModelUnavailableError:
@@ -66,19 +69,33 @@ class ImageTransform:
     crop: int = 224
     mean: tuple[float, ...] = IMAGENET_MEAN
     std: tuple[float, ...] = IMAGENET_STD
+    sized: bool = False  # frames arrive resized and cropped (at decode time): only scale and normalise
 
     def __call__(self, frames: np.ndarray) -> torch.Tensor:
         """(N, H, W, 3) uint8 -> (N, 3, crop, crop) float32."""
         x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2).float().div_(255.0)
+        if not self.sized:
+            x = self._resize_crop(x)
+        mean = torch.tensor(self.mean).view(1, 3, 1, 1)
+        std = torch.tensor(self.std).view(1, 3, 1, 1)
+        return (x - mean) / std
+
+    def _resize_crop(self, x: torch.Tensor) -> torch.Tensor:
         h, w = x.shape[-2:]
         scale = self.resize / min(h, w)
         size = (max(self.crop, round(h * scale)), max(self.crop, round(w * scale)))
         x = F.interpolate(x, size=size, mode="bilinear", antialias=True, align_corners=False)
         top, left = (size[0] - self.crop) // 2, (size[1] - self.crop) // 2
-        x = x[..., top : top + self.crop, left : left + self.crop]
-        mean = torch.tensor(self.mean).view(1, 3, 1, 1)
-        std = torch.tensor(self.std).view(1, 3, 1, 1)
-        return (x - mean) / std
+        return x[..., top : top + self.crop, left : left + self.crop]
+
+    def at_decode(self, resample: str = "bicubic") -> ShortSideResize:
+        """The same resize and crop done per full-size frame while decoding, as HF processors do."""
+        return ShortSideResize(self.resize, self.crop, resample)
+
+
+def paper_frames(rule: str, count: int, transform: ImageTransform) -> FrameSpec:
+    """The reference's frames for a feature model: its rule, full-size frames resized as its processor does."""
+    return FrameSpec(rule, count, transform.at_decode())
 
 
 def frame_batches(counts: Sequence[int], size: int) -> list[list[tuple[int, int, int]]]:
@@ -105,10 +122,14 @@ class TorchIndexer(Indexer):
     batch_size = 32
 
     def __init__(self, name: str, source: str, model: torch.nn.Module, transform: ImageTransform,
-                 dim: int, device: str | None = None):
-        self.name, self.source, self.dim, self.transform = name, source, dim, transform
+                 dim: int, device: str | None = None, frame_spec: FrameSpec | None = None, protocol: str = "fast"):
+        self.name, self.source, self.dim, self.protocol = name, source, dim, protocol
+        self.frame_spec = frame_spec or type(self).frame_spec
+        # frames resized at decode time (the paper's pixels) only need scaling and normalising here
+        sized = self.frame_spec.resize is not None and not getattr(self.frame_spec.resize, "in_decoder", True)
+        self.transform = replace(transform, sized=sized)
         self.device = pick_device(device)
-        self.dtype = pick_dtype(self.device)
+        self.dtype = pick_dtype(self.device, protocol)
         self.model = model.to(self.device, self.dtype).eval()
 
     @torch.inference_mode()

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from rerankers.frames import concat_pair
+from rerankers.frames import concat_pair, prepare
 from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from retrieval.registry import Registry, UnknownModelError
+from retrieval.sampling import RULE_TEXT, FrameSpec
 
 MODES = ("expected", "greedy")
 
@@ -33,12 +34,15 @@ class PairScore:
     ``score`` is 1..5; in ``greedy`` mode it is the parsed answer, None when unreadable (never 0).
     ``raw`` is the decoded greedy next token (kept in both modes, for inspection).
     ``probs`` (``expected`` mode) is P("1")..P("5") renormalised over those five answers.
+    ``evidence`` says what the model saw: the pixel size it received and, when the frames came
+    from a decoder, each video's frame numbers and timestamps.
     """
 
     score: float | None
     mode: str
     raw: str = ""
     probs: tuple[float, ...] | None = None
+    evidence: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ def to_pair_score(token: NextToken, mode: str) -> PairScore:
     if mode == "greedy":
         parsed = parse_score(token.text)
         return PairScore(None if parsed is None else float(parsed), mode, token.text)
+    if not np.all(np.isfinite(token.answer_logits)):
+        # an overflowing forward pass (fp16) costs this pair, read as unreadable, never the query
+        return PairScore(None, mode, token.text or "non-finite logits")
     score, probs = expected_score(token.answer_logits)
     return PairScore(score, mode, token.text, probs)
 
@@ -78,7 +85,8 @@ def average_scores(ab: PairScore, ba: PairScore) -> PairScore:
     probs = None
     if ab.probs is not None and ba.probs is not None:
         probs = tuple(float(x) for x in (np.asarray(ab.probs) + np.asarray(ba.probs)) / 2)
-    return PairScore(score, ab.mode, f"{ab.raw} | {ba.raw}", probs)
+    evidence = {"ab": ab.evidence, "ba": ba.evidence} if ab.evidence or ba.evidence else None
+    return PairScore(score, ab.mode, f"{ab.raw} | {ba.raw}", probs, evidence)
 
 
 def check_mode(mode: str) -> None:
@@ -93,7 +101,25 @@ class Reranker(ABC):
     source: str  # hub id or local folder the weights came from
     revision: str = "unknown"  # which weights exactly: hub commit or a hash of the local folder
     frames_per_video: int = 8  # per video; families and instances override
+    frame_rule: ClassVar[str] = "per-second"  # retrieval.sampling rule the family's reference uses
+    size_text: ClassVar[str] = "decoder-scaled to short side 256"  # the decode size, in words
+    dtype_text: ClassVar[str] = "bf16 on GPUs that have it, else fp16; fp32 on CPU"
     batch_size: int = 4  # pairs per forward pass
+
+    @classmethod
+    def card(cls) -> dict[str, str]:
+        """What the family feeds its model, for ``convis models`` (no weights needed)."""
+        return {"frames": f"{cls.frames_per_video} a video: {RULE_TEXT[cls.frame_rule]}; video 1's then video 2's",
+                "size": cls.size_text, "pooling": "-", "dtype": cls.dtype_text}
+
+    @property
+    def frame_spec(self) -> FrameSpec:
+        """Which frames of each video the model sees, and at what size they are decoded."""
+        return FrameSpec(self.frame_rule, self.frames_per_video, self.frame_resize())
+
+    def frame_resize(self):
+        """The decode-size policy (retrieval.pixels) the family's preprocessing needs; None = fast default."""
+        return None
 
     @property
     def model_id(self) -> str:
@@ -103,28 +129,39 @@ class Reranker(ABC):
     @property
     def cache_tag(self) -> str:
         """Everything besides the pair, concept and mode that a cached score depends on."""
-        return f"{self.model_id}@{self.revision}|prompt={PROMPT_VERSION}|frames={self.frames_per_video}"
+        spec = self.frame_spec
+        size = spec.resize.describe() if spec.resize is not None else "fast"
+        return f"{self.model_id}@{self.revision}|prompt={PROMPT_VERSION}|frames={spec.rule}:{spec.count}|size={size}"
 
     def score_pairs(
-        self, pairs: Iterable[Pair], concept_words: str, mode: str = "expected"
+        self, pairs: Iterable[Pair], concept_words: str, mode: str = "expected", prepared: bool = False
     ) -> list[PairScore]:
         """``pairs[i] = (frames_a, frames_b)``, each (T, H, W, 3) uint8 RGB.
 
-        Clips with a frame count other than ``frames_per_video`` are resampled (reference index
-        formula, padding by repetition).  ``mode="expected"`` is the expectation of the answer
-        distribution over "1".."5"; ``mode="greedy"`` parses the single greedy token as the
-        reference does.
+        ``prepared``: the frames were decoded with ``frame_spec`` (right frames, right size) and are
+        used as they are. Otherwise they are raw frames: resampled with the family's rule and
+        resized as the family's preprocessing resizes full-size frames.  ``mode="expected"`` is
+        the expectation of the answer distribution over "1".."5"; ``mode="greedy"`` parses the
+        single greedy token as the reference does.
         """
         check_mode(mode)
         pairs = list(pairs)
         scores: list[PairScore] = []
-        for start in range(0, len(pairs), max(1, self.batch_size)):
-            batch = pairs[start : start + max(1, self.batch_size)]
+        while len(scores) < len(pairs):
+            # the batch size is read each time: running out of GPU memory can lower it mid-way
+            batch = pairs[len(scores) : len(scores) + max(1, self.batch_size)]
             # build clips one batch at a time: 32 full-size frames a pair add up quickly
-            clips = [concat_pair(a, b, self.frames_per_video) for a, b in batch]
+            clips = [self._clip(a, b, prepared) for a, b in batch]
             tokens = self._next_tokens(clips, concept_words)
-            scores.extend(to_pair_score(t, mode) for t in tokens)
+            scores.extend(replace(to_pair_score(t, mode), evidence={"size": list(c.shape[1:3])})
+                          for t, c in zip(tokens, clips))
         return scores
+
+    def _clip(self, a: np.ndarray, b: np.ndarray, prepared: bool) -> np.ndarray:
+        if not prepared:
+            spec = self.frame_spec
+            a, b = prepare(a, spec, "video 1"), prepare(b, spec, "video 2")
+        return concat_pair(a, b, self.frames_per_video, self.frame_rule)
 
     def score_pairs_symmetric(
         self, pairs: Iterable[Pair], concept_words: str, mode: str = "expected"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from retrieval.sampling import uniform_indices
+from retrieval.sampling import FrameSpec, rule_indices, uniform_indices
 
 
 def as_video(frames: np.ndarray, what: str = "video") -> np.ndarray:
@@ -20,11 +20,17 @@ def as_video(frames: np.ndarray, what: str = "video") -> np.ndarray:
     return arr
 
 
-def resample(frames: np.ndarray, wanted: int) -> np.ndarray:
-    """Uniformly pick (or pad to) ``wanted`` frames with the reference's index formula."""
+def resample(frames: np.ndarray, wanted: int, rule: str = "per-second") -> np.ndarray:
+    """Pick (or pad to) ``wanted`` of the given frames with the family's rule.
+
+    Frames handed over as an array have no frame rate, so "per-second" keeps its second,
+    uniform step (``int(i*gap + gap/2)``, padded); the other rules apply as they are.
+    """
     if len(frames) == wanted:
         return frames
-    return frames[uniform_indices(len(frames), wanted)]
+    if rule == "per-second":
+        return frames[uniform_indices(len(frames), wanted)]
+    return frames[rule_indices(rule, len(frames), 0.0, wanted)]
 
 
 def resize_video(frames: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -34,12 +40,31 @@ def resize_video(frames: np.ndarray, height: int, width: int) -> np.ndarray:
     return np.stack([np.asarray(Image.fromarray(f).resize((width, height), Image.BICUBIC)) for f in frames])
 
 
-def concat_pair(frames_a: np.ndarray, frames_b: np.ndarray, per_video: int) -> np.ndarray:
+def prepare(frames: np.ndarray, spec: FrameSpec, what: str) -> np.ndarray:
+    """Raw frames of any size -> what decoding with ``spec`` gives: the rule's frames at its size."""
+    video = resample(as_video(frames, what), spec.count, spec.rule)
+    if spec.resize is None or getattr(spec.resize, "in_decoder", True):
+        return video
+    return np.stack([spec.resize.apply(f) for f in video])
+
+
+def concat_pair(frames_a: np.ndarray, frames_b: np.ndarray, per_video: int, rule: str = "per-second") -> np.ndarray:
     """Video 1's frames then video 2's, ``per_video`` each: the clip the prompt describes.
 
     One clip needs one frame size; when the two videos differ, video 2 is resized to video 1's.
     """
-    a = resample(as_video(frames_a, "video 1"), per_video)
-    b = resample(as_video(frames_b, "video 2"), per_video)
+    a = resample(as_video(frames_a, "video 1"), per_video, rule)
+    b = resample(as_video(frames_b, "video 2"), per_video, rule)
     b = resize_video(b, *a.shape[1:3])
     return np.concatenate([a, b], axis=0)
+
+
+def processor_frame_size(processor) -> tuple[int, int]:
+    """(width, height) a checkpoint's video processor resizes every frame to (e.g. 384x384 SigLIP)."""
+    size = processor.video_processor.size
+    get = size.get if isinstance(size, dict) else (lambda key: getattr(size, key, None))
+    height, width = get("height"), get("width")
+    if not (height and width):
+        edge = get("shortest_edge") or get("longest_edge")
+        height = width = edge
+    return int(width), int(height)

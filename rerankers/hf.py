@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
@@ -31,16 +30,41 @@ def resolve_device(device=None):
     return torch.device(device)
 
 
-def resolve_dtype(dtype, device):
-    """bf16 on GPUs that have it, else fp16 on GPU; fp32 on CPU (half precision is slow there)."""
+def resolve_dtype(dtype, device, *, fp16_safe: bool = True, family: str = "this model", notices=None):
+    """bf16 on GPUs that have it, else fp16 on GPU; fp32 on CPU (half precision is slow there).
+
+    A family that overflows in fp16 (``fp16_safe=False``) never gets it: asking for it is an
+    error, and a GPU without bf16 runs it in fp32, with a line saying so added to ``notices``.
+    """
+    import torch
+
+    if dtype is None or dtype == "auto":
+        return _auto_dtype(device, fp16_safe, family, notices)
+    resolved = _named_dtype(dtype)
+    if resolved == torch.float16 and not fp16_safe:
+        raise RerankerError(f"{family} overflows in float16 (its scores come out NaN); use dtype bf16 or fp32")
+    return resolved
+
+
+def _auto_dtype(device, fp16_safe: bool, family: str, notices) -> Any:
+    import torch
+
+    if device.type != "cuda":
+        return torch.float32
+    if torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    if fp16_safe:
+        return torch.float16
+    if notices is not None:
+        notices.append(f"{family}: no bfloat16 on this GPU and float16 overflows this model; running in float32")
+    return torch.float32
+
+
+def _named_dtype(dtype) -> Any:
     import torch
 
     if isinstance(dtype, torch.dtype):
         return dtype
-    if dtype is None or dtype == "auto":
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
     names = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
     resolved = getattr(torch, names.get(str(dtype), str(dtype)), None)
     if not isinstance(resolved, torch.dtype):
@@ -106,12 +130,24 @@ class Checkpoint:
     model: Any
     processor: Any
     revision: str
+    notices: list[str] = field(default_factory=list)
 
 
-def _placement(device) -> dict:
-    # with accelerate, GPU weights load straight onto the card instead of through CPU memory
-    if device.type != "cpu" and importlib.util.find_spec("accelerate") is not None:
+def _placement(device, notices: list[str]) -> dict:
+    """from_pretrained kwargs that load the weights straight onto ``device``.
+
+    A device_map makes transformers fill each weight on the card as it reads it; without one the
+    whole model is first built in host memory (too much for a 7-8B model on many machines).
+    transformers requires accelerate for any device_map, so without it loading goes through host
+    memory and says so.
+    """
+    if device.type == "cpu":
+        return {}
+    from transformers.utils import is_accelerate_available
+
+    if is_accelerate_available():
         return {"device_map": str(device)}
+    notices.append(f"accelerate is not installed: the weights pass through host memory on the way to {device}")
     return {}
 
 
@@ -129,12 +165,59 @@ def load_checkpoint(source: str, model_classes: Mapping[str, str], *, family: st
     import transformers
 
     model_class = getattr(transformers, model_classes[model_type])
+    notices: list[str] = []
+    placement = _placement(device, notices)
     try:
-        model = model_class.from_pretrained(source, dtype=dtype, **_placement(device))
+        model = model_class.from_pretrained(source, dtype=dtype, **placement)
         processor = transformers.AutoProcessor.from_pretrained(source)
     except (OSError, ValueError) as err:
         raise _unavailable(family, source, _first_line(err)) from err
-    return Checkpoint(model.to(device).eval(), processor, revision_of(config_path))
+    check_processors_agree(processor, family)
+    if "device_map" not in placement:  # a device_map has already put every weight on the device
+        model = model.to(device)
+    return Checkpoint(model.eval(), processor, revision_of(config_path), notices)
+
+
+def check_processors_agree(processor, family: str) -> None:
+    """The video processor must prepare frames as the image processor does: same size, same normalisation.
+
+    Both feed the same vision encoder, so a checkpoint whose video config disagrees (InternVL3.5-HF
+    ships one) would hand the encoder frames it was not trained on.
+    """
+    image, video = getattr(processor, "image_processor", None), getattr(processor, "video_processor", None)
+    if image is None or video is None:
+        return
+    image_settings, video_settings = _frame_settings(image), _frame_settings(video)
+    for what, image_value in image_settings.items():
+        video_value = video_settings[what]
+        if image_value is not None and video_value is not None and not np.allclose(image_value, video_value):
+            raise RerankerError(
+                f"{family}: the checkpoint's video processor {what} {video_value} differs from its image "
+                f"processor {what} {image_value}; make its video processor config match the image one"
+            )
+
+
+def _frame_settings(proc) -> dict[str, tuple | None]:
+    """What decides the pixels the encoder sees; None where the processor has no such setting."""
+    return {
+        "image_mean": _floats(proc, "image_mean"),
+        "image_std": _floats(proc, "image_std"),
+        "size": _frame_size(proc),
+    }
+
+
+def _floats(proc, name: str) -> tuple[float, ...] | None:
+    value = getattr(proc, name, None)
+    return None if value is None else tuple(float(v) for v in np.atleast_1d(value))
+
+
+def _frame_size(proc) -> tuple[int, int] | None:
+    """(height, width) of a frame after resizing and any centre crop; None for pixel-budget sizes (Qwen)."""
+    size = getattr(proc, "crop_size" if getattr(proc, "do_center_crop", False) else "size", None)
+    if size is None:
+        return None
+    height, width = size.get("height"), size.get("width")
+    return (int(height), int(width)) if height and width else None
 
 
 def answer_token_ids(tokenizer) -> list[int]:
@@ -153,6 +236,7 @@ class HFVideoReranker(Reranker):
 
     layout: ClassVar[str]  # key of rerankers.prompt.CHAT_LAYOUTS
     model_classes: ClassVar[Mapping[str, str]]  # config model_type -> transformers class name
+    fp16_safe: ClassVar[bool] = True  # False where activations overflow float16 (never run such a family in it)
 
     def __init__(
         self,
@@ -165,9 +249,15 @@ class HFVideoReranker(Reranker):
         batch_size: int | None = None,
     ):
         self.name, self.source = name, source
+        self.notices: list[str] = []  # one-line messages for the user: fallbacks taken, settings changed
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
-        checkpoint = load_checkpoint(source, self.model_classes, family=name, dtype=self.dtype, device=self.device)
+        self.dtype = resolve_dtype(
+            dtype, self.device, fp16_safe=self.fp16_safe, family=name, notices=self.notices
+        )
+        checkpoint = load_checkpoint(
+            source, self.model_classes, family=name, dtype=self.dtype, device=self.device
+        )
+        self.notices.extend(checkpoint.notices)
         self.model = checkpoint.model
         self.processor = checkpoint.processor
         self.revision = checkpoint.revision
@@ -216,9 +306,42 @@ class HFVideoReranker(Reranker):
         return moved
 
     def _next_tokens(self, clips: list[np.ndarray], concept_words: str) -> list[NextToken]:
+        return self._fitted(clips, self.render_prompt(concept_words))
+
+    def _fitted(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
+        """Run ``clips``, halving the batch each time the GPU runs out of memory."""
         import torch
 
-        prompt = self.render_prompt(concept_words)
+        size = max(1, self.batch_size)
+        if len(clips) > size:  # an earlier batch already found this many pairs too many
+            chunks = [clips[start : start + size] for start in range(0, len(clips), size)]
+            return [token for chunk in chunks for token in self._fitted(chunk, prompt)]
+        try:
+            return self._run(clips, prompt)
+        except torch.cuda.OutOfMemoryError as err:
+            if len(clips) == 1:
+                raise RerankerError(
+                    f"out of GPU memory even for one pair at {self.frames_per_video} frames a video; "
+                    "use fewer frames or a smaller model"
+                ) from err
+        # past the except block the failed batch's tensors are unreferenced, so the cache can let them go
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        half = (len(clips) + 1) // 2
+        self._shrink_batch(half)
+        return self._fitted(clips[:half], prompt) + self._fitted(clips[half:], prompt)
+
+    def _shrink_batch(self, size: int) -> None:
+        # later batches start at the size that fitted, instead of running out of memory again
+        if size < self.batch_size:
+            self.notices.append(
+                f"{self.name}: out of GPU memory at {self.batch_size} pairs a batch; continuing with {size}"
+            )
+            self.batch_size = size
+
+    def _run(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
+        import torch
+
         videos, video_kwargs = self._video_inputs(clips)
         inputs = self.processor(
             text=[prompt] * len(clips),
@@ -237,7 +360,19 @@ class HFVideoReranker(Reranker):
         answer_logits = out.logits[0][:, self.answer_ids].float().cpu().numpy()
         greedy = out.sequences[:, -1].tolist()
         decode = self.processor.tokenizer.decode
-        return [
-            NextToken(answer_logits[i], decode([greedy[i]], skip_special_tokens=True))
-            for i in range(len(clips))
-        ]
+        texts = [decode([token], skip_special_tokens=True) for token in greedy]
+        return [self._read(logits, text) for logits, text in zip(answer_logits, texts)]
+
+    def _read(self, answer_logits: np.ndarray, text: str) -> NextToken:
+        if np.all(np.isfinite(answer_logits)):
+            return NextToken(answer_logits, text)
+        # a numerical overflow in this row only: it scores as unreadable, the rest of the batch stands
+        notice = f"{self.name}: some pairs gave non-finite answer logits ({self.dtype}); scored as unreadable"
+        if notice not in self.notices:
+            self.notices.append(notice)
+        return unreadable()
+
+
+def unreadable() -> NextToken:
+    """The answer of a pair whose logits are not finite: no score in either mode."""
+    return NextToken(np.full(len(ANSWER_TOKENS), np.nan), "")

@@ -1,7 +1,8 @@
 """InternVL2.5 / InternVL3 as ConViS rerankers (transformers-native ``internvl`` checkpoints, "-hf").
 
 As the reference (``encode_concat_video_InternVL`` + ``models/internvl2_5_model.py``): 16 frames
-a video, each one 448x448 tile, the 32 frames introduced one per line as ``FrameN: <image>``
+a video at the midpoints of 16 equal segments (``get_video_index``), each decoded at full size and
+resized (bicubic) to one 448x448 tile (no thumbnail), the 32 frames introduced one per line as ``FrameN: <image>``
 between the concept prompt and "Output a similarity score from 1 to 5.", under InternVL's own
 system message.  The processor's video expansion writes exactly those ``FrameN:`` lines.
 
@@ -14,13 +15,21 @@ InternVL generation sampled (``do_sample=True``); greedy mode here decodes greed
 from __future__ import annotations
 
 from rerankers.base import RERANKERS
+from rerankers.frames import processor_frame_size
 from rerankers.hf import HFVideoReranker
+from retrieval.pixels import FixedResize
 
 
 class InternVLReranker(HFVideoReranker):
     layout = "internvl"
     model_classes = {"internvl": "InternVLForConditionalGeneration"}
     frames_per_video = 16
+    size_text = ("full-size decode, bicubic straight to the video processor's square "
+                 "(448x448 for the default weights; one tile a frame, no thumbnail)")
+    frame_rule = "midpoints"
+
+    def frame_resize(self) -> FixedResize:
+        return FixedResize(*processor_frame_size(self.processor))
 
 
 _FAMILY = [
@@ -43,7 +52,8 @@ _FAMILY = [
 
 
 def _register(name: str, default: str, aliases: tuple[str, ...], claims: tuple[str, ...], description: str):
-    @RERANKERS.register(name, default_source=default, aliases=aliases, claims=claims, description=description)
+    @RERANKERS.register(name, default_source=default, aliases=aliases, claims=claims, description=description,
+                        card=InternVLReranker.card())
     def build(source: str, device=None, dtype=None, **kwargs) -> InternVLReranker:
         return InternVLReranker(source, name=name, device=device, dtype=dtype, **kwargs)
 

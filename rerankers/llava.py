@@ -1,8 +1,10 @@
 """LLaVA-OneVision and LLaVA-Video as ConViS rerankers (transformers ``llava_onevision`` checkpoints).
 
 As the reference (``encode_concat_video_LLavaOV`` + ``models/llavaov_model.py``): 16 frames a
-video, the 32 frames given to the model as one video (``modalities=["video"]``: pooled frame
-features and one newline token), the llava ``qwen_1_5`` chat with its default system message,
+video spread over the whole clip (``np.linspace(0, n-1, 16, dtype=int)``), each decoded at full
+size and resized (bicubic) straight to the SigLIP processor's square (384x384), the 32 frames
+given to the model as one video (``modalities=["video"]``: pooled frame features and one newline
+token), the llava ``qwen_1_5`` chat with its default system message,
 and the user turn "<video>\\n" + the concept prompt.
 
 LLaVA-Video-7B-Qwen2 was released only as an original LLaVA-NeXT checkpoint
@@ -16,13 +18,21 @@ checkpoint gives a clear "cannot load" error.
 from __future__ import annotations
 
 from rerankers.base import RERANKERS
+from rerankers.frames import processor_frame_size
 from rerankers.hf import HFVideoReranker
+from retrieval.pixels import FixedResize
 
 
 class LlavaReranker(HFVideoReranker):
     layout = "llava"
     model_classes = {"llava_onevision": "LlavaOnevisionForConditionalGeneration"}
     frames_per_video = 16
+    size_text = ("full-size decode, bicubic straight to the video processor's square "
+                 "(384x384 SigLIP square for the default weights)")
+    frame_rule = "linspace"
+
+    def frame_resize(self) -> FixedResize:
+        return FixedResize(*processor_frame_size(self.processor))
 
 
 # llava-video comes first: its claim must be tried before the broader llava_onevision one
@@ -53,7 +63,8 @@ _FAMILY = [
 
 
 def _register(name: str, default: str, aliases: tuple[str, ...], claims: tuple[str, ...], description: str):
-    @RERANKERS.register(name, default_source=default, aliases=aliases, claims=claims, description=description)
+    @RERANKERS.register(name, default_source=default, aliases=aliases, claims=claims, description=description,
+                        card=LlavaReranker.card())
     def build(source: str, device=None, dtype=None, **kwargs) -> LlavaReranker:
         return LlavaReranker(source, name=name, device=device, dtype=dtype, **kwargs)
 

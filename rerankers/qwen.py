@@ -1,20 +1,23 @@
 """Qwen2.5-VL (and Qwen2-VL) as ConViS rerankers.
 
-As the reference (``encode_concat_video_Qwen`` + ``models/qwen2_vl_model.py``): 8 frames a video,
-each frame resized to the reference's pixel budget and snapped to the patch grid the way
-qwen-vl-utils does, the 16 frames given as one video, and the video clocked at 2 fps, the rate
-the reference's processor assumed for frame lists (it sets the temporal position spacing).
+As the reference (``encode_concat_video_Qwen`` + ``models/qwen2_vl_model.py``): 8 frames a video
+(1 a second, then uniform), each decoded at full size, resized (bicubic) to the reference's pixel
+budget from its own size and snapped to the patch grid the way qwen-vl-utils does; video 2 is then
+brought to video 1's size (the processor sizes a frame list by its first frame); the 16 frames go
+in as one video, clocked at 2 fps, the rate the reference's processor assumed for frame lists (it
+sets the temporal position spacing).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from rerankers.base import RERANKERS
-from rerankers.frames import resize_video
 from rerankers.hf import HFVideoReranker
+from retrieval.pixels import PerFrameResize
 
 # encode_concat_video_Qwen's constants
 _IMAGE_FACTOR = 28
@@ -54,6 +57,23 @@ def snap_to_grid(height: int, width: int, factor: int) -> tuple[int, int]:
     return h_bar, w_bar
 
 
+@dataclass(frozen=True)
+class QwenPixelBudget(PerFrameResize):
+    """The reference's per-video resize: its pixel budget for ``frames`` frames, then the grid snap."""
+
+    frames: int
+    factor: int = _IMAGE_FACTOR
+
+    def steps(self, width: int, height: int) -> list[tuple[int, int]]:
+        target_h, target_w = reference_target_size(height, width, self.frames)
+        snapped_h, snapped_w = snap_to_grid(target_h, target_w, self.factor)
+        return [(target_w, target_h), (snapped_w, snapped_h)]
+
+    def describe(self) -> str:
+        return (f"full-size decode, bicubic to the reference's pixel budget for {self.frames} frames, "
+                f"snapped to {self.factor} px")
+
+
 class QwenReranker(HFVideoReranker):
     layout = "qwen"
     model_classes = {
@@ -62,25 +82,25 @@ class QwenReranker(HFVideoReranker):
     }
     frames_per_video = 8
     video_fps = 2.0
+    fp16_safe = False  # Qwen2.5-VL's activations overflow in fp16
+    size_text = ("full-size decode, bicubic to the reference's pixel budget (area clamp(h*w // 28, 128*28*28, "
+                 "768*28*28)), snapped to the 28-px grid; video 2 then resized to video 1's size")
+    dtype_text = "bf16 on GPUs that have it, else fp32 (fp16 overflows); fp32 on CPU"
+
+    def frame_resize(self) -> QwenPixelBudget:
+        vp = self.processor.video_processor
+        return QwenPixelBudget(self.frames_per_video, vp.patch_size * vp.merge_size)
 
     def _video_inputs(self, clips: list[np.ndarray]) -> tuple[list[np.ndarray], dict]:
-        vp = self.processor.video_processor
-        factor = vp.patch_size * vp.merge_size
-        videos = [self._reference_frames(clip, factor) for clip in clips]
         metadata = [
             {"total_num_frames": len(v), "fps": self.video_fps, "frames_indices": list(range(len(v)))}
-            for v in videos
+            for v in clips
         ]
         # frames are already at their final, grid-aligned size: the processor must not resize them
         kwargs = {"do_sample_frames": False, "do_resize": False, "video_metadata": metadata}
-        if hasattr(vp, "cap_pixels_per_frame"):
+        if hasattr(self.processor.video_processor, "cap_pixels_per_frame"):
             kwargs["cap_pixels_per_frame"] = False  # a resize option; says so explicitly to keep logs quiet
-        return videos, kwargs
-
-    def _reference_frames(self, clip: np.ndarray, factor: int) -> np.ndarray:
-        height, width = reference_target_size(*clip.shape[1:3], self.frames_per_video)
-        resized = resize_video(clip, height, width)
-        return resize_video(resized, *snap_to_grid(height, width, factor))
+        return clips, kwargs
 
 
 _FAMILY = [
@@ -99,6 +119,7 @@ def _register(name: str, default: str, aliases: tuple[str, ...], claims: tuple[s
         aliases=aliases,
         claims=claims,
         description="Qwen2.5-VL / Qwen2-VL, 8 frames a video, concept prompt as the system message",
+        card=QwenReranker.card(),
     )
     def build(source: str, device=None, dtype=None, **kwargs) -> QwenReranker:
         return QwenReranker(source, name=name, device=device, dtype=dtype, **kwargs)

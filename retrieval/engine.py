@@ -21,8 +21,9 @@ from retrieval.distribute import Distributor, ProcessDistributor
 from retrieval.frames import Span, VideoDecoder
 from retrieval.fusion import FusionModel
 from retrieval.fusion_query import fuse, load_fusion
-from retrieval.indexing import (DECODER_MODULES, PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun, Progress,
-                                build_index, configure_faiss)
+from retrieval.indexing import (DECODER_MODULES, PROTOCOL, PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun,
+                                Progress, build_index, configure_faiss, settle_protocol)
+from retrieval.sampling import FrameSpec
 from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
 from retrieval.scan import content_hash
 from retrieval import search, signals
@@ -73,12 +74,15 @@ def find_index_dir(*starts: Path) -> Path | None:
 
 
 class Engine:
-    def __init__(self, index_dir: str | Path | None, device: str | None = None, trust_remote_code: bool = False):
+    def __init__(self, index_dir: str | Path | None, device: str | None = None, trust_remote_code: bool = False,
+                 rerank_batch: int | None = None):
         # index_dir None: no index (``compare`` needs none; its score cache then lives in the user cache)
         self.index_dir = Path(index_dir) if index_dir is not None else None
         self.device = device
         self.trust_remote_code = trust_remote_code
-        self._models: dict[str, Indexer] = {}
+        self.rerank_batch = rerank_batch  # pairs per LMM forward pass (None: the family's default)
+        self._models: dict[tuple[str, str], Indexer] = {}
+        self.protocol = "fast"  # the index's (catalog setting "protocol"), read when it is opened
         self.notices: list[str] = []  # one-line messages for the user (e.g. a fallback model)
         self._rerankers: dict = {}
         self._scores: ScoreCache | None = None
@@ -102,20 +106,24 @@ class Engine:
 
     # -- models -------------------------------------------------------------
     def indexer(self, spec: str) -> Indexer:
-        if spec not in self._models:
+        """The indexer for ``spec``, built once, as the index's protocol builds it."""
+        key = (spec, self.protocol)
+        if key not in self._models:
             extra = {"trust_remote_code": True} if self.trust_remote_code else {}
-            self._models[spec] = create_indexer(spec, device=self.device, **extra)
-        return self._models[spec]
+            self._models[key] = create_indexer(spec, protocol=self.protocol, device=self.device, **extra)
+        return self._models[key]
 
     # -- indexing -----------------------------------------------------------
     def index(self, folder: str | Path, indexers: Sequence[str] = (), segment_seconds: float | None = None,
               captions: str | Path | None = None, workers: int | None = None, timeout: float = 300.0,
               distributor: Distributor | None = None, progress: Progress | None = None,
               frames: int | None = None, publish_every: float = PUBLISH_EVERY, ray: str | None = None,
-              faiss_index: str | None = None, faiss_params: str | None = None) -> IndexReport:
+              faiss_index: str | None = None, faiss_params: str | None = None,
+              protocol: str | None = None) -> IndexReport:
         """Index ``folder``; ``frames`` overrides how many frames image models sample per unit
         (video models keep the clip length they were trained on); ``faiss_index``/``faiss_params``
-        fix the FAISS factory string and search parameters (kept for later runs; "auto" resets)."""
+        fix the FAISS factory string and search parameters (kept for later runs; "auto" resets);
+        ``protocol`` ("fast" or "paper", kept in the catalog) says how the indexers see videos."""
         if self.index_dir is None:
             raise NoIndexError("indexing needs an index folder")
         folder = Path(folder).resolve()
@@ -128,20 +136,21 @@ class Engine:
             distributor.start(DECODER_MODULES)  # workers start while the models load
         try:
             return self._index(folder, indexers, segment_seconds, captions, timeout, distributor, progress, frames,
-                               publish_every, ray, faiss_index, faiss_params)
+                               publish_every, ray, faiss_index, faiss_params, protocol)
         finally:
             if own:
                 distributor.close()
 
     def _index(self, folder, indexers, segment_seconds, captions, timeout, distributor, progress, frames,
-               publish_every, ray, faiss_index, faiss_params) -> IndexReport:
+               publish_every, ray, faiss_index, faiss_params, protocol) -> IndexReport:
         with Catalog(self.catalog_path) as catalog:
             catalog.set_setting("root", str(folder))
+            self.protocol = settle_protocol(catalog, protocol)
             specs = list(indexers) or [f"{r.name}:{r.source}" for r in catalog.indexers()] or [self._default_spec()]
             models = [self.indexer(s) for s in specs]
             if frames:
                 for model in models:
-                    if model.kind == "image":
+                    if model.kind == "image" and model.frame_spec.rule != "every":  # every frame stays every frame
                         model.frames_per_unit = frames
             if captions is not None and not any(m.kind == "text" for m in models):
                 models.append(self.indexer("text"))  # captions are only useful with a text indexer
@@ -181,6 +190,7 @@ class Engine:
         anchor_path = _check_anchor(anchor)
         with self.open_catalog() as catalog:
             indexed = {r.name: r.indexer for r in catalog.indexers()}
+            self.protocol = catalog.setting(PROTOCOL) or "fast"  # anchors are embedded as the index was
             signal_of = {c.key: signals.choose(c.key, indexed, signal_overrides) for c in concepts}
             digest = content_hash(anchor_path)
             vectors, notices = self._anchor_vectors(catalog, anchor_path, digest, start, end, signal_of, indexed)
@@ -219,7 +229,7 @@ class Engine:
             vec = _stored_vector(catalog, stored_path, model_id)
             if vec is None and self.indexer(model_id).kind != "text":  # a new anchor has no caption
                 model = self.indexer(model_id)
-                vec = model.embed_units([_decode_anchor(path, model.frames_per_unit, start, end)])[0]
+                vec = model.embed_units([_decode_anchor(path, model.frame_spec, start, end)])[0]
             if vec is not None:
                 vectors[model_id] = vec
         return vectors
@@ -232,8 +242,13 @@ class Engine:
         if isinstance(spec, Reranker):
             return spec
         if spec not in self._rerankers:
-            self._rerankers[spec] = create_reranker(spec, device=self.device)
+            self._rerankers[spec] = create_reranker(spec, device=self.device, batch_size=self.rerank_batch)
         return self._rerankers[spec]
+
+    def _model_notices(self, notices: list[str]) -> None:
+        """The reranker's own lines (precision fallback, smaller batches after running out of memory)."""
+        if self.scorer is not None:
+            notices.extend(n for n in getattr(self.scorer.reranker, "notices", []) if n not in notices)
 
     def pair_scorer(self, spec, mode: str, symmetric: bool, notices: list[str]) -> PairScorer:
         model = self.reranker(spec)
@@ -260,7 +275,9 @@ class Engine:
         for i, hit in enumerate(hits):
             hit.recall_scores = dict(hit.scores)
             hit.scores = {c.key: per_concept[c.key][i].score for c in concepts}
+            hit.seen = {c.key: per_concept[c.key][i].evidence for c in concepts if per_concept[c.key][i].evidence}
             hit.total = None if None in hit.scores.values() else combine(hit.scores, concepts)
+        self._model_notices(notices)
         return search.order(hits)
 
     # -- compare ------------------------------------------------------------
@@ -272,13 +289,14 @@ class Engine:
         notices: list[str] = []
         scorer = self.pair_scorer(reranker, mode, symmetric, notices)
         scores = {c.key: scorer.score([tuple(clips)], c)[0] for c in concepts}
+        self._model_notices(notices)
         values = {k: v.score for k, v in scores.items()}
         total = None if None in values.values() else combine(values, concepts)
         return {
             "a": str(a), "b": str(b), "reranker": scorer.reranker.model_id, "mode": mode, "symmetric": symmetric,
             "concepts": [{"key": c.key, "words": c.words, "weight": round(c.weight, 6),
                           "score": values[c.key], "raw": scores[c.key].raw,
-                          "probs": scores[c.key].probs} for c in concepts],
+                          "probs": scores[c.key].probs, "seen": scores[c.key].evidence} for c in concepts],
             "total": total, "model_pairs": scorer.model_pairs, "notices": notices,
         }
 
@@ -302,7 +320,7 @@ class Engine:
             replacement = signals.choose(concept, visual)
             notices.append(f"{concept}: the anchor has no caption, scored with {replacement} instead of {model_id}")
             model_id, model = replacement, self.indexer(replacement)
-        frames = _decode_anchor(path, model.frames_per_unit, start, end)
+        frames = _decode_anchor(path, model.frame_spec, start, end)
         return model.embed_units([frames])[0], model_id
 
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
@@ -321,6 +339,7 @@ class Engine:
                 for r in catalog.indexers()
             ]
             summary["root"] = catalog.setting("root")
+            summary["protocol"] = catalog.setting(PROTOCOL) or "fast"
         summary["index_dir"] = str(self.index_dir)
         return summary
 
@@ -366,7 +385,7 @@ def _check_anchor(anchor: str | Path, what: str = "anchor") -> Path:
     return path
 
 
-def _decode_anchor(path: Path, frames: int, start: float | None, end: float | None) -> np.ndarray:
+def _decode_anchor(path: Path, frames: FrameSpec, start: float | None, end: float | None) -> np.ndarray:
     from retrieval.frames import DecodeError
 
     decoder = VideoDecoder()

@@ -16,12 +16,14 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from retrieval.sampling import sample_frame_indices
+from retrieval.pixels import DEFAULT_SHORT_SIDE, DecoderScaled, SizeError, scaled_size
+from retrieval.sampling import FrameSpec, as_spec
 
-# Frames are decoded with their short side at this many pixels: enough for every
-# embedding model's 224-px crop and for thumbnails, small enough to keep RAM flat.
-DEFAULT_SHORT_SIDE = 256
-MAX_LONG_SIDE = 1024  # bounds panoramas and other extreme aspect ratios
+# full-size frames a decoder hands over at once before they are resized: bounds memory on 4K
+FULL_SIZE_CHUNK = 8
+# An every-frame spec (the paper protocol) holds a unit's frames at once; past this many (5 minutes
+# at 30 fps, about 1.4 GB of 224-px frames) the unit must be split with --segment instead.
+EVERY_FRAME_LIMIT = 9000
 
 
 class DecodeError(Exception):
@@ -59,11 +61,10 @@ class Span:
 
 def output_size(width: int, height: int, short_side: int = DEFAULT_SHORT_SIDE) -> tuple[int, int]:
     """(width, height) after scaling the short side to ``short_side`` (never upscaling)."""
-    if width <= 0 or height <= 0:
-        raise DecodeError("video has no picture size")
-    scale = min(1.0, short_side / min(width, height), MAX_LONG_SIDE / max(width, height))
-    # even sizes keep swscale and chroma subsampling happy
-    return max(2, int(round(width * scale / 2)) * 2), max(2, int(round(height * scale / 2)) * 2)
+    try:
+        return scaled_size(width, height, short_side)
+    except SizeError as exc:
+        raise DecodeError(str(exc)) from None
 
 
 def spans(duration: float, segment_seconds: float | None) -> list[Span]:
@@ -81,11 +82,13 @@ def spans(duration: float, segment_seconds: float | None) -> list[Span]:
     return [Span(i, bounds[i], bounds[i + 1]) for i in range(count)]
 
 
-def span_frame_indices(info: VideoInfo, span: Span, wanted: int) -> list[int]:
-    """Frame numbers to decode for one unit (1 fps inside the span, then uniform to ``wanted``)."""
+def span_frame_indices(info: VideoInfo, span: Span, spec: FrameSpec | int) -> list[int]:
+    """Frame numbers to decode for one unit: the spec's rule applied to the frames inside the span."""
     first = min(info.frame_count - 1, int(math.floor(span.start * info.fps)))
-    last = min(info.frame_count, max(first + 1, int(math.ceil(span.end * info.fps))))
-    local = sample_frame_indices(last - first, info.fps, wanted)
+    # a unit that runs to the end has every remaining frame: end * fps undercounts variable-rate clips
+    end = info.frame_count if span.end >= info.duration else int(math.ceil(span.end * info.fps))
+    last = min(info.frame_count, max(first + 1, end))
+    local = as_spec(spec).indices(last - first, info.fps)
     return [first + i for i in local]
 
 
@@ -94,7 +97,7 @@ class Backend(Protocol):
 
     def probe(self, path: Path) -> VideoInfo: ...
 
-    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames: ...
+    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames: ...
 
 
 class DecordBackend:
@@ -122,10 +125,15 @@ class DecordBackend:
         duration = float(reader.get_frame_timestamp(count - 1)[1]) if count else 0.0
         return VideoInfo(count, fps, duration, int(width), int(height), self.name)
 
-    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames:
-        reader = self._open(path, size)
+    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames:
         unique = sorted(set(indices))
-        batch = reader.get_batch(unique).asnumpy()
+        if resize.in_decoder:
+            reader = self._open(path, resize.decoder_size(info.width, info.height))
+            batch = reader.get_batch(unique).asnumpy()
+        else:  # full size, a few frames at a time, each resized as soon as it is decoded
+            reader = self._open(path)
+            batch = np.stack([resize.apply(frame) for start in range(0, len(unique), FULL_SIZE_CHUNK)
+                              for frame in reader.get_batch(unique[start:start + FULL_SIZE_CHUNK]).asnumpy()])
         times = reader.get_frame_timestamp(unique)[:, 0]
         return _reorder(unique, batch, np.asarray(times, dtype=np.float64), indices)
 
@@ -156,24 +164,41 @@ class PyAVBackend:
             width, height = height, width
         return VideoInfo(count, fps, duration or count / fps, width, height, self.name, rotation)
 
-    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], size: tuple[int, int]) -> Frames:
+    def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames:
         import av
 
         unique = sorted(set(indices))
-        targets = [i / info.fps for i in unique]
-        turns = info.rotation // 90
-        coded = (size[1], size[0]) if turns % 2 else size  # scale in the coded orientation, then turn
-
-        def small(frame) -> tuple[np.ndarray, float | None]:
-            # scaled as soon as it is decoded: a held full-size 4K frame costs 12 MB, this one 0.3 MB
-            return np.rot90(frame.to_ndarray(width=coded[0], height=coded[1], format="rgb24"), turns), frame.time
-
+        small = _frame_converter(info, resize)
         with av.open(str(path)) as container:
-            grabbed = _grab_frames(container, container.streams.video[0], targets, info.fps, small)
+            stream = container.streams.video[0]
+            frame_times, keyframes = _packet_times(container, stream)
+            # frame numbers are positions in presentation order: exact with the packets' times
+            # (variable frame rate too), else the nominal i / fps
+            exact = frame_times is not None and len(frame_times) > unique[-1]
+            targets = [frame_times[i] if exact else i / info.fps for i in unique]
+            early = 1e-6 if exact else 0.5 / info.fps
+            grabbed = _grab_frames(container, stream, targets, early, keyframes, small)
         grabbed = _fill_missing(grabbed)
         pixels = np.stack([image for image, _ in grabbed])
         times = np.array([float(t if t is not None else target) for (_, t), target in zip(grabbed, targets)])
         return _reorder(unique, pixels, times, indices)
+
+
+def _frame_converter(info: VideoInfo, resize) -> Callable:
+    """frame -> (upright RGB array at the policy's size, its time), applied as soon as it is decoded."""
+    turns = info.rotation // 90
+    if resize.in_decoder:
+        size = resize.decoder_size(info.width, info.height)
+        coded = (size[1], size[0]) if turns % 2 else size  # scale in the coded orientation, then turn
+
+        def small(frame) -> tuple[np.ndarray, float | None]:
+            # a held full-size 4K frame costs 12 MB, this one 0.3 MB
+            return np.rot90(frame.to_ndarray(width=coded[0], height=coded[1], format="rgb24"), turns), frame.time
+        return small
+
+    def resized(frame) -> tuple[np.ndarray, float | None]:
+        return resize.apply(np.rot90(frame.to_ndarray(format="rgb24"), turns)), frame.time
+    return resized
 
 
 def _stream_duration(container, stream) -> float:
@@ -199,20 +224,21 @@ def av_errors() -> type[BaseException]:
     return av.error.FFmpegError
 
 
-def _grab_frames(container, stream, targets: Sequence[float], fps: float, keep: Callable) -> list:
+def _grab_frames(container, stream, targets: Sequence[float], early: float, keyframes: list[float] | None,
+                 keep: Callable) -> list:
     """``keep(frame)`` of the first frame at or after each target time (ascending), in one forward pass.
 
-    A seek restarts decoding at the keyframe before its target; when that keyframe is not past
-    the frame already decoded, going on decoding reaches the target for less work, so the pass
-    seeks only across keyframes (short clips often have one or two: then it never re-decodes).
+    A frame up to ``early`` seconds before a target counts as at it. A seek restarts decoding at
+    the keyframe before its target; when that keyframe is not past the frame already decoded,
+    going on decoding reaches the target for less work, so the pass seeks only across keyframes
+    (short clips often have one or two: then it never re-decodes).
     """
-    keyframes = _keyframe_times(container, stream)
     grabbed, frames, last = [], None, None
     for target in targets:
         if last is None or last.time is None or _keyframe_between(keyframes, last.time, target):
             container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
             frames, last = container.decode(stream), None
-        frame = _first_at(frames, target - 0.5 / fps, last)
+        frame = _first_at(frames, target - early, last)
         grabbed.append(None if frame is None else keep(frame))
         last = frame if frame is not None else last
     return grabbed
@@ -230,18 +256,26 @@ def _first_at(frames, earliest: float, current):
     return last  # past the end: the final frame stands in
 
 
-def _keyframe_times(container, stream) -> list[float] | None:
-    """Presentation times of the stream's keyframes from its packets (no decoding); None if unknown."""
-    times = []
+def _packet_times(container, stream) -> tuple[list[float] | None, list[float] | None]:
+    """Presentation times of every frame and of the keyframes, from the packets (no decoding).
+
+    None where unknown: a packet without a time, or a damaged index (then seek for every target,
+    as a decoder without an index must).
+    """
+    frames, keys = [], []
     try:
         for packet in container.demux(stream):
+            if packet.size == 0:
+                continue  # the demuxer's end-of-stream marker
+            if packet.pts is None:
+                return None, None
+            time = float(packet.pts * stream.time_base)
+            frames.append(time)
             if packet.is_keyframe:
-                if packet.pts is None:
-                    return None
-                times.append(float(packet.pts * stream.time_base))
+                keys.append(time)
     except av_errors():
-        return None  # a damaged index: seek for every target, as a decoder without one must
-    return sorted(times)
+        return None, None
+    return sorted(frames), sorted(keys)
 
 
 def _keyframe_between(keyframes: list[float] | None, after: float, target: float) -> bool:
@@ -289,33 +323,41 @@ class VideoDecoder:
         if not self.backends:
             raise RuntimeError("no video decoder is installed (install decord or av)")
 
-    def sample(self, path: str | Path, frames_per_unit: int, segment_seconds: float | None = None):
-        """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason."""
+    def sample(self, path: str | Path, spec: FrameSpec | int, segment_seconds: float | None = None):
+        """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason.
+
+        ``spec`` says which frames and at what size (a bare count: 1 fps then uniform, decoder-scaled).
+        """
+        spec = as_spec(spec)
+
         def read(backend, info):
             units = spans(info.duration, segment_seconds)
-            wanted = [span_frame_indices(info, span, frames_per_unit) for span in units]
+            wanted = [span_frame_indices(info, span, spec) for span in units]
+            _check_frame_count(spec, wanted)
             # one read for every unit: the file is opened and indexed once, decoded in one forward pass
-            every = backend.read(Path(path), info, [i for indices in wanted for i in indices],
-                                 output_size(info.width, info.height, self.short_side))
+            every = backend.read(Path(path), info, [i for indices in wanted for i in indices], self._resize(spec))
             bounds = np.cumsum([0, *map(len, wanted)])
             return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
                     for span, a, b in zip(units, bounds[:-1], bounds[1:])]
 
         return self._with_backends(path, read)
 
-    def sample_span(self, path: str | Path, frames: int, start: float, end: float | None) -> Frames:
+    def sample_span(self, path: str | Path, spec: FrameSpec | int, start: float, end: float | None) -> Frames:
         """Frames of one time range of a file (an anchor given with --start/--end)."""
+        spec = as_spec(spec)
+
         def read(backend, info):
             stop = info.duration if end is None else min(end, info.duration)
             if start >= stop:
                 raise DecodeError(f"empty time range {start:g}-{stop:g} s (video is {info.duration:.1f} s)")
-            return self._read(backend, path, info, Span(0, start, stop), frames)
+            indices = span_frame_indices(info, Span(0, start, stop), spec)
+            _check_frame_count(spec, [indices])
+            return backend.read(Path(path), info, indices, self._resize(spec))
 
         return self._with_backends(path, read)[1]
 
-    def _read(self, backend: Backend, path, info: VideoInfo, span: Span, frames: int) -> Frames:
-        size = output_size(info.width, info.height, self.short_side)
-        return backend.read(Path(path), info, span_frame_indices(info, span, frames), size)
+    def _resize(self, spec: FrameSpec):
+        return spec.resize if spec.resize is not None else DecoderScaled(self.short_side)
 
     def _with_backends(self, path, read):
         path = Path(path)
@@ -329,6 +371,13 @@ class VideoDecoder:
             except Exception as exc:  # decoders raise many types; each is a per-file failure
                 errors.append(f"{backend.name}: {_one_line(exc)}")
         raise DecodeError("; ".join(errors))
+
+
+def _check_frame_count(spec: FrameSpec, wanted: list[list[int]]) -> None:
+    longest = max(map(len, wanted), default=0)
+    if spec.rule == "every" and longest > EVERY_FRAME_LIMIT:
+        raise DecodeError(f"every frame of a unit is wanted and one has {longest} (limit {EVERY_FRAME_LIMIT}); "
+                          "split the video with --segment")
 
 
 # decord's C++ messages start "[12:00:00] /path/to/file.cc:151: " and may carry a stack trace

@@ -20,6 +20,7 @@ from indexers.base import Indexer
 from retrieval.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
 from retrieval.distribute import Distributor
 from retrieval.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
+from retrieval.sampling import FrameSpec
 from retrieval.scan import FoundFile, content_hash, find_videos, plan
 from retrieval.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
 
@@ -31,7 +32,7 @@ class IndexSettingsError(ValueError):
 @dataclass(frozen=True)
 class DecodeJob:
     file: FoundFile
-    frame_counts: tuple[int, ...]  # one decode per distinct frames-per-unit among the indexers
+    frame_specs: tuple[FrameSpec, ...]  # one decode per distinct frame spec among the indexers
     segment_seconds: float | None
     short_side: int = DEFAULT_SHORT_SIDE
 
@@ -44,18 +45,18 @@ class DecodedFile:
     info: VideoInfo
     content_hash: str
     spans: list[Span]
-    frames: dict[int, list[Frames]]  # frames-per-unit -> one Frames per span
+    frames: dict[FrameSpec, list[Frames]]  # frame spec -> one Frames per span
 
 
 def decode_job(job: DecodeJob) -> DecodedFile:
     """Runs in a worker: sample every unit of one file (raises DecodeError with the reason)."""
     decoder = VideoDecoder(short_side=job.short_side)
-    frames: dict[int, list[Frames]] = {}
+    frames: dict[FrameSpec, list[Frames]] = {}
     info, spans = None, []
-    for count in job.frame_counts:
-        info, units = decoder.sample(job.file.path, count, job.segment_seconds)
+    for spec in job.frame_specs:
+        info, units = decoder.sample(job.file.path, spec, job.segment_seconds)
         spans = [span for span, _ in units]
-        frames[count] = [f for _, f in units]
+        frames[spec] = [f for _, f in units]
     return DecodedFile(info, content_hash(job.file.path), spans, frames)
 
 
@@ -116,7 +117,7 @@ class IndexRun:
         for rel, reason in problems:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
         self.progress("start", {"total": len(work)})
-        jobs = [DecodeJob(f, self._frame_counts(), self.segment_seconds) for f in work]
+        jobs = [DecodeJob(f, self._frame_specs(), self.segment_seconds) for f in work]
         for job, result in self.distributor.map(decode_job, jobs):
             self._write(job.file, result)
             if time.monotonic() - self._published > self.publish_every:
@@ -153,8 +154,8 @@ class IndexRun:
         self._missing = {f.rel for f in todo.missing_vectors}
         return todo.work
 
-    def _frame_counts(self) -> tuple[int, ...]:
-        return tuple(sorted({ix.frames_per_unit for ix in self.visual}))
+    def _frame_specs(self) -> tuple[FrameSpec, ...]:
+        return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual))
 
     def _write(self, found: FoundFile, result) -> None:
         if isinstance(result, BaseException):
@@ -179,7 +180,7 @@ class IndexRun:
         complete = {ix.model_id for ix in self.visual if found.rel in self.catalog.indexed_with(ix.model_id)} \
             if found.rel in self._missing else set()
         vectors = {
-            ix.model_id: ix.embed_units([f.pixels for f in decoded.frames[ix.frames_per_unit]])
+            ix.model_id: ix.embed_units([f.pixels for f in decoded.frames[ix.frame_spec]])
             for ix in self.visual if ix.model_id not in complete
         }
         self._commit(found, decoded, vectors)
@@ -218,6 +219,26 @@ class IndexRun:
                 text = caption.read_text(encoding="utf-8", errors="replace").strip()
                 self.catalog.add_vectors(rel, {ix.model_id: np.repeat(ix.embed_texts([text]), max(units, 1), 0)})
                 self.report.captioned += 1
+
+
+PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
+
+
+def settle_protocol(catalog: Catalog, wanted: str | None) -> str:
+    """The protocol this run indexes with: the one asked for, else the index's; one index, one protocol."""
+    from indexers.base import PROTOCOLS
+
+    stored = catalog.setting(PROTOCOL)
+    if wanted is not None and wanted not in PROTOCOLS:
+        raise IndexSettingsError(f"unknown protocol {wanted!r}; use one of {', '.join(PROTOCOLS)}")
+    if stored is None:
+        # an index built before protocols were recorded was built the fast way
+        stored = "fast" if catalog.indexers() else (wanted or "fast")
+        catalog.set_setting(PROTOCOL, stored)
+    if wanted is not None and wanted != stored:
+        raise IndexSettingsError(f"this index was built with --protocol {stored}; use the same protocol or a "
+                                 "new --index-dir")
+    return stored
 
 
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
@@ -286,7 +307,8 @@ def _file_record(found: FoundFile, d: DecodedFile) -> FileRecord:
 
 
 def _unit_records(d: DecodedFile) -> list[UnitRecord]:
-    sample = d.frames[min(d.frames)]
+    # the unit's frame times from the sparsest decode (an every-frame decode would list them all)
+    sample = min(d.frames.values(), key=lambda units: sum(len(f.indices) for f in units))
     return [UnitRecord(s.segment, s.start, s.end, tuple(float(t) for t in f.timestamps))
             for s, f in zip(d.spans, sample)]
 

@@ -201,8 +201,8 @@ class ShardStore:
 
 
 def _entry(job: DecodeJob, done: EmbeddedFile, per_indexer: dict[str, int]) -> dict:
-    frames = {str(n): [[np.asarray(f.timestamps).tolist(), list(f.indices)] for f in fs]
-              for n, fs in done.frames.items()}
+    # one group per frame spec; only the unit timestamps are read back, so the specs need not be
+    frames = [[[np.asarray(f.timestamps).tolist(), list(f.indices)] for f in fs] for fs in done.frames.values()]
     return {
         "key": list(_file_key(job)), "content_hash": done.content_hash, "info": asdict(done.info),
         "spans": [[s.segment, s.start, s.end] for s in done.spans], "frames": frames,
@@ -213,8 +213,9 @@ def _entry(job: DecodeJob, done: EmbeddedFile, per_indexer: dict[str, int]) -> d
 def _from_entry(npz: Path, pos: int, entry: dict, need: dict[str, int]) -> EmbeddedFile:
     with np.load(npz) as data:
         vectors = {m: data[f"{pos}_{entry['order'].index(m)}"] for m in need}
-    frames = {int(n): [Frames(_NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
-              for n, units in entry["frames"].items()}
+    groups = entry["frames"].values() if isinstance(entry["frames"], dict) else entry["frames"]  # dict: older shards
+    frames = {n: [Frames(_NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
+              for n, units in enumerate(groups)}
     spans = [Span(int(s), float(a), float(b)) for s, a, b in entry["spans"]]
     return EmbeddedFile(VideoInfo(**entry["info"]), entry["content_hash"], spans, frames, vectors)
 
@@ -270,7 +271,8 @@ def _portable(result: Any) -> Any:
 class _Embedder:
     """A Ray actor holding every visual indexer; embeds one decoded file per call."""
 
-    def __init__(self, specs: list[tuple[str, int]], device: str | None, trust_remote_code: bool, threads: int):
+    def __init__(self, specs: list[tuple[str, int]], device: str | None, trust_remote_code: bool, threads: int,
+                 protocol: str = "fast"):
         import torch
 
         from indexers.base import create_indexer
@@ -279,8 +281,8 @@ class _Embedder:
         extra = {"trust_remote_code": True} if trust_remote_code else {}
         self.models: list[tuple[str, Indexer]] = []
         for model_id, frames in specs:
-            model = create_indexer(model_id, device=device, **extra)
-            if model.kind == "image":
+            model = create_indexer(model_id, protocol=protocol, device=device, **extra)
+            if model.kind == "image" and model.frame_spec.rule != "every":  # every frame stays every frame
                 model.frames_per_unit = frames  # the run's --frames override, as Engine.index applies it
             self.models.append((model_id, model))
 
@@ -292,7 +294,7 @@ class _Embedder:
         if isinstance(decoded, BaseException):
             return decoded
         try:
-            vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frames_per_unit]]),
+            vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frame_spec]]),
                                             dtype=np.float32) for model_id, m in self.models}
             error = None
         except Exception as exc:  # a model error costs this file, as in the local run
@@ -311,6 +313,7 @@ class RayEmbedStage:
 
     def __init__(self, models: Sequence[Indexer], shards: ShardStore, options: RayOptions):
         self.need = {m.model_id: m.frames_per_unit for m in models}
+        self.protocol = next((m.protocol for m in models), "fast")  # the index's; the actors build models alike
         self.shards, self.options = shards, options
         self.computed = self.reused = 0
         self._flushed = time.monotonic()
@@ -394,7 +397,8 @@ class RayEmbedStage:
                               num_gpus=1 if gpus else 0, num_cpus=o.embed_cpus,  # a GPU each, when there are any
                               fn_constructor_kwargs={"specs": specs, "device": o.device,
                                                      "trust_remote_code": o.trust_remote_code,
-                                                     "threads": max(1, int(o.embed_cpus))})
+                                                     "threads": max(1, int(o.embed_cpus)),
+                                                     "protocol": self.protocol})
 
 
 def _decoder_slots(cpus: float, embedding: float) -> int:

@@ -32,6 +32,13 @@ class Entry(Generic[T]):
     # substrings of a hub id / local config `model_type` that identify this family
     claims: tuple[str, ...] = ()
     description: str = ""
+    # default weights per variant (e.g. an indexer's "paper" protocol), else ``default_source``
+    variant_sources: dict[str, str] = field(default_factory=dict, hash=False)
+    # what the model is fed, in words (frames, decode size, pooling, precision), for ``convis models``
+    card: dict[str, str] = field(default_factory=dict, hash=False)
+
+    def source_for(self, variant: str | None) -> str | None:
+        return self.variant_sources.get(variant or "", self.default_source)
 
 
 @dataclass(frozen=True)
@@ -53,9 +60,12 @@ class Registry(Generic[T]):
         aliases: tuple[str, ...] = (),
         claims: tuple[str, ...] = (),
         description: str = "",
+        variant_sources: dict[str, str] | None = None,
+        card: dict[str, str] | None = None,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         def decorate(builder: Callable[..., T]) -> Callable[..., T]:
-            entry = Entry(name, builder, default_source, aliases, claims, description)
+            entry = Entry(name, builder, default_source, aliases, claims, description, variant_sources or {},
+                          card or {})
             for key in (name, *aliases):
                 if key in self._entries:
                     raise ValueError(f"{self.kind} {key!r} is registered twice")
@@ -87,9 +97,9 @@ class Registry(Generic[T]):
             return Resolved(self._claim(spec.lower(), spec), spec)
         raise UnknownModelError(self._unknown(spec))
 
-    def create(self, spec: str, **kwargs) -> T:
+    def create(self, spec: str, variant: str | None = None, **kwargs) -> T:
         resolved = self.resolve(spec)
-        source = resolved.source or resolved.entry.default_source
+        source = resolved.source or resolved.entry.source_for(variant)
         return resolved.entry.builder(source, **kwargs)
 
     def _claim(self, text: str, spec: str) -> Entry[T]:

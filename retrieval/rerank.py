@@ -10,16 +10,17 @@ catalog's write lock.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 import duckdb
-import numpy as np
 
 from retrieval.concepts import Concept
-from retrieval.frames import VideoDecoder
+from retrieval.frames import Frames, VideoDecoder
+from retrieval.sampling import FrameSpec
 
 SCORES_NAME = "scores.duckdb"
 
@@ -40,32 +41,40 @@ class ClipRef:
 
 
 class FrameCache:
-    """Decode each (clip, frame count) once per command."""
+    """Decode each (clip, frame spec) once per command."""
 
     def __init__(self, decoder: VideoDecoder | None = None):
         self.decoder = decoder or VideoDecoder()
-        self._frames: dict[tuple[str, int], np.ndarray] = {}
+        self._frames: dict[tuple[str, FrameSpec], Frames] = {}
         self.decodes = 0
 
-    def get(self, clip: ClipRef, count: int) -> np.ndarray:
-        key = (f"{clip.path}|{clip.key}", count)
+    def get(self, clip: ClipRef, spec: FrameSpec | int) -> Frames:
+        key = (f"{clip.path}|{clip.key}", spec)
         if key not in self._frames:
-            self._frames[key] = self.decoder.sample_span(clip.path, count, clip.start, clip.end).pixels
+            self._frames[key] = self.decoder.sample_span(clip.path, spec, clip.start, clip.end)
             self.decodes += 1
         return self._frames[key]
+
+
+def seen(frames: Frames) -> dict:
+    """The frames a model was shown: frame numbers in the file and their timestamps (s)."""
+    return {"indices": [int(i) for i in frames.indices],
+            "timestamps": [round(float(t), 3) for t in frames.timestamps]}
 
 
 class ScoreCache:
     SCHEMA = """CREATE TABLE IF NOT EXISTS scores (
         tag VARCHAR, concept VARCHAR, mode VARCHAR, a VARCHAR, b VARCHAR,
         score DOUBLE, raw VARCHAR, probs DOUBLE[], created TIMESTAMP DEFAULT current_timestamp,
-        PRIMARY KEY (tag, concept, mode, a, b))"""
+        evidence VARCHAR, PRIMARY KEY (tag, concept, mode, a, b))"""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = duckdb.connect(str(self.path))
         self.db.execute(self.SCHEMA)
+        # caches written before scores kept their evidence gain the column, empty for old rows
+        self.db.execute("ALTER TABLE scores ADD COLUMN IF NOT EXISTS evidence VARCHAR")
 
     def close(self) -> None:
         self.db.close()
@@ -74,17 +83,20 @@ class ScoreCache:
         from rerankers.base import PairScore
 
         row = self.db.execute(
-            "SELECT score, raw, probs FROM scores WHERE tag=? AND concept=? AND mode=? AND a=? AND b=?",
+            "SELECT score, raw, probs, evidence FROM scores WHERE tag=? AND concept=? AND mode=? AND a=? AND b=?",
             [tag, concept, mode, a, b],
         ).fetchone()
         if row is None:
             return None
-        return PairScore(row[0], mode, row[1] or "", tuple(row[2]) if row[2] is not None else None)
+        probs = tuple(row[2]) if row[2] is not None else None
+        return PairScore(row[0], mode, row[1] or "", probs, json.loads(row[3]) if row[3] else None)
 
     def put(self, tag: str, concept: str, mode: str, a: str, b: str, score) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO scores (tag, concept, mode, a, b, score, raw, probs) VALUES (?,?,?,?,?,?,?,?)",
-            [tag, concept, mode, a, b, score.score, score.raw, list(score.probs) if score.probs else None],
+            "INSERT OR REPLACE INTO scores (tag, concept, mode, a, b, score, raw, probs, evidence) "
+            "VALUES (?,?,?,?,?,?,?,?,?)",
+            [tag, concept, mode, a, b, score.score, score.raw, list(score.probs) if score.probs else None,
+             json.dumps(score.evidence) if score.evidence else None],
         )
 
 
@@ -123,12 +135,13 @@ class PairScorer:
                  for a, b in pairs]
         missing = [i for i, score in enumerate(found) if score is None]
         if missing:
-            count = self.reranker.frames_per_video
-            clips = [(self.frames.get(pairs[i][0], count), self.frames.get(pairs[i][1], count)) for i in missing]
-            scored = self.reranker.score_pairs(clips, concept.words, self.mode)
+            spec = self.reranker.frame_spec  # the family's frames, decoded at its size
+            decoded = [(self.frames.get(pairs[i][0], spec), self.frames.get(pairs[i][1], spec)) for i in missing]
+            scored = self.reranker.score_pairs([(a.pixels, b.pixels) for a, b in decoded], concept.words,
+                                               self.mode, prepared=True)
             self.model_pairs += len(missing)
-            for i, score in zip(missing, scored):
-                found[i] = score
+            for i, score, (a, b) in zip(missing, scored, decoded):
+                found[i] = replace(score, evidence={**(score.evidence or {}), "a": seen(a), "b": seen(b)})
                 if self.cache:
-                    self.cache.put(tag, concept.words, self.mode, pairs[i][0].key, pairs[i][1].key, score)
+                    self.cache.put(tag, concept.words, self.mode, pairs[i][0].key, pairs[i][1].key, found[i])
         return found

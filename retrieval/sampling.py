@@ -1,8 +1,25 @@
-"""Which frames to decode: the ConViS reference's sampling, as pure index arithmetic."""
+"""Which frames to decode: the ConViS reference's per-family sampling rules, as pure index arithmetic.
+
+Each rule maps a unit's frame count ``n`` (and frame rate) to the frame numbers a model sees.
+The rules are the reference's (benedettaliberatori/convisbench, commit b8fa4ef):
+
+* ``per-second`` (Qwen2.5-VL, mPLUG-Owl3; convis's fast image indexers): every round(fps)-th
+  frame, then uniformly ``int(i*gap + gap/2)`` down to N, padded by repeating the last frame;
+* ``linspace`` (LLaVA-OneVision, LLaVA-Video): ``np.linspace(0, n-1, N, dtype=int)`` over the whole
+  clip (a short clip repeats frames, no padding needed);
+* ``linspace-pad`` (VideoMAE features): ``linspace`` when ``n >= N``, else every frame then the
+  last one repeated;
+* ``midpoints`` (InternVL ``get_index``): ``seg = (n-1)/N``, frame ``int(seg/2 + round(seg*k))``;
+* ``every`` (DINOv2 and CLIP features in the paper): every frame of the unit.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
 
 
 def uniform_indices(n: int, wanted: int) -> list[int]:
@@ -11,12 +28,11 @@ def uniform_indices(n: int, wanted: int) -> list[int]:
     ``gap = n / wanted``; item ``i`` is ``int(i * gap + gap / 2)``.  When there are
     fewer items than wanted, every item is taken and the last one repeated (padding).
     """
-    if wanted <= 0:
-        raise ValueError("wanted must be positive")
+    _check_wanted(wanted)
     if n <= 0:
         return []
     if n < wanted:
-        return list(range(n)) + [n - 1] * (wanted - n)
+        return _padded(n, wanted)
     gap = n / wanted
     return [int(i * gap + gap / 2) for i in range(wanted)]
 
@@ -31,3 +47,100 @@ def sample_frame_indices(frame_count: int, fps: float, wanted: int) -> list[int]
     """Frame numbers to decode for one unit: 1 fps, then uniformly down (or padded) to ``wanted``."""
     seconds = per_second_indices(frame_count, fps)
     return [seconds[i] for i in uniform_indices(len(seconds), wanted)]
+
+
+def linspace_indices(frame_count: int, wanted: int) -> list[int]:
+    """``np.linspace(0, n - 1, wanted, dtype=int)``: LLaVA's frames spread over the whole clip."""
+    _check_wanted(wanted)
+    if frame_count <= 0:
+        return []
+    return [int(i) for i in np.linspace(0, frame_count - 1, wanted, dtype=int)]
+
+
+def linspace_padded_indices(frame_count: int, wanted: int) -> list[int]:
+    """VideoMAE's clip: ``linspace`` over the clip, or every frame padded with the last when shorter."""
+    _check_wanted(wanted)
+    if 0 < frame_count < wanted:
+        return _padded(frame_count, wanted)
+    return linspace_indices(frame_count, wanted)
+
+
+def midpoint_indices(frame_count: int, wanted: int) -> list[int]:
+    """InternVL's ``get_index`` without a time bound: midpoints of ``wanted`` segments of the clip."""
+    _check_wanted(wanted)
+    if frame_count <= 0:
+        return []
+    seg = (frame_count - 1) / wanted  # max_frame = n - 1 in the reference
+    # np.round rounds halves to even, as the reference's np.round does (Python's round would too)
+    return [int(seg / 2 + np.round(seg * k)) for k in range(wanted)]
+
+
+def every_index(frame_count: int, wanted: int | None = None) -> list[int]:
+    """Every frame of the unit (``wanted`` is ignored: the count follows the clip)."""
+    return list(range(max(frame_count, 0)))
+
+
+def _check_wanted(wanted: int) -> None:
+    if wanted <= 0:
+        raise ValueError("wanted must be positive")
+
+
+def _padded(n: int, wanted: int) -> list[int]:
+    return list(range(n)) + [n - 1] * (wanted - n)
+
+
+# rule name -> (frame_count, fps, wanted) -> frame numbers
+FRAME_RULES: dict[str, Callable[[int, float, int], list[int]]] = {
+    "per-second": sample_frame_indices,
+    "linspace": lambda n, fps, wanted: linspace_indices(n, wanted),
+    "linspace-pad": lambda n, fps, wanted: linspace_padded_indices(n, wanted),
+    "midpoints": lambda n, fps, wanted: midpoint_indices(n, wanted),
+    "every": lambda n, fps, wanted: every_index(n),
+}
+
+RULE_TEXT = {
+    "per-second": "1 frame a second, then uniformly int(i*gap + gap/2) to N, padded with the last",
+    "linspace": "linspace(0, n-1, N) over the whole clip",
+    "linspace-pad": "linspace(0, n-1, N) over the whole clip; shorter clips: every frame padded with the last",
+    "midpoints": "midpoints of N equal segments: int(seg/2 + round(seg*k)), seg = (n-1)/N",
+    "every": "every frame",
+}
+
+
+def rule_indices(rule: str, frame_count: int, fps: float, wanted: int) -> list[int]:
+    """Frame numbers (0-based, within the unit) that ``rule`` picks from ``frame_count`` frames."""
+    try:
+        pick = FRAME_RULES[rule]
+    except KeyError:
+        raise ValueError(f"unknown frame rule {rule!r}; known: {', '.join(FRAME_RULES)}") from None
+    return pick(frame_count, fps, wanted)
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """How one model wants its frames: which (``rule``, ``count``) and at what size (``resize``).
+
+    ``resize`` is a ``retrieval.pixels`` policy (decoder-scaled, or decoded full size and resized
+    per frame as the model's own preprocessing does); it travels with the model's weights.
+    """
+
+    rule: str = "per-second"
+    count: int = 8  # frames per unit; ignored by the "every" rule
+    resize: object = field(default=None)  # a retrieval.pixels.Resize; None = the fast decoder-scaled default
+
+    def __post_init__(self):
+        if self.rule not in FRAME_RULES:
+            raise ValueError(f"unknown frame rule {self.rule!r}; known: {', '.join(FRAME_RULES)}")
+        if self.rule != "every" and self.count < 1:
+            raise ValueError("a frame spec needs at least one frame")
+
+    def indices(self, frame_count: int, fps: float) -> list[int]:
+        return rule_indices(self.rule, frame_count, fps, self.count)
+
+    def with_count(self, count: int) -> "FrameSpec":
+        return FrameSpec(self.rule, count, self.resize)
+
+
+def as_spec(spec: "FrameSpec | int") -> FrameSpec:
+    """A frame count alone means the fast default: 1 fps then uniform, decoder-scaled."""
+    return spec if isinstance(spec, FrameSpec) else FrameSpec(count=int(spec))

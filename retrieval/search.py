@@ -24,6 +24,7 @@ class Hit:
     rank: int = 0
     recall_scores: dict[str, float] = field(default_factory=dict)  # before reranking
     contributions: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> pts
+    seen: dict[str, dict] = field(default_factory=dict)  # reranking: concept -> the frames the LMM was shown
 
     def as_dict(self) -> dict:
         return {
@@ -35,6 +36,7 @@ class Hit:
                if self.recall_scores else {}),
             **({"contributions": {c: {s: round(v, 4) for s, v in parts.items()}
                                   for c, parts in self.contributions.items()}} if self.contributions else {}),
+            **({"seen": self.seen} if self.seen else {}),
         }
 
 

@@ -65,14 +65,16 @@ def make_empty_video(path: Path) -> Path:
     return path
 
 
-def make_vfr_clip(path: Path, times: list[float]) -> Path:
-    """Frames shown at the given (irregular) times; frame i's grey level encodes i."""
+def make_vfr_clip(path: Path, times: list[float], pixels=None) -> Path:
+    """Frames shown at the given (irregular) times; frame i's grey level encodes i (or ``pixels(i)``)."""
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=1000)
         stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
         stream.time_base = Fraction(1, 1000)
+        stream.options = {"crf": "10"}  # near-lossless: the grey levels must read back
         for i, t in enumerate(times):
-            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), frame_level(i), np.uint8), format="rgb24")
+            image = pixels(i) if pixels else np.full((48, 64, 3), frame_level(i), np.uint8)
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts, frame.time_base = int(t * 1000), Fraction(1, 1000)
             for packet in stream.encode(frame):
                 out.mux(packet)
@@ -83,3 +85,22 @@ def make_vfr_clip(path: Path, times: list[float]) -> Path:
 
 # A 64x32 clip (left half white) whose container asks players to turn it 90 degrees.
 ROTATED = Path(__file__).parent / "data" / "media" / "rotated90.mp4"
+
+
+# Frames numbered past 56 and tagged with their video: the top half's grey level encodes
+# ``i % 50``, the bottom half's ``i // 50 + 8 * video``. Both survive lossy coding and resizing.
+def numbered_frame(i: int, video: int = 0, size: tuple[int, int] = (64, 48)) -> np.ndarray:
+    width, height = size
+    image = np.empty((height, width, 3), np.uint8)
+    image[: height // 2] = 16 + LEVEL_STEP * (i % 50)
+    image[height // 2:] = 16 + LEVEL_STEP * (i // 50 + 8 * video)
+    return image
+
+
+def read_numbered_frame(image: np.ndarray) -> tuple[int, int]:
+    """(video, frame number) of a ``numbered_frame``, read away from the edge between the halves."""
+    height = image.shape[0]
+    top = image[height // 10: height * 4 // 10].mean()
+    bottom = image[height * 6 // 10: height * 9 // 10].mean()
+    low, high = (int(round((float(v) - 16) / LEVEL_STEP)) for v in (top, bottom))
+    return high // 8, (high % 8) * 50 + low

@@ -6,6 +6,8 @@ No timing is asserted (the machine is shared); only that every measurement is ma
 import json
 
 import numpy as np
+
+from retrieval.sampling import as_spec
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -38,7 +40,7 @@ def test_reference_way_and_ours_hand_the_model_the_same_frames(tmp_path):
     clip = perf.make_clips(tmp_path, count=1)[0]
     for decoder in ("decord", "pyav"):
         with perf.only_decoder(decoder):
-            ours = decode_job(perf._job(clip, 4)).frames[4][0]
+            ours = decode_job(perf._job(clip, 4)).frames[as_spec(4)][0]
         theirs, decoded = perf.streamed_frames(clip, decoder, 4)
         assert decoded == 40 and theirs.shape == ours.pixels.shape
         assert np.abs(theirs.astype(int) - ours.pixels.astype(int)).mean() < 8  # lossy resize paths differ

@@ -76,6 +76,29 @@ def test_compare_cli_json(index_copy, example_videos, qwen):
     assert [c["key"] for c in data["concepts"]] == ["main-action", "location"]
     for c in data["concepts"]:  # greedy: a parsed 1-5 answer, or null when unreadable; never 0
         assert c["score"] is None or c["score"] in {1.0, 2.0, 3.0, 4.0, 5.0}
+    # the evidence behind each score: the frames each video showed and the pixel size that reached the model
+    from retrieval.frames import VideoDecoder
+
+    for key, name in (("a", "box.mp4"), ("b", "cup.mp4")):
+        info = VideoDecoder().backends[0].probe(example_videos / name)
+        step = max(1, round(info.fps))  # the Qwen reference: one frame a second, then uniform to 8 (or padded)
+        seconds = list(range(0, info.frame_count, step))
+        gap = len(seconds) / 8
+        expected = [seconds[int(i * gap + gap / 2)] for i in range(8)] if len(seconds) >= 8 else \
+            seconds + [seconds[-1]] * (8 - len(seconds))
+        for c in data["concepts"]:
+            assert c["seen"][key]["indices"] == expected
+            assert c["seen"][key]["timestamps"] == pytest.approx([i / info.fps for i in expected], abs=0.05)
+    assert all(len(c["seen"]["size"]) == 2 and c["seen"]["size"][0] % 28 == 0 for c in data["concepts"])
+
+
+def test_rerank_batch_option_sets_the_pairs_per_forward_pass(index_copy, example_videos, qwen):
+    engine = Engine(index_copy, rerank_batch=1)
+    engine.query(example_videos / "campus_01.mp4", ["location"], k=3, reranker=qwen, rerank_top=3)
+    assert engine.scorer.reranker.batch_size == 1
+    result = CliRunner().invoke(app, ["compare", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
+                                      "-c", "location", "-r", qwen, "--rerank-batch", "0"])
+    assert result.exit_code == 2  # at least one pair a pass
 
 
 def test_compare_errors_are_one_line(example_videos, tmp_path):

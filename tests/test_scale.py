@@ -7,6 +7,8 @@ import time
 
 import faiss
 import numpy as np
+
+from retrieval.sampling import as_spec
 import pytest
 
 from retrieval import ondisk
@@ -136,7 +138,7 @@ def test_interrupted_run_resumes_from_its_shards_without_recomputing_them(ray_se
 
 # -- the stage's bookkeeping (no Ray needed) --------------------------------------------------------
 def fake_job(i: int) -> DecodeJob:
-    return DecodeJob(FoundFile(f"/videos/{i}.mp4", f"{i}.mp4", 1000 + i, 1.5 + i), (8,), None)
+    return DecodeJob(FoundFile(f"/videos/{i}.mp4", f"{i}.mp4", 1000 + i, 1.5 + i), (as_spec(8),), None)
 
 
 def fake_result(i: int) -> EmbeddedFile:
@@ -181,7 +183,8 @@ def test_stage_hands_results_on_in_job_order_and_keeps_computed_work_when_the_cl
     reused = out[3][1]
     assert reused.content_hash == "hash3" and reused.spans == results[3].spans
     np.testing.assert_array_equal(reused.vectors["m:x"], results[3].vectors["m:x"])
-    np.testing.assert_array_equal(reused.frames[8][0].timestamps, results[3].frames[8][0].timestamps)
+    (reused_units,), (computed_units,) = reused.frames.values(), results[3].frames.values()
+    np.testing.assert_array_equal(reused_units[0].timestamps, computed_units[0].timestamps)
 
 
 def test_a_shard_for_other_settings_or_a_damaged_shard_is_recomputed(tmp_path):
@@ -193,7 +196,7 @@ def test_a_shard_for_other_settings_or_a_damaged_shard_is_recomputed(tmp_path):
     assert store.find(jobs[0], {"m:x": 8}) is not None
     assert store.find(jobs[0], {"m:x": 16}) is None  # another frame count
     assert store.find(jobs[0], {"m:x": 8, "other:y": 8}) is None  # an indexer it does not hold
-    assert store.find(DecodeJob(jobs[0].file, (8,), 10.0), {"m:x": 8}) is None  # another segment length
+    assert store.find(DecodeJob(jobs[0].file, (as_spec(8),), 10.0), {"m:x": 8}) is None  # another segment length
     npz = store.manifest()[("0.mp4", 1000, 1.5, None, jobs[0].short_side)][0]
     npz.write_bytes(npz.read_bytes()[:40])
     assert ShardStore(tmp_path).find(jobs[0], {"m:x": 8}) is None

@@ -158,7 +158,12 @@ def build_qwen_vl(folder: Path, *, model_type: str = "qwen2_vl", seed: int = 0) 
     return folder
 
 
-def build_llava_onevision(folder: Path, *, seed: int = 0, image_size: int = 28) -> Path:
+def _norm(mean, std) -> dict:
+    # None keeps the processor class defaults; real checkpoints set their own in their configs
+    return {} if mean is None else {"image_mean": list(mean), "image_std": list(std)}
+
+
+def build_llava_onevision(folder: Path, *, seed: int = 0, image_size: int = 28, mean=None, std=None) -> Path:
     """A tiny LLaVA-OneVision checkpoint (SigLIP 28px, 2x2 patches a frame) saved to ``folder``."""
     from transformers import (
         LlavaOnevisionConfig,
@@ -207,8 +212,9 @@ def build_llava_onevision(folder: Path, *, seed: int = 0, image_size: int = 28) 
     model.generation_config.eos_token_id = eos_id
     size = {"height": image_size, "width": image_size}
     processor = LlavaOnevisionProcessor(
-        image_processor=LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=[[image_size, image_size]]),
-        video_processor=LlavaOnevisionVideoProcessor(size=size),
+        image_processor=LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=[[image_size, image_size]],
+                                                     **_norm(mean, std)),
+        video_processor=LlavaOnevisionVideoProcessor(size=size, **_norm(mean, std)),
         tokenizer=tokenizer,
         num_image_tokens=(image_size // patch) ** 2,
         vision_feature_select_strategy="full",
@@ -236,7 +242,7 @@ INTERNVL_TOKENS = {
 }
 
 
-def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28) -> Path:
+def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=None, std=None) -> Path:
     """A tiny transformers-native InternVL checkpoint (one image token a frame) saved to ``folder``."""
     import transformers
 
@@ -277,8 +283,8 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28) -> Path
     model.generation_config.eos_token_id = eos_id
     size = {"height": image_size, "width": image_size}
     processor = transformers.InternVLProcessor(
-        image_processor=transformers.GotOcr2ImageProcessor(size=size),
-        video_processor=transformers.InternVLVideoProcessor(size=size),
+        image_processor=transformers.GotOcr2ImageProcessor(size=size, **_norm(mean, std)),
+        video_processor=transformers.InternVLVideoProcessor(size=size, **_norm(mean, std)),
         tokenizer=tokenizer,
         image_seq_length=seq_length,
         chat_template=INTERNVL_CHAT_TEMPLATE,

@@ -1,0 +1,345 @@
+"""The internvideo family: ViCLIP-style remote-code checkpoints, the paper's InternVideo v1 .ckpt, and
+one-line failures for everything that can stop them loading."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+import torch
+
+from indexers import create_indexer
+from indexers.vision import ModelUnavailableError
+
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+HUB_ID = "OpenGVLab/ViCLIP-L-14-hf"
+
+# A checkpoint shaped like OpenGVLab/ViCLIP-L-14-hf: an auto_map to its own module, a tokenizer path relative to
+# the repo, a text tower that opens its vocabulary beside its module file, and no post_init() call.
+TINY_MODULE = '''
+import os
+
+import torch
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+{extra_import}
+
+class TinyViCLIPConfig(PretrainedConfig):
+    pass
+
+
+class TinyViCLIP(PreTrainedModel):
+    config_class = TinyViCLIPConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        open(config.tokenizer_path, "rb").close()
+        open(os.path.join(os.path.dirname(__file__), "vocab.txt.gz"), "rb").close()
+        self.video_input_num_frames = 8
+        self.inputs_image_res = 32
+        self.proj = nn.Linear(3, 6)
+
+    def encode_vision(self, frames, test=False):
+        raise AssertionError("masks patches unless test=True; get_vid_features must be preferred")
+
+    def get_vid_features(self, frames):
+        assert frames.shape[1:] == (8, 3, 32, 32), frames.shape
+        return nn.functional.normalize(self.proj(frames.float().mean(dim=(1, 3, 4))), dim=-1)
+'''
+
+
+def one_line(err: pytest.ExceptionInfo) -> str:
+    """The message, after checking it is one line with no chained traceback behind it."""
+    message, exc = str(err.value), err.value
+    assert "\n" not in message and exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__)
+    return message
+
+
+@pytest.fixture
+def remote_code(monkeypatch, tmp_path):
+    """Dynamic modules go to a private folder; the working directory holds none of the checkpoint's files."""
+    import transformers.dynamic_module_utils as dynamic
+
+    monkeypatch.setattr(dynamic, "HF_MODULES_CACHE", str(tmp_path / "modules"))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+
+
+def tiny_viclip(folder, extra_import="", weights=True):
+    from safetensors.torch import save_file
+
+    folder.mkdir()
+    (folder / "modeling_tiny_viclip.py").write_text(TINY_MODULE.format(extra_import=extra_import))
+    (folder / "vocab.txt.gz").write_bytes(b"vocabulary")
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["TinyViCLIP"],
+        "auto_map": {"AutoConfig": "modeling_tiny_viclip.TinyViCLIPConfig",
+                     "AutoModel": "modeling_tiny_viclip.TinyViCLIP"},
+        "tokenizer_path": "./vocab.txt.gz",
+    }))
+    if weights:
+        torch.manual_seed(0)
+        save_file({"proj.weight": torch.randn(6, 3), "proj.bias": torch.randn(6)}, folder / "model.safetensors")
+    return folder
+
+
+# -- transformers checkpoints -----------------------------------------------------------------------------------
+def test_viclip_style_checkpoint_loads_through_automodel(remote_code, tmp_path):
+    from safetensors.torch import load_file
+
+    folder = tiny_viclip(tmp_path / "tiny-viclip")
+    ix = create_indexer(f"internvideo:{folder}", trust_remote_code=True, device="cpu")
+    assert (ix.kind, ix.dim, ix.frames_per_unit, ix.transform.crop) == ("video", 6, 8, 32)
+    torch.testing.assert_close(ix.model.proj.weight, load_file(folder / "model.safetensors")["proj.weight"])
+    out = ix.embed_units([np.random.default_rng(0).integers(0, 255, (8, 48, 64, 3), dtype=np.uint8)])
+    assert out.shape == (1, 6)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec", ["internvideo", f"internvideo:{HUB_ID}", "internvideo:{folder}", "internvideo:{ckpt}"])
+def test_remote_code_needs_explicit_trust(tmp_path, spec):
+    folder = tiny_viclip(tmp_path / "tiny-viclip")
+    ckpt = tmp_path / "InternVideo-MM-L-14.ckpt"
+    ckpt.write_bytes(b"weights")
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(spec.format(folder=folder, ckpt=ckpt))
+    assert "--trust-remote-code" in one_line(err)
+
+
+def gated_repo_error():
+    """The exception huggingface_hub raises for a gated repo, made by its own response check."""
+    from huggingface_hub.utils import _http, hf_raise_for_status
+
+    http = getattr(_http, "httpx2", None) or getattr(_http, "httpx")
+    url = f"https://huggingface.co/{HUB_ID}/resolve/main/config.json"
+    response = http.Response(403, headers={"X-Error-Code": "GatedRepo", "X-Error-Message": "Access restricted"},
+                             request=http.Request("GET", url))
+    try:
+        hf_raise_for_status(response)
+    except Exception as exc:
+        return exc
+    raise AssertionError("a 403 GatedRepo response did not raise")
+
+
+@pytest.fixture
+def hub_raises(monkeypatch):
+    """The config loads; AutoModel.from_pretrained then raises what the hub or the checkpoint's code raised."""
+    import transformers
+
+    def install(exc: BaseException):
+        def fail(*args, **kwargs):
+            raise exc
+
+        monkeypatch.setattr(transformers.AutoConfig, "from_pretrained",
+                            lambda *a, **k: transformers.PretrainedConfig())
+        monkeypatch.setattr(transformers.AutoModel, "from_pretrained", fail)
+
+    return install
+
+
+def test_gated_repo_is_one_line(hub_raises):
+    from huggingface_hub.errors import GatedRepoError
+
+    exc = gated_repo_error()
+    assert isinstance(exc, GatedRepoError)
+    hub_raises(exc)
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer("internvideo", trust_remote_code=True)
+    message = one_line(err)
+    assert "gated" in message and f"https://huggingface.co/{HUB_ID}" in message and "hf auth login" in message
+
+
+@pytest.mark.parametrize("text", [
+    f"You are trying to access a gated repo.\nMake sure to have access to it at https://huggingface.co/{HUB_ID}.",
+    f"401 Client Error: Unauthorized for url: https://huggingface.co/{HUB_ID}/resolve/main/config.json",
+    f"403 Client Error: Forbidden for url: https://huggingface.co/{HUB_ID}/resolve/main/config.json",
+])
+def test_gated_repo_as_transformers_reports_it(hub_raises, text):
+    hub_raises(OSError(text))
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer("internvideo", trust_remote_code=True)
+    assert "gated or private repo" in one_line(err)
+
+
+def test_not_cached_offline_says_how_to_provide_weights(remote_code):
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer("internvideo:OpenGVLab/ViCLIP-not-cached-anywhere", trust_remote_code=True)
+    message = one_line(err)
+    assert "cannot load internvideo weights" in message and "local weights folder" in message
+
+
+@pytest.mark.parametrize("missing", ["vocab.txt.gz", "model.safetensors"])
+def test_checkpoint_missing_a_file(remote_code, tmp_path, missing):
+    folder = tiny_viclip(tmp_path / "tiny-viclip")
+    (folder / missing).unlink()
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(f"internvideo:{folder}", trust_remote_code=True)
+    assert "cannot load internvideo weights" in one_line(err)
+
+
+def test_folder_without_config(tmp_path):
+    folder = tmp_path / "InternVideo-MM-L-14"
+    folder.mkdir()
+    for trust in (False, True):
+        with pytest.raises(ModelUnavailableError) as err:
+            create_indexer(f"internvideo:{folder}", trust_remote_code=trust)
+        assert "has no config.json" in one_line(err)
+
+
+def test_checkpoint_code_importing_flash_attn(remote_code, tmp_path):
+    if importlib.util.find_spec("flash_attn") is not None:
+        pytest.skip("flash-attn is installed here")
+    folder = tiny_viclip(tmp_path / "tiny-flash", extra_import="import flash_attn")
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(f"internvideo:{folder}", trust_remote_code=True)
+    assert "needs flash-attn (pip install flash-attn) and a CUDA GPU" in one_line(err)
+
+
+@pytest.mark.parametrize("exc", [
+    ImportError("This modeling file requires the following packages that were not found in your environment: "
+                "flash_attn. Run `pip install flash_attn`"),
+    ModuleNotFoundError("No module named 'flash_attn'", name="flash_attn"),
+])
+def test_flash_attn_import_error_from_automodel(hub_raises, exc):
+    hub_raises(exc)
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer("internvideo", trust_remote_code=True)
+    assert "needs flash-attn (pip install flash-attn) and a CUDA GPU" in one_line(err)
+
+
+def test_missing_modules_name_their_pip_packages(hub_raises):
+    hub_raises(ImportError("This modeling file requires the following packages that were not found in your "
+                           "environment: einops, pkg_resources. Run `pip install einops pkg_resources`"))
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer("internvideo", trust_remote_code=True)
+    assert "pip install einops 'setuptools<81'" in one_line(err)
+
+
+def test_other_failures_of_checkpoint_code_are_one_line(hub_raises):
+    hub_raises(AttributeError("'ViCLIP' object has no attribute 'something_new'"))
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer("internvideo", trust_remote_code=True)
+    assert "AttributeError" in one_line(err)
+
+
+# -- the paper's InternVideo v1 .ckpt ------------------------------------------------------------------------------
+class FakeVideoIntern(torch.nn.Module):
+    """Stands in for InternVideo's VideoIntern: records what encode_video receives."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 16)
+        self.seen: list[torch.Tensor] = []
+
+    def encode_video(self, video: torch.Tensor) -> torch.Tensor:
+        self.seen.append(video.detach().clone())
+        return self.proj(video.mean(dim=(2, 3, 4)))
+
+
+@pytest.fixture
+def fake_internvideo(monkeypatch):
+    package = types.ModuleType("InternVideo")
+    package.loaded = []
+
+    def load_model(path):
+        package.loaded.append(path)
+        package.model = FakeVideoIntern()
+        return package.model
+
+    package.load_model = load_model
+    monkeypatch.setitem(sys.modules, "InternVideo", package)
+    return package
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    path = tmp_path / "InternVideo-MM-L-14.ckpt"
+    path.write_bytes(b"not read by the fake package")
+    return path
+
+
+def test_v1_ckpt_gets_8_clip_normalised_frames_at_224(fake_internvideo, ckpt):
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu")
+    assert fake_internvideo.loaded == [str(ckpt)]
+    assert (ix.kind, ix.dim, ix.frames_per_unit, ix.source) == ("video", 16, 8, str(ckpt))
+
+    grey = 128
+    out = ix.embed_units([np.full((8, 180, 320, 3), grey, np.uint8)])
+    video = fake_internvideo.model.seen[-1]
+    assert video.shape == (1, 3, 8, 224, 224) and video.dtype == torch.float32
+    for c in range(3):
+        torch.testing.assert_close(video[0, c], torch.full((8, 224, 224), (grey / 255 - CLIP_MEAN[c]) / CLIP_STD[c]))
+    assert out.shape == (1, 16)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+def test_v1_ckpt_layout_is_channels_then_time(fake_internvideo, ckpt):
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu")
+    frames = np.zeros((8, 240, 240, 3), np.uint8)
+    frames[..., 0] = (np.arange(8) * 30)[:, None, None]  # red ramps over time
+    frames[..., 2] = 200  # blue constant
+    ix.embed_units([frames])
+    video = fake_internvideo.model.seen[-1][0]
+    for t in range(8):
+        assert video[0, t].mean().item() == pytest.approx((30 * t / 255 - CLIP_MEAN[0]) / CLIP_STD[0], abs=1e-5)
+        assert video[1, t].mean().item() == pytest.approx((0 - CLIP_MEAN[1]) / CLIP_STD[1], abs=1e-5)
+        assert video[2, t].mean().item() == pytest.approx((200 / 255 - CLIP_MEAN[2]) / CLIP_STD[2], abs=1e-5)
+
+
+def test_v1_package_missing_says_how_to_install(monkeypatch, ckpt):
+    monkeypatch.setitem(sys.modules, "InternVideo", None)  # import InternVideo -> ModuleNotFoundError
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(f"internvideo:{ckpt}", trust_remote_code=True)
+    message = one_line(err)
+    assert "git clone https://github.com/OpenGVLab/InternVideo" in message
+    assert "InternVideo1/Pretrain/Multi-Modalities-Pretraining" in message and "PYTHONPATH" in message
+
+
+def test_v1_package_with_missing_dependency(monkeypatch, tmp_path, ckpt):
+    package = tmp_path / "site" / "InternVideo"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("import decord_that_is_not_installed\n")
+    monkeypatch.delitem(sys.modules, "InternVideo", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(f"internvideo:{ckpt}", trust_remote_code=True)
+    message = one_line(err)
+    assert "decord_that_is_not_installed" in message and "pip install decord" in message
+
+
+def test_v1_load_failure_is_one_line(fake_internvideo, ckpt):
+    def broken(path):
+        raise KeyError("state_dict")
+
+    fake_internvideo.load_model = broken
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(f"internvideo:{ckpt}", trust_remote_code=True)
+    assert "cannot load" in one_line(err) and "KeyError" in str(err.value)
+
+
+def test_v1_missing_ckpt_file(tmp_path):
+    with pytest.raises(ModelUnavailableError) as err:
+        create_indexer(f"internvideo:{tmp_path / 'InternVideo-MM-L-14.ckpt'}", trust_remote_code=True)
+    assert "does not exist" in one_line(err)
+
+
+def test_bare_ckpt_path_is_claimed_by_internvideo(fake_internvideo, ckpt):
+    ix = create_indexer(str(ckpt), trust_remote_code=True, device="cpu")
+    assert (ix.name, ix.frames_per_unit) == ("internvideo", 8)
+
+
+def test_module_docstring_documents_the_papers_checkpoint():
+    import indexers.internvideo as internvideo
+
+    doc = textwrap.dedent(internvideo.__doc__)
+    for needle in ("InternVideo-MM-L-14.ckpt", "InternVideo.load_model", "encode_video", "PYTHONPATH",
+                   "-i internvideo:/models/InternVideo-MM-L-14.ckpt --trust-remote-code"):
+        assert needle in doc
