@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from indexers.base import INDEXERS, PROTOCOLS, model_card
+from indexers.base import INDEXERS, model_card
 from indexers.clip import CLIP_MEAN, CLIP_STD
 from indexers.hf import image_transform
 from indexers.vision import ImageTransform, ModelUnavailableError, VideoIndexer, unavailable
@@ -52,6 +52,8 @@ FEATURE_METHODS = ("get_vid_features", "get_vid_feat", "encode_vision", "get_vid
 DEFAULT_FRAMES = 8
 V1_FRAMES, V1_RESIZE, V1_CROP = 8, 256, 224  # InternVideo.load_video: 8 frames, Resize(256), CenterCrop(224)
 V1_PACKAGE_DIR = "InternVideo1/Pretrain/Multi-Modalities-Pretraining"
+POOLING = "the checkpoint's video embedding (get_vid_features / encode_video)"
+DTYPE = "fp16 on GPU (v1 .ckpt: fp32), fp32 on CPU"
 # what the package imports; pkg_resources (its `from pkg_resources import packaging`) left setuptools in 81
 V1_REQUIREMENTS = "decord ftfy regex timm opencv-python scikit-image 'setuptools<81'"
 PIP_NAMES = {"pkg_resources": "'setuptools<81'", "cv2": "opencv-python", "skimage": "scikit-image"}
@@ -77,9 +79,9 @@ class InternVideoV1Indexer(VideoIndexer):
     """The InternVideo package's VideoIntern model, run in fp32 as the benchmark ran it."""
 
     def __init__(self, name: str, source: str, model: torch.nn.Module, transform: ImageTransform, dim: int,
-                 device: str | None = None):
+                 device: str | None = None, frame_spec: FrameSpec | None = None, protocol: str = "fast"):
         # the base class would cast to half on CUDA, and casting back cannot restore the fp32 weights
-        super().__init__(name, source, torch.nn.Module(), transform, dim, device)
+        super().__init__(name, source, torch.nn.Module(), transform, dim, device, frame_spec, protocol)
         self.dtype = torch.float32
         self.model = model.to(self.device, self.dtype).eval()
 
@@ -234,11 +236,14 @@ def load_v1(path: Path) -> torch.nn.Module:
                                     f"({type(exc).__name__}: {_one_line(exc)})") from None
 
 
-def _build_v1(path: Path, device: str | None) -> InternVideoV1Indexer:
+def _build_v1(path: Path, device: str | None, protocol: str) -> InternVideoV1Indexer:
     transform = ImageTransform(resize=V1_RESIZE, crop=V1_CROP, mean=CLIP_MEAN, std=CLIP_STD)
-    indexer = InternVideoV1Indexer("internvideo", str(path), load_v1(path), transform, 0, device)
-    # np.linspace(0, n-1, 8) as the package's load_video; its temporal position table has 8 slots
-    indexer.frame_spec = FrameSpec("linspace", V1_FRAMES)
+    # np.linspace(0, n-1, 8) as the package's load_video; its temporal position table has 8 slots. The
+    # package resizes full-size frames with nearest-neighbour (video_transforms on numpy clips); the paper
+    # protocol does too (PIL's nearest, which may pick a neighbouring pixel where OpenCV's would not)
+    resize = transform.at_decode("nearest") if protocol == "paper" else None
+    spec = FrameSpec("linspace", V1_FRAMES, resize)
+    indexer = InternVideoV1Indexer("internvideo", str(path), load_v1(path), transform, 0, device, spec, protocol)
     return _probe_dim(indexer)
 
 
@@ -276,16 +281,19 @@ def _check_local(source: str) -> Path | None:
     claims=("internvideo",),
     description="InternVideo-family video encoder: ViCLIP, or the paper's InternVideo v1 .ckpt "
                 "(runs code not shipped with convis: needs --trust-remote-code)",
-    card={protocol: model_card("8 a unit: " + RULE_TEXT["linspace"], "decoder-scaled to short side 256, then "
-                               "resize + centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: short side 256, "
-                               "CLIP mean/std)", "the checkpoint's video embedding (get_vid_features / "
-                               "encode_video)", "fp16 on GPU (v1 .ckpt: fp32), fp32 on CPU")
-          for protocol in PROTOCOLS},
+    card={
+        "fast": model_card("8 a unit: " + RULE_TEXT["linspace"], "decoder-scaled to short side 256, then resize + "
+                           "centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: CLIP mean/std)", POOLING, DTYPE),
+        "paper": model_card("8 a unit: " + RULE_TEXT["linspace"], "ViCLIP: as fast; v1 .ckpt: full-size decode, "
+                            "nearest short side 256 + centre crop 224, CLIP mean/std (the package's load_video)",
+                            POOLING, DTYPE),
+    },
 )
-def build_internvideo(source: str, device: str | None = None, trust_remote_code: bool = False, **_):
+def build_internvideo(source: str, device: str | None = None, trust_remote_code: bool = False,
+                      protocol: str = "fast", **_):
     ckpt = _check_local(source)
     if not trust_remote_code:
         runs = "the InternVideo package" if ckpt else "code shipped with the weights"
         raise ModelUnavailableError(f"internvideo weights {source!r} run {runs}; "
                                     "re-run with --trust-remote-code if you trust that source")
-    return _build_v1(ckpt, device) if ckpt else _build_checkpoint(source, device)
+    return _build_v1(ckpt, device, protocol) if ckpt else _build_checkpoint(source, device)

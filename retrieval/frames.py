@@ -19,8 +19,6 @@ import numpy as np
 from retrieval.pixels import DEFAULT_SHORT_SIDE, DecoderScaled, SizeError, scaled_size
 from retrieval.sampling import FrameSpec, as_spec
 
-# full-size frames a decoder hands over at once before they are resized: bounds memory on 4K
-FULL_SIZE_CHUNK = 8
 # An every-frame spec (the paper protocol) holds a unit's frames at once; past this many (5 minutes
 # at 30 fps, about 1.4 GB of 224-px frames) the unit must be split with --segment instead.
 EVERY_FRAME_LIMIT = 9000
@@ -130,10 +128,10 @@ class DecordBackend:
         if resize.in_decoder:
             reader = self._open(path, resize.decoder_size(info.width, info.height))
             batch = reader.get_batch(unique).asnumpy()
-        else:  # full size, a few frames at a time, each resized as soon as it is decoded
+        else:  # full size, one frame at a time, each resized as soon as it is decoded
             reader = self._open(path)
-            batch = np.stack([resize.apply(frame) for start in range(0, len(unique), FULL_SIZE_CHUNK)
-                              for frame in reader.get_batch(unique[start:start + FULL_SIZE_CHUNK]).asnumpy()])
+            # one by one: decord's batches of full-size frames cost far more memory than the frames
+            batch = np.stack([resize.apply(reader[i].asnumpy()) for i in unique])
         times = reader.get_frame_timestamp(unique)[:, 0]
         return _reorder(unique, batch, np.asarray(times, dtype=np.float64), indices)
 
@@ -177,7 +175,7 @@ class PyAVBackend:
             exact = frame_times is not None and len(frame_times) > unique[-1]
             targets = [frame_times[i] if exact else i / info.fps for i in unique]
             early = 1e-6 if exact else 0.5 / info.fps
-            grabbed = _grab_frames(container, stream, targets, early, keyframes, small)
+            grabbed = _grab_frames(container, stream, targets, early, keyframes, small, exact)
         grabbed = _fill_missing(grabbed)
         pixels = np.stack([image for image, _ in grabbed])
         times = np.array([float(t if t is not None else target) for (_, t), target in zip(grabbed, targets)])
@@ -225,35 +223,65 @@ def av_errors() -> type[BaseException]:
 
 
 def _grab_frames(container, stream, targets: Sequence[float], early: float, keyframes: list[float] | None,
-                 keep: Callable) -> list:
-    """``keep(frame)`` of the first frame at or after each target time (ascending), in one forward pass.
+                 keep: Callable, exact: bool = False) -> list:
+    """``keep(frame)`` of the frame at each target time (ascending), in one forward pass.
 
     A frame up to ``early`` seconds before a target counts as at it. A seek restarts decoding at
     the keyframe before its target; when that keyframe is not past the frame already decoded,
     going on decoding reaches the target for less work, so the pass seeks only across keyframes
-    (short clips often have one or two: then it never re-decodes).
+    (short clips often have one or two: then it never re-decodes). ``exact``: the targets are the
+    stream's own frame times, so the frame with that very time is wanted (see ``_Decoded``).
     """
-    grabbed, frames, last = [], None, None
+    grabbed, decoded, last = [], None, None
     for target in targets:
         if last is None or last.time is None or _keyframe_between(keyframes, last.time, target):
             container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
-            frames, last = container.decode(stream), None
-        frame = _first_at(frames, target - early, last)
+            decoded = _Decoded(container.decode(stream))
+        frame = decoded.take(target, early, exact)
         grabbed.append(None if frame is None else keep(frame))
         last = frame if frame is not None else last
     return grabbed
 
 
-def _first_at(frames, earliest: float, current):
-    """Decode on to the first frame at or after ``earliest`` (``current`` may already be it)."""
-    if current is not None and current.time is not None and current.time >= earliest:
-        return current
-    last = current
-    for frame in frames:
-        last = frame
-        if frame.time is None or frame.time >= earliest:
-            return frame
-    return last  # past the end: the final frame stands in
+class _Decoded:
+    """Frames decoded ahead of their use.
+
+    A damaged stream can make the decoder hand frames out of order (box.mp4 among the examples:
+    0.0, 0.101, 0.067, ...), so the first frame past a target is not always the target: when the
+    target's exact time is known, up to ``REORDER`` frames past it are decoded looking for it.
+    """
+
+    REORDER = 4
+
+    def __init__(self, frames):
+        self.frames, self.waiting, self.last = iter(frames), [], None
+
+    def take(self, target: float, early: float, exact: bool):
+        earliest = target - early
+        self.waiting = [f for f in self.waiting if f.time is None or f.time >= earliest]
+        while not self._settled(target, earliest, exact):
+            frame = next(self.frames, None)
+            if frame is None:
+                break
+            self.last = frame
+            if frame.time is None or frame.time >= earliest:
+                self.waiting.append(frame)
+        return self._choose(target, earliest, exact)
+
+    def _settled(self, target: float, earliest: float, exact: bool) -> bool:
+        if any(f.time is None for f in self.waiting) or (exact and self._exact(target)):
+            return True
+        later = [f for f in self.waiting if f.time >= earliest]
+        return len(later) > self.REORDER if exact else bool(later)
+
+    def _exact(self, target: float):
+        return next((f for f in self.waiting if f.time is not None and abs(f.time - target) < 1e-6), None)
+
+    def _choose(self, target: float, earliest: float, exact: bool):
+        found = (self._exact(target) if exact else None) or next((f for f in self.waiting if f.time is None), None)
+        if found is None and self.waiting:
+            found = min(self.waiting, key=lambda f: f.time)
+        return found if found is not None else self.last  # past the end: the final frame stands in
 
 
 def _packet_times(container, stream) -> tuple[list[float] | None, list[float] | None]:
@@ -340,7 +368,7 @@ class VideoDecoder:
             return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
                     for span, a, b in zip(units, bounds[:-1], bounds[1:])]
 
-        return self._with_backends(path, read)
+        return self._with_backends(path, read, self._resize(spec))
 
     def sample_span(self, path: str | Path, spec: FrameSpec | int, start: float, end: float | None) -> Frames:
         """Frames of one time range of a file (an anchor given with --start/--end)."""
@@ -354,15 +382,15 @@ class VideoDecoder:
             _check_frame_count(spec, [indices])
             return backend.read(Path(path), info, indices, self._resize(spec))
 
-        return self._with_backends(path, read)[1]
+        return self._with_backends(path, read, self._resize(spec))[1]
 
     def _resize(self, spec: FrameSpec):
         return spec.resize if spec.resize is not None else DecoderScaled(self.short_side)
 
-    def _with_backends(self, path, read):
+    def _with_backends(self, path, read, resize):
         path = Path(path)
         errors = []
-        for backend in self.backends:
+        for backend in self._order(resize):
             try:
                 info = backend.probe(path)
                 return info, read(backend, info)
@@ -371,6 +399,14 @@ class VideoDecoder:
             except Exception as exc:  # decoders raise many types; each is a per-file failure
                 errors.append(f"{backend.name}: {_one_line(exc)}")
         raise DecodeError("; ".join(errors))
+
+
+    def _order(self, resize) -> list[Backend]:
+        """Full-size frames come from PyAV first: decord decodes ahead of a slow reader (each frame is
+        resized before the next is asked for) and held 2.2 GB of 4K frames where PyAV held 0.3 GB."""
+        if resize.in_decoder:
+            return self.backends
+        return sorted(self.backends, key=lambda backend: backend.name != "pyav")
 
 
 def _check_frame_count(spec: FrameSpec, wanted: list[list[int]]) -> None:

@@ -50,7 +50,7 @@ class DecoderScaled:
         return f"decoder-scaled, short side {self.short_side} px"
 
 
-RESAMPLE = {"bicubic": 3, "bilinear": 2}  # PIL.Image.Resampling values
+RESAMPLE = {"bicubic": 3, "bilinear": 2, "nearest": 0}  # PIL.Image.Resampling values
 
 
 class PerFrameResize:

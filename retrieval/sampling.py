@@ -16,7 +16,7 @@ The rules are the reference's (benedettaliberatori/convisbench, commit b8fa4ef):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -126,7 +126,7 @@ class FrameSpec:
 
     rule: str = "per-second"
     count: int = 8  # frames per unit; ignored by the "every" rule
-    resize: object = field(default=None)  # a retrieval.pixels.Resize; None = the fast decoder-scaled default
+    resize: object = None  # a retrieval.pixels policy; None = the decoder-scaled default
 
     def __post_init__(self):
         if self.rule not in FRAME_RULES:

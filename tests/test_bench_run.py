@@ -87,3 +87,20 @@ def test_missing_dataset_files_are_one_line_errors(tmp_path):
     assert result.exit_code == 2 and "gt_conditioned_similarities.json" in result.stderr
     bad = CliRunner().invoke(app, ["bench", "run", "--dataset", str(tmp_path), "--frames", "a,b"])
     assert bad.exit_code == 2 and "--frames" in bad.stderr
+
+
+def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(dataset, tmp_path):
+    from bench.run import model_folder
+    from indexers.base import INDEXERS, available_indexers
+    from retrieval.catalog import Catalog
+
+    root, _ = dataset
+    run("--dataset", root, "--out", tmp_path, "--indexer", "efficientnet-lite0", "--protocol", "paper")
+    with Catalog(tmp_path / "index-paper-fdefault" / "catalog.duckdb", read_only=True) as catalog:
+        assert catalog.setting("protocol") == "paper"
+    available_indexers()
+    # the paper's row names belong to its protocol; convis's fast frames are marked
+    assert model_folder(INDEXERS, "dinov2", "facebook/dinov2-large", 1, 1, "") == "dinov2-large"
+    assert model_folder(INDEXERS, "dinov2", "facebook/dinov2-large", 8, 8, "-fast") == "dinov2-large-fast"
+    bad = CliRunner().invoke(app, ["bench", "run", "--dataset", str(root), "--protocol", "exact"])
+    assert bad.exit_code == 2 and "--protocol" in bad.stderr

@@ -343,3 +343,20 @@ def test_module_docstring_documents_the_papers_checkpoint():
     for needle in ("InternVideo-MM-L-14.ckpt", "InternVideo.load_model", "encode_video", "PYTHONPATH",
                    "-i internvideo:/models/InternVideo-MM-L-14.ckpt --trust-remote-code"):
         assert needle in doc
+
+
+def test_v1_ckpt_under_the_paper_protocol_sees_the_packages_frames(fake_internvideo, ckpt, tmp_path):
+    from retrieval.frames import VideoDecoder
+    from tests import media
+
+    clip = media.make_clip(tmp_path / "c.mp4", frames=30, fps=10, size=(320, 180),
+                           pixels=lambda i: media.numbered_frame(i, 0, (320, 180)))
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu", protocol="paper")
+    _, units = VideoDecoder().sample(clip, ix.frame_spec)
+    frames = units[0][1]
+    # InternVideo.load_video: np.linspace(0, n-1, 8).astype(np.intc); short side 256, centre crop 224
+    assert list(frames.indices) == np.linspace(0, 29, 8).astype(np.intc).tolist()
+    assert frames.pixels.shape == (8, 224, 224, 3)
+    assert [media.read_numbered_frame(f)[1] for f in frames.pixels] == list(frames.indices)
+    ix.embed_units([frames.pixels])
+    assert fake_internvideo.model.seen[-1].shape == (1, 3, 8, 224, 224)  # no second resize in the model's path

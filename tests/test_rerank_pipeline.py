@@ -2,6 +2,7 @@
 
 import json
 
+import av
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -39,6 +40,10 @@ def test_reranked_query_reorders_the_recall_set_by_lmm_scores(index_copy, exampl
     assert all(h.recall_scores for h in reranked.hits)  # recall similarity kept beside the LMM score
     assert engine.scorer.model_pairs == 5
     assert engine.frames.decodes == 6  # the anchor once, each candidate once
+    for hit in reranked.hits:  # the frames behind each score: the anchor's, then the candidate's
+        seen = hit.as_dict()["seen"]["location"]
+        assert len(seen["a"]["indices"]) == len(seen["b"]["indices"]) == 8 and len(seen["size"]) == 2
+    assert len({tuple(h.seen["location"]["a"]["indices"]) for h in reranked.hits}) == 1  # one anchor
 
 
 def test_repeated_query_makes_no_model_call(index_copy, example_videos, qwen):
@@ -86,9 +91,11 @@ def test_compare_cli_json(index_copy, example_videos, qwen):
         gap = len(seconds) / 8
         expected = [seconds[int(i * gap + gap / 2)] for i in range(8)] if len(seconds) >= 8 else \
             seconds + [seconds[-1]] * (8 - len(seconds))
+        with av.open(str(example_videos / name)) as container:  # presentation times, frame by frame
+            times = sorted(float(p.pts * p.time_base) for p in container.demux(video=0) if p.size)
         for c in data["concepts"]:
             assert c["seen"][key]["indices"] == expected
-            assert c["seen"][key]["timestamps"] == pytest.approx([i / info.fps for i in expected], abs=0.05)
+            assert c["seen"][key]["timestamps"] == pytest.approx([times[i] for i in expected], abs=0.002)
     assert all(len(c["seen"]["size"]) == 2 and c["seen"]["size"][0] % 28 == 0 for c in data["concepts"])
 
 
