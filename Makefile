@@ -27,7 +27,10 @@ demo: install
 browser:
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium)
 
+# lint first: a layer broken or a name unused fails in seconds, before the suite's minutes
 test: install browser
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 clean:

@@ -38,14 +38,14 @@ def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
     from indexers.vision import ModelUnavailableError
     from rerankers.base import RerankerError
-    from retrieval.catalog import CatalogBusy
-    from retrieval.fusion import FusionError
-    from retrieval.ray_pipeline import RayUnavailable
-    from retrieval.concepts import ConceptError
+    from retrieval.core.concepts import ConceptError
+    from retrieval.core.registry import UnknownModelError
     from retrieval.engine import AnchorError, NoIndexError
-    from retrieval.indexing import IndexSettingsError
-    from retrieval.registry import UnknownModelError
-    from retrieval.signals import SignalError
+    from retrieval.pipeline.indexing import IndexSettingsError
+    from retrieval.pipeline.ray_pipeline import RayUnavailable
+    from retrieval.search.fusion import FusionError
+    from retrieval.search.signals import SignalError
+    from retrieval.store.catalog import CatalogBusy
 
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
                 IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
@@ -126,7 +126,7 @@ def index(
                                            "reference's frames, pixels, weights and fp32). Kept in the index."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
-    """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume and skip unchanged files)."""
+    """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
     from retrieval.engine import INDEX_DIRNAME, Engine
 
     with user_errors():
@@ -210,9 +210,9 @@ def query(
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
-    from retrieval.concepts import parse_concepts
+    from retrieval.core.concepts import parse_concepts
     from retrieval.engine import Engine
-    from retrieval.signals import parse_overrides
+    from retrieval.search.signals import parse_overrides
 
     with user_errors():
         concepts = parse_concepts(concept)
@@ -222,7 +222,7 @@ def query(
                               parse_duration(end), parse_overrides(signal), reranker=reranker,
                               rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
         if html is not None:
-            from retrieval.gallery import write_query_html
+            from retrieval.serve.gallery import write_query_html
 
             page = write_query_html(result, engine.root, html, start=parse_duration(start, allow_zero=True),
                                     end=parse_duration(end))
@@ -279,7 +279,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
     """How similar are A and B in terms of each concept (1 = completely different, 5 = perfectly similar)?"""
-    from retrieval.concepts import parse_concepts
+    from retrieval.core.concepts import parse_concepts
     from retrieval.engine import Engine, find_index_dir
 
     with user_errors():
@@ -289,7 +289,7 @@ def compare(
                         rerank_batch=rerank_batch).compare(
             a, b, concepts, reranker, mode, symmetric)
         if html is not None:
-            from retrieval.gallery import write_compare_html
+            from retrieval.serve.gallery import write_compare_html
 
             err.print(f"page: {write_compare_html(result, a, b, html)}", highlight=False)
     for notice in result["notices"]:
@@ -316,7 +316,7 @@ def serve(
                                            "rerank."),
 ):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
-    from retrieval.server import serve as run_server
+    from retrieval.serve.server import serve as run_server
 
     with user_errors():
         run_server(resolve_index_dir(index_dir, Path.cwd()), host, port, reranker)
@@ -354,7 +354,8 @@ def models(
 ):
     """List the registered indexers and rerankers: default weights, and what each is fed (frames, decode size,
     pooling, precision), before anything is downloaded."""
-    from indexers.base import INDEXERS, PROTOCOLS, available_indexers
+    from indexers.base import INDEXERS, PROTOCOLS
+    from indexers.factory import available_indexers
 
     with user_errors():
         if protocol not in PROTOCOLS:
@@ -376,7 +377,8 @@ def models(
 
 
 def _reranker_rows() -> list[dict]:
-    from rerankers.base import RERANKERS, available_rerankers
+    from rerankers.base import RERANKERS
+    from rerankers.factory import available_rerankers
 
     return [{"kind": "reranker", "name": n, "default": RERANKERS.entry(n).default_source,
              "description": RERANKERS.entry(n).description, **RERANKERS.entry(n).card} for n in available_rerankers()]

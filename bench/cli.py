@@ -11,6 +11,7 @@ from rich.console import Console
 
 from bench import report
 from bench.evaluate import correlation_rows, file_correlation, random_rows, retrieval_rows
+from bench.fusion_cli import register as register_fusion
 from bench.loaders import (
     RANKING_SUFFIX,
     SIMILARITIES_SUFFIX,
@@ -21,7 +22,6 @@ from bench.loaders import (
     load_gt_pairs,
     load_ranked,
 )
-from bench.fusion_cli import register as register_fusion
 from bench.perf_cli import register as register_perf
 from bench.split import make_split
 
@@ -177,9 +177,9 @@ def _read_captions(folder: Path) -> dict[str, str]:
 
 
 def _text_indexer(spec: str, device: str | None):
-    from indexers.base import create_indexer
+    from indexers.factory import create_indexer
     from indexers.vision import ModelUnavailableError
-    from retrieval.registry import UnknownModelError
+    from retrieval.core.registry import UnknownModelError
 
     # a bare folder is read as sentence-transformers weights, whatever its config calls itself
     spec = f"text:{spec}" if Path(spec).expanduser().is_dir() else spec
@@ -232,7 +232,8 @@ def run(
                                                     "scores (name, hub id or folder).")] = None,
     frames: Annotated[Optional[str], typer.Option("--frames", help="Frames per video, or a sweep like "
                                                   "1,2,4,8,16 (paper Figure 3). Default: each model's own.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="Reranker scoring: expected or greedy (the paper's).")] = "expected",
+    mode: Annotated[str, typer.Option("--mode", help="Reranker scoring: expected or greedy (the paper's).")] = (
+        "expected"),
     symmetric: Annotated[bool, typer.Option("--symmetric", help="Average (a, b) and (b, a).")] = False,
     captions: Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text "
                                                      "indexer (default: DATASET/captions).")] = None,
@@ -247,7 +248,6 @@ def run(
 ) -> None:
     """Run convis on a ConViS-Bench folder: write its scores in the released formats and evaluate them."""
     from bench.run import BenchRun, load_dataset
-
     from indexers.base import PROTOCOLS
 
     if protocol not in PROTOCOLS:
@@ -294,8 +294,8 @@ def _model_errors() -> Iterator[None]:
     """Missing weights, unknown models and lock conflicts are user errors too."""
     from indexers.vision import ModelUnavailableError
     from rerankers.base import RerankerError
-    from retrieval.catalog import CatalogBusy
-    from retrieval.registry import UnknownModelError
+    from retrieval.core.registry import UnknownModelError
+    from retrieval.store.catalog import CatalogBusy
 
     try:
         yield

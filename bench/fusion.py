@@ -17,7 +17,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from bench.loaders import BenchDataError, GtPair, PairKey, ScoreFile, gt_concepts, load_pair_scores
 from bench.metrics import UNPARSEABLE
-from retrieval.fusion import (
+from retrieval.search.fusion import (
     ALPHAS,
     INDEXER_SIGNALS,
     KINDS,
@@ -58,7 +58,7 @@ def signal_name(f: ScoreFile) -> str:
 
 def query_time_signals() -> set[str]:
     """Signals convis itself computes when it answers a query: indexer cosines and reranker scores."""
-    from indexers.base import available_indexers
+    from indexers.factory import available_indexers
     from rerankers import available_rerankers
 
     return {*INDEXER_SIGNALS, *available_indexers(), *(reranker_signal(r) for r in available_rerankers())}

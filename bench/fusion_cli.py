@@ -24,8 +24,8 @@ from bench.fusion import (
     weight_records,
 )
 from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
-from retrieval.concepts import CONVIS_CONCEPTS
-from retrieval.fusion import FusionError, FusionModel, PairTable, finite
+from retrieval.core.concepts import CONVIS_CONCEPTS
+from retrieval.search.fusion import FusionError, FusionModel, PairTable, finite
 
 HELP = "Learn per-concept weights of signals and compare the fused score with each signal (k-fold CV)."
 

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from retrieval.concepts import BENCH_KEYS, CONVIS_CONCEPTS, slug
+from retrieval.core.concepts import BENCH_KEYS, CONVIS_CONCEPTS, slug
 
 PairKey = tuple[str, str]  # (base name of video1, base name of video2), order kept
 

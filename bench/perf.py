@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
+import multiprocessing as mp
 import os
 import resource
 import shutil
@@ -24,10 +25,9 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
-import multiprocessing as mp
 import numpy as np
 
-from retrieval.sampling import as_spec
+from retrieval.core.sampling import as_spec
 
 RECALL_K = 100
 MIXTURE_COMPONENTS = 1000
@@ -250,7 +250,7 @@ def prepare_recall_data(folder: str, count: int, dim: int, queries: int) -> Reca
 
 def index_kinds(count: int, dim: int) -> list[tuple[str, str, str]]:
     """(label, factory, search parameters) to compare at one size; the automatic choice is marked."""
-    from retrieval.vectors import choose_factory, default_search_params, ivf_lists
+    from retrieval.store.vectors import choose_factory, default_search_params, ivf_lists
 
     lists = ivf_lists(count)
     ivf = f"IVF{lists},Flat"
@@ -270,7 +270,7 @@ def measure_index(data: RecallData, label: str, factory: str, params: str, singl
     """Build one index through ``VectorIndex`` and time single queries and batches of 100."""
     import faiss
 
-    from retrieval.vectors import VectorIndex
+    from retrieval.store.vectors import VectorIndex
 
     folder = Path(data.folder)
     matrix = np.load(folder / "data.npy", mmap_mode="r")
@@ -296,7 +296,7 @@ def measure_index(data: RecallData, label: str, factory: str, params: str, singl
 
 def _blas_row(index, queries, batch, batches, budget_s, truth, row, build_s, cores) -> RecallResult:
     """The exact batch again with FAISS's shipped BLAS threshold (convis lowers it for batches)."""
-    from retrieval import vectors
+    from retrieval.store import vectors
 
     ours, vectors.BLAS_FROM_QUERIES = vectors.BLAS_FROM_QUERIES, vectors.FAISS_BLAS_THRESHOLD
     try:
@@ -357,15 +357,15 @@ class IndexingResult:
 
 
 def list_clips(folder: Path) -> list[Path]:
-    from retrieval.scan import find_videos
+    from retrieval.media.scan import find_videos
 
     found, _ = find_videos(Path(folder))
     return [Path(f.path) for f in found]
 
 
 def _job(path: Path, frames_per_unit: int, segment_seconds: float | None = None):
-    from retrieval.indexing import DecodeJob
-    from retrieval.scan import FoundFile
+    from retrieval.media.scan import FoundFile
+    from retrieval.pipeline.indexing import DecodeJob
 
     stat = path.stat()
     return DecodeJob(FoundFile(str(path), path.name, stat.st_size, stat.st_mtime), (as_spec(frames_per_unit),),
@@ -379,7 +379,7 @@ def only_decoder(name: str):
     The pipeline's ``decode_job`` builds its own decoder with every installed backend, so
     comparing decord with PyAV needs the choice made module-wide (and undone afterwards).
     """
-    from retrieval import frames
+    from retrieval.media import frames
 
     original = frames._available_backends
     chosen = [factory for factory in original() if factory.name == name]
@@ -408,7 +408,7 @@ class OneDecoder:
 
 
 def _load_indexer(spec: str):
-    from indexers.base import create_indexer
+    from indexers.factory import create_indexer
 
     indexer = create_indexer(spec)
     blank = np.zeros((1, 64, 64, 3), np.uint8)
@@ -422,7 +422,7 @@ def _frames_of(decoded, count: int) -> int:
 
 def measure_decode(clips: Sequence[Path], decoder: str, frames_per_unit: int) -> IndexingResult:
     """Our decoding alone, one process, exactly as a pipeline worker runs it (probe, sample, hash)."""
-    from retrieval.indexing import decode_job
+    from retrieval.pipeline.indexing import decode_job
 
     jobs = [_job(c, frames_per_unit) for c in clips]
     with only_decoder(decoder), clock() as timed:
@@ -451,8 +451,8 @@ def streamed_frames(path: Path, decoder: str, frames_per_unit: int) -> tuple[np.
     They are resized to our output size, so this and our sampled decoding hand the model
     identical inputs.  Returns (frames, number of frames decoded).
     """
-    from retrieval.frames import VideoDecoder, output_size
-    from retrieval.sampling import sample_frame_indices
+    from retrieval.core.sampling import sample_frame_indices
+    from retrieval.media.frames import VideoDecoder, output_size
 
     info = VideoDecoder(backends=[decoder]).backends[0].probe(Path(path))
     wanted = sample_frame_indices(info.frame_count, info.fps, frames_per_unit)
@@ -511,7 +511,7 @@ def measure_streamed_decode(clips: Sequence[Path], decoder: str, frames_per_unit
 
 def measure_embed(clips: Sequence[Path], decoder: str, indexer_spec: str) -> IndexingResult:
     """The model alone on already-decoded frames, one call per file as the pipeline makes."""
-    from retrieval.indexing import decode_job
+    from retrieval.pipeline.indexing import decode_job
 
     indexer = _load_indexer(indexer_spec)
     count = indexer.frames_per_unit
@@ -535,10 +535,10 @@ def measure_pipeline(root: Path, decoder: str, indexer_spec: str, workers: int =
     from contextlib import nullcontext
 
     from indexers.vision import cpu_threads
-    from retrieval.catalog import Catalog
-    from retrieval.distribute import ProcessDistributor
     from retrieval.engine import cores_left
-    from retrieval.indexing import DECODER_MODULES, IndexRun
+    from retrieval.pipeline.distribute import ProcessDistributor
+    from retrieval.pipeline.indexing import DECODER_MODULES, IndexRun
+    from retrieval.store.catalog import Catalog
 
     workers = workers or max(1, (os.cpu_count() or 2) // 2)  # the engine's default
     pool = ProcessDistributor(workers)
@@ -619,10 +619,10 @@ def tiny_reranker(folder: Path) -> str:
 
 def measure_rerank(clips: Sequence[Path], reranker_spec: str, concept: str = "location") -> RerankResult:
     """Score (first clip, each other clip) cold, then again as a new command with only the cache shared."""
-    from rerankers.base import create_reranker
-    from retrieval.concepts import parse_concepts
-    from retrieval.rerank import ClipRef
-    from retrieval.scan import content_hash
+    from rerankers.factory import create_reranker
+    from retrieval.core.concepts import parse_concepts
+    from retrieval.media.scan import content_hash
+    from retrieval.search.rerank import ClipRef
 
     started = time.perf_counter()
     model = create_reranker(reranker_spec)
@@ -638,7 +638,7 @@ def measure_rerank(clips: Sequence[Path], reranker_spec: str, concept: str = "lo
 
 
 def _score_once(model, cache_path: Path, pairs, concept):
-    from retrieval.rerank import FrameCache, PairScorer, ScoreCache
+    from retrieval.search.rerank import FrameCache, PairScorer, ScoreCache
 
     started = time.perf_counter()
     cache = ScoreCache(cache_path)  # opened per command, as the engine does
@@ -872,7 +872,7 @@ def run_indexing(config: PerfConfig, root: Path, clips: list[Path], originals: l
 
 
 def _frames_per_unit(spec: str) -> int:
-    from indexers.base import create_indexer
+    from indexers.factory import create_indexer
 
     return create_indexer(spec).frames_per_unit
 

@@ -65,10 +65,10 @@ def perf(
                                                        "alone and report its peak memory.")] = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
-    from_json: Annotated[Optional[list[Path]], typer.Option("--from-json", metavar="FILE", help="Measure nothing: write the "
-                                                            "markdown from reports saved with --json (repeat to "
-                                                            "combine runs; a later run's part replaces an "
-                                                            "earlier one's).")] = None,
+    from_json: Annotated[Optional[list[Path]], typer.Option(
+        "--from-json", metavar="FILE", help="Measure nothing: write the markdown from reports saved with --json "
+                                            "(repeat to combine runs; a later run's part replaces an earlier one's).")
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = DEFAULT_OUT,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="A seconds-long run on tiny inputs (CI).")] = False,

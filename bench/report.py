@@ -13,7 +13,7 @@ from rich.table import Table
 
 from bench import paper
 from bench.evaluate import CorrelationRow, RetrievalRow
-from retrieval.concepts import CONVIS_CONCEPTS
+from retrieval.core.concepts import CONVIS_CONCEPTS
 
 PAPER_STYLE = "dim"
 
@@ -166,7 +166,8 @@ def bar_chart(path: str | Path, rows: Sequence[dict], metrics: dict[str, str], t
     for ax, (field, label) in zip(axes[0], metrics.items()):
         for i, model in enumerate(models):
             values = [_value(rows, model, c, field) for c in concepts]
-            ax.bar(x + (i - (len(models) - 1) / 2) * width, values, width, label=model, color=_colour(plt, i, len(models)))
+            offset = (i - (len(models) - 1) / 2) * width
+            ax.bar(x + offset, values, width, label=model, color=_colour(plt, i, len(models)))
         ax.set_xticks(x, [CONVIS_CONCEPTS[c] for c in concepts], rotation=20, ha="right")
         ax.set_ylabel(label)
         ax.axhline(0, color="black", linewidth=0.5)

@@ -26,10 +26,18 @@ from typing import Callable
 
 import numpy as np
 
-from bench.loaders import (BenchDataError, GtPair, PairKey, ScoreFile, base_name, load_gt_pairs, load_ranked,
-                           ranked_from_data)
+from bench.loaders import (
+    BenchDataError,
+    GtPair,
+    PairKey,
+    ScoreFile,
+    base_name,
+    load_gt_pairs,
+    load_ranked,
+    ranked_from_data,
+)
 from bench.split import make_split
-from retrieval.concepts import CONVIS_CONCEPTS, Concept
+from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"
@@ -75,7 +83,7 @@ def load_dataset(root: Path, captions: Path | None = None) -> Dataset:
 
 
 def _find_videos(root: Path) -> dict[str, Path]:
-    from retrieval.scan import find_videos
+    from retrieval.media.scan import find_videos
 
     found, _ = find_videos(root)
     return {base_name(f.rel): Path(f.path) for f in found}
@@ -147,7 +155,7 @@ class BenchRun:
     # -- global signals -----------------------------------------------------
     def _vectors(self) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
         """(name, source, frames) of each indexer -> base name -> the video's vector."""
-        from retrieval.catalog import Catalog
+        from retrieval.store.catalog import Catalog
 
         with Catalog(self.engine.catalog_path, read_only=True) as catalog:
             rows = catalog.indexers()
@@ -183,7 +191,8 @@ class BenchRun:
 
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:
-        from rerankers.base import RERANKERS, create_reranker
+        from rerankers.base import RERANKERS
+        from rerankers.factory import create_reranker
 
         reranker = create_reranker(self.reranker_spec, device=self.engine.device, frames_per_video=self.frames)
         scorer = self.engine.pair_scorer(reranker, self.mode, self.symmetric, [])
@@ -217,8 +226,8 @@ class BenchRun:
         return out
 
     def _clips(self):
-        from retrieval.catalog import Catalog
-        from retrieval.rerank import ClipRef
+        from retrieval.search.rerank import ClipRef
+        from retrieval.store.catalog import Catalog
 
         with Catalog(self.engine.catalog_path, read_only=True) as catalog:
             states = catalog.file_states()

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from bench.loaders import GtPair, PairKey
 from bench.metrics import dense_ranks
-from retrieval.concepts import BENCH_KEYS, CONVIS_CONCEPTS
+from retrieval.core.concepts import BENCH_KEYS, CONVIS_CONCEPTS
 
 MIN_CANDIDATES = 2  # with one candidate there is nothing to retrieve
 

@@ -13,7 +13,8 @@ HUB_TIMEOUT = 3.0  # seconds; an unreachable hub must cost a moment, not a stall
 
 def default_indexer() -> tuple[str, str | None]:
     """(spec, notice): the spec to use and, when falling back, one line saying why."""
-    from indexers.base import INDEXERS, available_indexers
+    from indexers.base import INDEXERS
+    from indexers.factory import available_indexers
 
     available_indexers()  # registers the built-in families
     source = INDEXERS.entry(PREFERRED).default_source

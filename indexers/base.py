@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from typing import ClassVar, Sequence
 
 import numpy as np
 
-from retrieval.registry import Registry
-from retrieval.sampling import FrameSpec
+from retrieval.core.registry import Registry
+from retrieval.core.sampling import FrameSpec
 
 # "fast": convis's defaults (about 1 frame a second, 8 a unit, decoder-scaled frames);
 # "paper": the ConViS-Bench reference's frames, pixels, weights and precision, exactly
@@ -70,25 +70,3 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
 
 
 INDEXERS: Registry[Indexer] = Registry("indexer")
-
-
-def create_indexer(spec: str, protocol: str = "fast", **kwargs) -> Indexer:
-    """Build an indexer from a name (``dinov2``), ``name:source``, a hub id or a local folder.
-
-    ``protocol="paper"`` builds it as the ConViS-Bench reference ran it (its default weights,
-    frames, pixels and precision); ``"fast"`` is convis's cheaper default.
-    """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
-    _load_builtin()
-    return INDEXERS.create(spec, variant=protocol, protocol=protocol, **kwargs)
-
-
-def available_indexers() -> list[str]:
-    _load_builtin()
-    return INDEXERS.names()
-
-
-def _load_builtin() -> None:
-    # importing the family modules registers them; done lazily so `import indexers` stays cheap
-    import indexers.families  # noqa: F401

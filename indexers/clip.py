@@ -9,7 +9,7 @@ import torch
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.hf import image_transform, is_local, load_model
 from indexers.vision import ImageIndexer, ImageTransform, paper_frames, unavailable
-from retrieval.sampling import RULE_TEXT
+from retrieval.core.sampling import RULE_TEXT
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -60,7 +60,8 @@ def _is_transformers_checkpoint(source: str) -> bool:
     if is_local(source):
         return (Path(source).expanduser() / "config.json").is_file()
     # open_clip tags look like "ViT-L-14/openai"; transformers ids like "openai/clip-vit-large-patch14"
-    return "/" in source and not source.startswith(("hf-hub:", "local-dir:")) and "clip" in source.split("/")[-1].lower()
+    tagged = source.startswith(("hf-hub:", "local-dir:"))
+    return "/" in source and not tagged and "clip" in source.split("/")[-1].lower()
 
 
 def _frames(protocol: str, transform: ImageTransform):

@@ -13,8 +13,7 @@ import torch
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.hf import image_transform, load_model
 from indexers.vision import ImageIndexer, paper_frames
-from retrieval.sampling import RULE_TEXT
-
+from retrieval.core.sampling import RULE_TEXT
 
 POOLING = "mean of all tokens (CLS included) per frame, then mean over frames"
 

@@ -9,7 +9,7 @@ import torch
 
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.vision import ImageIndexer, ImageTransform, unavailable
-from retrieval.sampling import RULE_TEXT
+from retrieval.core.sampling import RULE_TEXT
 
 # EfficientNet-Lite was trained on inputs scaled as (x - 127) / 128
 LITE_TRANSFORM = ImageTransform(resize=256, crop=224, mean=(0.498, 0.498, 0.498), std=(0.502, 0.502, 0.502))

@@ -44,7 +44,7 @@ from indexers.base import INDEXERS, model_card
 from indexers.clip import CLIP_MEAN, CLIP_STD
 from indexers.hf import image_transform
 from indexers.vision import ImageTransform, ModelUnavailableError, VideoIndexer, unavailable
-from retrieval.sampling import RULE_TEXT, FrameSpec
+from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
 DEFAULT_SOURCE = "OpenGVLab/ViCLIP-L-14-hf"
 # get_vid_features first: ViCLIP's encode_vision masks 90% of the patches unless told it is testing

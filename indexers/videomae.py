@@ -15,7 +15,7 @@ import torch
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.hf import image_transform, load_model
 from indexers.vision import ImageTransform, VideoIndexer
-from retrieval.sampling import RULE_TEXT, FrameSpec
+from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
 POOLING = "mean of all space-time tokens of the clip"
 

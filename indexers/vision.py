@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from indexers.base import Indexer, l2_normalise
-from retrieval.pixels import ShortSideResize
-from retrieval.sampling import FrameSpec
+from retrieval.core.pixels import ShortSideResize
+from retrieval.core.sampling import FrameSpec
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

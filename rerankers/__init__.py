@@ -8,11 +8,10 @@ from rerankers.base import (
     RerankerError,
     RerankerUnavailable,
     UnknownModelError,
-    available_rerankers,
     average_scores,
-    create_reranker,
     expected_score,
 )
+from rerankers.factory import available_rerankers, create_reranker
 from rerankers.prompt import PROMPT_VERSION, parse_score, system_prompt
 
 __all__ = [

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
 from rerankers.frames import concat_pair, prepare
 from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
-from retrieval.registry import Registry, UnknownModelError
-from retrieval.sampling import RULE_TEXT, FrameSpec
+from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
+from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
 MODES = ("expected", "greedy")
 
@@ -101,7 +100,7 @@ class Reranker(ABC):
     source: str  # hub id or local folder the weights came from
     revision: str = "unknown"  # which weights exactly: hub commit or a hash of the local folder
     frames_per_video: int = 8  # per video; families and instances override
-    frame_rule: ClassVar[str] = "per-second"  # retrieval.sampling rule the family's reference uses
+    frame_rule: ClassVar[str] = "per-second"  # retrieval.core.sampling rule the family's reference uses
     size_text: ClassVar[str] = "decoder-scaled to short side 256"  # the decode size, in words
     dtype_text: ClassVar[str] = "bf16 on GPUs that have it, else fp16; fp32 on CPU"
     batch_size: int = 4  # pairs per forward pass
@@ -118,7 +117,7 @@ class Reranker(ABC):
         return FrameSpec(self.frame_rule, self.frames_per_video, self.frame_resize())
 
     def frame_resize(self):
-        """The decode-size policy (retrieval.pixels) the family's preprocessing needs; None = fast default."""
+        """The decode-size policy (retrieval.core.pixels) the family's preprocessing needs; None = fast default."""
         return None
 
     @property
@@ -180,34 +179,3 @@ class Reranker(ABC):
 
 
 RERANKERS: Registry[Reranker] = Registry("reranker")
-
-
-def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) -> Reranker:
-    """Build a reranker from a name (``qwen2.5-vl``), ``name:source``, a hub id or a local folder.
-
-    Raises UnknownModelError for a spec no family claims and RerankerUnavailable when the
-    weights are not on this machine; both carry a one-line message.
-    """
-    _load_builtin()
-    _check_local_spec(spec)
-    return RERANKERS.create(spec, device=device, dtype=dtype, **kwargs)
-
-
-def _check_local_spec(spec: str) -> None:
-    # a bare path the registry cannot open would otherwise read as an "unknown reranker"
-    text = spec.strip()
-    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().is_dir():
-        raise RerankerUnavailable(f"no weights folder at {text!r}")
-
-
-def available_rerankers() -> list[str]:
-    _load_builtin()
-    return RERANKERS.names()
-
-
-def _load_builtin() -> None:
-    # importing the family modules registers them; lazily, so `import rerankers` stays cheap
-    import rerankers.internvl  # noqa: F401
-    import rerankers.llava  # noqa: F401
-    import rerankers.qwen  # noqa: F401
-

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from retrieval.sampling import FrameSpec, rule_indices, uniform_indices
+from retrieval.core.sampling import FrameSpec, rule_indices, uniform_indices
 
 
 def as_video(frames: np.ndarray, what: str = "video") -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from rerankers.base import RERANKERS
 from rerankers.frames import processor_frame_size
 from rerankers.hf import HFVideoReranker
-from retrieval.pixels import FixedResize
+from retrieval.core.pixels import FixedResize
 
 
 class InternVLReranker(HFVideoReranker):

@@ -17,7 +17,7 @@ import numpy as np
 
 from rerankers.base import RERANKERS
 from rerankers.hf import HFVideoReranker
-from retrieval.pixels import PerFrameResize
+from retrieval.core.pixels import PerFrameResize
 
 # encode_concat_video_Qwen's constants
 _IMAGE_FACTOR = 28

@@ -14,20 +14,31 @@ from typing import Sequence
 import duckdb
 import numpy as np
 
-from indexers.base import Indexer, create_indexer
-from retrieval.catalog import Catalog, CatalogBusy, CatalogEmpty, UnitRow
-from retrieval.concepts import Concept, combine, parse_concepts
-from retrieval.distribute import Distributor, ProcessDistributor
-from retrieval.frames import Span, VideoDecoder
-from retrieval.fusion import FusionModel
-from retrieval.fusion_query import fuse, load_fusion
-from retrieval.indexing import (DECODER_MODULES, PROTOCOL, PUBLISH_EVERY, SNAPSHOT_NAME, IndexReport, IndexRun,
-                                Progress, build_index, configure_faiss, settle_protocol)
-from retrieval.sampling import FrameSpec
-from retrieval.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
-from retrieval.scan import content_hash
-from retrieval import search, signals
-from retrieval.vectors import VectorIndex, index_path
+from indexers.base import Indexer
+from indexers.factory import create_indexer
+from retrieval.core.concepts import Concept, combine, parse_concepts
+from retrieval.core.sampling import FrameSpec
+from retrieval.media.frames import Span, VideoDecoder
+from retrieval.media.scan import content_hash
+from retrieval.pipeline.distribute import Distributor, ProcessDistributor
+from retrieval.pipeline.indexing import (
+    DECODER_MODULES,
+    PROTOCOL,
+    PUBLISH_EVERY,
+    SNAPSHOT_NAME,
+    IndexReport,
+    IndexRun,
+    Progress,
+    build_index,
+    configure_faiss,
+    settle_protocol,
+)
+from retrieval.search import ranking, signals
+from retrieval.search.fusion import FusionModel
+from retrieval.search.fusion_query import fuse, load_fusion
+from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache
+from retrieval.store.catalog import Catalog, CatalogBusy, CatalogEmpty, UnitRow
+from retrieval.store.vectors import VectorIndex, index_path
 
 INDEX_DIRNAME = ".convis"
 CATALOG_NAME = "catalog.duckdb"
@@ -46,7 +57,7 @@ class QueryResult:
     anchor: str
     concepts: list[Concept]
     signals: dict[str, str]  # concept key -> indexer model id used for recall scores
-    hits: list[search.Hit]
+    hits: list[ranking.Hit]
     notices: list[str] = field(default_factory=list)
     reranker: str | None = None
     fusion: str | None = None
@@ -156,7 +167,7 @@ class Engine:
                 models.append(self.indexer("text"))  # captions are only useful with a text indexer
             configure_faiss(catalog, models, faiss_index, faiss_params)
             if ray is not None:  # decode and embed on a Ray cluster, merge here exactly as a local run
-                from retrieval.ray_pipeline import index_with_ray
+                from retrieval.pipeline.ray_pipeline import index_with_ray
 
                 return index_with_ray(catalog, self.index_dir, models, folder, address=ray,
                                       segment_seconds=segment_seconds, captions=captions, progress=progress,
@@ -196,14 +207,14 @@ class Engine:
             vectors, notices = self._anchor_vectors(catalog, anchor_path, digest, start, end, signal_of, indexed)
             indices = {m: self._vector_index(catalog, m) for m in set(signal_of.values())}
             recall_k = recall_k or max(100, 10 * k)
-            candidates = sorted(search.recall(vectors, indices, recall_k))
+            candidates = sorted(ranking.recall(vectors, indices, recall_k))
             units = catalog.units(candidates)
             if fusion is not None:
                 every = self._every_anchor_vector(catalog, anchor_path, digest, start, end, indexed, vectors)
                 indices.update({m: indices.get(m) or self._vector_index(catalog, m) for m in every})
         span = Span(0, start or 0.0, end if end is not None else float("inf"))
         keep = lambda unit: not _same_clip(unit, digest, span)  # noqa: E731 (never return the anchor itself)
-        hits = search.rank(search.score(candidates, vectors, indices, signal_of), units, concepts, keep)
+        hits = ranking.rank(ranking.score(candidates, vectors, indices, signal_of), units, concepts, keep)
         result = QueryResult(str(anchor), concepts, signal_of, hits[:k], [*self.notices, *notices])
         shortlist = hits[:max(k, rerank_top)] if fusion is not None else hits[:k]
         if reranker is not None:
@@ -213,7 +224,7 @@ class Engine:
         if fusion is not None:
             model = load_fusion(fusion)
             reranker_name = self.scorer.reranker.name if reranker is not None else None
-            shortlist = fuse(shortlist, concepts, model, search.similarities(
+            shortlist = fuse(shortlist, concepts, model, ranking.similarities(
                 [h.unit_id for h in shortlist], every, indices), reranker_name, result.notices)
             result.fusion = str(fusion) if not isinstance(fusion, FusionModel) else "model"
         result.hits = shortlist[:k]
@@ -237,7 +248,8 @@ class Engine:
     # -- reranking ----------------------------------------------------------
     def reranker(self, spec):
         """A Reranker built once per engine (specs are names, hub ids or folders)."""
-        from rerankers.base import Reranker, create_reranker
+        from rerankers.base import Reranker
+        from rerankers.factory import create_reranker
 
         if isinstance(spec, Reranker):
             return spec
@@ -278,7 +290,7 @@ class Engine:
             hit.seen = {c.key: per_concept[c.key][i].evidence for c in concepts if per_concept[c.key][i].evidence}
             hit.total = None if None in hit.scores.values() else combine(hit.scores, concepts)
         self._model_notices(notices)
-        return search.order(hits)
+        return ranking.order(hits)
 
     # -- compare ------------------------------------------------------------
     def compare(self, a: str | Path, b: str | Path, concepts: Sequence[str] | Sequence[Concept], reranker,
@@ -386,7 +398,7 @@ def _check_anchor(anchor: str | Path, what: str = "anchor") -> Path:
 
 
 def _decode_anchor(path: Path, frames: FrameSpec, start: float | None, end: float | None) -> np.ndarray:
-    from retrieval.frames import DecodeError
+    from retrieval.media.frames import DecodeError
 
     decoder = VideoDecoder()
     try:

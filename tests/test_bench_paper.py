@@ -15,7 +15,7 @@ from bench.cli import app
 from bench.evaluate import correlation_rows
 from bench.loaders import discover, load_gt_pairs, load_retrieval_scores
 from bench.metrics import random_retrieval
-from retrieval.concepts import CONVIS_CONCEPTS
+from retrieval.core.concepts import CONVIS_CONCEPTS
 
 DATA = Path(__file__).parent / "data" / "convis-bench"
 GT = DATA / "gt_conditioned_similarities.json"

@@ -91,8 +91,9 @@ def test_missing_dataset_files_are_one_line_errors(tmp_path):
 
 def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(dataset, tmp_path):
     from bench.run import model_folder
-    from indexers.base import INDEXERS, available_indexers
-    from retrieval.catalog import Catalog
+    from indexers.base import INDEXERS
+    from indexers.factory import available_indexers
+    from retrieval.store.catalog import Catalog
 
     root, _ = dataset
     run("--dataset", root, "--out", tmp_path, "--indexer", "efficientnet-lite0", "--protocol", "paper")

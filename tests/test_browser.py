@@ -24,7 +24,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(example_index):
     """`convis serve` on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
-    from retrieval.server import make_server
+    from retrieval.serve.server import make_server
 
     port = free_port()
     uvicorn_server = make_server(example_index, "127.0.0.1", port, log_level="warning")

@@ -6,8 +6,8 @@ import open_clip
 import pytest
 import torch
 
-from indexers import create_indexer
 from indexers import clip as clip_indexer
+from indexers import create_indexer
 from indexers.base import INDEXERS
 from indexers.clip import open_clip_build_args
 

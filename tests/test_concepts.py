@@ -1,7 +1,7 @@
 import pytest
 
-from retrieval.concepts import ConceptError, combine, parse_concept, parse_concepts
-from retrieval.signals import SignalError, choose, parse_overrides
+from retrieval.core.concepts import ConceptError, combine, parse_concept, parse_concepts
+from retrieval.search.signals import SignalError, choose, parse_overrides
 
 
 @pytest.mark.parametrize("spec, key, words", [

@@ -10,16 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import faiss
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 from cli import app
-import faiss
-
-from retrieval.catalog import Catalog, CatalogEmpty
-from retrieval.indexing import SNAPSHOT_NAME
-from retrieval.vectors import VectorIndex, index_path
+from retrieval.pipeline.indexing import SNAPSHOT_NAME
+from retrieval.store.catalog import Catalog, CatalogEmpty
+from retrieval.store.vectors import VectorIndex, index_path
 from tests.conftest import ROOT
 
 GOOD = ["campus_01.mp4", "campus_02.mp4", "bikes.mp4", "box.mp4", "cup.mp4", "carphone_pristine.mp4",

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rerankers.base import create_reranker
-from retrieval.concepts import parse_concepts
-from retrieval.frames import VideoDecoder
-from retrieval.rerank import ClipRef, FrameCache, PairScorer
+from rerankers.factory import create_reranker
+from retrieval.core.concepts import parse_concepts
+from retrieval.media.frames import VideoDecoder
+from retrieval.search.rerank import ClipRef, FrameCache, PairScorer
 from tests import media, tiny_vlm
 from tests.test_rerankers import ProcessorSpy
 

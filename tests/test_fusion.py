@@ -16,8 +16,8 @@ import bench.fusion as bf
 from bench.fusion import FUSED, build_table, cross_validate, margins, query_time_signals
 from bench.fusion_cli import register
 from bench.loaders import SIMILARITIES_SUFFIX, discover, load_gt_pairs
-from retrieval.concepts import CONVIS_CONCEPTS
-from retrieval.fusion import (
+from retrieval.core.concepts import CONVIS_CONCEPTS
+from retrieval.search.fusion import (
     FusionError,
     FusionModel,
     PairTable,

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from retrieval.engine import Engine
-from retrieval.fusion import FusionModel, default_weights_path
+from retrieval.search.fusion import FusionModel, default_weights_path
 
 
 @pytest.fixture(scope="module")

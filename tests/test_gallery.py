@@ -7,10 +7,10 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image
 
-from retrieval.concepts import parse_concepts
+from retrieval.core.concepts import parse_concepts
 from retrieval.engine import Engine, QueryResult
-from retrieval.gallery import strip, video_src, write_compare_html, write_query_html
-from retrieval.search import Hit
+from retrieval.search.ranking import Hit
+from retrieval.serve.gallery import strip, video_src, write_compare_html, write_query_html
 from tests.media import make_clip
 
 NASTY = "<script>alert('x')\"q.mp4"  # no '/' possible in a file name, so no closing tag either

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from indexers import create_indexer
-from retrieval.frames import VideoDecoder
+from retrieval.media.frames import VideoDecoder
 from tests import media
 
 
@@ -120,7 +120,8 @@ def test_videomae_sees_the_reference_clip(with_processors, tmp_path, frames, exp
 
 
 def test_protocols_pick_the_papers_default_weights():
-    from indexers.base import INDEXERS, available_indexers
+    from indexers.base import INDEXERS
+    from indexers.factory import available_indexers
 
     available_indexers()
     assert INDEXERS.entry("videomae").source_for("paper") == "MCG-NJU/videomae-large"

@@ -3,7 +3,7 @@ import pytest
 
 from indexers import available_indexers, create_indexer
 from indexers.vision import ModelUnavailableError
-from retrieval.registry import UnknownModelError
+from retrieval.core.registry import UnknownModelError
 
 rng = np.random.default_rng(0)
 
@@ -77,7 +77,7 @@ def test_video_indexer_takes_its_clip_length_from_the_model(tiny_models):
 
 
 def test_efficientnet_real_weights_separate_scenes(example_videos):
-    from retrieval.frames import VideoDecoder
+    from retrieval.media.frames import VideoDecoder
 
     ix = create_indexer("efficientnet-lite0")
     assert ix.dim == 1280

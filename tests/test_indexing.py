@@ -5,10 +5,10 @@ import faiss
 import numpy as np
 import pytest
 
-from retrieval.catalog import Catalog
-from retrieval.distribute import SerialDistributor
 from retrieval.engine import Engine
-from retrieval.vectors import VectorIndex, index_path
+from retrieval.pipeline.distribute import SerialDistributor
+from retrieval.store.catalog import Catalog
+from retrieval.store.vectors import VectorIndex, index_path
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_an_index_too_small_to_train_uses_the_automatic_choice_until_it_can(engi
 
 
 def test_a_faiss_setting_that_cannot_work_is_refused_before_indexing(engine, video_folder):
-    from retrieval.indexing import IndexSettingsError
+    from retrieval.pipeline.indexing import IndexSettingsError
 
     run(engine, video_folder, faiss_index="HNSW16,Flat")
     for bad in ({"faiss_index": "NoSuchIndex"}, {"faiss_index": "IVF8,PQ7"}, {"faiss_params": "efSearch=-"}):
@@ -133,7 +133,7 @@ def test_segments_make_several_units(engine, video_folder):
 
 
 def test_changing_segment_length_is_refused(engine, video_folder):
-    from retrieval.indexing import IndexSettingsError
+    from retrieval.pipeline.indexing import IndexSettingsError
 
     run(engine, video_folder)
     with pytest.raises(IndexSettingsError, match="one unit per file"):

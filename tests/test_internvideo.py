@@ -346,7 +346,7 @@ def test_module_docstring_documents_the_papers_checkpoint():
 
 
 def test_v1_ckpt_under_the_paper_protocol_sees_the_packages_frames(fake_internvideo, ckpt, tmp_path):
-    from retrieval.frames import VideoDecoder
+    from retrieval.media.frames import VideoDecoder
     from tests import media
 
     clip = media.make_clip(tmp_path / "c.mp4", frames=30, fps=10, size=(320, 180),

@@ -6,14 +6,13 @@ No timing is asserted (the machine is shared); only that every measurement is ma
 import json
 
 import numpy as np
-
-from retrieval.sampling import as_spec
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from bench import perf
 from bench.perf_cli import register
+from retrieval.core.sampling import as_spec
 
 
 def test_mixture_is_unit_vectors_and_queries_share_its_clusters():
@@ -35,7 +34,7 @@ def test_peak_rss_sees_an_allocation_and_measure_fills_it_in():
 
 
 def test_reference_way_and_ours_hand_the_model_the_same_frames(tmp_path):
-    from retrieval.indexing import decode_job
+    from retrieval.pipeline.indexing import decode_job
 
     clip = perf.make_clips(tmp_path, count=1)[0]
     for decoder in ("decord", "pyav"):
@@ -84,7 +83,7 @@ def test_smoke_run_writes_every_table(tmp_path):
         ("decode", "sampled"), ("decode", "every frame"), ("decode", "every frame, streamed"),
         ("embed", "sampled"), ("end-to-end", "sampled")]} | {("end-to-end", "every frame", "decord")}
     kinds = {(r["index"], r["batch"]) for r in data["recall"]}
-    from retrieval.vectors import FAISS_BLAS_THRESHOLD
+    from retrieval.store.vectors import FAISS_BLAS_THRESHOLD
 
     shipped = f"exact, FAISS's BLAS threshold {FAISS_BLAS_THRESHOLD}"
     assert {"exact (auto)", shipped, "HNSW", "IVF", "IVF-PQ"} == {k for k, _ in kinds}

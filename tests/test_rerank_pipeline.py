@@ -3,12 +3,10 @@
 import json
 
 import av
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from retrieval.concepts import parse_concepts
 from retrieval.engine import Engine
 from tests.tiny_vlm import build_qwen_vl
 
@@ -82,7 +80,7 @@ def test_compare_cli_json(index_copy, example_videos, qwen):
     for c in data["concepts"]:  # greedy: a parsed 1-5 answer, or null when unreadable; never 0
         assert c["score"] is None or c["score"] in {1.0, 2.0, 3.0, 4.0, 5.0}
     # the evidence behind each score: the frames each video showed and the pixel size that reached the model
-    from retrieval.frames import VideoDecoder
+    from retrieval.media.frames import VideoDecoder
 
     for key, name in (("a", "box.mp4"), ("b", "cup.mp4")):
         info = VideoDecoder().backends[0].probe(example_videos / name)

@@ -16,7 +16,8 @@ import pytest
 import torch
 import transformers
 
-from rerankers.base import RerankerError, create_reranker
+from rerankers.base import RerankerError
+from rerankers.factory import create_reranker
 from rerankers.hf import HFVideoReranker, load_checkpoint, resolve_dtype
 from rerankers.qwen import QwenReranker
 from tests import tiny_vlm

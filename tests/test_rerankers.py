@@ -22,10 +22,10 @@ from rerankers.base import (
     RerankerUnavailable,
     UnknownModelError,
     average_scores,
-    create_reranker,
     expected_score,
     to_pair_score,
 )
+from rerankers.factory import create_reranker
 from rerankers.frames import concat_pair
 from rerankers.hf import answer_token_ids, revision_of
 from rerankers.prompt import PROMPT_VERSION, build_chat, parse_score, system_prompt

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.engine import Engine
+from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from tests import media
 from tests.workers import behave, decode_bytes, stamped
 
@@ -75,7 +75,7 @@ def test_every_bad_input_is_skipped_with_a_reason_and_good_ones_are_indexed(tmp_
 
 
 def test_frames_of_a_4k_clip_are_decoded_small(tmp_path):
-    from retrieval.frames import VideoDecoder
+    from retrieval.media.frames import VideoDecoder
 
     clip = media.make_clip(tmp_path / "4k.mp4", frames=4, fps=2, size=(3840, 2160), codec="mpeg4")
     _, units = VideoDecoder().sample(clip, 4)
@@ -84,7 +84,7 @@ def test_frames_of_a_4k_clip_are_decoded_small(tmp_path):
 
 @pytest.mark.parametrize("backend", ["decord", "pyav"])
 def test_rotated_video_is_decoded_upright(backend):
-    from retrieval.frames import VideoDecoder
+    from retrieval.media.frames import VideoDecoder
 
     info, units = VideoDecoder(backends=[backend]).sample(media.ROTATED, 2)
     pixels = units[0][1].pixels[0]

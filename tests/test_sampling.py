@@ -1,7 +1,7 @@
 import pytest
 
-from retrieval.frames import Span, VideoInfo, span_frame_indices, spans
-from retrieval.sampling import per_second_indices, sample_frame_indices, uniform_indices
+from retrieval.core.sampling import per_second_indices, sample_frame_indices, uniform_indices
+from retrieval.media.frames import Span, VideoInfo, span_frame_indices, spans
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,31 @@ import time
 
 import faiss
 import numpy as np
-
-from retrieval.sampling import as_spec
 import pytest
 
-from retrieval import ondisk
-from retrieval.catalog import Catalog
-from retrieval.distribute import ProcessDistributor, SerialDistributor, TaskFailed
+from retrieval.core.sampling import as_spec
 from retrieval.engine import Engine
-from retrieval.frames import Frames, Span, VideoInfo
-from retrieval.indexing import DecodeJob, decode_job
-from retrieval.ray_pipeline import (SHARDS_DIRNAME, EmbeddedFile, RayDistributor, RayEmbedStage, RayIndexRun,
-                                    RayOptions, RemoteFailure, ShardStore, _Decoder, _Embedder, code_runtime_env,
-                                    index_with_ray)
-from retrieval.scan import FoundFile
-from retrieval.vectors import VectorIndex, index_path
+from retrieval.media.frames import Frames, Span, VideoInfo
+from retrieval.media.scan import FoundFile
+from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
+from retrieval.pipeline.indexing import DecodeJob, decode_job
+from retrieval.pipeline.ray_pipeline import (
+    SHARDS_DIRNAME,
+    EmbeddedFile,
+    RayDistributor,
+    RayEmbedStage,
+    RayIndexRun,
+    RayOptions,
+    RemoteFailure,
+    ShardStore,
+    _Decoder,
+    _Embedder,
+    code_runtime_env,
+    index_with_ray,
+)
+from retrieval.store import ondisk
+from retrieval.store.catalog import Catalog
+from retrieval.store.vectors import VectorIndex, index_path
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
-from retrieval.catalog import Catalog
 from retrieval.engine import Engine, NoIndexError
-from retrieval.server import create_app, safe_path, ApiError
+from retrieval.serve.server import ApiError, create_app, safe_path
+from retrieval.store.catalog import Catalog
 from tests.media import make_clip
 
 EXPECTED_FILES = {"bigbuckbunny.mp4", "bikes.mp4", "box.mp4", "campus_01.mp4", "campus_02.mp4", "campus_03.mp4",

@@ -30,7 +30,7 @@ def decode_bytes(data: bytes):
     """Decode a video given as bytes (written to a temp file): shape of the frames, or the DecodeError text."""
     import tempfile
 
-    from retrieval.frames import DecodeError, VideoDecoder
+    from retrieval.media.frames import DecodeError, VideoDecoder
 
     with tempfile.NamedTemporaryFile(suffix=".mp4") as fh:
         fh.write(data)

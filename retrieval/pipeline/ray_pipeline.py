@@ -22,14 +22,13 @@ shard filling, anything that maps a function over items).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
 import os
 import pickle
 import shutil
-import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -40,12 +39,19 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from indexers.base import Indexer
-from retrieval.catalog import Catalog
-from retrieval.distribute import ProcessDistributor, SerialDistributor, TaskFailed
-from retrieval.frames import Frames, Span, VideoInfo
-from retrieval.indexing import (PUBLISH_EVERY, DecodedFile, DecodeJob, IndexReport, IndexRun, Progress,
-                                reason_of)
-from retrieval.scan import FoundFile
+from retrieval.media.frames import Frames, Span, VideoInfo
+from retrieval.media.scan import FoundFile
+from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
+from retrieval.pipeline.indexing import (
+    PUBLISH_EVERY,
+    DecodedFile,
+    DecodeJob,
+    IndexReport,
+    IndexRun,
+    Progress,
+    reason_of,
+)
+from retrieval.store.catalog import Catalog
 
 SHARDS_DIRNAME = "shards"
 LOCAL = {None, "", "local"}  # addresses that mean "start a Ray instance on this machine"
@@ -122,8 +128,10 @@ def code_runtime_env(local: bool = True) -> dict:
     (its nodes still need the same third-party packages installed).
     """
     import indexers
-    import retrieval
 
+    # the package this module belongs to (already imported); importing it by name would pull in its
+    # lazily exported Engine, a layer above
+    retrieval = sys.modules[__name__.partition(".")[0]]
     if not local:
         import rerankers
 
@@ -254,7 +262,7 @@ class _Decoder:
         self.runner = ProcessDistributor(1, timeout) if isolate else SerialDistributor()
         context = getattr(self.runner, "context", None)
         if context is not None and context.get_start_method() == "forkserver":
-            context.set_forkserver_preload(["retrieval.indexing"])
+            context.set_forkserver_preload(["retrieval.pipeline.indexing"])
 
     def __call__(self, batch: dict) -> dict:
         jobs = [pickle.loads(blob) for blob in batch["job"]]
@@ -275,7 +283,7 @@ class _Embedder:
                  protocol: str = "fast"):
         import torch
 
-        from indexers.base import create_indexer
+        from indexers.factory import create_indexer
 
         torch.set_num_threads(max(1, threads))
         extra = {"trust_remote_code": True} if trust_remote_code else {}
@@ -546,49 +554,3 @@ def _outcome(ref) -> Any:
         return TaskFailed(f"task crashed (its Ray worker died): {type(exc).__name__}")
     except Exception as exc:  # node lost, object lost, ...: this item failed, the others go on
         return TaskFailed(reason_of(exc))
-
-
-# -- throughput: python -m retrieval.ray_pipeline FOLDER ---------------------------------------------
-def _measure(folder: Path, spec: str, ray_address: str | None, workers: int) -> tuple[float, int, int]:
-    from retrieval.engine import Engine
-
-    with tempfile.TemporaryDirectory() as tmp:
-        engine = Engine(Path(tmp) / ".convis")
-        models = [engine.indexer(spec)]  # built before timing, as both paths need them in this process
-        started = time.perf_counter()
-        if ray_address is None:
-            report = engine.index(folder, [spec], workers=workers)
-        else:
-            engine.index_dir.mkdir(parents=True)
-            with Catalog(engine.catalog_path) as catalog:
-                catalog.set_setting("root", str(folder.resolve()))
-                report = index_with_ray(catalog, engine.index_dir, models, folder, address=ray_address)
-        return time.perf_counter() - started, report.indexed, report.frames
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Indexing throughput: local processes vs Ray on this machine")
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("-i", "--indexer", default="efficientnet-lite0")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
-    args = parser.parse_args(argv)
-    for name, address in (("local", None), ("ray-local", "local")):
-        if address is not None:
-            # started once, after the local runs (an idle Ray instance still takes CPU from them);
-            # its start-up is not indexing time, the actors each run starts are
-            connect(address)
-        runs = [_measure(args.folder, args.indexer, address, args.workers) for _ in range(args.repeat)]
-        seconds = statistics.median(r[0] for r in runs)
-        clips, frames = runs[0][1], runs[0][2]
-        print(json.dumps({"path": name, "clips": clips, "frames": frames, "median_s": round(seconds, 2),
-                          "clips_per_min": round(60 * clips / seconds, 1),
-                          "frames_per_s": round(frames / seconds, 1),
-                          "runs_s": [round(r[0], 2) for r in runs]}))
-
-
-if __name__ == "__main__":
-    # run the imported module's main: Ray workers must unpickle this module's classes by their real name
-    from retrieval.ray_pipeline import main as _main
-
-    _main()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.concepts import Concept, combine
-from retrieval.fusion import FusionError, FusionModel, default_weights_path, reranker_signal
-from retrieval.search import Hit, order
+from retrieval.core.concepts import Concept, combine
+from retrieval.search.fusion import FusionError, FusionModel, default_weights_path, reranker_signal
+from retrieval.search.ranking import Hit, order
 
 
 def load_fusion(spec) -> FusionModel:

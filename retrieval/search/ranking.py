@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrieval.catalog import UnitRow
-from retrieval.concepts import Concept, combine
-from retrieval.vectors import VectorIndex
+from retrieval.core.concepts import Concept, combine
+from retrieval.store.catalog import UnitRow
+from retrieval.store.vectors import VectorIndex
 
 
 @dataclass

@@ -169,7 +169,8 @@ class Catalog:
         return int(self.setting("generation") or 0)
 
     def _bump(self) -> None:
-        self.db.execute("UPDATE settings SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
+        self.db.execute(
+            "UPDATE settings SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
 
     # -- indexers -----------------------------------------------------------
     def register_indexer(self, row: IndexerRow) -> None:

@@ -17,12 +17,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from indexers.base import Indexer
-from retrieval.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
-from retrieval.distribute import Distributor
-from retrieval.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
-from retrieval.sampling import FrameSpec
-from retrieval.scan import FoundFile, content_hash, find_videos, plan
-from retrieval.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
+from retrieval.core.sampling import FrameSpec
+from retrieval.media.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
+from retrieval.media.scan import FoundFile, content_hash, find_videos
+from retrieval.pipeline.distribute import Distributor
+from retrieval.pipeline.plan import plan
+from retrieval.store.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
+from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
 
 
 class IndexSettingsError(ValueError):
@@ -37,7 +38,7 @@ class DecodeJob:
     short_side: int = DEFAULT_SHORT_SIDE
 
 
-DECODER_MODULES = ("retrieval.indexing", "decord", "av")  # what a decode worker imports before its first file
+DECODER_MODULES = ("retrieval.pipeline.indexing", "decord", "av")  # what a decode worker imports before its first file
 
 
 @dataclass

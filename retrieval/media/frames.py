@@ -16,8 +16,8 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from retrieval.pixels import DEFAULT_SHORT_SIDE, DecoderScaled, SizeError, scaled_size
-from retrieval.sampling import FrameSpec, as_spec
+from retrieval.core.pixels import DEFAULT_SHORT_SIDE, DecoderScaled, SizeError, scaled_size
+from retrieval.core.sampling import FrameSpec, as_spec
 
 # An every-frame spec (the paper protocol) holds a unit's frames at once; past this many (5 minutes
 # at 30 fps, about 1.4 GB of 224-px frames) the unit must be split with --segment instead.

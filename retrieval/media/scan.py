@@ -1,4 +1,4 @@
-"""Find the video files under a folder and decide what an indexing run has to do."""
+"""Find the video files under a folder and fingerprint their contents."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-from retrieval.catalog import FileState
 
 VIDEO_EXTENSIONS = frozenset({
     ".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".mts",
@@ -21,19 +19,6 @@ class FoundFile:
     rel: str  # relative to the root, POSIX separators (the catalog key)
     size: int
     mtime: float
-
-
-@dataclass(frozen=True)
-class Plan:
-    new: list[FoundFile]
-    changed: list[FoundFile]
-    missing_vectors: list[FoundFile]  # indexed, but not yet by every requested indexer
-    unchanged: list[FoundFile]
-    deleted: list[str]
-
-    @property
-    def work(self) -> list[FoundFile]:
-        return self.new + self.changed + self.missing_vectors
 
 
 def find_videos(root: Path, skip: Path | None = None) -> tuple[list[FoundFile], list[tuple[str, str]]]:
@@ -68,24 +53,6 @@ def _inspect(root: Path, path: Path) -> FoundFile | tuple[str, str]:
     if not os.access(real, os.R_OK):
         return rel, "cannot read: permission denied"
     return FoundFile(str(path), rel, stat.st_size, stat.st_mtime)
-
-
-def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str]) -> Plan:
-    """Split found files by what must happen to them; ``complete`` = paths with every requested vector."""
-    new, changed, missing, unchanged = [], [], [], []
-    for f in found:
-        state = known.get(f.rel)
-        if state is None:
-            new.append(f)
-        elif state.size != f.size or abs(state.mtime - f.mtime) > 1e-6:
-            changed.append(f)
-        elif state.status == "ok" and f.rel not in complete:
-            missing.append(f)
-        else:
-            unchanged.append(f)
-    present = {f.rel for f in found}
-    deleted = sorted(p for p in known if p not in present)
-    return Plan(new, changed, missing, unchanged, deleted)
 
 
 def content_hash(path: str | os.PathLike, chunk: int = 4 << 20) -> str:

@@ -18,9 +18,9 @@ from typing import Sequence
 
 import duckdb
 
-from retrieval.concepts import Concept
-from retrieval.frames import Frames, VideoDecoder
-from retrieval.sampling import FrameSpec
+from retrieval.core.concepts import Concept
+from retrieval.core.sampling import FrameSpec
+from retrieval.media.frames import Frames, VideoDecoder
 
 SCORES_NAME = "scores.duckdb"
 

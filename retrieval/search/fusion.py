@@ -58,7 +58,7 @@ def reranker_signal(name: str) -> str:
 
 def default_weights_path() -> Path:
     """Weights shipped with convis, fitted on all ConViS-Bench pairs (see docs/fusion.md)."""
-    return Path(__file__).resolve().parent / "data" / "fusion_default.json"
+    return Path(__file__).resolve().parents[1] / "data" / "fusion_default.json"
 
 
 # ---------------------------------------------------------------- training data

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from retrieval.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import DecodeError, VideoDecoder
 
 # Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
 # that a 10-result page with 8 frames each stays around a megabyte.

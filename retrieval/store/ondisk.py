@@ -24,12 +24,19 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import faiss
 import numpy as np
 
-from retrieval.distribute import Distributor
-from retrieval.vectors import KMEANS_ITERATIONS, TRAIN_PER_LIST, VectorIndex, default_search_params, ivf_lists
+from retrieval.store.vectors import KMEANS_ITERATIONS, TRAIN_PER_LIST, VectorIndex, default_search_params, ivf_lists
+
+
+class Distributor(Protocol):
+    """Anything that maps a function over items, yielding (item, result): the pipeline's distributors."""
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]: ...
+
 
 INDEX_NAME = "index.faiss"
 DATA_NAME = "index.ivfdata"

@@ -120,13 +120,13 @@ def rule_indices(rule: str, frame_count: int, fps: float, wanted: int) -> list[i
 class FrameSpec:
     """How one model wants its frames: which (``rule``, ``count``) and at what size (``resize``).
 
-    ``resize`` is a ``retrieval.pixels`` policy (decoder-scaled, or decoded full size and resized
+    ``resize`` is a ``retrieval.core.pixels`` policy (decoder-scaled, or decoded full size and resized
     per frame as the model's own preprocessing does); it travels with the model's weights.
     """
 
     rule: str = "per-second"
     count: int = 8  # frames per unit; ignored by the "every" rule
-    resize: object = None  # a retrieval.pixels policy; None = the decoder-scaled default
+    resize: object = None  # a retrieval.core.pixels policy; None = the decoder-scaled default
 
     def __post_init__(self):
         if self.rule not in FRAME_RULES:

@@ -29,11 +29,11 @@ from fastapi import FastAPI, File, Query, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from retrieval.catalog import CatalogBusy
 from retrieval.engine import AnchorError, Engine, NoIndexError
-from retrieval.frames import DecodeError, VideoDecoder
-from retrieval.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
-from retrieval.scan import VIDEO_EXTENSIONS
+from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.scan import VIDEO_EXTENSIONS
+from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
+from retrieval.store.catalog import CatalogBusy
 
 UPLOADS = ".uploads"
 UPLOAD_REF = re.compile(r"\.uploads/([0-9a-f]{32}\.[a-z0-9]{1,5})")
@@ -214,9 +214,9 @@ def _error(status: int, message: str, headers: dict | None = None, **extra) -> J
 def _add_error_handlers(app: FastAPI) -> None:
     from indexers.vision import ModelUnavailableError
     from rerankers.base import RerankerError
-    from retrieval.concepts import ConceptError
-    from retrieval.registry import UnknownModelError
-    from retrieval.signals import SignalError
+    from retrieval.core.concepts import ConceptError
+    from retrieval.core.registry import UnknownModelError
+    from retrieval.search.signals import SignalError
 
     async def busy(_request, exc):
         message = str(exc) if "retry" in str(exc) else f"{exc}; retry in a few seconds"

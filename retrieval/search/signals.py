@@ -28,7 +28,7 @@ class SignalError(ValueError):
 
 def parse_overrides(specs: Iterable[str]) -> dict[str, str]:
     """``location=clip`` -> {"location": "clip"} (the concept part is slugged like --concept)."""
-    from retrieval.concepts import parse_concept
+    from retrieval.core.concepts import parse_concept
 
     out = {}
     for spec in specs:

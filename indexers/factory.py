@@ -1,0 +1,32 @@
+"""One factory for every indexer: a spec (name, ``name:weights``, hub id or folder) in, a built model out.
+
+The registry lives in ``indexers.base`` and the families register into it; this module imports the
+families, so nothing below it imports back (timm's layout).
+"""
+
+from __future__ import annotations
+
+from indexers.base import INDEXERS, PROTOCOLS, Indexer
+
+
+def create_indexer(spec: str, protocol: str = "fast", **kwargs) -> Indexer:
+    """Build an indexer from a name (``dinov2``), ``name:source``, a hub id or a local folder.
+
+    ``protocol="paper"`` builds it as the ConViS-Bench reference ran it (its default weights,
+    frames, pixels and precision); ``"fast"`` is convis's cheaper default.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
+    _load_builtin()
+    return INDEXERS.create(spec, variant=protocol, protocol=protocol, **kwargs)
+
+
+def available_indexers() -> list[str]:
+    _load_builtin()
+    return INDEXERS.names()
+
+
+def _load_builtin() -> None:
+    # importing the family modules registers them; lazily, because they import torch and
+    # `import indexers` (the CLI's start, `convis models`) must stay cheap
+    import indexers.families  # noqa: F401

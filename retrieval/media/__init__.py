@@ -1,0 +1,1 @@
+"""Reading videos: finding files, probing and decoding sampled frames."""

@@ -1,0 +1,1 @@
+"""Showing results: the HTML gallery and the web app / HTTP API."""
