@@ -80,11 +80,6 @@ def correlation_row(kind: str, folder: str) -> PaperRow | None:
     return (TABLE2 if kind == CONDITIONED else TABLE3).get(folder)
 
 
-def paper_correlation(kind: str, folder: str, concept: str) -> tuple[float, float] | None:
-    row = correlation_row(kind, folder)
-    return row.values.get(concept) if row else None
-
-
 def paper_retrieval(folder: str, concept: str) -> tuple[float, float, float] | None:
     row = TABLE4.get(folder)
     return row.values.get(concept) if row else None

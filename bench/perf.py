@@ -69,11 +69,6 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def tree_rss_mb(pid: int | None = None) -> float:
-    """Resident memory of a process and all its descendants, in MB (decoder workers count too)."""
-    return sum(_rss_kb(p) for p in _tree(pid or os.getpid())) / 1024
-
-
 def _cpu_s(pid: int) -> float:
     """User + system CPU seconds a process has used so far (0 once it is gone)."""
     try:
@@ -609,10 +604,8 @@ class RerankResult:
 
 
 def tiny_reranker(folder: Path) -> str:
-    """A tiny random Qwen2-VL checkpoint (tests/tiny_vlm.py): exercises the real code path on a CPU."""
-    if str(ROOT) not in sys.path:
-        sys.path.append(str(ROOT))  # tests/ is not an installed package
-    from tests.tiny_vlm import build_qwen_vl
+    """A tiny random Qwen2-VL checkpoint (bench/tiny/vlm.py): exercises the real code path on a CPU."""
+    from bench.tiny.vlm import build_qwen_vl  # imports transformers: only a rerank measurement needs it
 
     return str(build_qwen_vl(Path(folder) / "qwen2-vl-tiny"))
 
@@ -1036,7 +1029,7 @@ def notes(config: PerfConfig) -> list[str]:
         "the `exact, FAISS's BLAS threshold` row repeats the exact batch with the value FAISS ships.",
     ]
     if config.reranker is None:
-        out.append("Reranking uses a tiny randomly initialised Qwen2-VL (tests/tiny_vlm.py) on the CPU: it measures "
+        out.append("Reranking uses a tiny randomly initialised Qwen2-VL (bench/tiny/vlm.py) on the CPU: it measures "
                    "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "
                    "to minutes per pair on a CPU.")
     return out

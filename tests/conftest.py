@@ -19,7 +19,7 @@ def example_videos() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
-    from tests import tiny_models as tm
+    from bench.tiny import vision as tm
 
     base = tmp_path_factory.mktemp("tiny-models")
     return {

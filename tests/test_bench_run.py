@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.loaders import load_pair_scores, load_retrieval_scores
+from bench.tiny.vlm import build_qwen_vl
 from cli import app
-from tests.tiny_vlm import build_qwen_vl
 
 CLIPS = {"campus_01": "campus", "campus_02": "campus", "campus_03": "campus", "box": "hands", "cup": "hands",
          "bikes": "street"}

@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.tiny import vlm as tiny_vlm
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import parse_concepts
 from retrieval.media.frames import VideoDecoder
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer
-from tests import media, tiny_vlm
+from tests import media
 from tests.test_rerankers import ProcessorSpy
 
 SIGLIP = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))  # LLaVA-OneVision's SigLIP processor

@@ -20,7 +20,7 @@ def with_processors(tmp_path_factory):
     """Tiny checkpoints that ship an image processor, as the hub's do (small sizes keep them fast)."""
     from transformers import BitImageProcessor, CLIPImageProcessor, VideoMAEImageProcessor
 
-    from tests import tiny_models as tm
+    from bench.tiny import vision as tm
 
     root = tmp_path_factory.mktemp("tiny-with-processors")
     dinov2 = tm.tiny_dinov2(root / "dinov2")

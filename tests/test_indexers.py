@@ -89,7 +89,7 @@ def test_efficientnet_real_weights_separate_scenes(example_videos):
 
 
 def test_open_clip_folder_without_weights_is_refused(tmp_path):
-    from tests.tiny_models import tiny_open_clip
+    from bench.tiny.vision import tiny_open_clip
 
     folder = tiny_open_clip(tmp_path / "no-weights", with_weights=False)
     with pytest.raises(ModelUnavailableError, match="no weights"):

@@ -6,9 +6,9 @@ import av
 import pytest
 from typer.testing import CliRunner
 
+from bench.tiny.vlm import build_qwen_vl
 from cli import app
 from retrieval.engine import Engine
-from tests.tiny_vlm import build_qwen_vl
 
 
 @pytest.fixture(scope="module")

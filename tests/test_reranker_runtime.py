@@ -1,7 +1,7 @@
 """Rerankers at run time: dtype choice, unreadable rows, out-of-memory batches, weight placement and
 checkpoints whose video and image processors disagree.
 
-No GPU is needed: CUDA facts are monkeypatched and the tiny checkpoints of tests/tiny_vlm.py run on CPU.
+No GPU is needed: CUDA facts are monkeypatched and the tiny checkpoints of bench/tiny/vlm.py run on CPU.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pytest
 import torch
 import transformers
 
+from bench.tiny import vlm as tiny_vlm
 from rerankers.base import RerankerError
 from rerankers.factory import create_reranker
 from rerankers.hf import HFVideoReranker, load_checkpoint, resolve_dtype
 from rerankers.qwen import QwenReranker
-from tests import tiny_vlm
 
 
 @pytest.fixture(scope="module")

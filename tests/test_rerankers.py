@@ -1,7 +1,7 @@
 """Rerankers: the reference prompt, frame protocol, score math and the transformers code paths.
 
 No real VLM weights exist here, so tiny random Qwen2-VL / Qwen2.5-VL / LLaVA-OneVision /
-InternVL checkpoints are written to disk (tests/tiny_vlm.py) and loaded through the factory.
+InternVL checkpoints are written to disk (bench/tiny/vlm.py) and loaded through the factory.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import rerankers
+from bench.tiny import vlm as tiny_vlm
 from rerankers.base import (
     RERANKERS,
     NextToken,
@@ -30,7 +31,6 @@ from rerankers.frames import concat_pair
 from rerankers.hf import answer_token_ids, revision_of
 from rerankers.prompt import PROMPT_VERSION, build_chat, parse_score, system_prompt
 from rerankers.qwen import reference_target_size, snap_to_grid
-from tests import tiny_vlm
 
 # --------------------------------------------------------------------------- fixtures
 

@@ -259,7 +259,7 @@ def test_openapi_and_ui(client):
 
 @pytest.mark.slow
 def test_server_reranker_rescores_queries_and_compares(example_index, tmp_path):
-    from tests.tiny_vlm import build_qwen_vl
+    from bench.tiny.vlm import build_qwen_vl
 
     qwen = str(build_qwen_vl(tmp_path / "qwen2-vl-tiny"))
     index = tmp_path / ".convis"

@@ -482,7 +482,3 @@ def finite(value):
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
-
-
-def load_default() -> FusionModel:
-    return FusionModel.load(default_weights_path())
