@@ -275,3 +275,14 @@ def test_server_reranker_rescores_queries_and_compares(example_index, tmp_path):
                                              "rerank": True}).json()
         assert pair["reranker"] == reranked["reranker"] and 1.0 <= pair["concepts"][0]["score"] <= 5.0
         assert pair["b_start"] is None and pair["b_strip"] == "/strips/cup.mp4?n=8"  # the LMM saw the whole file
+
+
+def test_the_web_ui_is_one_page_built_from_its_package_files(client):
+    # the UI lives in retrieval/serve/ui as real .html/.css/.js files; the server inlines them so the
+    # page needs nothing from outside
+    ui = Path(__file__).resolve().parents[1] / "retrieval" / "serve" / "ui"
+    page = client.get("/").text
+    assert page.startswith("<!doctype html>") and "/* app.js */" not in page
+    assert (ui / "app.js").read_text().strip() in page and (ui / "app.css").read_text().strip() in page
+    assert 'id="query-form"' in (ui / "index.html").read_text() and 'id="query-form"' in page
+    assert "http://" not in page and "https://" not in page  # no external resources

@@ -1,0 +1,185 @@
+const $ = (sel) => document.querySelector(sel);
+const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
+let current = null;  // the last query's request and response
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value; else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);  // strings become text nodes: names are never parsed as HTML
+  return node;
+}
+const fmtTime = (s) => s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, "0")}`;
+const fmtScore = (v) => v === null || v === undefined ? "unreadable" : v.toFixed(3);
+
+function status(text, isError = false) {
+  const box = $("#status");
+  box.textContent = text;
+  box.className = isError ? "error" : "meta";
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, options);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const detail = data.error || (Array.isArray(data.detail) ? data.detail.map((d) => d.msg).join("; ") : data.detail);
+    throw new Error(detail || `${response.status} ${response.statusText}`);
+  }
+  return data;
+}
+const post = (path, body) => api(path, {method: "POST", headers: {"Content-Type": "application/json"},
+                                        body: JSON.stringify(body)});
+
+function conceptRow(name = "", weight = 1) {
+  const remove = el("button", {type: "button", class: "remove", title: "remove concept"}, "×");
+  const row = el("div", {class: "concept-row"},
+    el("input", {class: "name", list: "concept-names", value: name, placeholder: "concept", required: ""}),
+    el("input", {class: "weight", type: "number", min: "0", step: "0.1", value: String(weight), title: "weight"}),
+    remove);
+  remove.addEventListener("click", () => { if ($("#concepts").children.length > 1) row.remove(); });
+  $("#concepts").append(row);
+}
+
+function concepts() {
+  return [...document.querySelectorAll(".concept-row")].map((row) => ({
+    name: row.querySelector(".name").value.trim(), weight: Number(row.querySelector(".weight").value || 0)}))
+    .filter((c) => c.name);
+}
+
+async function fillStrip(box, url, name) {
+  box.replaceChildren(el("span", {class: "meta"}, "loading frames…"));
+  try {
+    const data = await api(url);
+    box.replaceChildren(...data.frames.map((f) => el("figure", {},
+      el("img", {src: f.src, width: f.width, height: f.height, alt: `${name} at ${fmtTime(f.time)}`}),
+      el("figcaption", {}, fmtTime(f.time)))));
+  } catch (error) {
+    box.replaceChildren(el("span", {class: "error"}, `thumbnails unavailable: ${error.message}`));
+  }
+}
+
+function scoreRows(rows, lmm) {
+  const box = el("div", {class: "scores"});
+  for (const [label, weight, value] of rows) {
+    const fraction = value === null ? 0 : Math.min(1, Math.max(0, lmm ? (value - 1) / 4 : value));
+    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)}`)),
+               el("span", {class: "bar"}, el("span", {style: `width:${(100 * fraction).toFixed(1)}%`})),
+               el("span", {class: "value"}, fmtScore(value)));
+  }
+  return box;
+}
+
+const video = (src, start, end) => el("video", {controls: "", preload: "metadata",
+  src: `${src}#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`});
+
+function hitCard(hit, result) {
+  const lmm = result.reranker !== null;
+  const rows = result.concepts.map((c) => [c.words, c.weight, hit.scores[c.key]]);
+  const stripBox = el("div", {class: "strip"});
+  const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path},
+    el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
+       el("span", {class: "time"}, `${fmtTime(hit.start)} – ${fmtTime(hit.end)}`),
+       el("span", {class: "total"}, `total ${fmtScore(hit.total)}`)),
+    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(rows, lmm)), video(hit.media, hit.start, hit.end)));
+  card.addEventListener("click", (event) => { if (event.target.tagName !== "VIDEO") compare(hit); });
+  fillStrip(stripBox, hit.strip, hit.path);
+  return card;
+}
+
+function showResults(result) {
+  $("#compare").hidden = true;
+  $("#results").hidden = false;
+  $("#anchor-name").textContent = current.label;
+  fillStrip($("#anchor-strip"), result.anchor_strip, current.label);
+  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
+    .map(([c, m]) => `${c}: ${m.split(":")[0]}`).join(", ")})`;
+  $("#results-meta").textContent = `${result.hits.length} results · scored by ${scoredBy} · click one to compare`;
+  $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  $("#hits").replaceChildren(...result.hits.map((hit) => hitCard(hit, result)));
+}
+
+async function search(event) {
+  event.preventDefault();
+  const select = $("#anchor");
+  if (!select.value) { status("pick or upload an anchor first", true); return; }
+  const body = {anchor: select.value, concepts: concepts(), k: Number($("#k").value || 10),
+                rerank: $("#rerank").checked};
+  status("searching…");
+  try {
+    const result = await post("/query", body);
+    current = {body, result, label: select.selectedOptions[0].textContent};
+    showResults(result);
+    status("");
+  } catch (error) { status(error.message, true); }
+}
+
+async function compare(hit) {
+  status(`comparing with ${hit.path}…`);
+  try {
+    const req = current.body;
+    const data = await post("/compare", {a: req.anchor, b: hit.path, b_start: hit.start, concepts: req.concepts,
+                                         rerank: req.rerank});
+    showCompare(data);
+    status("");
+  } catch (error) { status(error.message, true); }
+}
+
+function clipColumn(box, title, name, stripUrl, media, start, end) {
+  const stripBox = el("div", {class: "strip"});
+  box.replaceChildren(el("h2", {}, `${title} `, el("span", {class: "path"}, name)), stripBox, video(media, start, end));
+  fillStrip(stripBox, stripUrl, name);
+}
+
+function showCompare(data) {
+  const lmm = data.reranker !== null;
+  $("#results").hidden = true;
+  $("#compare").hidden = false;
+  $("#compare-title").textContent = `${current.label} vs ${data.b}`;
+  clipColumn($("#clip-a"), "Anchor", current.label, data.a_strip, data.a_media, current.body.start, current.body.end);
+  clipColumn($("#clip-b"), data.rank ? `#${data.rank}` : "B", data.b, data.b_strip, data.b_media,
+             data.b_start, data.b_end);
+  const scale = lmm ? `${data.reranker}, 1 = completely different, 5 = perfectly similar`
+                    : "recall similarity in [0, 1]";
+  $("#compare-scores").replaceChildren(el("h2", {}, "Per-concept similarity ", el("span", {class: "meta"}, scale)),
+    scoreRows(data.concepts.map((c) => [c.words, c.weight, c.score]), lmm),
+    el("p", {class: "total"}, `total ${fmtScore(data.total)}`),
+    ...data.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  window.scrollTo(0, 0);
+}
+
+async function upload() {
+  const file = $("#upload").files[0];
+  if (!file) return;
+  const form = new FormData();
+  form.append("file", file);
+  status(`uploading ${file.name}…`);
+  try {
+    const data = await api("/uploads", {method: "POST", body: form});
+    const option = el("option", {value: data.anchor}, `uploaded: ${data.name}`);
+    $("#anchor").append(option);
+    $("#anchor").value = data.anchor;
+    status(`uploaded ${data.name}`);
+  } catch (error) { status(error.message, true); }
+}
+
+async function start() {
+  $("#concept-names").replaceChildren(...CONCEPTS.map((c) => el("option", {value: c})));
+  conceptRow("location", 1);
+  $("#add-concept").addEventListener("click", () => conceptRow());
+  $("#query-form").addEventListener("submit", search);
+  $("#upload").addEventListener("change", upload);
+  $("#back").addEventListener("click", () => { $("#compare").hidden = true; $("#results").hidden = false; });
+  try {
+    const health = await api("/health");
+    $("#root").textContent = `${health.root} · ${health.files_ok} files, ${health.units} units · ` +
+                             health.indexers.join(", ");
+    if (health.reranker) { $("#rerank-box").hidden = false; $("#reranker-name").textContent = health.reranker; }
+    const videos = await api("/videos");
+    const ok = videos.files.filter((f) => f.status === "ok");
+    $("#anchor").replaceChildren(el("option", {value: ""}, "— pick an indexed clip —"),
+                                 ...ok.map((f) => el("option", {value: f.path}, f.path)));
+    document.body.dataset.ready = "1";
+  } catch (error) { status(error.message, true); }
+}
+start();
