@@ -126,8 +126,7 @@ class TorchIndexer(Indexer):
         self.name, self.source, self.dim, self.protocol = name, source, dim, protocol
         self.frame_spec = frame_spec or type(self).frame_spec
         # frames resized at decode time (the paper's pixels) only need scaling and normalising here
-        sized = self.frame_spec.resize is not None and not getattr(self.frame_spec.resize, "in_decoder", True)
-        self.transform = replace(transform, sized=sized)
+        self.transform = replace(transform, sized=self.frame_spec.sized_at_decode)
         self.device = pick_device(device)
         self.dtype = pick_dtype(self.device, protocol)
         self.model = model.to(self.device, self.dtype).eval()

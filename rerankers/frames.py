@@ -43,7 +43,7 @@ def resize_video(frames: np.ndarray, height: int, width: int) -> np.ndarray:
 def prepare(frames: np.ndarray, spec: FrameSpec, what: str) -> np.ndarray:
     """Raw frames of any size -> what decoding with ``spec`` gives: the rule's frames at its size."""
     video = resample(as_video(frames, what), spec.count, spec.rule)
-    if spec.resize is None or getattr(spec.resize, "in_decoder", True):
+    if not spec.sized_at_decode:
         return video
     return np.stack([spec.resize.apply(f) for f in video])
 

@@ -158,6 +158,14 @@ def build_qwen_vl(folder: Path, *, model_type: str = "qwen2_vl", seed: int = 0) 
     return folder
 
 
+def _qwen2_text(tokenizer, pad_id: int, eos_id: int, **extra) -> dict:
+    """The tiny Qwen2 language model the LLaVA-OneVision and InternVL builders share."""
+    return {"model_type": "qwen2", "vocab_size": _vocab_size(tokenizer), "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+            "max_position_embeddings": 4096, "bos_token_id": pad_id, "eos_token_id": eos_id, "pad_token_id": pad_id,
+            **extra}
+
+
 def _norm(mean, std) -> dict:
     # None keeps the processor class defaults; real checkpoints set their own in their configs
     return {} if mean is None else {"image_mean": list(mean), "image_std": list(std)}
@@ -177,19 +185,7 @@ def build_llava_onevision(folder: Path, *, seed: int = 0, image_size: int = 28, 
     image_id, video_id, pad_id, eos_id = _ids(tokenizer, "<image>", "<video>", "<|endoftext|>", "<|im_end|>")
     patch = 14
     config = LlavaOnevisionConfig(
-        text_config={
-            "model_type": "qwen2",
-            "vocab_size": _vocab_size(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "max_position_embeddings": 4096,
-            "bos_token_id": pad_id,
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-        },
+        text_config=_qwen2_text(tokenizer, pad_id, eos_id),
         vision_config={
             "model_type": "siglip_vision_model",
             "hidden_size": 16,
@@ -251,20 +247,7 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=No
     patch = 14
     seq_length = int((image_size // patch) ** 2 * 0.25)
     config = transformers.InternVLConfig(
-        text_config={
-            "model_type": "qwen2",
-            "vocab_size": _vocab_size(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "max_position_embeddings": 4096,
-            "bos_token_id": pad_id,
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-            "tie_word_embeddings": False,
-        },
+        text_config=_qwen2_text(tokenizer, pad_id, eos_id, tie_word_embeddings=False),
         vision_config={
             "hidden_size": 16,
             "intermediate_size": 32,

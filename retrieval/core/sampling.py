@@ -137,6 +137,11 @@ class FrameSpec:
     def indices(self, frame_count: int, fps: float) -> list[int]:
         return rule_indices(self.rule, frame_count, fps, self.count)
 
+    @property
+    def sized_at_decode(self) -> bool:
+        """Frames come out of the decoder already at the model's input size (full-size decode, then resized)."""
+        return self.resize is not None and not self.resize.in_decoder
+
     def with_count(self, count: int) -> "FrameSpec":
         return FrameSpec(self.rule, count, self.resize)
 
