@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from retrieval.core.errors import one_line
+
 DEFAULT_OUT = Path("docs/performance.md")
 
 
@@ -92,7 +94,7 @@ def perf(
     try:
         report = p.run(config, progress=lambda message: typer.echo(message, err=True), command=command.strip())
     except (ValueError, RuntimeError, OSError) as exc:
-        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        typer.echo(f"error: {one_line(exc, None)}", err=True)
         raise typer.Exit(code=2) from None
     _write(report, out, as_json)
 

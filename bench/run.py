@@ -38,6 +38,7 @@ from bench.loaders import (
 )
 from bench.split import make_split
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
+from retrieval.core.scores import unit_similarity
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"
@@ -174,7 +175,9 @@ class BenchRun:
         # --frames overrides image models that sample (not every-frame ones); video models keep their clip length
         overridden = self.frames is not None and indexer.kind == "image" and indexer.frame_spec.rule != "every"
         folder = model_folder(INDEXERS, name, source, frames, -1 if overridden else frames, self._suffix())
-        sim = lambda a, b: float((by_video[a] @ by_video[b] + 1) / 2)  # noqa: E731  (paper: (cos+1)/2)
+        def sim(a: str, b: str) -> float:
+            return float(unit_similarity(by_video[a] @ by_video[b]))
+
         pairs = [(g, sim(*k)) for k, g in self.dataset.pairs.items() if k[0] in by_video and k[1] in by_video]
         self._note_missing(len(pairs), folder)
         path = self.out / "computed_similarities" / folder / f"{folder}_similarities.json"

@@ -44,6 +44,7 @@ from indexers.base import INDEXERS, model_card
 from indexers.clip import CLIP_MEAN, CLIP_STD
 from indexers.hf import image_transform
 from indexers.vision import ImageTransform, ModelUnavailableError, VideoIndexer, unavailable
+from retrieval.core.errors import one_line
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
 DEFAULT_SOURCE = "OpenGVLab/ViCLIP-L-14-hf"
@@ -90,10 +91,6 @@ class InternVideoV1Indexer(VideoIndexer):
 
 
 # -- failures as one line ---------------------------------------------------------------------------
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    return " ".join(str(exc).split())[:limit] or type(exc).__name__
-
-
 def _chain(exc: BaseException):
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -146,7 +143,7 @@ def _reason(family: str, source: str, exc: BaseException) -> ModelUnavailableErr
     if isinstance(exc, (OSError, ValueError)):
         return unavailable(family, source, exc)  # missing file, not cached while offline, no such repo
     return ModelUnavailableError(f"cannot load {family} checkpoint {source!r} ({type(exc).__name__}: "
-                                 f"{_one_line(exc)})")
+                                 f"{one_line(exc)})")
 
 
 # -- transformers checkpoints -----------------------------------------------------------------------
@@ -223,7 +220,7 @@ def _import_v1():
                 f"https://github.com/OpenGVLab/InternVideo, add its {V1_PACKAGE_DIR} folder to PYTHONPATH "
                 f"(it has no setup script) and pip install {V1_REQUIREMENTS}") from None
         raise ModelUnavailableError(f"the InternVideo package is on the path but its import fails "
-                                    f"({_one_line(exc)}); pip install {V1_REQUIREMENTS}") from None
+                                    f"({one_line(exc)}); pip install {V1_REQUIREMENTS}") from None
     return InternVideo
 
 
@@ -233,7 +230,7 @@ def load_v1(path: Path) -> torch.nn.Module:
         return package.load_model(str(path)).eval()
     except Exception as exc:  # torch.load / the package's builder: a corrupt or foreign file, a missing key
         raise ModelUnavailableError(f"the InternVideo package cannot load {str(path)!r} "
-                                    f"({type(exc).__name__}: {_one_line(exc)})") from None
+                                    f"({type(exc).__name__}: {one_line(exc)})") from None
 
 
 def _build_v1(path: Path, device: str | None, protocol: str) -> InternVideoV1Indexer:

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
+from retrieval.core.scores import unit_similarity
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the paper's SBERT model
 
@@ -75,5 +76,4 @@ def read_captions(folder: str | Path) -> dict[str, str]:
 
 def pair_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(cos + 1) / 2 of row-aligned unit vectors: the pair score in [0, 1] the release uses."""
-    cos = np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64), axis=-1)
-    return (cos + 1) / 2
+    return unit_similarity(np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64), axis=-1))

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from indexers.base import Indexer, l2_normalise
+from retrieval.core.device import pick_device
+from retrieval.core.errors import one_line
 from retrieval.core.pixels import ShortSideResize
 from retrieval.core.sampling import FrameSpec
 
@@ -22,12 +24,6 @@ class ModelUnavailableError(RuntimeError):
     """Weights could not be loaded; the message says how to provide them."""
 
 
-def pick_device(device: str | None = None) -> torch.device:
-    if device:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
     # half precision halves memory and doubles throughput on GPUs; CPUs are faster in fp32;
     # the paper's features were computed in fp32, so its protocol keeps fp32 everywhere
@@ -35,7 +31,7 @@ def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
 
 
 def unavailable(family: str, source: str, exc: BaseException) -> ModelUnavailableError:
-    reason = " ".join(str(exc).split())[:200]
+    reason = one_line(exc)
     return ModelUnavailableError(
         f"cannot load {family} weights {source!r} ({reason}); download them once with hub access "
         f"(they are cached under HF_HOME) or pass a local weights folder, e.g. --indexer {family}:/path/to/weights"

@@ -18,16 +18,9 @@ import numpy as np
 
 from rerankers.base import NextToken, Reranker, RerankerError, RerankerUnavailable
 from rerankers.prompt import ANSWER_TOKENS, build_chat
+from retrieval.core.device import pick_device
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".index.json")
-
-
-def resolve_device(device=None):
-    import torch
-
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def resolve_dtype(dtype, device, *, fp16_safe: bool = True, family: str = "this model", notices=None):
@@ -250,7 +243,7 @@ class HFVideoReranker(Reranker):
     ):
         self.name, self.source = name, source
         self.notices: list[str] = []  # one-line messages for the user: fallbacks taken, settings changed
-        self.device = resolve_device(device)
+        self.device = pick_device(device)
         self.dtype = resolve_dtype(
             dtype, self.device, fp16_safe=self.fp16_safe, family=name, notices=self.notices
         )

@@ -17,6 +17,7 @@ import numpy as np
 from indexers.base import Indexer
 from indexers.factory import create_indexer
 from retrieval.core.concepts import Concept, combine, parse_concepts
+from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import Span, VideoDecoder
 from retrieval.media.scan import content_hash
@@ -275,7 +276,7 @@ class Engine:
             try:
                 self._scores = ScoreCache(path)
             except (duckdb.IOException, OSError) as exc:
-                notices.append(f"score cache {path} unavailable ({' '.join(str(exc).split())[:120]}); not caching")
+                notices.append(f"score cache {path} unavailable ({one_line(exc, 120)}); not caching")
                 return None
         return self._scores
 

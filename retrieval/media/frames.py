@@ -16,6 +16,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from retrieval.core.errors import one_line
 from retrieval.core.pixels import DEFAULT_SHORT_SIDE, DecoderScaled, SizeError, scaled_size
 from retrieval.core.sampling import FrameSpec, as_spec
 
@@ -422,4 +423,4 @@ _NATIVE_PREFIX = re.compile(r"\[\d\d:\d\d:\d\d\] \S+:\d+: ")
 
 def _one_line(exc: BaseException) -> str:
     text = _NATIVE_PREFIX.sub("", str(exc)).split("Stack trace")[0]
-    return " ".join(text.split())[:300] or type(exc).__name__
+    return one_line(RuntimeError(text), 300) if text.strip() else type(exc).__name__

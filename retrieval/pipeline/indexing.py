@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from indexers.base import Indexer
+from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
 from retrieval.media.scan import FoundFile, content_hash, find_videos
@@ -315,5 +316,4 @@ def _unit_records(d: DecodedFile) -> list[UnitRecord]:
 
 
 def reason_of(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:500]
+    return one_line(exc, 500)  # the catalog keeps a fuller reason than a notice shows

@@ -29,7 +29,6 @@ import os
 import pickle
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from indexers.base import Indexer
+from retrieval.core.errors import one_line
+from retrieval.core.files import atomic_write_bytes
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
@@ -115,7 +116,7 @@ def connect(address: str | None, runtime_env: dict | None = None) -> bool:
         ray.init(address=None if local else address, runtime_env=env, include_dashboard=False if local else None,
                  logging_level="warning", log_to_driver=False)
     except ConnectionError as exc:
-        raise RayUnavailable(f"no Ray cluster answers at {address!r} ({' '.join(str(exc).split())[:160]}); "
+        raise RayUnavailable(f"no Ray cluster answers at {address!r} ({one_line(exc, 160)}); "
                              "start one with `ray start --head` or use --ray local") from None
     _quiet_ray_data()
     return True
@@ -197,9 +198,9 @@ class ShardStore:
         for pos, (job, done) in enumerate(items):
             entries.append(_entry(job, done, frames))
             arrays.update({f"{pos}_{j}": v for j, v in enumerate(done.vectors.values())})
-        _atomic(base.with_suffix(".npz"), lambda fh: np.savez(fh, **arrays))
+        atomic_write_bytes(base.with_suffix(".npz"), lambda fh: np.savez(fh, **arrays))
         text = json.dumps({"version": 1, "files": entries}, default=_plain)
-        _atomic(base.with_suffix(".json"), lambda fh: fh.write(text.encode()))
+        atomic_write_bytes(base.with_suffix(".json"), lambda fh: fh.write(text.encode()))
         self.written += 1
         return base.with_suffix(".json")
 
@@ -237,19 +238,6 @@ def _read_sidecar(path: Path) -> list[dict]:
 
 def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else str(value)  # numpy scalars in decoder metadata
-
-
-def _atomic(path: Path, write: Callable) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 # -- Ray Data stages (run on the cluster) ----------------------------------------------------------

@@ -33,6 +33,8 @@ import numpy as np
 from scipy.optimize import isotonic_regression, nnls
 from scipy.stats import spearmanr
 
+from retrieval.core.files import atomic_write
+
 FORMAT = "convis-fusion/1"
 KINDS = ("isotonic", "ecdf")
 ALPHAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
@@ -452,9 +454,8 @@ class FusionModel:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "meta": finite(self.meta),
                 "concepts": {c: m.record() for c, m in self.models.items()}}
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-        tmp.replace(path)  # atomically: a reader never sees half a file
+        text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+        atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))  # readers never see half
         return path
 
     @classmethod

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from retrieval.core.concepts import Concept, combine
+from retrieval.core.scores import unit_similarity
 from retrieval.store.catalog import UnitRow
 from retrieval.store.vectors import VectorIndex
 
@@ -40,11 +41,6 @@ class Hit:
         }
 
 
-def similarity(cosine: np.ndarray) -> np.ndarray:
-    """Cosine -> [0, 1] as the paper reports global signals: (cos + 1) / 2."""
-    return (np.asarray(cosine, dtype=np.float64) + 1.0) / 2.0
-
-
 def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int) -> set[int]:
     """Union of the top-``k`` unit ids from every signal's index."""
     ids: set[int] = set()
@@ -60,7 +56,7 @@ def score(candidates: list[int], anchors: dict[str, np.ndarray], indices: dict[s
     if not candidates:
         return {}
     ids = np.array(candidates, dtype=np.int64)
-    by_signal = {m: similarity(indices[m].vectors(ids) @ anchors[m].ravel()) for m in set(signal_of.values())}
+    by_signal = {m: unit_similarity(indices[m].vectors(ids) @ anchors[m].ravel()) for m in set(signal_of.values())}
     return {int(u): {c: float(by_signal[m][i]) for c, m in signal_of.items()} for i, u in enumerate(ids)}
 
 
@@ -70,7 +66,7 @@ def similarities(candidates: list[int], anchors: dict[str, np.ndarray],
     ids = np.array(candidates, dtype=np.int64)
     if not len(ids):
         return {}
-    by_signal = {m: similarity(indices[m].vectors(ids) @ v.ravel()) for m, v in anchors.items()}
+    by_signal = {m: unit_similarity(indices[m].vectors(ids) @ v.ravel()) for m, v in anchors.items()}
     return {int(u): {m: float(s[i]) for m, s in by_signal.items()} for i, u in enumerate(ids)}
 
 

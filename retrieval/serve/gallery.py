@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from retrieval.core.files import atomic_write
 from retrieval.media.frames import DecodeError, VideoDecoder
 
 # Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
@@ -171,9 +172,7 @@ def _notes(notices: Iterable[str]) -> str:
 def _write(out: Path, text: str) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)  # a half-written report is never left under the real name
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))  # never half a report
     return out
 
 

@@ -31,6 +31,7 @@ from fastapi import FastAPI, File, Query, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from retrieval.core.errors import one_line
 from retrieval.engine import AnchorError, Engine, NoIndexError
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.scan import VIDEO_EXTENSIONS
@@ -225,10 +226,10 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(503, message, {"Retry-After": str(RETRY_SECONDS)}, retry_after=RETRY_SECONDS)
 
     async def bad_request(_request, exc):
-        return _error(400, " ".join(str(exc).split()) or type(exc).__name__)
+        return _error(400, one_line(exc, None))
 
     async def model_failed(_request, exc):
-        return _error(500, f"model unavailable: {' '.join(str(exc).split())}")
+        return _error(500, f"model unavailable: {one_line(exc, None)}")
 
     app.add_exception_handler(ApiError, lambda _r, exc: _error(exc.status, str(exc)))
     app.add_exception_handler(CatalogBusy, busy)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
 import numpy as np
+
+from retrieval.core.errors import one_line
+from retrieval.core.files import atomic_write
 
 # Exact search is fast enough (and exact) until about this many vectors; beyond, an ANN index.
 EXACT_LIMIT = 100_000
@@ -124,10 +125,10 @@ class VectorIndex:
     def save(self, path: Path) -> None:
         """Write index then sidecar, each to a temp file renamed into place (readers never see half)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, lambda tmp: faiss.write_index(self.index, tmp))
+        atomic_write(path, lambda tmp: faiss.write_index(self.index, tmp))
         meta = {"factory": self.factory, "generation": self.generation, "count": self.size,
                 "search_params": self.search_params}
-        _atomic_write(_meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta)))
+        atomic_write(_meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta)))
 
     @classmethod
     def load(cls, path: Path) -> "VectorIndex | None":
@@ -200,7 +201,7 @@ def _apply(index: faiss.Index, params: str) -> None:
     try:
         faiss.ParameterSpace().set_index_parameters(index, params)
     except RuntimeError as exc:
-        raise ValueError(f"cannot apply search parameters {params!r}: {' '.join(str(exc).split())[:200]}") from None
+        raise ValueError(f"cannot apply search parameters {params!r}: {one_line(exc)}") from None
 
 
 def index_path(index_dir: Path, indexer: str) -> Path:
@@ -212,12 +213,3 @@ def _meta_path(path: Path) -> Path:
     return path.with_suffix(".json")
 
 
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
