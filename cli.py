@@ -36,7 +36,7 @@ def fail(message: str, code: int = 2) -> None:
 @contextmanager
 def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
-    from indexers.vision import ModelUnavailableError
+    from indexers.errors import ModelUnavailableError
     from rerankers.base import RerankerError
     from retrieval.core.concepts import ConceptError
     from retrieval.core.registry import UnknownModelError

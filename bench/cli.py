@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, NoReturn, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
 
 from bench import report
+from bench.console import GtPairsOpt, JsonOpt, MorePaths, SimilaritiesOpt, fail, note, user_errors
 from bench.evaluate import correlation_rows, file_correlation, random_rows, retrieval_rows
 from bench.fusion_cli import register as register_fusion
 from bench.loaders import (
@@ -23,7 +23,15 @@ from bench.loaders import (
     load_ranked,
 )
 from bench.perf_cli import register as register_perf
+from bench.run import BenchRun, load_dataset
 from bench.split import make_split
+from indexers.base import PROTOCOLS
+from indexers.errors import ModelUnavailableError
+from indexers.factory import create_indexer
+from indexers.text import MINILM, pair_similarity, read_captions
+from rerankers.base import RerankerError
+from retrieval.core.registry import UnknownModelError
+from retrieval.store.catalog import CatalogBusy
 
 app = typer.Typer(
     name="bench",
@@ -35,29 +43,10 @@ app = typer.Typer(
 register_fusion(app)
 register_perf(app)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")]
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
-MorePaths = Annotated[Optional[list[Path]], typer.Argument(help="More score files or folders.", show_default=False)]
-
-
-def _fail(message: str) -> NoReturn:
-    one_line = " ".join(str(message).split())  # library errors can span lines; keep the promise of one
-    typer.echo(f"error: {one_line}", err=True)
-    raise typer.Exit(code=2)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Bad input becomes one line on stderr and exit code 2, not a traceback."""
-    try:
-        yield
-    except (BenchDataError, OSError) as e:
-        _fail(str(e))
-
-
-def _note(message: str) -> None:
-    typer.echo(message, err=True)  # stderr, so --json output on stdout stays parseable
+# missing weights, unknown models and lock conflicts are user errors too when a command runs models
+MODEL_ERRORS = (ModelUnavailableError, RerankerError, UnknownModelError, CatalogBusy, ValueError)
 
 
 def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart: Path | None,
@@ -71,36 +60,40 @@ def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart:
             console.print(table)
     if csv_path:
         report.write_csv(csv_path, records)
-        _note(f"wrote {csv_path}")
+        note(f"wrote {csv_path}")
     if chart:
         report.bar_chart(chart, records, metrics, title)
-        _note(f"wrote {chart}")
+        note(f"wrote {chart}")
 
 
 def _score_files(first: list[Path] | None, more: list[Path] | None, suffix: str, option: str) -> list[ScoreFile]:
     paths = [*(first or []), *(more or [])]
     if not paths:
-        _fail(f"give at least one {option} PATH (a score file or a folder to search for *{suffix})")
+        fail(f"give at least one {option} PATH (a score file or a folder to search for *{suffix})")
     return discover(paths, suffix)
+
+
+def _evaluate(files: Callable[[], list[ScoreFile]], rows_of: Callable[[list[ScoreFile]], list],
+              tables_of: Callable[[list], list], out: dict, metrics: dict[str, str], title: str, meta: dict) -> None:
+    """Score files in, metric rows out as tables/JSON/CSV/chart (``out``: as_json, csv_path, chart)."""
+    with user_errors():
+        rows = rows_of(files())
+        _emit(rows, tables_of(rows), out["as_json"], out["csv_path"], out["chart"], metrics, title, meta)
 
 
 @app.command()
 def correlation(
-    gt: Annotated[Path, typer.Option("--gt", help="Human ratings: gt_conditioned_similarities.json.")],
-    similarities: Annotated[
-        Optional[list[Path]],
-        typer.Option("--similarities", "-s", help="Pair-score file, or folder searched for *_similarities.json."),
-    ] = None,
+    gt: GtPairsOpt,
+    similarities: SimilaritiesOpt = None,
     paths: MorePaths = None,
     as_json: JsonOpt = False,
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,
 ) -> None:
     """Spearman rho and Kendall tau of pair scores against the human ratings (paper Tables 2 and 3)."""
-    with _user_errors():
-        files = _score_files(similarities, paths, SIMILARITIES_SUFFIX, "--similarities")
-        rows = correlation_rows(files, load_gt_pairs(gt))
-        _emit(rows, report.correlation_tables(rows), as_json, csv_path, chart,
+    _evaluate(lambda: _score_files(similarities, paths, SIMILARITIES_SUFFIX, "--similarities"),
+              lambda files: correlation_rows(files, load_gt_pairs(gt)), report.correlation_tables,
+              {"as_json": as_json, "csv_path": csv_path, "chart": chart},
               {"rho": "Spearman rho x100", "tau": "Kendall tau x100"}, "Correlation with human ratings",
               {"gt": str(gt)})
 
@@ -108,21 +101,21 @@ def correlation(
 @app.command()
 def retrieval(
     gt: Annotated[Path, typer.Option("--gt", help="Human partial orders in ranked.json format.")],
-    scores: Annotated[
-        Optional[list[Path]],
-        typer.Option("--scores", "-s", help="Retrieval score file, or folder searched for *_ranking.json."),
-    ] = None,
+    scores: Annotated[Optional[list[Path]], typer.Option(
+        "--scores", "-s", help=f"Retrieval score file, or folder searched for *{RANKING_SUFFIX}.")] = None,
     paths: MorePaths = None,
     as_json: JsonOpt = False,
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,
 ) -> None:
     """Top-1 recall, precision and F1 with ties, plus bottom-1, tau and NDCG (paper Table 4)."""
-    with _user_errors():
-        files = _score_files(scores, paths, RANKING_SUFFIX, "--scores")
+
+    def rows_of(files: list[ScoreFile]) -> list:
         human = load_ranked(gt)
-        rows = retrieval_rows(files, human) + random_rows(human)
-        _emit(rows, report.retrieval_tables(rows), as_json, csv_path, chart,
+        return retrieval_rows(files, human) + random_rows(human)
+
+    _evaluate(lambda: _score_files(scores, paths, RANKING_SUFFIX, "--scores"), rows_of, report.retrieval_tables,
+              {"as_json": as_json, "csv_path": csv_path, "chart": chart},
               {"recall": "R@1 x100", "precision": "P@1 x100", "f1": "F1@1 x100"}, "Retrieval at 1",
               {"gt": str(gt)})
 
@@ -133,10 +126,10 @@ def make_split_command(
     out: Annotated[Path, typer.Option("--out", help="Where to write the split (ranked.json format).")],
 ) -> None:
     """Build a retrieval split from the pair ratings: anchors rated against 2+ partners, relevance = mean to 0.5."""
-    with _user_errors():
+    with user_errors():
         split = make_split(load_gt_pairs(pairs))
         if not split:
-            _fail(f"{pairs}: no video is rated against two or more partners; nothing to rank")
+            fail(f"{pairs}: no video is rated against two or more partners; nothing to rank")
         report.write_json(out, split)
     sizes = [len(next(v for k, v in e.items() if k != "anchor")) for e in split]
     typer.echo(f"wrote {out}: {len(split)} anchors, {min(sizes)}-{max(sizes)} candidates each")
@@ -154,7 +147,7 @@ def captions(
     as_json: JsonOpt = False,
 ) -> None:
     """Embed captions, write pair scores (cos+1)/2, and print their correlation (paper Table 3, SBERT row)."""
-    with _user_errors():
+    with user_errors():
         gt = load_gt_pairs(pairs)
         texts = _read_captions(captions_dir)
         indexer = _text_indexer(model, device)
@@ -162,14 +155,12 @@ def captions(
         report.write_json(
             out, [{"video1": gt[k].video1, "video2": gt[k].video2, "similarity": s} for k, s in scores.items()]
         )
-        _note(f"wrote {out}: {len(scores)} pairs")
+        note(f"wrote {out}: {len(scores)} pairs")
         rows = file_correlation(ScoreFile(out, _caption_model_name(captions_dir, indexer), None), scores, gt)
         _emit(rows, report.correlation_tables(rows), as_json, None, None, {}, "", {"gt": str(pairs)})
 
 
 def _read_captions(folder: Path) -> dict[str, str]:
-    from indexers.text import read_captions  # deferred: pulls in the indexer stack
-
     texts = read_captions(folder)
     if not texts:
         raise BenchDataError(f"no .txt captions in {folder}")
@@ -177,10 +168,6 @@ def _read_captions(folder: Path) -> dict[str, str]:
 
 
 def _text_indexer(spec: str, device: str | None):
-    from indexers.factory import create_indexer
-    from indexers.vision import ModelUnavailableError
-    from retrieval.core.registry import UnknownModelError
-
     # a bare folder is read as sentence-transformers weights, whatever its config calls itself
     spec = f"text:{spec}" if Path(spec).expanduser().is_dir() else spec
     try:
@@ -198,13 +185,11 @@ def stem(video: str) -> str:
 
 
 def _caption_scores(gt, texts: dict[str, str], indexer) -> dict:
-    from indexers.text import pair_similarity
-
     keys = [k for k in gt if stem(k[0]) in texts and stem(k[1]) in texts]
     if not keys:
         raise BenchDataError("no pair has captions for both videos")
     if len(keys) < len(gt):
-        _note(f"warning: {len(gt) - len(keys)} of {len(gt)} pairs lack a caption and are skipped")
+        note(f"warning: {len(gt) - len(keys)} of {len(gt)} pairs lack a caption and are skipped")
     names = sorted({stem(v) for k in keys for v in k})
     vectors = indexer.embed_texts([texts[n] for n in names])
     row = {n: i for i, n in enumerate(names)}
@@ -214,8 +199,6 @@ def _caption_scores(gt, texts: dict[str, str], indexer) -> dict:
 
 def _caption_model_name(captions_dir: Path, indexer) -> str:
     """The caption folder names the row, as in the release; another text model is added to the name."""
-    from indexers.text import MINILM
-
     folder = captions_dir.resolve().name
     return folder if indexer.source == MINILM else f"{Path(indexer.source).name}_{folder}"
 
@@ -247,22 +230,19 @@ def run(
     chart: ChartOpt = None,
 ) -> None:
     """Run convis on a ConViS-Bench folder: write its scores in the released formats and evaluate them."""
-    from bench.run import BenchRun, load_dataset
-    from indexers.base import PROTOCOLS
-
     if protocol not in PROTOCOLS:
-        _fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    with _user_errors(), _model_errors():
+        fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    with user_errors(*MODEL_ERRORS):
         counts = _frame_counts(frames)
         data = load_dataset(dataset, captions)
-        _note(f"{len(data.pairs)} rated pairs, {len(data.videos)} videos, {len(data.split)} retrieval anchors "
+        note(f"{len(data.pairs)} rated pairs, {len(data.videos)} videos, {len(data.split)} retrieval anchors "
               f"({data.human_source})")
         rows, retrieval_rows_ = [], []
         for count in counts:
             result = BenchRun(data, out, list(indexer or ["efficientnet-lite0"]), reranker, count, mode,
-                              symmetric, workers, device, _note, protocol).run()
+                              symmetric, workers, device, note, protocol).run()
             for path, reason in result.failed_videos:
-                _note(f"skipped {path}: {reason}")
+                note(f"skipped {path}: {reason}")
             # a non-default frame count is part of each model's folder name, so sweep rows stay apart
             rows += correlation_rows(_of(result.files, SIMILARITIES_SUFFIX), data.pairs)
             retrieval_rows_ += retrieval_rows(_of(result.files, RANKING_SUFFIX), data.human)
@@ -279,25 +259,11 @@ def _frame_counts(text: str | None) -> list[int | None]:
     try:
         counts = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        _fail(f"--frames takes whole numbers like 8 or 1,2,4,8,16, got {text!r}")
+        fail(f"--frames takes whole numbers like 8 or 1,2,4,8,16, got {text!r}")
     if not counts or min(counts) < 1:
-        _fail(f"--frames takes whole numbers >= 1, got {text!r}")
+        fail(f"--frames takes whole numbers >= 1, got {text!r}")
     return counts
 
 
 def _of(files: list[ScoreFile], suffix: str) -> list[ScoreFile]:
     return [f for f in files if f.path.name.endswith(suffix)]
-
-
-@contextmanager
-def _model_errors() -> Iterator[None]:
-    """Missing weights, unknown models and lock conflicts are user errors too."""
-    from indexers.vision import ModelUnavailableError
-    from rerankers.base import RerankerError
-    from retrieval.core.registry import UnknownModelError
-    from retrieval.store.catalog import CatalogBusy
-
-    try:
-        yield
-    except (ModelUnavailableError, RerankerError, UnknownModelError, CatalogBusy, ValueError) as e:
-        _fail(str(e))

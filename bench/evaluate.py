@@ -29,6 +29,7 @@ class CorrelationRow:
     tau: float
     n: int  # pairs matched
     n_gt: int  # pairs the ground truth rates
+    # what the paper printed for this model and concept (Table 2 or 3), to show beside ours
     paper_rho: float | None = None
     paper_tau: float | None = None
     paper_name: str | None = None
@@ -53,6 +54,7 @@ class RetrievalRow:
     ndcg: float
     n: int  # anchors scored
     n_gt: int  # anchors the ground truth ranks
+    # what the paper printed for this model and concept (Table 4), to show beside ours
     paper_recall: float | None = None
     paper_precision: float | None = None
     paper_f1: float | None = None

@@ -6,6 +6,9 @@ import os
 import socket
 from urllib.parse import urlparse
 
+from indexers.base import INDEXERS
+from indexers.factory import available_indexers
+
 PREFERRED = "dinov2"
 OFFLINE_FALLBACK = "efficientnet-lite0"
 HUB_TIMEOUT = 3.0  # seconds; an unreachable hub must cost a moment, not a stalled run
@@ -13,9 +16,6 @@ HUB_TIMEOUT = 3.0  # seconds; an unreachable hub must cost a moment, not a stall
 
 def default_indexer() -> tuple[str, str | None]:
     """(spec, notice): the spec to use and, when falling back, one line saying why."""
-    from indexers.base import INDEXERS
-    from indexers.factory import available_indexers
-
     available_indexers()  # registers the built-in families
     source = INDEXERS.entry(PREFERRED).default_source
     if _cached(source) or (not _offline() and _hub_reachable()):

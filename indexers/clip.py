@@ -7,8 +7,9 @@ from pathlib import Path
 import torch
 
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
+from indexers.errors import unavailable
 from indexers.hf import image_transform, is_local, load_model
-from indexers.vision import ImageIndexer, ImageTransform, paper_frames, unavailable
+from indexers.vision import ImageIndexer, ImageTransform, paper_frames
 from retrieval.core.sampling import RULE_TEXT
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)

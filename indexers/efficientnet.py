@@ -8,7 +8,8 @@ from pathlib import Path
 import torch
 
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
-from indexers.vision import ImageIndexer, ImageTransform, unavailable
+from indexers.errors import unavailable
+from indexers.vision import ImageIndexer, ImageTransform
 from retrieval.core.sampling import RULE_TEXT
 
 # EfficientNet-Lite was trained on inputs scaled as (x - 127) / 128

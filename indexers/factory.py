@@ -27,6 +27,6 @@ def available_indexers() -> list[str]:
 
 
 def _load_builtin() -> None:
-    # importing the family modules registers them; lazily, because they import torch and
-    # `import indexers` (the CLI's start, `convis models`) must stay cheap
+    # torch: the family modules import it at their top; registering them on first use keeps
+    # `import indexers` (the CLI's start, `convis --help`) free of it (~2 s)
     import indexers.families  # noqa: F401

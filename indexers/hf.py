@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from indexers.vision import IMAGENET_MEAN, IMAGENET_STD, ImageTransform, unavailable
+from indexers.errors import unavailable
+from indexers.vision import IMAGENET_MEAN, IMAGENET_STD, ImageTransform
 
 
 def load_model(auto_class, family: str, source: str, **kwargs):

@@ -42,8 +42,9 @@ import torch
 
 from indexers.base import INDEXERS, model_card
 from indexers.clip import CLIP_MEAN, CLIP_STD
+from indexers.errors import ModelUnavailableError, unavailable
 from indexers.hf import image_transform
-from indexers.vision import ImageTransform, ModelUnavailableError, VideoIndexer, unavailable
+from indexers.vision import ImageTransform, VideoIndexer
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
 

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
+from indexers.errors import unavailable
 from retrieval.core.scores import unit_similarity
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the paper's SBERT model
@@ -31,8 +32,6 @@ class TextIndexer(Indexer):
 
     def __init__(self, source: str = MINILM, device: str | None = None, batch_size: int = 64):
         from sentence_transformers import SentenceTransformer  # deferred: imports torch
-
-        from indexers.vision import unavailable  # deferred with it: vision imports torch too
 
         self.source = source
         self.batch_size = batch_size

@@ -12,7 +12,6 @@ import torch.nn.functional as F
 
 from indexers.base import Indexer, l2_normalise
 from retrieval.core.device import pick_device
-from retrieval.core.errors import one_line
 from retrieval.core.pixels import ShortSideResize
 from retrieval.core.sampling import FrameSpec
 
@@ -20,22 +19,10 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-class ModelUnavailableError(RuntimeError):
-    """Weights could not be loaded; the message says how to provide them."""
-
-
 def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
     # half precision halves memory and doubles throughput on GPUs; CPUs are faster in fp32;
     # the paper's features were computed in fp32, so its protocol keeps fp32 everywhere
     return torch.float16 if device.type == "cuda" and protocol == "fast" else torch.float32
-
-
-def unavailable(family: str, source: str, exc: BaseException) -> ModelUnavailableError:
-    reason = one_line(exc)
-    return ModelUnavailableError(
-        f"cannot load {family} weights {source!r} ({reason}); download them once with hub access "
-        f"(they are cached under HF_HOME) or pass a local weights folder, e.g. --indexer {family}:/path/to/weights"
-    )
 
 
 @contextmanager

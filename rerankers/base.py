@@ -162,14 +162,6 @@ class Reranker(ABC):
             a, b = prepare(a, spec, "video 1"), prepare(b, spec, "video 2")
         return concat_pair(a, b, self.frames_per_video, self.frame_rule)
 
-    def score_pairs_symmetric(
-        self, pairs: Iterable[Pair], concept_words: str, mode: str = "expected"
-    ) -> list[PairScore]:
-        """Score (a, b) and (b, a) and average them (the LMM is not symmetric in the order)."""
-        pairs = list(pairs)
-        both = self.score_pairs(pairs + [(b, a) for a, b in pairs], concept_words, mode)
-        return [average_scores(ab, ba) for ab, ba in zip(both[: len(pairs)], both[len(pairs) :])]
-
     @abstractmethod
     def _next_tokens(self, clips: list[np.ndarray], concept_words: str) -> list[NextToken]:
         """One batch: each clip is (2 * frames_per_video, H, W, 3), video 1's frames first."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# importing the family modules registers them (they import transformers only when a model is built)
+from rerankers import internvl, llava, qwen  # noqa: F401
 from rerankers.base import RERANKERS, Reranker, RerankerUnavailable
 
 
@@ -17,7 +19,6 @@ def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) 
     Raises UnknownModelError for a spec no family claims and RerankerUnavailable when the
     weights are not on this machine; both carry a one-line message.
     """
-    _load_builtin()
     _check_local_spec(spec)
     return RERANKERS.create(spec, device=device, dtype=dtype, **kwargs)
 
@@ -30,14 +31,5 @@ def _check_local_spec(spec: str) -> None:
 
 
 def available_rerankers() -> list[str]:
-    _load_builtin()
     return RERANKERS.names()
-
-
-def _load_builtin() -> None:
-    # importing the family modules registers them; lazily, because they import transformers and
-    # `import rerankers` must stay cheap
-    import rerankers.internvl  # noqa: F401
-    import rerankers.llava  # noqa: F401
-    import rerankers.qwen  # noqa: F401
 

@@ -16,9 +16,11 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from rerankers.base import NextToken, Reranker, RerankerError, RerankerUnavailable
+from rerankers.base import RERANKERS, NextToken, Reranker, RerankerError, RerankerUnavailable
+from rerankers.frames import processor_frame_size
 from rerankers.prompt import ANSWER_TOKENS, build_chat
 from retrieval.core.device import pick_device
+from retrieval.core.pixels import FixedResize
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".index.json")
 
@@ -230,6 +232,8 @@ class HFVideoReranker(Reranker):
     layout: ClassVar[str]  # key of rerankers.prompt.CHAT_LAYOUTS
     model_classes: ClassVar[Mapping[str, str]]  # config model_type -> transformers class name
     fp16_safe: ClassVar[bool] = True  # False where activations overflow float16 (never run such a family in it)
+    frames_per_video = 16  # the reference feeds LLaVA and InternVL 16 frames a video; Qwen sets its own
+    size_text: ClassVar[str] = "full-size decode, bicubic straight to the video processor's square"  # frame_resize
 
     def __init__(
         self,
@@ -262,6 +266,11 @@ class HFVideoReranker(Reranker):
         if batch_size is not None:
             self.batch_size = max(1, int(batch_size))
         self._generation_config = self._greedy_config()
+
+    def frame_resize(self) -> FixedResize:
+        """Full-size decode, then bicubic straight to the square the checkpoint's video processor uses
+        (the reference hands PIL frames to the processor at that size); Qwen's pixel budget overrides it."""
+        return FixedResize(*processor_frame_size(self.processor))
 
     def render_prompt(self, concept_words: str) -> str:
         """The exact text the model reads, before the video placeholder is expanded."""
@@ -369,3 +378,29 @@ class HFVideoReranker(Reranker):
 def unreadable() -> NextToken:
     """The answer of a pair whose logits are not finite: no score in either mode."""
     return NextToken(np.full(len(ANSWER_TOKENS), np.nan), "")
+
+
+# -- registering a family's checkpoints --------------------------------------------------------------
+@dataclass(frozen=True)
+class Release:
+    """One named checkpoint of a family: its default weights, other names, and the config words it claims."""
+
+    name: str
+    default: str
+    aliases: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()  # substrings of a local folder's model type that mean this family
+    description: str = ""
+
+
+def register_checkpoints(family: type[HFVideoReranker], checkpoints: list[Release], description: str = "") -> None:
+    """Register each checkpoint under its name; building it constructs ``family`` with that name."""
+    for c in checkpoints:
+        RERANKERS.register(c.name, default_source=c.default, aliases=c.aliases, claims=c.claims,
+                           description=c.description or description, card=family.card())(_builder(family, c.name))
+
+
+def _builder(family: type[HFVideoReranker], name: str):
+    def build(source: str, device=None, dtype=None, **kwargs) -> HFVideoReranker:
+        return family(source, name=name, device=device, dtype=dtype, **kwargs)
+
+    return build

@@ -14,49 +14,21 @@ InternVL generation sampled (``do_sample=True``); greedy mode here decodes greed
 
 from __future__ import annotations
 
-from rerankers.base import RERANKERS
-from rerankers.frames import processor_frame_size
-from rerankers.hf import HFVideoReranker
-from retrieval.core.pixels import FixedResize
+from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 
 
 class InternVLReranker(HFVideoReranker):
     layout = "internvl"
     model_classes = {"internvl": "InternVLForConditionalGeneration"}
-    frames_per_video = 16
-    size_text = ("full-size decode, bicubic straight to the video processor's square "
-                 "(448x448 for the default weights; one tile a frame, no thumbnail)")
+    size_text = f"{HFVideoReranker.size_text} (448x448 for the default weights; one tile a frame, no thumbnail)"
     frame_rule = "midpoints"
 
-    def frame_resize(self) -> FixedResize:
-        return FixedResize(*processor_frame_size(self.processor))
 
-
-_FAMILY = [
-    # name, default weights, aliases, claims, description
-    (
-        "internvl",
-        "OpenGVLab/InternVL3-8B-hf",
-        ("internvl3", "internvl3-8b"),
-        ("internvl",),
-        "InternVL3 (transformers-native -hf weights), 16 frames a video",
-    ),
-    (
-        "internvl2.5",
-        "OpenGVLab/InternVL2_5-8B-MPO-hf",
-        ("internvl2.5-8b",),
-        (),
-        "InternVL2.5-8B-MPO (-hf weights; the paper used the non-MPO remote-code model), 16 frames a video",
-    ),
+CHECKPOINTS = [
+    Release("internvl", "OpenGVLab/InternVL3-8B-hf", aliases=("internvl3", "internvl3-8b"), claims=("internvl",),
+            description="InternVL3 (transformers-native -hf weights), 16 frames a video"),
+    Release("internvl2.5", "OpenGVLab/InternVL2_5-8B-MPO-hf", aliases=("internvl2.5-8b",),
+            description="InternVL2.5-8B-MPO (-hf weights; the paper used the non-MPO remote-code model), "
+                        "16 frames a video"),
 ]
-
-
-def _register(name: str, default: str, aliases: tuple[str, ...], claims: tuple[str, ...], description: str):
-    @RERANKERS.register(name, default_source=default, aliases=aliases, claims=claims, description=description,
-                        card=InternVLReranker.card())
-    def build(source: str, device=None, dtype=None, **kwargs) -> InternVLReranker:
-        return InternVLReranker(source, name=name, device=device, dtype=dtype, **kwargs)
-
-
-for _row in _FAMILY:
-    _register(*_row)
+register_checkpoints(InternVLReranker, CHECKPOINTS)

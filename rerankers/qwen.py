@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rerankers.base import RERANKERS
-from rerankers.hf import HFVideoReranker
+from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 from retrieval.core.pixels import PerFrameResize
 
 # encode_concat_video_Qwen's constants
@@ -103,27 +102,12 @@ class QwenReranker(HFVideoReranker):
         return clips, kwargs
 
 
-_FAMILY = [
-    # name, default weights, aliases, claims
-    ("qwen2.5-vl", "Qwen/Qwen2.5-VL-7B-Instruct", ("qwen2.5-vl-7b",), ("qwen2.5-vl", "qwen2_5_vl")),
-    ("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", (), ()),
+CHECKPOINTS = [
+    Release("qwen2.5-vl", "Qwen/Qwen2.5-VL-7B-Instruct", aliases=("qwen2.5-vl-7b",),
+            claims=("qwen2.5-vl", "qwen2_5_vl")),
+    Release("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct"),
     # not in the paper; same protocol (the "qwen2_5_vl" type does not contain "qwen2_vl")
-    ("qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", ("qwen2-vl-7b",), ("qwen2-vl", "qwen2_vl")),
+    Release("qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", aliases=("qwen2-vl-7b",), claims=("qwen2-vl", "qwen2_vl")),
 ]
-
-
-def _register(name: str, default: str, aliases: tuple[str, ...], claims: tuple[str, ...]) -> None:
-    @RERANKERS.register(
-        name,
-        default_source=default,
-        aliases=aliases,
-        claims=claims,
-        description="Qwen2.5-VL / Qwen2-VL, 8 frames a video, concept prompt as the system message",
-        card=QwenReranker.card(),
-    )
-    def build(source: str, device=None, dtype=None, **kwargs) -> QwenReranker:
-        return QwenReranker(source, name=name, device=device, dtype=dtype, **kwargs)
-
-
-for _row in _FAMILY:
-    _register(*_row)
+register_checkpoints(QwenReranker, CHECKPOINTS,
+                     description="Qwen2.5-VL / Qwen2-VL, 8 frames a video, concept prompt as the system message")

@@ -1,18 +1,6 @@
 """convis retrieval engine: decode -> embed -> store -> recall -> rerank -> rank.
 
-The public entry point is :class:`retrieval.engine.Engine`; it is imported lazily so
-that the model packages (``indexers``, ``rerankers``) can use the small building
-blocks here (registry, concepts, frame sampling) without an import cycle.
+The public entry point is :class:`retrieval.engine.Engine` (``from retrieval.engine import Engine``).
+This package's ``__init__`` imports nothing: the model packages (``indexers``, ``rerankers``) use the
+leaf building blocks in ``retrieval.core`` without loading the engine above them.
 """
-
-from __future__ import annotations
-
-__all__ = ["Engine"]
-
-
-def __getattr__(name: str):
-    if name == "Engine":
-        from retrieval.engine import Engine
-
-        return Engine
-    raise AttributeError(name)

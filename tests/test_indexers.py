@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from indexers import available_indexers, create_indexer
-from indexers.vision import ModelUnavailableError
+from indexers.errors import ModelUnavailableError
 from retrieval.core.registry import UnknownModelError
 
 rng = np.random.default_rng(0)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from indexers import create_indexer
-from indexers.vision import ModelUnavailableError
+from indexers.errors import ModelUnavailableError
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)

@@ -187,7 +187,7 @@ def test_mutated_real_clips_decode_or_fail_cleanly(data, fuzz_pool, example_vide
 
 def test_pickled_weights_are_never_executed(tmp_path):
     from indexers import create_indexer
-    from indexers.vision import ModelUnavailableError
+    from indexers.errors import ModelUnavailableError
 
     marker = tmp_path / "pwned"
 

@@ -154,7 +154,7 @@ def test_cli_captions_unusable_model_is_one_line(tmp_path, model):
 
 
 def test_unavailable_weights_raise_the_shared_error():
-    from indexers.vision import ModelUnavailableError
+    from indexers.errors import ModelUnavailableError
 
     with pytest.raises(ModelUnavailableError, match="not-a-real-model"):
         INDEXERS.create("sentence-transformers/not-a-real-model")

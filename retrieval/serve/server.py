@@ -215,7 +215,7 @@ def _error(status: int, message: str, headers: dict | None = None, **extra) -> J
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    from indexers.vision import ModelUnavailableError
+    from indexers.errors import ModelUnavailableError
     from rerankers.base import RerankerError
     from retrieval.core.concepts import ConceptError
     from retrieval.core.registry import UnknownModelError

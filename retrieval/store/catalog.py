@@ -78,14 +78,12 @@ class UnitRecord:
 
 
 @dataclass(frozen=True)
-class UnitRow:
+class UnitRow(UnitRecord):
+    """A stored unit as recall reads it back: the record, with its id and its file."""
+
     unit_id: int
     path: str
-    segment: int
-    start: float
-    end: float
     content_hash: str | None
-    frame_times: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -299,7 +297,8 @@ class Catalog:
                FROM units u JOIN files f USING (file_id) WHERE u.unit_id IN (SELECT unnest(?::BIGINT[]))""",
             [list(map(int, unit_ids))],
         ).fetchall()
-        return {r[0]: UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6] or ())) for r in rows}
+        return {r[0]: UnitRow(unit_id=r[0], path=r[1], segment=r[2], start=r[3], end=r[4], content_hash=r[5],
+                              frame_times=tuple(r[6] or ())) for r in rows}
 
     def files_by_hash(self, content_hash: str) -> list[str]:
         rows = self.db.execute(
