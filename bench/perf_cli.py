@@ -10,9 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from bench.perf import PerfConfig, PerfReport, combine, markdown, run, section_names
 from retrieval.core.errors import one_line
 
 DEFAULT_OUT = Path("docs/performance.md")
+SECTIONS_HELP = f"Comma-separated: {','.join(section_names())}."  # the registry's names, so help never lags it
 
 
 def _numbers(text: str | None, name: str) -> tuple[int, ...] | None:
@@ -52,7 +54,7 @@ def perf(
     sizes: Annotated[Optional[str], typer.Option("--sizes", help="Collection sizes for recall, e.g. "
                                                  "10000,100000,1000000.")] = None,
     dim: Annotated[Optional[int], typer.Option("--dim", min=8, help="Vector dimension for recall.")] = None,
-    sections: Annotated[Optional[str], typer.Option("--sections", help="Comma-separated: indexing,recall,rerank.")]
+    sections: Annotated[Optional[str], typer.Option("--sections", help=SECTIONS_HELP)]
     = None,
     repeat: Annotated[Optional[int], typer.Option("--repeat", min=1, help="Runs per indexing/rerank measurement "
                                                   "(the median is reported).")] = None,
@@ -77,43 +79,37 @@ def perf(
 ) -> None:
     """Indexing throughput (ours vs decoding every frame), recall latency/quality at 10k-1M vectors, reranking
     cost with and without the score cache, and peak memory of each."""
-    from bench import perf as p
-
     for path in (videos, long_video, *(from_json or [])):
         if path is not None and not path.exists():
             raise typer.BadParameter(f"not found: {path}")
     if from_json:
-        _write(p.combine([_load_report(path) for path in from_json]), out, as_json)
+        _write(combine([_load_report(path) for path in from_json]), out, as_json)
         return
     options = dict(videos=videos, indexer=indexer, decoders=_names(decoders), sizes=_numbers(sizes, "--sizes"),
                    dim=dim, sections=_names(sections), repeat=repeat, copies=copies,
                    torch_threads=_threads(torch_threads), reranker=reranker, long_video=long_video, segment=segment)
-    config = p.PerfConfig.smoke_run(**options) if smoke else \
-        p.PerfConfig(**{k: v for k, v in options.items() if v is not None})
+    config = PerfConfig.smoke_run(**options) if smoke else \
+        PerfConfig(**{k: v for k, v in options.items() if v is not None})
     command = "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else [])
     try:
-        report = p.run(config, progress=lambda message: typer.echo(message, err=True), command=command.strip())
+        report = run(config, progress=lambda message: typer.echo(message, err=True), command=command.strip())
     except (ValueError, RuntimeError, OSError) as exc:
         typer.echo(f"error: {one_line(exc, None)}", err=True)
         raise typer.Exit(code=2) from None
     _write(report, out, as_json)
 
 
-def _write(report, out: Path, as_json: bool) -> None:
-    from bench import perf as p
-
-    text = p.markdown(report)
+def _write(report: PerfReport, out: Path, as_json: bool) -> None:
+    text = markdown(report)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     typer.echo(f"wrote {out}", err=True)
     typer.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else text)
 
 
-def _load_report(path: Path):
-    from bench import perf as p
-
+def _load_report(path: Path) -> PerfReport:
     try:
-        return p.PerfReport.from_dict(json.loads(path.read_text()))
+        return PerfReport.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"{path} is not a saved `convis bench perf --json` report ({exc})") from None
 

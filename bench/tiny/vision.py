@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
+from bench.tiny.seed import seed_torch
 
 
 def tiny_dinov2(folder: Path) -> Path:
     from transformers import Dinov2Config, Dinov2Model
 
-    torch.manual_seed(0)
+    seed_torch(0)
     config = Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                           patch_size=14, image_size=56)
     Dinov2Model(config).save_pretrained(folder)
@@ -25,7 +25,7 @@ def tiny_dinov2(folder: Path) -> Path:
 def tiny_videomae(folder: Path) -> Path:
     from transformers import VideoMAEConfig, VideoMAEModel
 
-    torch.manual_seed(0)
+    seed_torch(0)
     config = VideoMAEConfig(image_size=32, patch_size=16, num_frames=4, tubelet_size=2, hidden_size=32,
                             num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     VideoMAEModel(config).save_pretrained(folder)
@@ -35,7 +35,7 @@ def tiny_videomae(folder: Path) -> Path:
 def tiny_hf_clip(folder: Path) -> Path:
     from transformers import CLIPConfig, CLIPModel
 
-    torch.manual_seed(0)
+    seed_torch(0)
     config = CLIPConfig(
         text_config={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
                      "vocab_size": 100, "max_position_embeddings": 16},
@@ -61,7 +61,7 @@ def tiny_open_clip(folder: Path, with_weights: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": OPEN_CLIP_CFG, "preprocess_cfg": {}}))
     if with_weights:
-        torch.manual_seed(0)
+        seed_torch(0)
         model = open_clip.create_model(f"local-dir:{folder}")
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
         save_file(state, str(folder / "open_clip_model.safetensors"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
+from bench.tiny.seed import seed_torch
 
 # the chat templates the hub checkpoints ship (Qwen2-VL-Instruct; llava-hf llava-onevision)
 QWEN_CHAT_TEMPLATE = (
@@ -143,7 +143,7 @@ def build_qwen_vl(folder: Path, *, model_type: str = "qwen2_vl", seed: int = 0) 
         vision_start_token_id=start_id,
         vision_end_token_id=end_id,
     )
-    torch.manual_seed(seed)
+    seed_torch(seed)
     model = model_class(config).eval()
     model.generation_config.pad_token_id = pad_id
     model.generation_config.eos_token_id = eos_id
@@ -202,7 +202,7 @@ def build_llava_onevision(folder: Path, *, seed: int = 0, image_size: int = 28, 
         vision_feature_layer=-1,
         image_grid_pinpoints=[[image_size, image_size]],
     )
-    torch.manual_seed(seed)
+    seed_torch(seed)
     model = LlavaOnevisionForConditionalGeneration(config).eval()
     model.generation_config.pad_token_id = pad_id
     model.generation_config.eos_token_id = eos_id
@@ -260,7 +260,7 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=No
         image_seq_length=seq_length,
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
+    seed_torch(seed)
     model = transformers.InternVLForConditionalGeneration(config).eval()
     model.generation_config.pad_token_id = pad_id
     model.generation_config.eos_token_id = eos_id

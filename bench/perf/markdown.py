@@ -1,0 +1,82 @@
+"""The report as a markdown page: one table per part, the targets, and how it was measured."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from bench.perf.report import PerfReport, checks
+from bench.perf.results import IndexingResult, RecallResult, RerankResult
+from bench.perf.targets import find_row, measured_settings
+
+_INDEXING_HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min",
+                  "CPU s", "cores busy", "torch threads", "peak RSS MB", "detail"]
+_RATIO_HEAD = ["decoder", "torch threads", "decode: every frame / sampled",
+               "decode: every frame streamed / sampled", "end-to-end: every frame / sampled",
+               "end-to-end / min(decode, embed)"]
+_RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "queries", "threads", "p50 ms", "p95 ms",
+                "recall@100", "build s", "peak RSS MB"]
+_RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms",
+                "speed-up", "model pairs on repeat", "peak RSS MB"]
+
+
+def markdown(report: PerfReport) -> str:
+    parts = ["# Performance\n"] + [_run_line(run) for run in report.runs or [report.machine]]
+    if report.indexing:
+        parts += ["## Indexing\n", _table(_INDEXING_HEAD, [_indexing_row(r) for r in report.indexing])]
+        parts += [_table(_RATIO_HEAD, _ratio_rows(report.indexing))]
+    if report.long_video:
+        parts += ["## One long video\n", _table(_INDEXING_HEAD, [_indexing_row(r) for r in report.long_video])]
+    if report.recall:
+        parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
+    if report.rerank:
+        parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
+    found = checks(report)
+    if found:
+        parts += ["## Targets\n", _table(["target", "measured", "met"],
+                                          [[t, v, "yes" if ok else "**no**"] for t, v, ok in found])]
+    parts += ["## How it was measured\n", "\n".join(f"- {n}" for n in report.notes) + "\n"]
+    return "\n".join(parts)
+
+
+def _run_line(m: dict) -> str:
+    parts = f" ({', '.join(m['parts'])})" if m.get("parts") else ""
+    return (f"Produced by `{m.get('command', 'convis bench perf')}`{parts} on {m['date']}: {m['cpus']} CPUs, "
+            f"{m['memory_gb']} GiB RAM, Python {m['python']}, torch {m['torch']} ({m['torch_threads']} threads), "
+            f"FAISS {m['faiss']} ({m['faiss_threads']} threads, distance_compute_blas_threshold "
+            f"{m['blas_threshold']}); load average {m['load_before']} before, {m.get('load_after', '?')} after.\n")
+
+
+def _table(head: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _indexing_row(r: IndexingResult) -> list:
+    return [r.stage, r.way, r.decoder, r.indexer, r.clips, r.frames, f"{r.seconds:.2f}", f"{r.frames_per_s:.1f}",
+            f"{r.clips_per_min:.1f}", f"{r.cpu_s:.1f}", f"{r.cpu_s / r.seconds:.2f}" if r.seconds else "",
+            "-" if r.stage == "decode" else r.torch_threads, f"{r.peak_rss_mb:.0f}", r.detail]
+
+
+def _ratio_rows(rows: list[IndexingResult]) -> list[list]:
+    out = []
+    for decoder, threads in measured_settings(rows):
+        get = partial(find_row, rows, decoder=decoder, threads=threads)
+        ratio = lambda a, b: f"{b.clips_per_min / a.clips_per_min:.2f}x" if a and b else ""  # noqa: E731
+        decode, embed, pipe = get("decode", "sampled"), get("embed", "sampled"), get("end-to-end", "sampled")
+        share = f"{pipe.frames_per_s / min(decode.frames_per_s, embed.frames_per_s):.0%}" \
+            if decode and embed and pipe else ""
+        reference = find_row(rows, "end-to-end", "every frame", decoder)  # measured at one thread setting
+        out.append([decoder, threads, ratio(get("decode", "every frame"), decode),
+                    ratio(get("decode", "every frame, streamed"), decode), ratio(reference, pipe), share])
+    return out
+
+
+def _recall_row(r: RecallResult) -> list:
+    return [f"{r.vectors:,}", r.index, r.factory, r.params or "-", r.batch, r.queries, r.threads,
+            f"{r.p50_ms:.2f}", f"{r.p95_ms:.2f}", f"{r.recall_at_100:.4f}", f"{r.build_s:.1f}", f"{r.peak_rss_mb:.0f}"]
+
+
+def _rerank_row(r: RerankResult) -> list:
+    return [r.reranker, r.pairs, f"{r.load_s:.2f}", f"{r.first_s:.2f}", f"{r.per_pair_s:.3f}", r.decodes,
+            f"{r.repeat_s * 1e3:.1f}", f"{r.speedup:.0f}x", r.repeat_model_pairs, f"{r.peak_rss_mb:.0f}"]

@@ -1,0 +1,38 @@
+"""How a run measured: the notes under every report."""
+
+from __future__ import annotations
+
+from bench.perf.config import PerfConfig
+from bench.perf.search import MIXTURE_COMPONENTS
+
+
+def notes(config: PerfConfig) -> list[str]:
+    """What each number means and how it was taken: the last section of every page."""
+    out = [
+        "Times are wall-clock on a shared machine; indexing and reranking rows are the median of "
+        f"{config.repeat} run(s), each in a fresh process" + ("" if config.isolate else " (smoke: in-process)") + ".",
+        "Peak RSS is sampled every 10 ms over the measuring process and its children (decode workers), "
+        "floored by the process's own ru_maxrss.",
+        "decode, sampled: `decode_job` as a pipeline worker runs it (probe, decode the sampled frames resized "
+        "in the decoder, content hash), one process. decode, every frame: the paper's extraction reads a video as "
+        "decord `VideoReader(path, ctx=cpu(0)).get_batch(range(len))` (full-size RGB, every frame held, decord's "
+        "default threads); PyAV decodes every frame to RGB likewise. decode, every frame, streamed: the cheapest "
+        "every-frame decode (one thread, frame by frame, only the sampled frames kept and resized: the same frames "
+        "ours hands the model).",
+        "embed: the indexer on already-decoded frames, one call per file. end-to-end, sampled: a real `IndexRun` "
+        "(worker-process decoding with one task queued ahead, embedding, DuckDB writes, FAISS rebuild) into a "
+        "fresh catalog; end-to-end, every frame: the paper's DINOv2/CLIP extraction (decode every frame, embed "
+        "every frame, average), in one process, measured once with the first decoder.",
+        f"Recall: {MIXTURE_COMPONENTS}-component Gaussian mixture of unit vectors (random centre + rank-16 "
+        "subspace + isotropic noise), held-out queries from the same mixture; recall@100 against exact "
+        "inner-product search; indices built through `VectorIndex.build` (IDMap2 wrapper). Batch-1 searches run "
+        "on one OpenMP thread (VectorIndex does this below 20 queries), batches on all cores. "
+        "convis lowers `faiss.cvar.distance_compute_blas_threshold` to 20 for batches of 20+ queries (BLAS), "
+        "and leaves FAISS's value for fewer; "
+        "the `exact, FAISS's BLAS threshold` row repeats the exact batch with the value FAISS ships.",
+    ]
+    if config.reranker is None:
+        out.append("Reranking uses a tiny randomly initialised Qwen2-VL (bench/tiny/vlm.py) on the CPU: it measures "
+                   "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "
+                   "to minutes per pair on a CPU.")
+    return out

@@ -1,0 +1,84 @@
+"""A run's report: its rows, the targets judged from them, and reports of several runs made one."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+from bench.perf.results import IndexingResult, RecallResult, RerankResult
+from bench.perf.targets import (
+    Check,
+    decode_checks,
+    long_video_checks,
+    measured_settings,
+    pipeline_checks,
+    recall_checks,
+    rerank_checks,
+)
+
+PARTS = ("indexing", "recall", "rerank", "long_video")  # the report's row lists, in measuring order
+
+
+@dataclass
+class PerfReport:
+    machine: dict
+    config: dict
+    indexing: list[IndexingResult] = field(default_factory=list)
+    recall: list[RecallResult] = field(default_factory=list)
+    rerank: list[RerankResult] = field(default_factory=list)
+    long_video: list[IndexingResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)  # each run that measured a part: machine facts + command
+
+    def as_dict(self) -> dict:
+        return {
+            "machine": self.machine, "config": self.config, "notes": self.notes, "runs": self.runs,
+            "indexing": [_with_rates(r) for r in self.indexing],
+            "recall": [asdict(r) for r in self.recall],
+            "rerank": [{**asdict(r), "per_pair_s": r.per_pair_s, "speedup": r.speedup} for r in self.rerank],
+            "long_video": [_with_rates(r) for r in self.long_video],
+            "checks": [dict(zip(("target", "measured", "met"), c)) for c in checks(self)],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PerfReport":
+        """Read back what ``as_dict`` wrote (``convis bench perf --json``)."""
+        def rows(kind, key, derived=()):
+            return [kind(**{k: v for k, v in row.items() if k not in derived}) for row in data.get(key, [])]
+
+        rates = ("frames_per_s", "clips_per_min")
+        return cls(data["machine"], data["config"], rows(IndexingResult, "indexing", rates),
+                   rows(RecallResult, "recall"), rows(RerankResult, "rerank", ("per_pair_s", "speedup")),
+                   rows(IndexingResult, "long_video", rates), list(data.get("notes", [])),
+                   list(data.get("runs") or [data["machine"]]))
+
+
+def _with_rates(r: IndexingResult) -> dict:
+    return {**asdict(r), "frames_per_s": round(r.frames_per_s, 3), "clips_per_min": round(r.clips_per_min, 3)}
+
+
+def checks(report: PerfReport) -> list[Check]:
+    """(target, what was measured, met?) for every target the report has numbers for."""
+    found = []
+    for decoder in dict.fromkeys(r.decoder for r in report.indexing):
+        found += decode_checks(report.indexing, decoder)
+    for decoder, threads in measured_settings(report.indexing):
+        found += pipeline_checks(report.indexing, decoder, threads)
+    return found + recall_checks(report.recall) + rerank_checks(report.rerank) + long_video_checks(report.long_video)
+
+
+def combine(reports: Sequence[PerfReport]) -> PerfReport:
+    """One report from runs that measured different parts (or again): each part from the last run
+    that has it; every run's command and machine facts are kept."""
+    out = PerfReport(reports[-1].machine, reports[-1].config)
+    source = {}  # part -> the report it comes from
+    for part in PARTS:
+        for i, report in enumerate(reports):
+            if getattr(report, part):
+                setattr(out, part, getattr(report, part))
+                source[part] = i
+    out.notes = list(dict.fromkeys(n for r in reports for n in r.notes))
+    for i, report in enumerate(reports):  # a run whose every part was measured again later drops out
+        used = [part.replace("_", " ") for part in PARTS if source.get(part) == i]
+        out.runs += [{**run, "parts": used} for run in report.runs] if used else []
+    return out

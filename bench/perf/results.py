@@ -1,0 +1,68 @@
+"""The rows a measurement returns: one per indexing stage, vector index setting, or reranking run."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class IndexingResult:
+    stage: str  # "decode", "embed", "end-to-end"
+    way: str  # "sampled" (ours) or "every frame" (the reference feature extraction)
+    decoder: str
+    indexer: str
+    clips: int
+    frames: int  # frames handed to the model
+    seconds: float
+    detail: str = ""
+    peak_rss_mb: float = 0.0
+    cpu_s: float = 0.0  # CPU time of the timed block, workers included
+    torch_threads: int = 0  # torch's intra-op threads in the measuring process
+    setting: str = ""  # the --torch-threads entry it was measured under ("default": as convis runs)
+
+    @property
+    def frames_per_s(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else math.inf
+
+    @property
+    def clips_per_min(self) -> float:
+        return 60 * self.clips / self.seconds if self.seconds > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    vectors: int
+    dim: int
+    index: str  # what kind, e.g. "exact", "IVF (auto)"
+    factory: str
+    params: str  # search-time parameters
+    batch: int
+    queries: int
+    threads: int
+    p50_ms: float
+    p95_ms: float
+    recall_at_100: float
+    build_s: float
+    peak_rss_mb: float = 0.0
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    reranker: str
+    pairs: int
+    first_s: float  # cold: decode each clip, run the model on every pair, store the scores
+    decodes: int  # clips decoded during the cold run (each clip once)
+    repeat_s: float  # a new command asking the same: score cache only
+    repeat_model_pairs: int
+    repeat_decodes: int
+    load_s: float  # building the reranker (weights), paid by every command that reranks
+    peak_rss_mb: float = 0.0
+
+    @property
+    def per_pair_s(self) -> float:
+        return self.first_s / max(1, self.pairs)
+
+    @property
+    def speedup(self) -> float:
+        return self.first_s / self.repeat_s if self.repeat_s > 0 else math.inf

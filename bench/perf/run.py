@@ -1,0 +1,81 @@
+"""A whole `convis bench perf` run: the parts it can measure, and measuring those a run asks for."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from bench.perf.config import Footage, PerfConfig, Progress
+from bench.perf.footage import list_clips, make_clips
+from bench.perf.indexing import run_indexing
+from bench.perf.long_video import run_long_video
+from bench.perf.measuring import load_average, machine_info
+from bench.perf.notes import notes
+from bench.perf.report import PARTS, PerfReport
+from bench.perf.rerank import run_rerank
+from bench.perf.search import run_recall
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a run: the rows it measures and how a run chooses it."""
+
+    measure: Callable[[PerfConfig, Footage, Progress], list]
+    description: str
+    needs_clips: bool = True  # it measures the clips folder, so a run choosing it refuses an empty one
+    chosen_by: Callable[[PerfConfig], bool] | None = None  # None: named in --sections
+
+    def chosen(self, name: str, config: PerfConfig) -> bool:
+        return self.chosen_by(config) if self.chosen_by else name in config.sections
+
+
+# keyed by the PerfReport field each fills, in measuring order
+SECTIONS: dict[str, Section] = {
+    "indexing": Section(run_indexing, "decode, embed and end-to-end throughput, ours next to the paper's "
+                                      "every-frame extraction"),
+    "recall": Section(run_recall, "vector search latency and recall@100 of each index kind at every size",
+                      needs_clips=False),
+    "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
+    "long_video": Section(run_long_video, "peak memory of indexing one long video, whole and in segments",
+                          needs_clips=False, chosen_by=lambda config: config.long_video is not None),
+}
+
+
+def section_names() -> tuple[str, ...]:
+    """The parts ``--sections`` can name (the long video is chosen by ``--long-video``)."""
+    return tuple(name for name, section in SECTIONS.items() if section.chosen_by is None)
+
+
+def run(config: PerfConfig, progress: Progress = lambda message: None,
+        command: str = "convis bench perf") -> PerfReport:
+    report = PerfReport(machine_info(), {k: str(v) for k, v in asdict(config).items()})
+    chosen = {name: section for name, section in SECTIONS.items() if section.chosen(name, config)}
+    with tempfile.TemporaryDirectory(prefix="convis-perf-") as tmp:
+        footage = _footage(config, Path(tmp))
+        if not footage.clips and any(section.needs_clips for section in chosen.values()):
+            raise ValueError(f"no video files in {footage.source}")
+        for name, section in chosen.items():
+            setattr(report, name, section.measure(config, footage, progress))
+    report.machine["load_after"] = load_average()
+    report.notes = notes(config)
+    parts = [p for p in PARTS if getattr(report, p)]
+    report.runs = [{**report.machine, "command": command, "parts": [p.replace("_", " ") for p in parts]}]
+    return report
+
+
+def _footage(config: PerfConfig, scratch: Path) -> Footage:
+    source = _clip_folder(config, scratch)
+    return Footage(scratch, source, list_clips(source))
+
+
+def _clip_folder(config: PerfConfig, scratch: Path) -> Path:
+    if config.videos is not None:
+        return Path(config.videos)
+    if config.smoke:
+        make_clips(scratch / "generated")
+        return scratch / "generated"
+    return ROOT / "examples" / "videos"

@@ -1,0 +1,76 @@
+"""The targets a run is judged against, each as (target, what was measured, met?) from the rows."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from bench.perf.results import IndexingResult, RecallResult, RerankResult
+
+TARGET_PIPELINE = 0.8  # end-to-end throughput over the slower of decode-only and embed-only
+TARGET_SAMPLED_SPEEDUP = 10.0
+TARGET_P50_MS = 5.0
+TARGET_RECALL = 0.95
+TARGET_LONG_VIDEO_MB = 2048
+TARGET_CACHE_SPEEDUP = 100.0
+
+Check = tuple[str, str, bool]
+
+
+def find_row(rows: list[IndexingResult], stage: str, way: str, decoder: str,
+             threads: str | None = None) -> IndexingResult | None:
+    """The row for a stage under a --torch-threads setting; decode rows match any (no torch there)."""
+    return next((r for r in rows if (r.stage, r.way, r.decoder) == (stage, way, decoder)
+                 and (threads is None or stage == "decode" or r.setting == threads)), None)
+
+
+def measured_settings(rows: list[IndexingResult]) -> list[tuple[str, str]]:
+    """(decoder, --torch-threads setting) pairs that have model rows, in measuring order."""
+    return list(dict.fromkeys((r.decoder, r.setting) for r in rows if r.stage != "decode"))
+
+
+def decode_checks(rows: list[IndexingResult], decoder: str) -> list[Check]:
+    decode = find_row(rows, "decode", "sampled", decoder)
+    found = []
+    for way, label in (("every frame", "every frame (the paper's way)"),
+                       ("every frame, streamed", "every frame streamed on one thread")):
+        reference = find_row(rows, "decode", way, decoder)
+        if decode and reference:
+            ratio = reference.seconds / decode.seconds
+            found.append((f"{decoder}: sampled decoding >= 10x faster than {label}",
+                          f"{ratio:.1f}x ({reference.seconds:.2f} s vs {decode.seconds:.2f} s)",
+                          ratio >= TARGET_SAMPLED_SPEEDUP))
+    return found
+
+
+def pipeline_checks(rows: list[IndexingResult], decoder: str, threads: str) -> list[Check]:
+    get = partial(find_row, rows, decoder=decoder, threads=threads)
+    decode, embed, pipeline = get("decode", "sampled"), get("embed", "sampled"), get("end-to-end", "sampled")
+    if not (decode and embed and pipeline):
+        return []
+    limit = min(decode.frames_per_s, embed.frames_per_s)
+    share = pipeline.frames_per_s / limit
+    return [(f"{decoder}, torch threads {threads}: end-to-end >= 80% of min(decode, embed)",
+             f"{pipeline.frames_per_s:.1f} / {limit:.1f} frames/s = {share:.0%}", share >= TARGET_PIPELINE)]
+
+
+def recall_checks(rows: list[RecallResult]) -> list[Check]:
+    largest = max((r.vectors for r in rows), default=0)
+    auto = [r for r in rows if r.vectors == largest and "(auto)" in r.index and r.batch == 1]
+    return [(f"auto index at {largest:,} x {r.dim}: one query p50 <= 5 ms, recall@100 >= 0.95",
+             f"{r.factory} {r.params}".strip() + f": p50 {r.p50_ms:.2f} ms, recall@100 {r.recall_at_100:.3f}",
+             r.p50_ms <= TARGET_P50_MS and r.recall_at_100 >= TARGET_RECALL) for r in auto]
+
+
+def rerank_checks(rows: list[RerankResult]) -> list[Check]:
+    found = []
+    for r in rows:
+        found.append(("cached rerank repeat >= 100x faster", f"{r.speedup:.0f}x ({r.first_s:.2f} s -> "
+                      f"{r.repeat_s * 1e3:.1f} ms)", r.speedup >= TARGET_CACHE_SPEEDUP and r.repeat_model_pairs == 0))
+        found.append(("rerank decodes each clip once per command", f"{r.decodes} decodes for {r.pairs + 1} clips",
+                      r.decodes == r.pairs + 1 and r.repeat_decodes == 0))
+    return found
+
+
+def long_video_checks(rows: list[IndexingResult]) -> list[Check]:
+    return [(f"long video ({r.decoder}) peaks below 2 GB RSS", f"{r.peak_rss_mb:.0f} MB",
+             r.peak_rss_mb < TARGET_LONG_VIDEO_MB) for r in rows]
