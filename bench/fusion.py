@@ -15,18 +15,12 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
+from bench.fusion_train import ALPHAS, KINDS, PairTable, fit_fusion, make_folds
 from bench.loaders import BenchDataError, GtPair, PairKey, ScoreFile, gt_concepts, load_pair_scores
 from bench.metrics import UNPARSEABLE
-from retrieval.search.fusion import (
-    ALPHAS,
-    INDEXER_SIGNALS,
-    KINDS,
-    RERANKER_PREFIX,
-    FusionModel,
-    PairTable,
-    make_folds,
-    reranker_signal,
-)
+from indexers.factory import available_indexers
+from rerankers import available_rerankers
+from retrieval.search.fusion import RERANKER_PREFIX, FusionModel, reranker_signal
 
 FUSED = "fused"
 SPLITS = {False: "random", True: "video"}  # group_by_video -> split name
@@ -58,10 +52,7 @@ def signal_name(f: ScoreFile) -> str:
 
 def query_time_signals() -> set[str]:
     """Signals convis itself computes when it answers a query: indexer cosines and reranker scores."""
-    from indexers.factory import available_indexers
-    from rerankers import available_rerankers
-
-    return {*INDEXER_SIGNALS, *available_indexers(), *(reranker_signal(r) for r in available_rerankers())}
+    return {*available_indexers(), *(reranker_signal(r) for r in available_rerankers())}
 
 
 def is_reranker(signal: str) -> bool:
@@ -153,8 +144,8 @@ def _held_out(table, concept, outer, seed, group_by_video, inner_folds, kinds, a
     fold_choices = []
     for fold in outer:
         train = table.take(fold.train)
-        model = FusionModel.fit(train, [concept], kinds=kinds, alphas=alphas, inner_folds=inner_folds,
-                                seed=seed, group_by_video=group_by_video)
+        model = fit_fusion(train, [concept], kinds=kinds, alphas=alphas, inner_folds=inner_folds, seed=seed,
+                           group_by_video=group_by_video)
         test_cols = {s: v[fold.test] for s, v in table.columns[concept].items()}
         pred[fold.test] = model.predict_arrays(concept, test_cols)
         fold_choices.append({**model.meta["choices"][concept], "train_pairs": int(len(fold.train))})

@@ -5,6 +5,7 @@ Mounted with ``register(app)`` on the bench typer app; ``python -m bench.fusion_
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional, Sequence
@@ -23,9 +24,10 @@ from bench.fusion import (
     query_time_signals,
     weight_records,
 )
+from bench.fusion_train import PairTable, finite, fit_fusion, save_fusion
 from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
 from retrieval.core.concepts import CONVIS_CONCEPTS
-from retrieval.search.fusion import FusionError, FusionModel, PairTable, finite
+from retrieval.search.fusion import FusionError, FusionModel
 
 HELP = "Learn per-concept weights of signals and compare the fused score with each signal (k-fold CV)."
 
@@ -69,11 +71,10 @@ def fusion(
         concepts = [c for c in table.labels if table.columns[c]]
         splits = [False, True] if both else [group_by_video]
         results = [cross_validate(table, concepts, folds, seed, g, inner_folds) for g in splits]
-        model = FusionModel.fit(table, concepts, inner_folds=inner_folds, seed=seed,
-                                group_by_video=group_by_video or both,
-                                meta=_meta(gt, table, results, folds, seed))
+        model = fit_fusion(table, concepts, inner_folds=inner_folds, seed=seed, group_by_video=group_by_video or both,
+                           meta=_meta(gt, table, results, folds, seed))
         if out:
-            model.save(out)
+            save_fusion(model, out)
     except (BenchDataError, FusionError, OSError) as e:
         _fail(str(e))
     _emit(table, results, model, out, as_json, gt)
@@ -127,8 +128,6 @@ def _emit(table: PairTable, results: list[CvResult], model: FusionModel, out: Pa
 
 
 def _json(results: list[CvResult], weights: dict, model: FusionModel, out: Path | None, gt: Path) -> str:
-    import json
-
     data = {
         "gt": str(gt),
         "folds": results[0].folds,

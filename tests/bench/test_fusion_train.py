@@ -1,4 +1,4 @@
-"""Concept fusion: recovery of a known linear truth, held-out honesty, missing signals, files and the command."""
+"""Fitting concept fusion: recovery of a known linear truth, held-out honesty, the release data and the command."""
 
 from __future__ import annotations
 
@@ -15,29 +15,10 @@ from typer.testing import CliRunner
 import bench.fusion as bf
 from bench.fusion import FUSED, build_table, cross_validate, margins, query_time_signals
 from bench.fusion_cli import register
+from bench.fusion_train import PairTable, fit_fusion, make_folds
 from bench.loaders import SIMILARITIES_SUFFIX, discover, load_gt_pairs
-from retrieval.core.concepts import CONVIS_CONCEPTS
-from retrieval.search.fusion import (
-    FusionError,
-    FusionModel,
-    PairTable,
-    default_weights_path,
-    fit_concept,
-    make_folds,
-)
-
-DATA = Path(__file__).parent / "data" / "convis-bench"
-GT = DATA / "gt_conditioned_similarities.json"
-TRUTH = {"s1": 0.5, "s2": 0.3, "s3": 0.1, "s4": 0.0}
-
-
-def linear_table(n: int = 500, seed: int = 0, noise: float = 0.2) -> PairTable:
-    """Independent N(0, 1) signals; human score = 3 + sum(TRUTH[j] * s_j) + noise."""
-    rng = np.random.default_rng(seed)
-    cols = {name: rng.standard_normal(n) for name in TRUTH}
-    y = 3 + sum(w * cols[name] for name, w in TRUTH.items()) + noise * rng.standard_normal(n)
-    pairs = [(f"v{i}a.mp4", f"v{i}b.mp4") for i in range(n)]
-    return PairTable(pairs, {"location": y}, {"location": cols})
+from retrieval.search.fusion import FusionModel, default_weights_path
+from tests.fusion_tables import TRUTH, linear_table
 
 
 def rho(x: np.ndarray, y: np.ndarray) -> float:
@@ -50,7 +31,7 @@ def rho(x: np.ndarray, y: np.ndarray) -> float:
 @pytest.mark.parametrize("kind", ["isotonic", "ecdf"])
 def test_weights_recover_a_linear_truth(kind):
     table = linear_table(n=1500) if kind == "isotonic" else uniform_table()
-    model = FusionModel.fit(table, ["location"], kinds=(kind,), alphas=(0.001,))
+    model = fit_fusion(table, ["location"], kinds=(kind,), alphas=(0.001,))
     w = model.weights("location")
     # N(0,1) signals under isotonic, U(0,1) under ecdf: either way z_j is the signal itself, rescaled to SD 1
     scale = 1.0 if kind == "isotonic" else 1 / math.sqrt(12)
@@ -121,7 +102,7 @@ def test_a_signal_that_knows_only_the_other_half_does_not_help():
     held_out = {r.signal: r.rho for r in cross_validate(table, ["location"], folds=2, seed=7).rows}
     assert abs(held_out[FUSED]) < 15
 
-    leaky = FusionModel.fit(table, ["location"]).predict_arrays("location", table.columns["location"])
+    leaky = fit_fusion(table, ["location"]).predict_arrays("location", table.columns["location"])
     assert rho(leaky, y) > 60  # the same model scored on pairs it was fitted on
 
 
@@ -131,13 +112,13 @@ def test_grouped_cv_never_fits_on_a_test_video(monkeypatch):
     table = PairTable(pairs, {"location": rng.uniform(1, 5, 200)},
                       {"location": {"s": rng.uniform(0, 1, 200), "t": rng.uniform(0, 1, 200)}})
     seen: list[set[str]] = []
-    real_fit = FusionModel.fit.__func__
+    real_fit = bf.fit_fusion
 
-    def spy(cls, train, *args, **kwargs):
+    def spy(train, *args, **kwargs):
         seen.append({v for p in train.pairs for v in p})
-        return real_fit(cls, train, *args, **kwargs)
+        return real_fit(train, *args, **kwargs)
 
-    monkeypatch.setattr(bf.FusionModel, "fit", classmethod(spy))
+    monkeypatch.setattr(bf, "fit_fusion", spy)
     cross_validate(table, ["location"], folds=5, seed=0, group_by_video=True)
     folds = make_folds(pairs, 5, seed=0, group_by_video=True)
     assert len(seen) == len(folds)
@@ -145,103 +126,25 @@ def test_grouped_cv_never_fits_on_a_test_video(monkeypatch):
         assert not train_videos & {v for i in fold.test for v in pairs[i]}
 
 
-# ---------------------------------------------------------------- missing signals
+# ---------------------------------------------------------------- the release data
 
 
-def test_a_pair_missing_a_signal_is_scored_by_the_others():
-    table = linear_table()
-    model = FusionModel.fit(table, ["location"], kinds=("isotonic",), alphas=(0.1,))
-    full = model.predict("location", {"s1": 1.0, "s2": -0.5, "s3": 0.2, "s4": 0.0})
-    partial = model.predict("location", {"s1": 1.0, "s2": None, "s3": 0.2, "s4": 0.0, "unknown": 9.0})
-    assert full.used == ["s1", "s2", "s3", "s4"]
-    assert partial.used == ["s1", "s3", "s4"] and set(partial.contributions) == set(partial.used)
-    assert math.isfinite(partial.score) and partial.score != full.score
-    assert partial.score == pytest.approx(partial.intercept + sum(partial.contributions.values()))
-
-    # the same as a ridge refitted on the present signals only
-    cols = {s: table.columns["location"][s] for s in ("s1", "s3", "s4")}
-    refit = fit_concept("location", cols, table.labels["location"], "isotonic", 0.1)
-    assert refit.weights() == pytest.approx(model.weights("location", partial.used))
-
-
-def test_vectorised_and_single_pair_predictions_agree():
-    table = linear_table(n=200)
-    model = FusionModel.fit(table, ["location"])
-    cols = {s: v[:5].copy() for s, v in table.columns["location"].items()}
-    cols["s2"][1] = np.nan
-    batch = model.predict_arrays("location", cols)
-    for i in range(5):
-        one = model.predict("location", {s: None if np.isnan(v[i]) else v[i] for s, v in cols.items()})
-        assert batch[i] == pytest.approx(one.score)
-
-
-def test_signals_missing_in_training_and_no_signal_at_all():
-    table = linear_table(n=300)
-    table.columns["location"]["s1"][::4] = np.nan  # e.g. LMM answers that could not be parsed
-    model = FusionModel.fit(table, ["location"])
-    assert model.models["location"].coverage["s1"] == 225
-    assert np.all(np.isfinite(model.predict_arrays("location", table.columns["location"])))
-    with pytest.raises(FusionError, match="none of the model's signals"):
-        model.predict("location", {"dinov2": 0.9})
-    with pytest.raises(FusionError, match="no fusion model"):
-        model.predict("main-action", {"s1": 0.0})
-
-
-# ---------------------------------------------------------------- files
-
-
-def test_save_load_roundtrip(tmp_path):
-    table = linear_table(n=200)
-    table.columns["location"]["s2"][::5] = np.nan
-    model = FusionModel.fit(table, ["location"], meta={"note": "synthetic", "nan": float("nan")})
-    path = model.save(tmp_path / "w.json")
-    text = path.read_text()
-    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
-    loaded = FusionModel.load(path)
-    assert loaded.meta["note"] == "synthetic" and loaded.meta["nan"] is None
-    cols = table.columns["location"]
-    np.testing.assert_allclose(loaded.predict_arrays("location", cols), model.predict_arrays("location", cols))
-    assert loaded.weights("location") == model.weights("location")
-    pair = {"s1": 0.3, "s3": -1.0}
-    assert loaded.predict("location", pair) == model.predict("location", pair)
-
-
-def test_load_rejects_other_files(tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "something-else"}')
-    with pytest.raises(FusionError, match="not a convis-fusion"):
-        FusionModel.load(bad)
-    with pytest.raises(FusionError, match="cannot read"):
-        FusionModel.load(tmp_path / "missing.json")
-
-
-def test_default_weights_are_query_time_signals_on_convis_concepts():
-    model = FusionModel.load(default_weights_path())
-    assert set(model.concepts) == set(CONVIS_CONCEPTS)
-    producible = query_time_signals()
-    for concept in model.concepts:
-        assert set(model.signals(concept)) <= producible
-    score = model.predict("location", {"dinov2": 0.9, "reranker:llava-onevision": 4.0})
-    assert score.used == ["dinov2", "reranker:llava-onevision"] and 1 < score.score < 5.5
-    assert "in-sample" in model.meta["fitted_on"]
-
-
-def test_default_weights_are_reproduced_from_the_release():
-    files = discover([DATA / "computed_similarities", DATA / "computed_conditioned_similarities"],
+def test_default_weights_are_reproduced_from_the_release(convis_bench, convis_bench_gt):
+    files = discover([convis_bench / "computed_similarities", convis_bench / "computed_conditioned_similarities"],
                      SIMILARITIES_SUFFIX)
-    table = build_table(files, load_gt_pairs(GT), keep=query_time_signals())
+    table = build_table(files, load_gt_pairs(convis_bench_gt), keep=query_time_signals())
     shipped = FusionModel.load(default_weights_path())
     meta = shipped.meta
-    refit = FusionModel.fit(table, shipped.concepts, inner_folds=meta["inner_folds"], seed=meta["seed"],
-                            group_by_video=meta["group_by_video"])
+    refit = fit_fusion(table, shipped.concepts, inner_folds=meta["inner_folds"], seed=meta["seed"],
+                       group_by_video=meta["group_by_video"])
     for concept in shipped.concepts:
         assert refit.weights(concept) == pytest.approx(shipped.weights(concept), abs=1e-9)
 
 
-def test_release_folders_map_to_stable_signal_names():
-    files = discover([DATA / "computed_similarities", DATA / "computed_conditioned_similarities"],
+def test_release_folders_map_to_stable_signal_names(convis_bench, convis_bench_gt):
+    files = discover([convis_bench / "computed_similarities", convis_bench / "computed_conditioned_similarities"],
                      SIMILARITIES_SUFFIX)
-    table = build_table(files, load_gt_pairs(GT))
+    table = build_table(files, load_gt_pairs(convis_bench_gt))
     assert set(table.signals("location")) == {
         "dinov2", "text", "clipscore", "vqascore", "reranker:llava-onevision", "reranker:llava-onevision-0.5b",
         "reranker:llava-video", "reranker:qwen2.5-vl", "reranker:internvl2.5", "reranker:mplug-owl3",

@@ -1,0 +1,19 @@
+"""Fixtures shared by the benchmark tests."""
+
+from pathlib import Path
+
+import pytest
+
+CONVIS_BENCH = Path(__file__).resolve().parents[1] / "data" / "convis-bench"
+
+
+@pytest.fixture(scope="session")
+def convis_bench() -> Path:
+    """The ConViS-Bench release files kept for tests: ground truth, computed similarities."""
+    return CONVIS_BENCH
+
+
+@pytest.fixture(scope="session")
+def convis_bench_gt(convis_bench) -> Path:
+    """Its human ratings, gt_conditioned_similarities.json."""
+    return convis_bench / "gt_conditioned_similarities.json"
