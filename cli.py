@@ -17,6 +17,26 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bench.cli import app as bench_app
+from indexers.base import INDEXERS, PROTOCOLS
+from indexers.errors import ModelUnavailableError
+from indexers.factory import available_indexers
+from rerankers.base import MODES, RERANKERS, RerankerError
+from rerankers.factory import available_rerankers
+from retrieval.core.concepts import Concept, ConceptError, parse_concepts
+from retrieval.core.registry import UnknownModelError
+from retrieval.engine import INDEX_DIRNAME, Engine, NoIndexError, find_index_dir
+from retrieval.pipeline.indexing import IndexSettingsError
+from retrieval.pipeline.ray_pipeline import RayUnavailable
+from retrieval.pipeline.settings import IndexSettings
+from retrieval.search.anchor import AnchorError
+from retrieval.search.fusion import FusionError
+from retrieval.search.results import CompareResult, QueryResult
+from retrieval.search.signals import SignalError, parse_overrides
+from retrieval.serve.gallery import write_compare_html, write_query_html
+from retrieval.serve.server import serve as run_server
+from retrieval.store.catalog import CatalogBusy
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.")
 # emoji=False: model ids such as "package:..." must print as written
@@ -36,17 +56,6 @@ def fail(message: str, code: int = 2) -> None:
 @contextmanager
 def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
-    from indexers.errors import ModelUnavailableError
-    from rerankers.base import RerankerError
-    from retrieval.core.concepts import ConceptError
-    from retrieval.core.registry import UnknownModelError
-    from retrieval.engine import AnchorError, NoIndexError
-    from retrieval.pipeline.indexing import IndexSettingsError
-    from retrieval.pipeline.ray_pipeline import RayUnavailable
-    from retrieval.search.fusion import FusionError
-    from retrieval.search.signals import SignalError
-    from retrieval.store.catalog import CatalogBusy
-
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
                 IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
                 RerankerError, FusionError, RayUnavailable)
@@ -72,8 +81,6 @@ def parse_duration(text: str | None, allow_zero: bool = False) -> float | None:
 
 
 def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
-    from retrieval.engine import INDEX_DIRNAME, find_index_dir
-
     if index_dir is not None:
         return index_dir
     found = find_index_dir(*[p.parent if p.is_file() else p for p in near], Path.cwd())
@@ -84,8 +91,6 @@ def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
 
 
 def check_mode(mode: str) -> None:
-    from rerankers.base import MODES
-
     if mode not in MODES:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
@@ -127,16 +132,15 @@ def index(
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
-    from retrieval.engine import INDEX_DIRNAME, Engine
-
     with user_errors():
         if captions is not None and not captions.is_dir():
             raise UserError(f"captions folder not found: {captions}")
+        settings = IndexSettings(segment_seconds=parse_duration(segment), captions=captions, workers=workers,
+                                 timeout=timeout, publish_every=publish_every, ray_address=ray,
+                                 faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol)
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
-            report = engine.index(folder, indexer, parse_duration(segment), captions, workers, timeout,
-                                  progress=progress, publish_every=publish_every, ray=ray,
-                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol)
+            report = engine.index(folder, indexer, settings, progress=progress)
     for notice in engine.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if as_json:
@@ -210,32 +214,40 @@ def query(
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
-    from retrieval.core.concepts import parse_concepts
-    from retrieval.engine import Engine
-    from retrieval.search.signals import parse_overrides
-
     with user_errors():
-        concepts = parse_concepts(concept)
-        check_mode(mode)
+        concepts = concepts_to_score(concept, mode)
         engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
-        result = engine.query(anchor, concepts, k, parse_duration(start, allow_zero=True),
-                              parse_duration(end), parse_overrides(signal), reranker=reranker,
+        span = parse_duration(start, allow_zero=True), parse_duration(end)
+        result = engine.query(anchor, concepts, k, *span, parse_overrides(signal), reranker=reranker,
                               rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
         if html is not None:
-            from retrieval.serve.gallery import write_query_html
-
-            page = write_query_html(result, engine.root, html, start=parse_duration(start, allow_zero=True),
-                                    end=parse_duration(end))
+            page = write_query_html(result, engine.root, html, start=span[0], end=span[1])
             err.print(f"gallery: {page}", highlight=False)
-    for notice in result.notices:
-        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+    show(result, as_json, _print_hits)
+
+
+def concepts_to_score(specs: List[str], mode: str) -> list[Concept]:
+    """The concepts of a query or a comparison, once the reranker's scoring mode is known to be valid."""
+    concepts = parse_concepts(specs)
+    check_mode(mode)
+    return concepts
+
+
+def show(result: QueryResult | CompareResult, as_json: bool, as_table) -> None:
+    """Notes on stderr, then the result as JSON or as ``as_table`` prints it."""
+    print_notices(result.notices)
     if as_json:
         print_json(result.as_dict())
     else:
-        _print_hits(result)
+        as_table(result)
 
 
-def _print_hits(result) -> None:
+def print_notices(notices) -> None:
+    for notice in notices:
+        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+
+
+def _print_hits(result: QueryResult) -> None:
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
     table = Table(title=f"clips like {result.anchor}  ({weights})", title_justify="left")
     table.add_column("rank", justify="right")
@@ -279,30 +291,22 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
     """How similar are A and B in terms of each concept (1 = completely different, 5 = perfectly similar)?"""
-    from retrieval.core.concepts import parse_concepts
-    from retrieval.engine import Engine, find_index_dir
-
     with user_errors():
-        concepts = parse_concepts(concept)
-        check_mode(mode)
-        result = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device,
-                        rerank_batch=rerank_batch).compare(
-            a, b, concepts, reranker, mode, symmetric)
+        concepts = concepts_to_score(concept, mode)
+        engine = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device, rerank_batch=rerank_batch)
+        result = engine.compare(a, b, concepts, reranker, mode, symmetric)
         if html is not None:
-            from retrieval.serve.gallery import write_compare_html
-
             err.print(f"page: {write_compare_html(result, a, b, html)}", highlight=False)
-    for notice in result["notices"]:
-        err.print(f"[yellow]note:[/] {notice}", highlight=False)
-    if as_json:
-        print_json(result)
-        return
-    table = Table(title=f"{a} vs {b}  ({result['reranker']}, {mode})", title_justify="left")
+    show(result, as_json, _print_comparison)
+
+
+def _print_comparison(result: CompareResult) -> None:
+    table = Table(title=f"{result.a} vs {result.b}  ({result.reranker}, {result.mode})", title_justify="left")
     for col in ("concept", "weight", "score 1-5", "answer"):
         table.add_column(col)
-    for row in result["concepts"]:
-        table.add_row(row["words"], f"{row['weight']:.2f}", _score(row["score"]), row["raw"])
-    table.add_row("total", "", _score(result["total"]), "", style="bold")
+    for row in result.concepts:
+        table.add_row(row.concept.words, f"{row.concept.weight:.2f}", _score(row.score), row.raw)
+    table.add_row("total", "", _score(result.total), "", style="bold")
     out.print(table)
 
 
@@ -316,8 +320,6 @@ def serve(
                                            "rerank."),
 ):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
-    from retrieval.serve.server import serve as run_server
-
     with user_errors():
         run_server(resolve_index_dir(index_dir, Path.cwd()), host, port, reranker)
 
@@ -329,8 +331,6 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
     """Show what is indexed, by which indexers, and what failed."""
-    from retrieval.engine import Engine
-
     with user_errors():
         summary = Engine(resolve_index_dir(index_dir, Path.cwd())).info()
     if as_json:
@@ -354,9 +354,6 @@ def models(
 ):
     """List the registered indexers and rerankers: default weights, and what each is fed (frames, decode size,
     pooling, precision), before anything is downloaded."""
-    from indexers.base import INDEXERS, PROTOCOLS
-    from indexers.factory import available_indexers
-
     with user_errors():
         if protocol not in PROTOCOLS:
             raise UserError(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
@@ -377,14 +374,9 @@ def models(
 
 
 def _reranker_rows() -> list[dict]:
-    from rerankers.base import RERANKERS
-    from rerankers.factory import available_rerankers
-
     return [{"kind": "reranker", "name": n, "default": RERANKERS.entry(n).default_source,
              "description": RERANKERS.entry(n).description, **RERANKERS.entry(n).card} for n in available_rerankers()]
 
-
-from bench.cli import app as bench_app  # noqa: E402  (a sub-app; imports nothing heavy)
 
 app.add_typer(bench_app, name="bench", help="Reproduce ConViS-Bench metrics and measure convis on them.")
 

@@ -11,24 +11,17 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.pipeline.ray_pipeline import connect, index_with_ray
-from retrieval.store.catalog import Catalog
+from retrieval.engine import Engine
+from retrieval.pipeline.ray_pipeline import connect
+from retrieval.pipeline.settings import IndexSettings
 
 
 def _measure(folder: Path, spec: str, ray_address: str | None, workers: int) -> tuple[float, int, int]:
-    from retrieval.engine import Engine
-
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine(Path(tmp) / ".convis")
-        models = [engine.indexer(spec)]  # built before timing, as both paths need them in this process
+        engine.indexer(spec)  # built before timing, as both paths need it in this process
         started = time.perf_counter()
-        if ray_address is None:
-            report = engine.index(folder, [spec], workers=workers)
-        else:
-            engine.index_dir.mkdir(parents=True)
-            with Catalog(engine.catalog_path) as catalog:
-                catalog.set_setting("root", str(folder.resolve()))
-                report = index_with_ray(catalog, engine.index_dir, models, folder, address=ray_address)
+        report = engine.index(folder, [spec], IndexSettings(workers=workers, ray_address=ray_address))
         return time.perf_counter() - started, report.indexed, report.frames
 
 

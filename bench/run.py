@@ -37,8 +37,16 @@ from bench.loaders import (
     ranked_from_data,
 )
 from bench.split import make_split
+from indexers.base import INDEXERS, takes_frame_count
+from rerankers.base import RERANKERS
+from rerankers.factory import create_reranker
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 from retrieval.core.scores import unit_similarity
+from retrieval.engine import Engine
+from retrieval.media.scan import find_videos
+from retrieval.pipeline.settings import IndexSettings
+from retrieval.search.rerank import ClipRef
+from retrieval.store.catalog import Catalog
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"
@@ -84,8 +92,6 @@ def load_dataset(root: Path, captions: Path | None = None) -> Dataset:
 
 
 def _find_videos(root: Path) -> dict[str, Path]:
-    from retrieval.media.scan import find_videos
-
     found, _ = find_videos(root)
     return {base_name(f.rel): Path(f.path) for f in found}
 
@@ -133,8 +139,6 @@ class BenchRun:
     def __init__(self, dataset: Dataset, out: Path, indexers: list[str], reranker: str | None, frames: int | None,
                  mode: str = "expected", symmetric: bool = False, workers: int | None = None,
                  device: str | None = None, note: Callable[[str], None] = lambda m: None, protocol: str = "fast"):
-        from retrieval.engine import Engine
-
         self.dataset, self.out, self.frames, self.protocol = dataset, out, frames, protocol
         self.indexers, self.reranker_spec = indexers, reranker
         self.mode, self.symmetric, self.workers, self.note = mode, symmetric, workers, note
@@ -143,8 +147,9 @@ class BenchRun:
         self.result = RunResult()
 
     def run(self) -> RunResult:
-        report = self.engine.index(self.dataset.root, self.indexers, captions=self.dataset.captions,
-                                   workers=self.workers, frames=self.frames, protocol=self.protocol)
+        settings = IndexSettings(captions=self.dataset.captions, workers=self.workers, frames=self.frames,
+                                 protocol=self.protocol)
+        report = self.engine.index(self.dataset.root, self.indexers, settings)
         self.result.failed_videos = report.failed
         vectors = self._vectors()
         for model_id, by_video in vectors.items():
@@ -156,8 +161,6 @@ class BenchRun:
     # -- global signals -----------------------------------------------------
     def _vectors(self) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
         """(name, source, frames) of each indexer -> base name -> the video's vector."""
-        from retrieval.store.catalog import Catalog
-
         with Catalog(self.engine.catalog_path, read_only=True) as catalog:
             rows = catalog.indexers()
             paths = [p for p, s in catalog.file_states().items() if s.status == "ok"]
@@ -168,12 +171,9 @@ class BenchRun:
             }
 
     def _write_global(self, model: tuple[str, str, int], by_video: dict[str, np.ndarray]) -> None:
-        from indexers.base import INDEXERS
-
         name, source, frames = model
         indexer = self.engine.indexer(f"{name}:{source}")
-        # --frames overrides image models that sample (not every-frame ones); video models keep their clip length
-        overridden = self.frames is not None and indexer.kind == "image" and indexer.frame_spec.rule != "every"
+        overridden = self.frames is not None and takes_frame_count(indexer)  # the run's --frames applied to it
         folder = model_folder(INDEXERS, name, source, frames, -1 if overridden else frames, self._suffix())
         def sim(a: str, b: str) -> float:
             return float(unit_similarity(by_video[a] @ by_video[b]))
@@ -194,9 +194,6 @@ class BenchRun:
 
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:
-        from rerankers.base import RERANKERS
-        from rerankers.factory import create_reranker
-
         reranker = create_reranker(self.reranker_spec, device=self.engine.device, frames_per_video=self.frames)
         scorer = self.engine.pair_scorer(reranker, self.mode, self.symmetric, [])
         # the class attribute is the family's own frame count (the paper's setting)
@@ -229,9 +226,6 @@ class BenchRun:
         return out
 
     def _clips(self):
-        from retrieval.search.rerank import ClipRef
-        from retrieval.store.catalog import Catalog
-
         with Catalog(self.engine.catalog_path, read_only=True) as catalog:
             states = catalog.file_states()
         root = self.engine.root

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC
-from typing import ClassVar, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
@@ -61,6 +61,21 @@ class Indexer(ABC):
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """One caption per unit; returns (len(texts), dim) float32, rows unit-norm."""
         raise NotImplementedError(f"{self.name} does not embed text")
+
+
+def takes_frame_count(indexer: Indexer) -> bool:
+    """Whether a run's ``--frames`` applies to ``indexer``: image models that sample take it; models fed
+    every frame keep every frame, and video models keep the clip length they were trained on."""
+    return indexer.kind == "image" and indexer.frame_spec.rule != "every"
+
+
+def apply_frames(indexers: Iterable[Indexer], frames: int | None) -> None:
+    """Sample ``frames`` per unit with every indexer that takes a frame count (None: leave each its own)."""
+    if not frames:
+        return
+    for indexer in indexers:
+        if takes_frame_count(indexer):
+            indexer.frames_per_unit = frames
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:

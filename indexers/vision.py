@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -23,25 +22,6 @@ def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
     # half precision halves memory and doubles throughput on GPUs; CPUs are faster in fp32;
     # the paper's features were computed in fp32, so its protocol keeps fp32 everywhere
     return torch.float16 if device.type == "cuda" and protocol == "fast" else torch.float32
-
-
-@contextmanager
-def cpu_threads(models: Sequence[Indexer], threads: int | None):
-    """Within the block, torch uses ``threads`` intra-op threads if every torch model runs on the CPU.
-
-    Decode workers share the cores: a model that also takes every core makes both wait on each
-    other (measured on 2 cores: one torch thread beside one decoder indexes ~30% faster than two).
-    """
-    on_cpu = all(getattr(m, "device", torch.device("cpu")).type == "cpu" for m in models)
-    if not threads or not on_cpu:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

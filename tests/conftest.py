@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import EXAMPLES
+
 # No test may reach a model hub: an unreachable hub stalls each lookup for tens of seconds.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "videos"
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +44,8 @@ def video_folder(tmp_path, example_videos) -> Path:
 def example_index(tmp_path_factory, example_videos) -> Path:
     """The example clips indexed once with the real EfficientNet-Lite0 weights (index dir returned)."""
     from retrieval.engine import Engine
+    from retrieval.pipeline.settings import IndexSettings
 
     index_dir = tmp_path_factory.mktemp("example-index") / ".convis"
-    Engine(index_dir).index(example_videos, ["efficientnet-lite0"], workers=1)
+    Engine(index_dir).index(example_videos, ["efficientnet-lite0"], IndexSettings(workers=1))
     return index_dir

@@ -12,6 +12,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from tests.paths import DATA
+
 LEVEL_STEP = 4  # grey levels between consecutive frames: survives lossy coding
 
 
@@ -84,7 +86,7 @@ def make_vfr_clip(path: Path, times: list[float], pixels=None) -> Path:
 
 
 # A 64x32 clip (left half white) whose container asks players to turn it 90 degrees.
-ROTATED = Path(__file__).parent / "data" / "media" / "rotated90.mp4"
+ROTATED = DATA / "media" / "rotated90.mp4"
 
 
 # Frames numbered past 56 and tagged with their video: the top half's grey level encodes

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.conftest import ROOT
+from tests.media import make_clip
+from tests.paths import ROOT
 
 runner = CliRunner()
 
@@ -63,8 +64,6 @@ def test_weighted_concepts_report_each_score_and_the_eq2_total(example_index, ex
 
 
 def test_new_anchor_is_embedded_on_the_fly(example_index, example_videos, tmp_path):
-    from tests.media import make_clip
-
     anchor = make_clip(tmp_path / "grey.mp4", frames=20, fps=10, size=(96, 64))
     data = query_json("--anchor", anchor, "-c", "location", "--index-dir", example_index, "-k", "3")
     assert len(data["hits"]) == 3

@@ -2,7 +2,10 @@
 
 import os
 import signal
+import tempfile
 import time
+
+from retrieval.media.frames import DecodeError, VideoDecoder
 
 
 def behave(item):
@@ -28,10 +31,6 @@ def stamped(item):
 
 def decode_bytes(data: bytes):
     """Decode a video given as bytes (written to a temp file): shape of the frames, or the DecodeError text."""
-    import tempfile
-
-    from retrieval.media.frames import DecodeError, VideoDecoder
-
     with tempfile.NamedTemporaryFile(suffix=".mp4") as fh:
         fh.write(data)
         fh.flush()

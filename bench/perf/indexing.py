@@ -20,6 +20,8 @@ from bench.perf.results import IndexingResult
 from indexers.factory import create_indexer
 from retrieval.pipeline.distribute import ProcessDistributor
 from retrieval.pipeline.indexing import DECODER_MODULES, IndexRun
+from retrieval.pipeline.local import LocalExecutor, cores_left, cpu_threads
+from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 
 
@@ -30,8 +32,6 @@ def measure_pipeline(root: Path, decoder: str, indexer_spec: str, workers: int =
     ``as_engine``: torch threads as ``convis index`` sets them (the cores the decode workers leave);
     otherwise as the caller set them.
     """
-    from indexers.vision import cpu_threads  # imports torch: importing bench.perf stays free of it
-    from retrieval.engine import cores_left  # imports scipy (~60 MB): kept out of every decode worker's RSS
 
     workers = workers or max(1, (os.cpu_count() or 2) // 2)  # the engine's default
     pool = ProcessDistributor(workers)
@@ -44,7 +44,8 @@ def measure_pipeline(root: Path, decoder: str, indexer_spec: str, workers: int =
     with tempfile.TemporaryDirectory(prefix="convis-perf-") as tmp:
         with Catalog(Path(tmp) / "catalog.duckdb") as catalog:
             distributor = OneDecoder(pool, decoder)
-            run = IndexRun(catalog, Path(tmp), [indexer], distributor, segment_seconds)
+            run = IndexRun(catalog, Path(tmp), [indexer], LocalExecutor(distributor),
+                           IndexSettings(segment_seconds=segment_seconds))
             with cpu_threads([indexer], cores_left(pool)) if as_engine else nullcontext():
                 threads = torch_thread_count()
                 with clock() as timed:

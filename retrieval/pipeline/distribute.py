@@ -8,7 +8,9 @@ each task in a worker process: a decoder that hangs (timeout) or dies in C code
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
+import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -28,16 +30,12 @@ class Distributor(Protocol):
 
 def _quiet_worker() -> None:
     """Native decoders write diagnostics straight to fd 2; in workers that is noise (reasons are returned)."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
 
 
 def _import(modules: tuple[str, ...]) -> None:
-    import importlib
-
     for name in modules:
         try:
             importlib.import_module(name)

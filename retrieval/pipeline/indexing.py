@@ -1,9 +1,12 @@
-"""The indexing pipeline: reader (scan) -> mapper (decode in workers, embed here) -> writer (catalog).
+"""The indexing run: reader (scan + plan) -> executor (decode, embed) -> writer (catalog, FAISS).
 
-Decoding runs in a distributor (worker processes by default, each with its next file
-already queued) while this process embeds the previous file, so decode and model work
-overlap.  Each file is written in one catalog transaction; FAISS indices are rebuilt
-from the catalog when the run publishes.
+The run plans a folder against the catalog and hands the work to an executor as ``FileJob``s.
+An executor runs the two stages defined here wherever it runs them: ``decode_job`` (in a
+worker: one file's sampled frames) and ``embed_file`` (the models' vectors for them); the local
+one decodes in worker processes and embeds in this process (``local``), the Ray one does both
+on a cluster (``ray_pipeline``).  Either yields one ``EmbeddedFile`` (or the decode failure) per
+file, and the run commits each the same way, in one catalog transaction.  FAISS indices are
+rebuilt from the catalog when the run publishes.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -21,16 +24,13 @@ from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
 from retrieval.media.scan import FoundFile, content_hash, find_videos
-from retrieval.pipeline.distribute import Distributor
-from retrieval.pipeline.plan import plan
-from retrieval.store.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
-from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
+from retrieval.pipeline.catalog_settings import IndexSettingsError, rebuild_indices
+from retrieval.pipeline.plan import Plan, plan
+from retrieval.pipeline.settings import IndexSettings
+from retrieval.store.catalog import Catalog, FileRecord, FileState, IndexerRow, UnitRecord
 
 
-class IndexSettingsError(ValueError):
-    """The run asks for settings that contradict how the index was built."""
-
-
+# -- the decode stage -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeJob:
     file: FoundFile
@@ -62,6 +62,55 @@ def decode_job(job: DecodeJob) -> DecodedFile:
     return DecodedFile(info, content_hash(job.file.path), spans, frames)
 
 
+# -- the embed stage --------------------------------------------------------------------------------
+NO_PIXELS = np.zeros((0, 0, 0, 3), np.uint8)  # frames keep their times, not their pixels, after embedding
+
+
+@dataclass
+class EmbeddedFile(DecodedFile):
+    """A decoded file after embedding: frames keep times and indices only; ``error`` = embedding failed."""
+
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    error: str | None = None
+
+
+def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedFile:
+    """Runs where the models are: each model's unit vectors (by indexer id) for one decoded file.
+
+    A model error costs this file, never the run: it comes back as the file's ``error``.
+    """
+    try:
+        vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frame_spec]]),
+                                        dtype=np.float32) for model_id, m in models.items()}
+        error = None
+    except Exception as exc:
+        vectors, error = {}, reason_of(exc)
+    frames = {spec: [Frames(NO_PIXELS, f.timestamps, f.indices) for f in fs] for spec, fs in decoded.frames.items()}
+    return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error)
+
+
+# -- what the run asks of an executor ---------------------------------------------------------------
+@dataclass(frozen=True)
+class FileJob:
+    """One file of a run: decode it, then embed it with ``indexers``."""
+
+    decode: DecodeJob
+    indexers: tuple[str, ...]  # ids of the indexers it needs vectors from
+    known_hash: str | None = None  # content hash of the bytes the catalog holds for it (None: a new file)
+    lacks_vectors: bool = False  # indexed already and only some indexers' vectors missing: its rows stay
+
+    @property
+    def file(self) -> FoundFile:
+        return self.decode.file
+
+    def unchanged(self, content_hash: str) -> bool:
+        """The catalog holds these very bytes with every vector (only the mtime moved): nothing to embed."""
+        return not self.lacks_vectors and self.known_hash == content_hash
+
+
+FileResult = EmbeddedFile | BaseException  # a BaseException: why the file could not be decoded
+
+
 @dataclass
 class IndexReport:
     indexers: list[str]
@@ -84,27 +133,36 @@ class IndexReport:
         }
 
 
+class Executor(Protocol):
+    """Where a run's files are decoded and embedded."""
+
+    def embed(self, jobs: Sequence[FileJob], models: Sequence[Indexer]) -> Iterator[tuple[FileJob, FileResult]]:
+        """Every job once, with its ``EmbeddedFile`` (vectors from ``models`` it needs) or its decode failure."""
+        ...
+
+    def finish(self, report: IndexReport) -> IndexReport:
+        """Called once all that ``embed`` yielded is committed: the run's report with this executor's counts."""
+        ...
+
+
 Progress = Callable[[str, dict], None]  # (event, data): "start" {total}, "file" {path, frames, ok}
 
 
 SNAPSHOT_NAME = "snapshot.duckdb"
-PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 
 
+# -- the writer -------------------------------------------------------------------------------------
 class IndexRun:
-    def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], distributor: Distributor,
-                 segment_seconds: float | None = None, captions: Path | None = None,
-                 progress: Progress | None = None, publish_every: float = PUBLISH_EVERY):
-        self.catalog, self.index_dir = catalog, index_dir
+    """Plans a folder against the catalog, commits what the executor yields, publishes FAISS and snapshots."""
+
+    def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], executor: Executor,
+                 settings: IndexSettings = IndexSettings(), progress: Progress | None = None):
+        self.catalog, self.index_dir = catalog, Path(index_dir)
         self.visual = [ix for ix in indexers if ix.kind != "text"]
         self.textual = [ix for ix in indexers if ix.kind == "text"]
-        self.distributor = distributor
-        self.segment_seconds = segment_seconds
-        self.captions = captions
+        self.executor, self.settings = executor, settings
         self.progress = progress or (lambda event, data: None)
         self.report = IndexReport([ix.model_id for ix in indexers])
-        self._missing: set[str] = set()
-        self.publish_every = publish_every
         self._published = time.monotonic()
 
     def run(self, root: Path) -> IndexReport:
@@ -115,19 +173,18 @@ class IndexRun:
                                                      ix.frames_per_unit, None))
         found, problems = find_videos(root, skip=self.index_dir.resolve())
         self.report.found = len(found)
-        work = self._plan(found)
+        jobs = self._plan(found)
         for rel, reason in problems:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
-        self.progress("start", {"total": len(work)})
-        jobs = [DecodeJob(f, self._frame_specs(), self.segment_seconds) for f in work]
-        for job, result in self.distributor.map(decode_job, jobs):
-            self._write(job.file, result)
-            if time.monotonic() - self._published > self.publish_every:
+        self.progress("start", {"total": len(jobs)})
+        for job, result in self.executor.embed(jobs, self.visual):
+            self._write(job, result)
+            if time.monotonic() - self._published > self.settings.publish_every:
                 self.publish()
         self._caption_pass()
         self.publish()
         self.report.seconds = time.perf_counter() - started
-        return self.report
+        return self.executor.finish(self.report)
 
     def publish(self) -> None:
         """Make the committed state visible to readers: FAISS indices, then a catalog snapshot."""
@@ -136,7 +193,8 @@ class IndexRun:
         self._published = time.monotonic()
 
     def _check_settings(self) -> None:
-        wanted = "" if not self.segment_seconds else f"{self.segment_seconds:g}"
+        segment_seconds = self.settings.segment_seconds
+        wanted = "" if not segment_seconds else f"{segment_seconds:g}"
         stored = self.catalog.setting("segment_seconds")
         if stored is None:
             self.catalog.set_setting("segment_seconds", wanted)
@@ -146,75 +204,71 @@ class IndexRun:
                 f"this index was built with {have}; use the same setting or a new --index-dir"
             )
 
-    def _plan(self, found: list[FoundFile]) -> list[FoundFile]:
+    def _plan(self, found: list[FoundFile]) -> list[FileJob]:
         known = self.catalog.file_states()
-        complete = set.intersection(*(self.catalog.indexed_with(ix.model_id) for ix in self.visual)) \
-            if self.visual else set(known)
+        indexed = {ix.model_id: self.catalog.indexed_with(ix.model_id) for ix in self.visual}
+        complete = set.intersection(*indexed.values()) if indexed else set(known)
         todo = plan(found, known, complete)
         self.report.unchanged = len(todo.unchanged)
         self.report.forgotten = self.catalog.forget(todo.deleted)
-        self._missing = {f.rel for f in todo.missing_vectors}
-        return todo.work
+        return _jobs(todo, known, indexed, self._frame_specs(), self.settings.segment_seconds)
 
     def _frame_specs(self) -> tuple[FrameSpec, ...]:
         return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual))
 
-    def _write(self, found: FoundFile, result) -> None:
+    def _write(self, job: FileJob, result: FileResult) -> None:
+        found = job.file
         if isinstance(result, BaseException):
             if not os.path.lexists(found.path):
                 # gone since the scan: nothing to record; the next run forgets any old rows
                 self.report.failed.append((found.rel, "vanished during the run"))
                 return
-            self._fail(found, reason_of(result))
+            self._fail(found, reason_of(result), job.lacks_vectors)
             return
-        known = self.catalog.file_states().get(found.rel)
-        if known is not None and known.content_hash == result.content_hash and found.rel not in self._missing:
+        if job.unchanged(result.content_hash):
             self.catalog.touch(found.rel, found.size, found.mtime)  # same bytes, new mtime
             self.report.unchanged += 1
             self.progress("file", {"path": found.rel, "frames": 0, "ok": True})
             return
+        if result.error is not None:
+            self._fail(found, f"embedding failed: {result.error}", job.lacks_vectors)
+            return
         try:
-            self._store(found, result)
-        except Exception as exc:  # a model error on one file must not end the run
-            self._fail(found, f"embedding failed: {reason_of(exc)}")
+            self._commit(job, result)
+        except Exception as exc:  # as with a model error, this file is skipped and the run goes on
+            self._fail(found, f"embedding failed: {reason_of(exc)}", job.lacks_vectors)
 
-    def _store(self, found: FoundFile, decoded: DecodedFile) -> None:
-        complete = {ix.model_id for ix in self.visual if found.rel in self.catalog.indexed_with(ix.model_id)} \
-            if found.rel in self._missing else set()
-        vectors = {
-            ix.model_id: ix.embed_units([f.pixels for f in decoded.frames[ix.frame_spec]])
-            for ix in self.visual if ix.model_id not in complete
-        }
-        self._commit(found, decoded, vectors)
-
-    def _commit(self, found: FoundFile, decoded: DecodedFile, vectors: dict[str, np.ndarray]) -> None:
+    def _commit(self, job: FileJob, done: EmbeddedFile) -> None:
         """Write one file's vectors (new file: all its rows; a file missing an indexer: those vectors)."""
-        if found.rel in self._missing:
+        found = job.file
+        vectors = {m: v for m, v in done.vectors.items() if m in job.indexers}
+        if job.lacks_vectors:
             self.catalog.add_vectors(found.rel, vectors)
         else:
-            self.catalog.commit_file(_file_record(found, decoded), _unit_records(decoded), vectors)
-        frames = sum(len(f.indices) for fs in decoded.frames.values() for f in fs)
+            self.catalog.commit_file(_file_record(found, done), _unit_records(done), vectors)
+        frames = sum(len(f.indices) for fs in done.frames.values() for f in fs)
         self.report.indexed += 1
-        self.report.units += len(decoded.spans)
+        self.report.units += len(done.spans)
         self.report.frames += frames
         self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
 
-    def _fail(self, found: FoundFile, reason: str) -> None:
+    def _fail(self, found: FoundFile, reason: str, lacks_vectors: bool = False) -> None:
         self.report.failed.append((found.rel, reason))
         # entries we could not even stat are reported, not stored; and a file that only
         # lacked one indexer's vectors keeps what it had: what was indexed stays indexed
-        if found.path and found.rel not in self._missing:
+        if found.path and not lacks_vectors:
             self.catalog.record_failure(found.rel, found.size, found.mtime, reason)
             self.progress("file", {"path": found.rel, "frames": 0, "ok": False})
 
     def _caption_pass(self) -> None:
         """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""
-        if not self.textual or self.captions is None:
+        captions = self.settings.captions
+        if not self.textual or captions is None:
             return
         for ix in self.textual:
             done = self.catalog.indexed_with(ix.model_id)
             for rel, state in self.catalog.file_states().items():
-                caption = self.captions / f"{Path(rel).stem}.txt"
+                caption = captions / f"{Path(rel).stem}.txt"
                 if state.status != "ok" or rel in done or not caption.is_file():
                     continue
                 units = len(self.catalog.unit_vectors(rel, self.visual[0].model_id)) if self.visual else 1
@@ -223,83 +277,21 @@ class IndexRun:
                 self.report.captioned += 1
 
 
-PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
+def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]], specs: tuple[FrameSpec, ...],
+          segment_seconds: float | None) -> list[FileJob]:
+    """The plan's work as jobs, in its order: new and changed files need every indexer, an indexed file
+    the indexers it lacks."""
+    every = tuple(indexed)
+    jobs = [FileJob(DecodeJob(f, specs, segment_seconds), every, _known_hash(known, f.rel))
+            for f in todo.new + todo.changed]
+    jobs += [FileJob(DecodeJob(f, specs, segment_seconds), tuple(m for m in every if f.rel not in indexed[m]),
+                     _known_hash(known, f.rel), lacks_vectors=True) for f in todo.missing_vectors]
+    return jobs
 
 
-def settle_protocol(catalog: Catalog, wanted: str | None) -> str:
-    """The protocol this run indexes with: the one asked for, else the index's; one index, one protocol."""
-    from indexers.base import PROTOCOLS
-
-    stored = catalog.setting(PROTOCOL)
-    if wanted is not None and wanted not in PROTOCOLS:
-        raise IndexSettingsError(f"unknown protocol {wanted!r}; use one of {', '.join(PROTOCOLS)}")
-    if stored is None:
-        # an index built before protocols were recorded was built the fast way
-        stored = "fast" if catalog.indexers() else (wanted or "fast")
-        catalog.set_setting(PROTOCOL, stored)
-    if wanted is not None and wanted != stored:
-        raise IndexSettingsError(f"this index was built with --protocol {stored}; use the same protocol or a "
-                                 "new --index-dir")
-    return stored
-
-
-FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
-
-
-def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None) -> None:
-    """Record the FAISS factory string / search parameters this index uses ("auto": chosen by size).
-
-    Checked against every indexer's dimension before it is stored, so a typo fails now, in one
-    line, not after hours of embedding, and the previous setting stays.
-    """
-    wanted = {key: _setting(catalog, key, given) for key, given in ((FAISS_FACTORY, factory), (FAISS_PARAMS, params))}
-    chosen_factory, chosen_params = wanted[FAISS_FACTORY] or None, wanted[FAISS_PARAMS] or None
-    for ix in indexers:
-        # with the automatic choice, parameters are for the ANN index it picks once the collection is large
-        factory_for_check = chosen_factory or choose_factory(EXACT_LIMIT, ix.dim)
-        try:
-            VectorIndex.build(np.zeros(0, np.int64), np.zeros((0, ix.dim), np.float32), 0, factory_for_check,
-                              chosen_params)
-        except (RuntimeError, ValueError) as exc:
-            setting = " ".join(filter(None, [chosen_factory or "auto", chosen_params]))
-            raise IndexSettingsError(f"FAISS index {setting!r} does not work for {ix.model_id} ({ix.dim}-d): "
-                                     f"{reason_of(exc)[:200]}") from None
-    for key, value in wanted.items():
-        catalog.set_setting(key, value)
-
-
-def _setting(catalog: Catalog, key: str, given: str | None) -> str:
-    """The value to store: the one given ("auto" -> "", automatic), else the one stored."""
-    if given is None:
-        return catalog.setting(key) or ""
-    return "" if given.strip().lower() == "auto" else given.strip()
-
-
-def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
-    """One indexer's FAISS index from the catalog: the configured factory, else the size-based choice.
-
-    A configured index that cannot be built yet (an IVF needs more vectors than it has lists
-    to train) is replaced by the automatic one until the collection is large enough.
-    """
-    ids, matrix = catalog.vectors(indexer)
-    factory, params = catalog.setting(FAISS_FACTORY) or None, catalog.setting(FAISS_PARAMS) or None
-    if factory or params:
-        try:
-            return VectorIndex.build(ids, matrix, catalog.generation, factory, params)
-        except (RuntimeError, ValueError):
-            pass
-    return VectorIndex.build(ids, matrix, catalog.generation)
-
-
-def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
-    """Derive every indexer's FAISS index from the catalog and replace the files atomically."""
-    built = {}
-    for row in catalog.indexers():
-        index = build_index(catalog, row.indexer)
-        index.save(index_path(index_dir, row.indexer))
-        catalog.set_faiss_factory(row.indexer, index.factory)
-        built[row.indexer] = index
-    return built
+def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
+    state = known.get(rel)
+    return state.content_hash if state is not None else None
 
 
 def _file_record(found: FoundFile, d: DecodedFile) -> FileRecord:

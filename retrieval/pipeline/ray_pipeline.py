@@ -1,23 +1,20 @@
-"""Indexing and task distribution on a Ray cluster.
+"""The Ray executor: an indexing run's decoding and embedding on a Ray cluster.
 
-``index_with_ray`` runs the local indexing pipeline with its work spread over Ray:
+``RayExecutor`` gives ``IndexRun`` the files it plans, decoded and embedded on Ray:
 
-    scan + plan (here, against the catalog, exactly as ``IndexRun`` does)
+    scan + plan (here, against the catalog: ``IndexRun``, as in a local run)
       -> Ray Data: decode ``decode_job`` in a pool of CPU actors; each file in a subprocess of the
          actor with a time limit, so a hung or crashing decoder still costs one file
-      -> Ray Data: embed in an actor pool holding every visual indexer (one GPU per actor when the
-         cluster has GPUs, else CPU actors)
+      -> Ray Data: ``embed_file`` in an actor pool holding every visual indexer (one GPU per actor
+         when the cluster has GPUs, else CPU actors)
       -> here: embedding shards under INDEX_DIR/shards/<run-id>/, then the catalog, one transaction
-         per file, in scan order, through ``IndexRun``'s own writer
+         per file, in scan order, by ``IndexRun``, which commits a local run's files the same way
 
 The shards make a run resumable beyond the catalog: a file whose vectors reached a shard is not
 embedded again by a later run, even if this one died before merging it.  A shard is an ``.npz`` of
 vectors plus a ``.json`` sidecar written last; the sidecars are the manifest, keyed by path, size,
 mtime, segment length, decode size and every indexer with its frame count.  Once a run has merged
 everything, the shards are deleted: the catalog is the source of truth.
-
-``RayDistributor`` implements the ``Distributor`` protocol on Ray tasks (reranking pairs, FAISS
-shard filling, anything that maps a function over items).
 """
 
 from __future__ import annotations
@@ -28,35 +25,38 @@ import math
 import os
 import pickle
 import shutil
-import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from indexers.base import Indexer
+import indexers
+import rerankers
+import retrieval
+from indexers.base import Indexer, apply_frames
+from indexers.factory import create_indexer
 from retrieval.core.errors import one_line
 from retrieval.core.files import atomic_write_bytes
 from retrieval.media.frames import Frames, Span, VideoInfo
-from retrieval.media.scan import FoundFile
-from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
+from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor
 from retrieval.pipeline.indexing import (
-    PUBLISH_EVERY,
-    DecodedFile,
+    NO_PIXELS,
     DecodeJob,
+    EmbeddedFile,
+    FileJob,
+    FileResult,
     IndexReport,
-    IndexRun,
-    Progress,
+    decode_job,
+    embed_file,
     reason_of,
 )
-from retrieval.store.catalog import Catalog
+from retrieval.pipeline.settings import DECODE_TIMEOUT
 
 SHARDS_DIRNAME = "shards"
 LOCAL = {None, "", "local"}  # addresses that mean "start a Ray instance on this machine"
-_NO_PIXELS = np.zeros((0, 0, 0, 3), np.uint8)  # frames keep their times, not their pixels, after embedding
 
 
 class RayUnavailable(RuntimeError):
@@ -68,19 +68,11 @@ class RemoteFailure(Exception):
 
 
 @dataclass
-class EmbeddedFile(DecodedFile):
-    """A decoded file after embedding: frames keep times and indices only; ``error`` = embedding failed."""
-
-    vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    error: str | None = None
-
-
-@dataclass
 class RayOptions:
     address: str | None = "auto"
     device: str | None = None  # None: each actor picks its GPU when it has one
     trust_remote_code: bool = False
-    timeout: float = 300.0  # seconds per file to decode
+    timeout: float = DECODE_TIMEOUT  # seconds per file to decode
     decode_batch: int = 4  # files per decode call: amortises the isolating subprocess's start
     isolate: bool = True  # decode in a subprocess (timeout, crash isolation); False trusts the decoders
     embed_actors: int | None = None  # default: one per GPU, else one
@@ -105,7 +97,7 @@ class RayIndexReport(IndexReport):
 def connect(address: str | None, runtime_env: dict | None = None) -> bool:
     """Join (or start) Ray; True when this call started the session, so the caller ends it."""
     try:
-        import ray
+        import ray  # ray: optional, only the --ray path pays for importing it
     except ImportError:
         raise RayUnavailable('Ray is not installed: pip install "ray[data]"') from None
     if ray.is_initialized():
@@ -128,14 +120,7 @@ def code_runtime_env(local: bool = True) -> dict:
     A local instance gets this checkout on PYTHONPATH; a cluster gets the packages uploaded
     (its nodes still need the same third-party packages installed).
     """
-    import indexers
-
-    # the package this module belongs to (already imported); importing it by name would pull in its
-    # lazily exported Engine, a layer above
-    retrieval = sys.modules[__name__.partition(".")[0]]
     if not local:
-        import rerankers
-
         return {"py_modules": [retrieval, indexers, rerankers]}
     root = str(Path(retrieval.__file__).resolve().parents[1])
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}}
@@ -143,7 +128,7 @@ def code_runtime_env(local: bool = True) -> dict:
 
 def _quiet_ray_data() -> None:
     # convis reports progress itself; Ray Data's progress lines would interleave with it
-    from ray.data import DataContext
+    from ray.data import DataContext  # ray: optional, only the --ray path pays for importing it
 
     ctx = DataContext.get_current()
     ctx.enable_progress_bars = False
@@ -223,7 +208,7 @@ def _from_entry(npz: Path, pos: int, entry: dict, need: dict[str, int]) -> Embed
     with np.load(npz) as data:
         vectors = {m: data[f"{pos}_{entry['order'].index(m)}"] for m in need}
     groups = entry["frames"].values() if isinstance(entry["frames"], dict) else entry["frames"]  # dict: older shards
-    frames = {n: [Frames(_NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
+    frames = {n: [Frames(NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
               for n, units in enumerate(groups)}
     spans = [Span(int(s), float(a), float(b)) for s, a, b in entry["spans"]]
     return EmbeddedFile(VideoInfo(**entry["info"]), entry["content_hash"], spans, frames, vectors)
@@ -245,16 +230,15 @@ class _Decoder:
     """A Ray actor that decodes a few files per call; each in a subprocess with a time limit unless
     ``isolate`` is off (the subprocesses fork from a server that imported the decoders once)."""
 
-    def __init__(self, fn: Callable, timeout: float, isolate: bool):
-        self.fn = fn
+    def __init__(self, timeout: float, isolate: bool):
         self.runner = ProcessDistributor(1, timeout) if isolate else SerialDistributor()
         context = getattr(self.runner, "context", None)
         if context is not None and context.get_start_method() == "forkserver":
-            context.set_forkserver_preload(["retrieval.pipeline.indexing"])
+            context.set_forkserver_preload([decode_job.__module__])
 
     def __call__(self, batch: dict) -> dict:
         jobs = [pickle.loads(blob) for blob in batch["job"]]
-        results = {job.file.rel: result for job, result in self.runner.map(self.fn, jobs)}
+        results = {job.file.rel: result for job, result in self.runner.map(decode_job, jobs)}
         blobs = [pickle.dumps(_portable(results[job.file.rel])) for job in jobs]
         return {"i": batch["i"], "blob": np.array(blobs, dtype=object)}
 
@@ -269,57 +253,53 @@ class _Embedder:
 
     def __init__(self, specs: list[tuple[str, int]], device: str | None, trust_remote_code: bool, threads: int,
                  protocol: str = "fast"):
-        import torch
-
-        from indexers.factory import create_indexer
+        import torch  # torch: imported by the embed actors, which hold the models
 
         torch.set_num_threads(max(1, threads))
         extra = {"trust_remote_code": True} if trust_remote_code else {}
-        self.models: list[tuple[str, Indexer]] = []
+        self.models: dict[str, Indexer] = {}
         for model_id, frames in specs:
             model = create_indexer(model_id, protocol=protocol, device=device, **extra)
-            if model.kind == "image" and model.frame_spec.rule != "every":  # every frame stays every frame
-                model.frames_per_unit = frames  # the run's --frames override, as Engine.index applies it
-            self.models.append((model_id, model))
+            apply_frames([model], frames)  # the frame count the run's model has, --frames included
+            self.models[model_id] = model
 
     def __call__(self, batch: dict) -> dict:
         blobs = [pickle.dumps(self._embed(pickle.loads(blob))) for blob in batch["blob"]]
         return {"i": batch["i"], "blob": np.array(blobs, dtype=object)}
 
     def _embed(self, decoded: Any) -> Any:
-        if isinstance(decoded, BaseException):
-            return decoded
-        try:
-            vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frame_spec]]),
-                                            dtype=np.float32) for model_id, m in self.models}
-            error = None
-        except Exception as exc:  # a model error costs this file, as in the local run
-            vectors, error = {}, reason_of(exc)
-        frames = {n: [Frames(_NO_PIXELS, f.timestamps, f.indices) for f in fs] for n, fs in decoded.frames.items()}
-        return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error)
+        return decoded if isinstance(decoded, BaseException) else embed_file(decoded, self.models)
 
 
-# -- the distributor-shaped stage that IndexRun drives ----------------------------------------------
-class RayEmbedStage:
-    """``map(decode_job, jobs)`` -> (job, EmbeddedFile or failure) in job order: shards first, Ray for the rest.
+# -- the executor -----------------------------------------------------------------------------------
+class RayExecutor:
+    """``embed(jobs, models)`` -> (job, EmbeddedFile or failure) in job order: shards first, Ray for the rest.
 
-    Every computed file is written to a shard before it is handed on to the catalog writer,
-    and whatever was computed is written when the run is interrupted.
+    Every computed file is written to a shard before it is handed on to the run, and whatever
+    was computed is written when the run is interrupted.  The Ray actors build their own models
+    from the run's: same ids, same protocol, same frame counts.
     """
 
-    def __init__(self, models: Sequence[Indexer], shards: ShardStore, options: RayOptions):
-        self.need = {m.model_id: m.frames_per_unit for m in models}
-        self.protocol = next((m.protocol for m in models), "fast")  # the index's; the actors build models alike
+    def __init__(self, shards: ShardStore, options: RayOptions):
         self.shards, self.options = shards, options
+        self.need: dict[str, int] = {}  # indexer id -> frames per unit, of the run's models
+        self.protocol = "fast"
         self.computed = self.reused = 0
         self._flushed = time.monotonic()
 
-    def map(self, fn: Callable, jobs: Iterable[DecodeJob]) -> Iterator[tuple[DecodeJob, Any]]:
+    @classmethod
+    def in_index(cls, index_dir: str | Path, options: RayOptions) -> RayExecutor:
+        """An executor keeping its shards in the index folder."""
+        return cls(ShardStore(Path(index_dir) / SHARDS_DIRNAME), options)
+
+    def embed(self, jobs: Sequence[FileJob], models: Sequence[Indexer]) -> Iterator[tuple[FileJob, FileResult]]:
+        self.need = {m.model_id: m.frames_per_unit for m in models}
+        self.protocol = next((m.protocol for m in models), "fast")  # the index's; the actors build models alike
         jobs = list(jobs)
         ready = self._from_shards(jobs)  # job index -> result, until handed on
         todo = [i for i in range(len(jobs)) if i not in ready]
         pending: list[tuple[int, EmbeddedFile]] = []  # computed, not yet in a shard
-        stream = self._stream(fn, [jobs[i] for i in todo]) if todo else iter(())
+        stream = self._stream([jobs[i].decode for i in todo]) if todo else iter(())
         try:
             nxt = 0
             for k, result in stream:
@@ -333,8 +313,14 @@ class RayEmbedStage:
             if close:
                 close()
 
-    def _from_shards(self, jobs: list[DecodeJob]) -> dict[int, Any]:
-        found = {i: self.shards.find(job, self.need) for i, job in enumerate(jobs)}
+    def finish(self, report: IndexReport) -> RayIndexReport:
+        """All merged: the catalog holds everything the shards did, so they go."""
+        self.shards.clear()
+        return RayIndexReport(**vars(report), computed=self.computed, reused=self.reused,
+                              shards=self.shards.written)
+
+    def _from_shards(self, jobs: list[FileJob]) -> dict[int, Any]:
+        found = {i: self.shards.find(job.decode, self.need) for i, job in enumerate(jobs)}
         ready = {i: done for i, done in found.items() if done is not None}
         self.reused = len(ready)
         return ready
@@ -352,26 +338,26 @@ class RayEmbedStage:
     def _flush(self, jobs, pending: list[tuple[int, EmbeddedFile]], ready: dict[int, Any]) -> None:
         if not pending:
             return
-        self.shards.write([(jobs[i], done) for i, done in pending], self.need)
+        self.shards.write([(jobs[i].decode, done) for i, done in pending], self.need)
         ready.update(pending)
         pending.clear()
         self._flushed = time.monotonic()
 
-    def _stream(self, fn: Callable, jobs: list[DecodeJob]) -> Iterator[tuple[int, Any]]:
+    def _stream(self, jobs: list[DecodeJob]) -> Iterator[tuple[int, Any]]:
         """(position in ``jobs``, result) as Ray finishes them."""
-        import ray
+        import ray  # ray: optional, only the --ray path pays for importing it
 
         started = connect(self.options.address, self.options.runtime_env)
         try:
-            for batch in self._dataset(fn, jobs).iter_batches(batch_size=None, batch_format="numpy"):
+            for batch in self._dataset(jobs).iter_batches(batch_size=None, batch_format="numpy"):
                 for k, blob in zip(batch["i"], batch["blob"]):
                     yield int(k), pickle.loads(blob)
         finally:
             if started:
                 ray.shutdown()
 
-    def _dataset(self, fn: Callable, jobs: list[DecodeJob]):
-        import ray.data
+    def _dataset(self, jobs: list[DecodeJob]):
+        import ray.data  # ray: optional, only the --ray path pays for importing it
 
         _quiet_ray_data()
         o = self.options
@@ -386,7 +372,7 @@ class RayEmbedStage:
         # embed actors decoding would leave the GPUs idle
         ds = ds.map_batches(_Decoder, batch_size=per_task, batch_format="numpy", num_cpus=1,
                             compute=ray.data.ActorPoolStrategy(min_size=1, max_size=decoders),
-                            fn_constructor_kwargs={"fn": fn, "timeout": o.timeout, "isolate": o.isolate})
+                            fn_constructor_kwargs={"timeout": o.timeout, "isolate": o.isolate})
         specs = list(self.need.items())
         return ds.map_batches(_Embedder, batch_size=1, batch_format="numpy",
                               compute=ray.data.ActorPoolStrategy(size=actors),
@@ -412,133 +398,3 @@ def _release(jobs: list, ready: dict[int, Any], nxt: int):
         yield jobs[nxt], ready.pop(nxt)
         nxt += 1
     return nxt
-
-
-# -- the run ----------------------------------------------------------------------------------------
-class RayIndexRun(IndexRun):
-    """``IndexRun`` with decoding and embedding on Ray; planning, writing and publishing are its own."""
-
-    def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], options: RayOptions,
-                 segment_seconds: float | None = None, captions: Path | None = None,
-                 progress: Progress | None = None, publish_every: float = PUBLISH_EVERY):
-        visual = [ix for ix in indexers if ix.kind != "text"]
-        self.stage = RayEmbedStage(visual, ShardStore(Path(index_dir) / SHARDS_DIRNAME), options)
-        super().__init__(catalog, Path(index_dir), indexers, self.stage, segment_seconds, captions, progress,
-                         publish_every)
-        self.report = RayIndexReport(self.report.indexers)
-
-    def run(self, root: Path) -> RayIndexReport:
-        report = super().run(root)
-        report.computed, report.reused, report.shards = self.stage.computed, self.stage.reused, \
-            self.stage.shards.written
-        self.stage.shards.clear()  # all merged: the catalog holds everything the shards did
-        return report
-
-    def _store(self, found: FoundFile, done: EmbeddedFile) -> None:
-        """Write precomputed vectors exactly where ``IndexRun._store`` writes the ones it computes."""
-        if done.error is not None:
-            raise RemoteFailure(done.error)  # IndexRun records it as "embedding failed: ..."
-        vectors = done.vectors
-        if found.rel in self._missing:
-            vectors = {m: v for m, v in vectors.items() if found.rel not in self.catalog.indexed_with(m)}
-        self._commit(found, done, vectors)
-
-
-def index_with_ray(catalog: Catalog, index_dir: str | Path, indexers: Sequence[Indexer], folder: str | Path,
-                   address: str | None = "auto", segment_seconds: float | None = None,
-                   captions: str | Path | None = None, progress: Progress | None = None,
-                   publish_every: float = PUBLISH_EVERY, **options) -> RayIndexReport:
-    """Index ``folder`` into ``catalog`` with decoding and embedding on Ray (see the module doc).
-
-    ``indexers`` are the built models (the catalog records their identities; Ray actors rebuild
-    them from ``model_id``); ``options`` are ``RayOptions`` fields (device, timeout, shard_files, ...).
-    """
-    run = RayIndexRun(catalog, Path(index_dir), indexers, RayOptions(address=address, **options),
-                      segment_seconds, Path(captions) if captions else None, progress, publish_every)
-    return run.run(Path(folder).resolve())
-
-
-# -- a Distributor on Ray tasks ---------------------------------------------------------------------
-class RayDistributor:
-    """Each item is one Ray task; at most ``in_flight`` run at once; results come as they finish.
-
-    Like ``ProcessDistributor``: a task past ``timeout`` is cancelled (its worker killed) and
-    reported as ``TaskFailed``, a task whose worker dies costs that item only, and an exception
-    raised by ``fn`` is yielded as that exception.  Ray reuses worker processes, so ``fn`` can
-    keep a loaded model in a module-level cache and pay for it once per worker.
-    """
-
-    def __init__(self, address: str | None = "auto", timeout: float = 300.0, num_cpus: float = 1,
-                 num_gpus: float = 0, in_flight: int | None = None, runtime_env: dict | None = None):
-        self.address, self.timeout = address, timeout
-        self.num_cpus, self.num_gpus = num_cpus, num_gpus
-        self.in_flight, self.runtime_env = in_flight, runtime_env
-
-    def map(self, fn, items):
-        import ray
-
-        started = connect(self.address, self.runtime_env)
-        # max_retries=0: a task that kills its worker costs its item, it is not run again
-        remote = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus, max_retries=0)(_apply)
-        function = ray.put(fn)  # shipped once, not with every task; any picklable callable works
-        limit = self.in_flight or max(1, int(ray.cluster_resources().get("CPU", 1) // max(self.num_cpus, 1e-3)))
-        queue, running = iter(items), {}
-        try:
-            while True:
-                _fill(queue, running, lambda item: remote.remote(function, item), limit)
-                if not running:
-                    return
-                done, _ = ray.wait(list(running), num_returns=1, timeout=self._wait_time(running))
-                for ref in done:
-                    item, _ = running.pop(ref)
-                    yield item, _outcome(ref)
-                yield from self._expire(running)
-        finally:
-            for ref in running:
-                ray.cancel(ref, force=True)
-            if started:
-                ray.shutdown()
-
-    def _wait_time(self, running: dict) -> float:
-        oldest = min(started for _, started in running.values())
-        return max(0.05, self.timeout - (time.monotonic() - oldest))
-
-    def _expire(self, running: dict):
-        import ray
-
-        now = time.monotonic()
-        for ref, (item, started) in list(running.items()):
-            if now - started > self.timeout:
-                ray.cancel(ref, force=True)  # force: a task stuck in C code only stops with its worker
-                del running[ref]
-                yield item, TaskFailed(f"timed out after {self.timeout:.0f} s")
-
-
-def _apply(fn: Callable, item: Any) -> Any:
-    return fn(item)
-
-
-def _fill(queue: Iterator, running: dict, submit: Callable, limit: int) -> None:
-    while len(running) < limit:
-        item = next(queue, _END)
-        if item is _END:
-            return
-        running[submit(item)] = (item, time.monotonic())
-
-
-_END = object()
-
-
-def _outcome(ref) -> Any:
-    import ray
-    from ray.exceptions import RayTaskError, TaskCancelledError, WorkerCrashedError
-
-    try:
-        return ray.get(ref)
-    except RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        return cause if isinstance(cause, Exception) else exc
-    except (WorkerCrashedError, TaskCancelledError) as exc:
-        return TaskFailed(f"task crashed (its Ray worker died): {type(exc).__name__}")
-    except Exception as exc:  # node lost, object lost, ...: this item failed, the others go on
-        return TaskFailed(reason_of(exc))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.core.concepts import Concept, combine
+from retrieval.core.concepts import Concept
 from retrieval.search.fusion import FusionError, FusionModel, default_weights_path, reranker_signal
-from retrieval.search.ranking import Hit, order
+from retrieval.search.results import Hit
 
 
 def load_fusion(spec) -> FusionModel:
@@ -19,28 +19,35 @@ def load_fusion(spec) -> FusionModel:
     return FusionModel.load(path)
 
 
+def fusion_label(spec) -> str:
+    """How a result names the weights it was fused with: the file, "default", or "model" for an object."""
+    return "model" if isinstance(spec, FusionModel) else str(spec)
+
+
 def fuse(hits: list[Hit], concepts: list[Concept], model: FusionModel, sims: dict[int, dict[str, float]],
-         reranker: str | None, notices: list[str]) -> list[Hit]:
-    """Replace each concept's score by the fused prediction (human 1-5 scale) and re-rank.
+         reranker: str | None) -> tuple[list[Hit], list[str]]:
+    """Each hit with every concept's score replaced by the fused prediction (human 1-5 scale), and the notices.
 
     ``sims[unit][model_id]`` are the indexer similarities; the reranker's per-concept score (if any)
     is the hit's current score. A concept the weights do not cover keeps its score, with a notice.
     """
     skipped: set[str] = set()
+    fused = []
     for hit in hits:
-        signals = {model_id.split(":")[0]: value for model_id, value in sims.get(hit.unit_id, {}).items()}
+        hit_signals = {model_id.split(":")[0]: value for model_id, value in sims.get(hit.unit_id, {}).items()}
+        scores, contributions = dict(hit.scores), {}
         for c in concepts:
-            inputs = dict(signals)
+            inputs = dict(hit_signals)
             if reranker is not None:
                 inputs[reranker_signal(reranker)] = hit.scores[c.key]
             try:
-                fused = model.predict(c.key, inputs)
+                prediction = model.predict(c.key, inputs)
             except FusionError:
                 skipped.add(c.key)
                 continue
-            hit.scores[c.key] = fused.score
-            hit.contributions[c.key] = {"intercept": fused.intercept, **fused.contributions}
-        hit.total = None if None in hit.scores.values() else combine(hit.scores, concepts)
-    for key in sorted(skipped):
-        notices.append(f"{key}: the fusion weights cover none of the available signals; kept its own score")
-    return order(hits)
+            scores[c.key] = prediction.score
+            contributions[c.key] = {"intercept": prediction.intercept, **prediction.contributions}
+        fused.append(hit.fused(scores, contributions, concepts))
+    notices = [f"{key}: the fusion weights cover none of the available signals; kept its own score"
+               for key in sorted(skipped)]
+    return fused, notices

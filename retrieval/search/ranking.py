@@ -1,44 +1,17 @@
-"""Recall candidates from FAISS and score them per concept with the indexed signals."""
+"""Recall candidates from FAISS, score them per concept with the indexed signals, order the hits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
+from typing import Callable, Iterable
 
 import numpy as np
 
-from retrieval.core.concepts import Concept, combine
+from retrieval.core.concepts import Concept
 from retrieval.core.scores import unit_similarity
+from retrieval.search.results import Hit
 from retrieval.store.catalog import UnitRow
 from retrieval.store.vectors import VectorIndex
-
-
-@dataclass
-class Hit:
-    unit_id: int
-    path: str
-    segment: int
-    start: float
-    end: float
-    scores: dict[str, float | None]  # concept key -> similarity in [0, 1], or the reranker's 1-5
-    total: float | None  # None when a reranker's answer could not be read (ranked last)
-    content_hash: str | None = None
-    rank: int = 0
-    recall_scores: dict[str, float] = field(default_factory=dict)  # before reranking
-    contributions: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> pts
-    seen: dict[str, dict] = field(default_factory=dict)  # reranking: concept -> the frames the LMM was shown
-
-    def as_dict(self) -> dict:
-        return {
-            "rank": self.rank, "path": self.path, "segment": self.segment,
-            "start": round(self.start, 3), "end": round(self.end, 3),
-            "scores": {k: None if v is None else round(v, 4) for k, v in self.scores.items()},
-            "total": None if self.total is None else round(self.total, 4),
-            **({"recall_scores": {k: round(v, 4) for k, v in self.recall_scores.items()}}
-               if self.recall_scores else {}),
-            **({"contributions": {c: {s: round(v, 4) for s, v in parts.items()}
-                                  for c, parts in self.contributions.items()}} if self.contributions else {}),
-            **({"seen": self.seen} if self.seen else {}),
-        }
 
 
 def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int) -> set[int]:
@@ -71,19 +44,17 @@ def similarities(candidates: list[int], anchors: dict[str, np.ndarray],
 
 
 def rank(per_concept: dict[int, dict[str, float]], units: dict[int, UnitRow], concepts: list[Concept],
-         keep) -> list[Hit]:
-    """Combine concepts (Eq. 2), drop units ``keep`` rejects, sort best first."""
-    hits = [
-        Hit(u, units[u].path, units[u].segment, units[u].start, units[u].end, scores, combine(scores, concepts),
-            units[u].content_hash)
-        for u, scores in per_concept.items() if u in units and keep(units[u])
-    ]
-    return order(hits)
+         keep: Callable[[UnitRow], bool]) -> list[Hit]:
+    """Combine concepts (Eq. 2), drop units ``keep`` rejects, sort best first (not yet numbered)."""
+    return best_first(Hit.recalled(units[u], scores, concepts)
+                      for u, scores in per_concept.items() if u in units and keep(units[u]))
 
 
-def order(hits: list[Hit]) -> list[Hit]:
+def best_first(hits: Iterable[Hit]) -> list[Hit]:
     # unreadable (None) totals last; ties broken by path and time so results are stable run to run
-    hits.sort(key=lambda h: (h.total is None, -(h.total or 0.0), h.path, h.start))
-    for i, hit in enumerate(hits, 1):
-        hit.rank = i
-    return hits
+    return sorted(hits, key=lambda h: (h.total is None, -(h.total or 0.0), h.path, h.start))
+
+
+def ranked(hits: Iterable[Hit]) -> list[Hit]:
+    """The final order, numbered from 1."""
+    return [replace(hit, rank=i) for i, hit in enumerate(best_first(hits), 1)]

@@ -1,4 +1,4 @@
-"""LMM reranking of recalled candidates: a frame cache, a persistent score cache, and the scorer.
+"""LMM reranking of recalled candidates: a frame cache, a persistent score cache, the scorer, the reranked hits.
 
 Each clip is decoded once per command (``FrameCache``); every directional score is
 stored in a DuckDB file of its own (``ScoreCache``), keyed by the reranker's identity
@@ -18,9 +18,11 @@ from typing import Sequence
 
 import duckdb
 
+from rerankers.base import PairScore, average_scores, check_mode
 from retrieval.core.concepts import Concept
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import Frames, VideoDecoder
+from retrieval.search.results import Hit
 
 SCORES_NAME = "scores.duckdb"
 
@@ -79,9 +81,7 @@ class ScoreCache:
     def close(self) -> None:
         self.db.close()
 
-    def get(self, tag: str, concept: str, mode: str, a: str, b: str):
-        from rerankers.base import PairScore
-
+    def get(self, tag: str, concept: str, mode: str, a: str, b: str) -> PairScore | None:
         row = self.db.execute(
             "SELECT score, raw, probs, evidence FROM scores WHERE tag=? AND concept=? AND mode=? AND a=? AND b=?",
             [tag, concept, mode, a, b],
@@ -91,7 +91,7 @@ class ScoreCache:
         probs = tuple(row[2]) if row[2] is not None else None
         return PairScore(row[0], mode, row[1] or "", probs, json.loads(row[3]) if row[3] else None)
 
-    def put(self, tag: str, concept: str, mode: str, a: str, b: str, score) -> None:
+    def put(self, tag: str, concept: str, mode: str, a: str, b: str, score: PairScore) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO scores (tag, concept, mode, a, b, score, raw, probs, evidence) "
             "VALUES (?,?,?,?,?,?,?,?,?)",
@@ -113,23 +113,19 @@ class PairScorer:
 
     def __init__(self, reranker, cache: ScoreCache | None, frames: FrameCache | None = None,
                  mode: str = "expected", symmetric: bool = False):
-        from rerankers.base import check_mode
-
         check_mode(mode)
         self.reranker, self.cache, self.mode, self.symmetric = reranker, cache, mode, symmetric
         self.frames = frames or FrameCache()
         self.model_pairs = 0  # pairs sent to the model (cache misses), for reporting and tests
 
-    def score(self, pairs: Sequence[tuple[ClipRef, ClipRef]], concept: Concept) -> list:
-        from rerankers.base import average_scores
-
+    def score(self, pairs: Sequence[tuple[ClipRef, ClipRef]], concept: Concept) -> list[PairScore]:
         forward = self._directional(list(pairs), concept)
         if not self.symmetric:
             return forward
         backward = self._directional([(b, a) for a, b in pairs], concept)
         return [average_scores(ab, ba) for ab, ba in zip(forward, backward)]
 
-    def _directional(self, pairs: list[tuple[ClipRef, ClipRef]], concept: Concept) -> list:
+    def _directional(self, pairs: list[tuple[ClipRef, ClipRef]], concept: Concept) -> list[PairScore]:
         tag = self.reranker.cache_tag
         found = [self.cache.get(tag, concept.words, self.mode, a.key, b.key) if self.cache else None
                  for a, b in pairs]
@@ -145,3 +141,10 @@ class PairScorer:
                 if self.cache:
                     self.cache.put(tag, concept.words, self.mode, pairs[i][0].key, pairs[i][1].key, found[i])
         return found
+
+
+def rerank(scorer: PairScorer, anchor: ClipRef, hits: Sequence[Hit], concepts: list[Concept], root: Path) -> list[Hit]:
+    """``hits`` scored per concept by the reranker against ``anchor`` (hit paths are relative to ``root``)."""
+    clips = [ClipRef(str(root / h.path), h.content_hash, h.start, h.end) for h in hits]
+    answers = {c.key: scorer.score([(anchor, clip) for clip in clips], c) for c in concepts}
+    return [hit.reranked({c.key: answers[c.key][i] for c in concepts}, concepts) for i, hit in enumerate(hits)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from retrieval.core.concepts import parse_concept
+
 DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
     "location": ("dinov2", "clip", "efficientnet-lite0", "internvideo", "videomae", "text"),
     "main-action": ("text", "internvideo", "videomae", "clip", "dinov2", "efficientnet-lite0"),
@@ -28,8 +30,6 @@ class SignalError(ValueError):
 
 def parse_overrides(specs: Iterable[str]) -> dict[str, str]:
     """``location=clip`` -> {"location": "clip"} (the concept part is slugged like --concept)."""
-    from retrieval.core.concepts import parse_concept
-
     out = {}
     for spec in specs:
         concept, sep, indexer = spec.partition("=")

@@ -18,8 +18,10 @@ from urllib.parse import quote
 
 import numpy as np
 
+from retrieval.core.concepts import Concept
 from retrieval.core.files import atomic_write
 from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.search.results import CompareResult, Hit, QueryResult
 
 # Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
 # that a 10-result page with 8 frames each stays around a megabyte.
@@ -90,7 +92,7 @@ def strip(path: str | Path, start: float = 0.0, end: float | None = None, frames
 
 
 def to_jpeg(pixels: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
-    from PIL import Image
+    from PIL import Image  # PIL: only pages and strips with thumbnails pay for importing it
 
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, "JPEG", quality=quality, optimize=True)
@@ -177,7 +179,7 @@ def _write(out: Path, text: str) -> Path:
 
 
 # -- query page ---------------------------------------------------------------------------------
-def write_query_html(result, root: Path, out: Path, frames_per_strip: int = 8, start: float | None = None,
+def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_strip: int = 8, start: float | None = None,
                      end: float | None = None) -> Path:
     """One HTML page for a QueryResult: the anchor's strip, then every hit in rank order.
 
@@ -202,7 +204,7 @@ def write_query_html(result, root: Path, out: Path, frames_per_strip: int = 8, s
     return _write(out, _page(f"convis: clips like {anchor.name}", body))
 
 
-def _hit_html(hit, concepts, root: Path, out: Path, frames: int, decoder, lmm: bool) -> str:
+def _hit_html(hit: Hit, concepts: list[Concept], root: Path, out: Path, frames: int, decoder, lmm: bool) -> str:
     path = root / hit.path
     total = "unreadable" if hit.total is None else f"{hit.total:.3f}"
     rows = [(c.words, c.weight, hit.scores.get(c.key)) for c in concepts]
@@ -219,15 +221,15 @@ def _hit_html(hit, concepts, root: Path, out: Path, frames: int, decoder, lmm: b
 
 
 # -- compare page -------------------------------------------------------------------------------
-def write_compare_html(result: dict, a: Path, b: Path, out: Path, frames_per_strip: int = 8) -> Path:
+def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8) -> Path:
     """One HTML page for ``Engine.compare``'s result: both strips side by side, then per-concept scores."""
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
     out, a, b = Path(out), Path(a), Path(b)
-    lmm = bool(result.get("reranker"))
-    scored_by = result.get("reranker") or "recall similarity"
-    mode = f" ({result['mode']})" if result.get("mode") and lmm else ""
-    rows = [(c["words"], c["weight"], c.get("score")) for c in result["concepts"]]
-    total = result.get("total")
+    lmm = bool(result.reranker)
+    scored_by = result.reranker or "recall similarity"
+    mode = f" ({result.mode})" if result.mode and lmm else ""
+    rows = [(row.concept.words, row.concept.weight, row.score) for row in result.concepts]
+    total = result.total
     columns = "".join(
         f'<section class="card clip" id="clip-{tag}"><h2>{tag.upper()} <span class="path">{_e(path.name)}</span>'
         f'</h2>{_strip_html(path, path.name, 0.0, None, frames_per_strip, decoder)}{_video_html(path, out, 0.0, None)}'
@@ -235,7 +237,7 @@ def write_compare_html(result: dict, a: Path, b: Path, out: Path, frames_per_str
     scale = "1 = completely different, 5 = perfectly similar" if lmm else "similarity in [0, 1]"
     body = (f'<header><h1><code>{_e(a.name)}</code> vs <code>{_e(b.name)}</code></h1>'
             f'<p class="meta">scored by {_e(scored_by)}{_e(mode)} · {_e(scale)}</p>'
-            f'{_notes(result.get("notices", []))}</header>\n<div class="pair">{columns}</div>\n'
+            f'{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
             f'<section class="card" id="scores"><h2>Per-concept similarity</h2>{_score_rows(rows, lmm)}'
             f'<p class="total">total {_e("unreadable" if total is None else f"{total:.3f}")}</p></section>')
     return _write(out, _page(f"convis: {a.name} vs {b.name}", body))

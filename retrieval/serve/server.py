@@ -31,10 +31,16 @@ from fastapi import FastAPI, File, Query, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from indexers.errors import ModelUnavailableError
+from rerankers.base import RerankerError
+from retrieval.core.concepts import ConceptError
 from retrieval.core.errors import one_line
-from retrieval.engine import AnchorError, Engine, NoIndexError
+from retrieval.core.registry import UnknownModelError
+from retrieval.engine import Engine, NoIndexError
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.scan import VIDEO_EXTENSIONS
+from retrieval.search.anchor import AnchorError
+from retrieval.search.signals import SignalError
 from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
 from retrieval.store.catalog import CatalogBusy
 
@@ -215,12 +221,6 @@ def _error(status: int, message: str, headers: dict | None = None, **extra) -> J
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    from indexers.errors import ModelUnavailableError
-    from rerankers.base import RerankerError
-    from retrieval.core.concepts import ConceptError
-    from retrieval.core.registry import UnknownModelError
-    from retrieval.search.signals import SignalError
-
     async def busy(_request, exc):
         message = str(exc) if "retry" in str(exc) else f"{exc}; retry in a few seconds"
         return _error(503, message, {"Retry-After": str(RETRY_SECONDS)}, retry_after=RETRY_SECONDS)
@@ -341,8 +341,8 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
     anchor = state.resolve(body.anchor)
     with state.using_engine() as engine:
         result = engine.query(anchor, concept_specs(body.concepts), body.k, body.start, body.end,
-                                    reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
-                                    mode=body.mode, symmetric=body.symmetric)
+                              reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
+                              mode=body.mode, symmetric=body.symmetric)
     data = result.as_dict()
     data.update(anchor=body.anchor, start=body.start, end=body.end, anchor_media=media_url(body.anchor),
                 anchor_strip=strip_url(body.anchor, body.start, body.end))
@@ -357,7 +357,7 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
     reranker = state.reranker_for(body.rerank)
     with state.using_engine() as engine:
         if reranker is not None:
-            data = engine.compare(a, b, specs, reranker, body.mode, body.symmetric)
+            data = engine.compare(a, b, specs, reranker, body.mode, body.symmetric).as_dict()
             data.update(b_start=None, b_end=None)  # the LMM sees whole files
         else:
             data = _recall_compare(engine, a, body, specs)
@@ -387,7 +387,7 @@ def _recall_compare(engine: Engine, anchor: Path, body: CompareIn, specs: list[s
 def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
                 log_level: str = "info"):
     """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread)."""
-    import uvicorn
+    import uvicorn  # uvicorn: only a running server needs it, not the app (tests use the app alone)
 
     config = uvicorn.Config(create_app(Path(index_dir), reranker), host=host, port=port, log_level=log_level)
     return uvicorn.Server(config)

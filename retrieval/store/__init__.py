@@ -1,1 +1,1 @@
-"""What is kept on disk: the DuckDB catalog, FAISS indices and their policy, on-disk IVF."""
+"""What is kept on disk: the DuckDB catalog, FAISS indices and their policy."""

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-CONVIS_BENCH = Path(__file__).resolve().parents[1] / "data" / "convis-bench"
+from tests.paths import CONVIS_BENCH
 
 
 @pytest.fixture(scope="session")

@@ -1,35 +1,29 @@
-"""Scaling out: indexing on Ray gives the local run's catalog and resumes from its shards; the Ray
-distributor isolates failures; sharded on-disk IVF indices return the in-memory index's neighbours."""
+"""Scaling out: indexing on Ray gives the local run's catalog and resumes from its shards."""
 
-import os
 import pickle
-import time
+from types import SimpleNamespace
 
-import faiss
 import numpy as np
 import pytest
+import torch
 
 from retrieval.core.sampling import as_spec
 from retrieval.engine import Engine
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.media.scan import FoundFile
-from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
-from retrieval.pipeline.indexing import DecodeJob, decode_job
+from retrieval.pipeline.distribute import SerialDistributor
+from retrieval.pipeline.indexing import DecodeJob, EmbeddedFile, FileJob, IndexRun
 from retrieval.pipeline.ray_pipeline import (
     SHARDS_DIRNAME,
-    EmbeddedFile,
-    RayDistributor,
-    RayEmbedStage,
-    RayIndexRun,
+    RayExecutor,
     RayOptions,
     RemoteFailure,
     ShardStore,
     _Decoder,
     _Embedder,
     code_runtime_env,
-    index_with_ray,
 )
-from retrieval.store import ondisk
+from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import VectorIndex, index_path
 
@@ -55,13 +49,13 @@ def local_index(tmp_path, folder, spec) -> Engine:
     return engine
 
 
-def ray_index(engine: Engine, folder, spec, run_factory=None, **options):
-    """What ``Engine.index(..., ray=ADDRESS)`` does: the engine's catalog and models, Ray for the work."""
+def ray_index(engine: Engine, folder, spec, run_factory=None):
+    """``Engine.index`` on the local Ray instance, or the run ``run_factory`` makes of the engine's catalog."""
+    if run_factory is None:
+        return engine.index(folder, [spec], IndexSettings(ray_address="local"))
     engine.index_dir.mkdir(parents=True, exist_ok=True)
     with Catalog(engine.catalog_path) as catalog:
         catalog.set_setting("root", str(folder))
-        if run_factory is None:
-            return index_with_ray(catalog, engine.index_dir, [engine.indexer(spec)], folder, address=None, **options)
         return run_factory(catalog).run(folder)
 
 
@@ -90,10 +84,9 @@ def assert_same_index(a: Engine, b: Engine, spec: str) -> None:
 
 def inline_stream(spec: str, frames: int):
     """The Ray stages' own code, run in this process in job order (an earlier run's work, without Ray)."""
-    import torch
 
-    def stream(fn, jobs):
-        decoder = _Decoder(fn, 60.0, isolate=False)
+    def stream(jobs):
+        decoder = _Decoder(60.0, isolate=False)
         embedder = _Embedder([(spec, frames)], None, False, threads=torch.get_num_threads())
         for k, job in enumerate(jobs):
             batch = {"i": np.array([k]), "job": np.array([pickle.dumps(job)], dtype=object)}
@@ -131,10 +124,9 @@ def test_interrupted_run_resumes_from_its_shards_without_recomputing_them(ray_se
         def stop_at_first_file(event, data):
             if event == "file":
                 raise Stop  # the run dies right after committing its first file
-        run = RayIndexRun(catalog, engine.index_dir, [model], RayOptions(address=None, shard_files=2),
-                          progress=stop_at_first_file)
-        run.stage._stream = inline_stream(spec, model.frames_per_unit)
-        return run
+        executor = RayExecutor.in_index(engine.index_dir, RayOptions(address=None, shard_files=2))
+        executor._stream = inline_stream(spec, model.frames_per_unit)
+        return IndexRun(catalog, engine.index_dir, [model], executor, progress=stop_at_first_file)
 
     with pytest.raises(Stop):
         ray_index(engine, video_folder, spec, run_factory=interrupted)
@@ -147,8 +139,12 @@ def test_interrupted_run_resumes_from_its_shards_without_recomputing_them(ray_se
 
 
 # -- the stage's bookkeeping (no Ray needed) --------------------------------------------------------
-def fake_job(i: int) -> DecodeJob:
-    return DecodeJob(FoundFile(f"/videos/{i}.mp4", f"{i}.mp4", 1000 + i, 1.5 + i), (as_spec(8),), None)
+def fake_job(i: int) -> FileJob:
+    return FileJob(DecodeJob(FoundFile(f"/videos/{i}.mp4", f"{i}.mp4", 1000 + i, 1.5 + i), (as_spec(8),), None),
+                   ("m:x",))
+
+
+FAKE_MODEL = SimpleNamespace(model_id="m:x", frames_per_unit=8, protocol="fast")  # what the executor reads of one
 
 
 def fake_result(i: int) -> EmbeddedFile:
@@ -159,17 +155,17 @@ def fake_result(i: int) -> EmbeddedFile:
 
 
 def run_stage(root, jobs, results: dict, fail_after: int | None = None, shard_files: int = 10):
-    """Drive a stage whose 'cluster' returns ``results`` (by job index), in reverse order."""
-    stage = RayEmbedStage([], ShardStore(root), RayOptions(shard_files=shard_files))
-    stage.need = {"m:x": 8}
+    """Drive an executor whose 'cluster' returns ``results`` (by job index), in reverse order."""
+    stage = RayExecutor(ShardStore(root), RayOptions(shard_files=shard_files))
+    decodes = [job.decode for job in jobs]
     asked = []
 
-    def stream(fn, todo):
+    def stream(todo):
         asked.extend(job.file.rel for job in todo)
         for n, k in enumerate(reversed(range(len(todo)))):
             if fail_after is not None and n == fail_after:
                 raise RuntimeError("node lost")
-            yield k, results[jobs.index(todo[k])]
+            yield k, results[decodes.index(todo[k])]
 
     stage._stream = stream
     return stage, asked
@@ -181,12 +177,12 @@ def test_stage_hands_results_on_in_job_order_and_keeps_computed_work_when_the_cl
     results[1] = RemoteFailure("decord: cannot open")
     stage, asked = run_stage(tmp_path, jobs, results, fail_after=2)
     with pytest.raises(RuntimeError, match="node lost"):
-        list(stage.map(decode_job, jobs))
+        list(stage.embed(jobs, [FAKE_MODEL]))
     # files 3 and 2 arrived before the failure: they are in a shard; the failure is not
     assert {k[0] for k in ShardStore(tmp_path).manifest()} == {"3.mp4", "2.mp4"}
 
     stage, asked = run_stage(tmp_path, jobs, results)
-    out = list(stage.map(decode_job, jobs))
+    out = list(stage.embed(jobs, [FAKE_MODEL]))
     assert [job.file.rel for job, _ in out] == ["0.mp4", "1.mp4", "2.mp4", "3.mp4"]
     assert asked == ["0.mp4", "1.mp4"] and stage.reused == 2
     assert isinstance(out[1][1], RemoteFailure)
@@ -201,96 +197,13 @@ def test_a_shard_for_other_settings_or_a_damaged_shard_is_recomputed(tmp_path):
     jobs = [fake_job(i) for i in range(2)]
     results = {i: fake_result(i) for i in range(2)}
     stage, _ = run_stage(tmp_path, jobs, results, shard_files=1)
-    list(stage.map(decode_job, jobs))
+    list(stage.embed(jobs, [FAKE_MODEL]))
     store = ShardStore(tmp_path)
-    assert store.find(jobs[0], {"m:x": 8}) is not None
-    assert store.find(jobs[0], {"m:x": 16}) is None  # another frame count
-    assert store.find(jobs[0], {"m:x": 8, "other:y": 8}) is None  # an indexer it does not hold
-    assert store.find(DecodeJob(jobs[0].file, (as_spec(8),), 10.0), {"m:x": 8}) is None  # another segment length
-    npz = store.manifest()[("0.mp4", 1000, 1.5, None, jobs[0].short_side)][0]
+    first = jobs[0].decode
+    assert store.find(first, {"m:x": 8}) is not None
+    assert store.find(first, {"m:x": 16}) is None  # another frame count
+    assert store.find(first, {"m:x": 8, "other:y": 8}) is None  # an indexer it does not hold
+    assert store.find(DecodeJob(first.file, (as_spec(8),), 10.0), {"m:x": 8}) is None  # another segment length
+    npz = store.manifest()[("0.mp4", 1000, 1.5, None, first.short_side)][0]
     npz.write_bytes(npz.read_bytes()[:40])
-    assert ShardStore(tmp_path).find(jobs[0], {"m:x": 8}) is None
-
-
-# -- RayDistributor ---------------------------------------------------------------------------------
-def test_ray_distributor_reports_each_items_result_error_timeout_or_crash(ray_session):
-    def work(item):  # nested: Ray ships it by value, workers need not import this test module
-        if item == "boom":
-            raise ValueError("bad item")
-        if item == "hang":
-            time.sleep(600)
-        if item == "crash":
-            os._exit(3)
-        return item * 10
-
-    started = time.monotonic()
-    items = ["hang", 1, 2, "boom", "crash", 3]  # the others pass through the second slot while one hangs
-    out = dict(RayDistributor(address=None, timeout=8.0, in_flight=2).map(work, items))
-    assert (out[1], out[2], out[3]) == (10, 20, 30)
-    assert isinstance(out["boom"], ValueError) and "bad item" in str(out["boom"])
-    assert isinstance(out["hang"], TaskFailed) and "timed out" in str(out["hang"])
-    assert isinstance(out["crash"], TaskFailed) and "died" in str(out["crash"])
-    assert time.monotonic() - started < 60
-
-
-# -- on-disk IVF ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def clustered():
-    """20k unit vectors (64-d) around 50 centres, with sparse non-sequential ids like catalog unit ids."""
-    rng = np.random.default_rng(0)
-    centres = rng.normal(size=(50, 64))
-    x = (centres[rng.integers(0, 50, 20_000)] + 0.3 * rng.normal(size=(20_000, 64))).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return np.arange(20_000, dtype=np.int64) * 7 + 1000, x
-
-
-def in_memory_twin(folder, ids, x, nprobe):
-    index = faiss.read_index(str(folder / ondisk.TRAINED_NAME))  # the same trained quantizer
-    index.add_with_ids(x, ids)
-    faiss.extract_index_ivf(index).nprobe = nprobe
-    return index
-
-
-@pytest.mark.parametrize("distributor", [None, ProcessDistributor(2)], ids=["threads", "processes"])
-def test_sharded_ondisk_ivf_returns_the_in_memory_indexs_neighbours(tmp_path, clustered, distributor):
-    ids, x = clustered
-    path = ondisk.build_sharded_ivf(ids, x, tmp_path / "built", factory="IVF256,SQ8", shards=4, train_size=10_000,
-                                    distributor=distributor, generation=7)
-    moved = tmp_path / "moved"
-    os.replace(path.parent, moved)  # the folder is self-contained
-    index = ondisk.open_ondisk(moved / ondisk.INDEX_NAME, nprobe=16)
-    invlists = faiss.downcast_InvertedLists(faiss.extract_index_ivf(index).invlists)
-    assert isinstance(invlists, faiss.OnDiskInvertedLists) and index.ntotal == len(ids)
-
-    queries = x[::100] + 0.01
-    scores, found = ondisk.search(index, queries, 10)
-    twin_scores, twin_found = in_memory_twin(moved, ids, x, 16).search(queries, 10)
-    np.testing.assert_array_equal(found, twin_found)
-    np.testing.assert_array_equal(scores, twin_scores)
-    assert set(found.ravel()) <= set(ids)
-    assert (found[:, 0] == ids[::100]).mean() > 0.95  # each query's own unit comes first
-
-
-def test_ondisk_index_loads_as_a_vector_index_and_is_replaced_atomically(tmp_path, clustered):
-    ids, x = clustered
-    folder = tmp_path / "ivf"
-    ondisk.build_sharded_ivf(ids[:5000], x[:5000], folder, factory="IVF64,SQ8", shards=2, generation=3)
-    ondisk.build_sharded_ivf(ids, x, folder, factory="IVF64,SQ8", shards=3, generation=4)
-    loaded = ondisk.load_vector_index(folder)
-    assert (loaded.generation, loaded.size, loaded.factory, loaded.search_params) == (4, len(ids), "IVF64,SQ8",
-                                                                                      "nprobe=16")
-    assert (loaded.search(x[:3], 1)[1][:, 0] == ids[:3]).all()
-    decoded = loaded.vectors(ids[:50])  # SQ8 codes: close, not exact
-    assert ((decoded * x[:50]).sum(1) / np.linalg.norm(decoded, axis=1)).min() > 0.99
-    assert sorted(os.listdir(tmp_path)) == ["ivf"]  # no temp or old folders left
-    assert ondisk.load_vector_index(tmp_path / "missing") is None
-
-
-def test_ondisk_shards_fill_on_ray(ray_session, tmp_path, clustered):
-    ids, x = clustered
-    path = ondisk.build_sharded_ivf(ids, x, tmp_path / "ivf", factory="IVF256,SQ8", shards=3, train_size=10_000,
-                                    distributor=RayDistributor(address=None))
-    index = ondisk.open_ondisk(path, nprobe=16)
-    queries = x[::500]
-    np.testing.assert_array_equal(index.search(queries, 5)[1],
-                                  in_memory_twin(path.parent, ids, x, 16).search(queries, 5)[1])
+    assert ShardStore(tmp_path).find(first, {"m:x": 8}) is None

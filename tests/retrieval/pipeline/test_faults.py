@@ -15,10 +15,11 @@ import numpy as np
 from typer.testing import CliRunner
 
 from cli import app
+from retrieval.engine import Engine
 from retrieval.pipeline.indexing import SNAPSHOT_NAME
 from retrieval.store.catalog import Catalog, CatalogEmpty
 from retrieval.store.vectors import VectorIndex, index_path
-from tests.conftest import ROOT
+from tests.paths import ROOT
 
 GOOD = ["campus_01.mp4", "campus_02.mp4", "bikes.mp4", "box.mp4", "cup.mp4", "carphone_pristine.mp4",
         "bigbuckbunny.mp4"]
@@ -77,8 +78,6 @@ def check_consistent(index_dir: Path, good: set[str], broken: set[str], complete
 
 def published(index_dir: Path, files: int) -> bool:
     """The running index has published a snapshot holding at least ``files`` indexed files."""
-    from retrieval.engine import Engine
-
     if not (index_dir / SNAPSHOT_NAME).exists():
         return False
     return Engine(index_dir).info()["files_ok"] >= files

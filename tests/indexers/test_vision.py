@@ -51,21 +51,6 @@ def test_units_of_different_sizes_batch_like_one_by_one(tiny_models):
     np.testing.assert_allclose(ix.embed_units(mixed), one_by_one, atol=1e-5)
 
 
-def test_cpu_threads_leave_cores_to_decoders_and_restore_torchs_choice(tiny_models):
-    import torch
-
-    from indexers.vision import cpu_threads
-
-    ix = create_indexer(str(tiny_models["dinov2"]))
-    before = torch.get_num_threads()
-    with cpu_threads([ix], 1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    ix.device = torch.device("cuda")  # a GPU model leaves the CPU threads alone
-    with cpu_threads([ix], 1):
-        assert torch.get_num_threads() == before
-
-
 def test_video_indexer_takes_its_clip_length_from_the_model(tiny_models):
     ix = create_indexer(f"videomae:{tiny_models['videomae']}")
     assert (ix.kind, ix.frames_per_unit, ix.dim) == ("video", 4, 32)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.serve.server import make_server
+from tests.media import make_clip
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -24,8 +27,6 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(example_index):
     """`convis serve` on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
-    from retrieval.serve.server import make_server
-
     port = free_port()
     uvicorn_server = make_server(example_index, "127.0.0.1", port, log_level="warning")
     thread = threading.Thread(target=uvicorn_server.run, daemon=True)
@@ -41,7 +42,7 @@ def server(example_index):
 
 @pytest.fixture
 def page(server):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # playwright: a test extra, needed only with chromium
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
@@ -105,8 +106,6 @@ def test_location_query_and_compare_in_the_browser(server, page, tmp_path):
 
 
 def test_an_uploaded_clip_is_the_anchor(server, page, tmp_path):
-    from tests.media import make_clip
-
     clip = make_clip(tmp_path / "my <clip>.mp4", frames=30, fps=10, size=(160, 120))
     page.goto(server + "/")
     page.wait_for_selector("body[data-ready='1']")

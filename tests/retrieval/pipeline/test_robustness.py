@@ -10,8 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from indexers import create_indexer
+from indexers.errors import ModelUnavailableError
 from retrieval.engine import Engine
+from retrieval.media.frames import VideoDecoder
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
+from retrieval.pipeline.settings import IndexSettings
 from tests import media
 from tests.workers import behave, decode_bytes, stamped
 
@@ -59,7 +63,7 @@ def test_every_bad_input_is_skipped_with_a_reason_and_good_ones_are_indexed(tmp_
     folder.mkdir()
     cases = build_bad_folder(folder, example_videos)
     engine = Engine(tmp_path / "index")
-    report = engine.index(folder, [f"dinov2:{tiny_models['dinov2']}"], workers=1, timeout=60)
+    report = engine.index(folder, [f"dinov2:{tiny_models['dinov2']}"], IndexSettings(workers=1, timeout=60))
     failed = dict(report.failed)
     info = engine.info()
     for name, outcome in cases.items():
@@ -75,8 +79,6 @@ def test_every_bad_input_is_skipped_with_a_reason_and_good_ones_are_indexed(tmp_
 
 
 def test_frames_of_a_4k_clip_are_decoded_small(tmp_path):
-    from retrieval.media.frames import VideoDecoder
-
     clip = media.make_clip(tmp_path / "4k.mp4", frames=4, fps=2, size=(3840, 2160), codec="mpeg4")
     _, units = VideoDecoder().sample(clip, 4)
     assert units[0][1].pixels.shape == (4, 256, 456, 3)  # 8.3 MP frames never reach the model
@@ -84,8 +86,6 @@ def test_frames_of_a_4k_clip_are_decoded_small(tmp_path):
 
 @pytest.mark.parametrize("backend", ["decord", "pyav"])
 def test_rotated_video_is_decoded_upright(backend):
-    from retrieval.media.frames import VideoDecoder
-
     info, units = VideoDecoder(backends=[backend]).sample(media.ROTATED, 2)
     pixels = units[0][1].pixels[0]
     assert (info.width, info.height) == (32, 64) and pixels.shape == (64, 32, 3)
@@ -186,9 +186,6 @@ def test_mutated_real_clips_decode_or_fail_cleanly(data, fuzz_pool, example_vide
 
 
 def test_pickled_weights_are_never_executed(tmp_path):
-    from indexers import create_indexer
-    from indexers.errors import ModelUnavailableError
-
     marker = tmp_path / "pwned"
 
     class Payload:

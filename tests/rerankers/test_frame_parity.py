@@ -19,7 +19,7 @@ from retrieval.core.concepts import parse_concepts
 from retrieval.media.frames import VideoDecoder
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer
 from tests import media
-from tests.test_rerankers import ProcessorSpy
+from tests.rerankers.spies import ProcessorSpy
 
 SIGLIP = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))  # LLaVA-OneVision's SigLIP processor
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))  # InternVL's build_transform

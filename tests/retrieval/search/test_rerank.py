@@ -1,6 +1,7 @@
 """Reranked queries and compare through the engine, with a tiny random Qwen2-VL checkpoint."""
 
 import json
+import shutil
 
 import av
 import pytest
@@ -9,6 +10,7 @@ from typer.testing import CliRunner
 from bench.tiny.vlm import build_qwen_vl
 from cli import app
 from retrieval.engine import Engine
+from retrieval.media.frames import VideoDecoder
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +21,6 @@ def qwen(tmp_path_factory):
 @pytest.fixture
 def index_copy(example_index, tmp_path):
     """The shared example index with a private score cache (tests must not see each other's scores)."""
-    import shutil
-
     target = tmp_path / ".convis"
     shutil.copytree(example_index, target, ignore=shutil.ignore_patterns("scores.duckdb"))
     return target
@@ -44,6 +44,15 @@ def test_reranked_query_reorders_the_recall_set_by_lmm_scores(index_copy, exampl
     assert len({tuple(h.seen["location"]["a"]["indices"]) for h in reranked.hits}) == 1  # one anchor
 
 
+def test_a_reranked_query_reports_the_rerankers_notices(index_copy, example_videos, qwen):
+    engine = Engine(index_copy)
+    model = engine.reranker(qwen)
+    model.notices.append("qwen2-vl: no bfloat16 on this GPU; running in float32")  # as the dtype choice says it
+    result = engine.query(example_videos / "campus_01.mp4", ["location"], k=3, reranker=qwen, rerank_top=3)
+    assert "qwen2-vl: no bfloat16 on this GPU; running in float32" in result.notices
+    assert "qwen2-vl: no bfloat16 on this GPU; running in float32" in result.as_dict()["notices"]
+
+
 def test_repeated_query_makes_no_model_call(index_copy, example_videos, qwen):
     anchor = example_videos / "campus_01.mp4"
     first = Engine(index_copy).query(anchor, ["location", "main-action"], k=3, reranker=qwen, rerank_top=3)
@@ -63,11 +72,11 @@ def test_weights_combine_reranker_scores_as_eq2(index_copy, example_videos, qwen
 def test_symmetric_compare_averages_both_orders(index_copy, example_videos, qwen):
     a, b = example_videos / "box.mp4", example_videos / "cup.mp4"
     engine = Engine(index_copy)
-    ab = engine.compare(a, b, ["main-objects"], qwen)["concepts"][0]["score"]
-    ba = engine.compare(b, a, ["main-objects"], qwen)["concepts"][0]["score"]
+    ab = engine.compare(a, b, ["main-objects"], qwen).concepts[0].score
+    ba = engine.compare(b, a, ["main-objects"], qwen).concepts[0].score
     both = engine.compare(a, b, ["main-objects"], qwen, symmetric=True)
-    assert both["concepts"][0]["score"] == pytest.approx((ab + ba) / 2)
-    assert both["model_pairs"] == 0  # both directions were already cached
+    assert both.concepts[0].score == pytest.approx((ab + ba) / 2)
+    assert both.model_pairs == 0  # both directions were already cached
 
 
 def test_compare_cli_json(index_copy, example_videos, qwen):
@@ -80,8 +89,6 @@ def test_compare_cli_json(index_copy, example_videos, qwen):
     for c in data["concepts"]:  # greedy: a parsed 1-5 answer, or null when unreadable; never 0
         assert c["score"] is None or c["score"] in {1.0, 2.0, 3.0, 4.0, 5.0}
     # the evidence behind each score: the frames each video showed and the pixel size that reached the model
-    from retrieval.media.frames import VideoDecoder
-
     for key, name in (("a", "box.mp4"), ("b", "cup.mp4")):
         info = VideoDecoder().backends[0].probe(example_videos / name)
         step = max(1, round(info.fps))  # the Qwen reference: one frame a second, then uniform to 8 (or padded)

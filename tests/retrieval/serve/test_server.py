@@ -1,5 +1,6 @@
 """The HTTP API of ``convis serve`` through FastAPI's TestClient, on the real example index."""
 
+import io
 import shutil
 import subprocess
 import sys
@@ -10,10 +11,12 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from bench.tiny.vlm import build_qwen_vl
 from retrieval.engine import Engine, NoIndexError
 from retrieval.serve.server import ApiError, create_app, safe_path
 from retrieval.store.catalog import Catalog
 from tests.media import make_clip
+from tests.paths import ROOT
 
 EXPECTED_FILES = {"bigbuckbunny.mp4", "bikes.mp4", "box.mp4", "campus_01.mp4", "campus_02.mp4", "campus_03.mp4",
                   "campus_04.mp4", "carphone_pristine.mp4", "cup.mp4"}
@@ -109,8 +112,6 @@ def test_strips_and_thumbnails_are_small_jpegs(client):
     assert len(times) == 8 and times == sorted(times) and times[-1] <= 20
     image = client.get(data["frames"][3]["src"])
     assert image.status_code == 200 and image.headers["content-type"] == "image/jpeg"
-    import io
-
     picture = Image.open(io.BytesIO(image.content))
     assert picture.format == "JPEG" and min(picture.size) <= 128
     assert (picture.width, picture.height) == (data["frames"][3]["width"], data["frames"][3]["height"])
@@ -259,8 +260,6 @@ def test_openapi_and_ui(client):
 
 @pytest.mark.slow
 def test_server_reranker_rescores_queries_and_compares(example_index, tmp_path):
-    from bench.tiny.vlm import build_qwen_vl
-
     qwen = str(build_qwen_vl(tmp_path / "qwen2-vl-tiny"))
     index = tmp_path / ".convis"
     shutil.copytree(example_index, index, ignore=shutil.ignore_patterns("scores.duckdb"))
@@ -280,7 +279,7 @@ def test_server_reranker_rescores_queries_and_compares(example_index, tmp_path):
 def test_the_web_ui_is_one_page_built_from_its_package_files(client):
     # the UI lives in retrieval/serve/ui as real .html/.css/.js files; the server inlines them so the
     # page needs nothing from outside
-    ui = Path(__file__).resolve().parents[1] / "retrieval" / "serve" / "ui"
+    ui = ROOT / "retrieval" / "serve" / "ui"
     page = client.get("/").text
     assert page.startswith("<!doctype html>") and "/* app.js */" not in page
     assert (ui / "app.js").read_text().strip() in page and (ui / "app.css").read_text().strip() in page

@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from retrieval.engine import Engine
+from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.fusion import FusionModel, default_weights_path
 
 
@@ -14,7 +15,8 @@ from retrieval.search.fusion import FusionModel, default_weights_path
 def captioned_index(tmp_path_factory, example_videos, tiny_models):
     index_dir = tmp_path_factory.mktemp("captioned") / ".convis"
     captions = example_videos.parent / "captions"
-    Engine(index_dir).index(example_videos, [f"dinov2:{tiny_models['dinov2']}"], captions=captions, workers=1)
+    Engine(index_dir).index(example_videos, [f"dinov2:{tiny_models['dinov2']}"],
+                            IndexSettings(captions=captions, workers=1))
     return index_dir
 
 

@@ -16,21 +16,10 @@ import pytest
 import torch
 import transformers
 
-from bench.tiny import vlm as tiny_vlm
 from rerankers.base import RerankerError
 from rerankers.factory import create_reranker
 from rerankers.hf import HFVideoReranker, load_checkpoint, resolve_dtype
 from rerankers.qwen import QwenReranker
-
-
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-vlms-runtime")
-    return {
-        "qwen2_vl": tiny_vlm.build_qwen_vl(root / "tiny-qwen2", model_type="qwen2_vl"),
-        "llava": tiny_vlm.build_llava_onevision(root / "tiny-llava"),
-        "internvl": tiny_vlm.build_internvl(root / "tiny-internvl"),
-    }
 
 
 def frames(n: int, seed: int, height: int = 48, width: int = 64) -> np.ndarray:
@@ -88,12 +77,12 @@ def test_explicit_fp16_for_an_unsafe_family_is_a_clear_error(monkeypatch, dtype)
     assert resolve_dtype(dtype, torch.device("cuda:0"), fp16_safe=True) == torch.float16
 
 
-def test_the_family_flag_reaches_the_dtype_choice(folders):
+def test_the_family_flag_reaches_the_dtype_choice(tiny_folders):
     assert HFVideoReranker.fp16_safe is True
     unsafe = type("UnsafeQwen", (QwenReranker,), {"fp16_safe": False})
     with pytest.raises(RerankerError, match="float16"):
-        unsafe(str(folders["qwen2_vl"]), name="qwen2-vl", dtype="fp16")
-    reranker = unsafe(str(folders["qwen2_vl"]), name="qwen2-vl")
+        unsafe(str(tiny_folders["qwen2_vl"]), name="qwen2-vl", dtype="fp16")
+    reranker = unsafe(str(tiny_folders["qwen2_vl"]), name="qwen2-vl")
     assert reranker.dtype == torch.float32 and reranker.notices == []
 
 
@@ -116,8 +105,8 @@ class RowHead(torch.nn.Module):
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf])
-def test_a_row_with_non_finite_logits_is_unreadable_and_the_batch_stands(folders, value):
-    reranker = create_reranker(str(folders["qwen2_vl"]), frames_per_video=2, batch_size=3)
+def test_a_row_with_non_finite_logits_is_unreadable_and_the_batch_stands(tiny_folders, value):
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=3)
     digits = [math.log(k) for k in range(1, 6)]
     logits = torch.full((reranker.model.lm_head.out_features,), -20.0)
     logits[reranker.answer_ids] = torch.tensor(digits)
@@ -156,8 +145,8 @@ def fail_above(reranker, monkeypatch, rows: int) -> list[int]:
     return tried
 
 
-def test_out_of_memory_halves_the_batch_and_keeps_the_results(folders, monkeypatch):
-    reranker = create_reranker(str(folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
+def test_out_of_memory_halves_the_batch_and_keeps_the_results(tiny_folders, monkeypatch):
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
     with torch.no_grad():
         reranker.model.lm_head.weight.mul_(10.0)  # spread the answers, so equality means something
     unconstrained = reranker.score_pairs(pairs(4), "Location")
@@ -183,8 +172,8 @@ def test_out_of_memory_halves_the_batch_and_keeps_the_results(folders, monkeypat
     assert tried == [2, 2]
 
 
-def test_no_pair_is_dropped_when_the_batch_shrinks_mid_way(folders, monkeypatch):
-    reranker = create_reranker(str(folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
+def test_no_pair_is_dropped_when_the_batch_shrinks_mid_way(tiny_folders, monkeypatch):
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
     unconstrained = reranker.score_pairs(pairs(8), "Location")
     tried = fail_above(reranker, monkeypatch, rows=2)
     constrained = reranker.score_pairs(pairs(8), "Location")
@@ -193,8 +182,8 @@ def test_no_pair_is_dropped_when_the_batch_shrinks_mid_way(folders, monkeypatch)
         assert got.score == pytest.approx(want.score, abs=1e-5)
 
 
-def test_out_of_memory_for_one_pair_is_a_clear_error(folders, monkeypatch):
-    reranker = create_reranker(str(folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
+def test_out_of_memory_for_one_pair_is_a_clear_error(tiny_folders, monkeypatch):
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
     tried = fail_above(reranker, monkeypatch, rows=0)
     with pytest.raises(RerankerError) as err:
         reranker.score_pairs(pairs(4), "Location")
@@ -245,35 +234,35 @@ def load(folder, device: str, dtype):
     return load_checkpoint(str(folder), classes, family="qwen2-vl", dtype=dtype, device=torch.device(device))
 
 
-def test_gpu_weights_load_straight_onto_the_device(folders, from_pretrained_calls, monkeypatch):
+def test_gpu_weights_load_straight_onto_the_device(tiny_folders, from_pretrained_calls, monkeypatch):
     with_accelerate(monkeypatch, True)
-    checkpoint = load(folders["qwen2_vl"], "cuda:0", torch.bfloat16)
+    checkpoint = load(tiny_folders["qwen2_vl"], "cuda:0", torch.bfloat16)
     assert from_pretrained_calls == [{"dtype": torch.bfloat16, "device_map": "cuda:0"}]
     assert checkpoint.model.moved_to == []  # placed already: no second copy
     assert checkpoint.notices == []
 
 
 def test_gpu_loading_without_accelerate_goes_through_host_memory_and_says_so(
-    folders, from_pretrained_calls, monkeypatch
+    tiny_folders, from_pretrained_calls, monkeypatch
 ):
     # transformers needs accelerate for any device_map; asking for one without it would fail
     with_accelerate(monkeypatch, False)
-    checkpoint = load(folders["qwen2_vl"], "cuda:0", torch.bfloat16)
+    checkpoint = load(tiny_folders["qwen2_vl"], "cuda:0", torch.bfloat16)
     assert from_pretrained_calls == [{"dtype": torch.bfloat16}]
     assert checkpoint.model.moved_to == [torch.device("cuda:0")]
     (notice,) = checkpoint.notices
     assert "accelerate" in notice and "\n" not in notice
 
 
-def test_cpu_loading_passes_no_device_map(folders, from_pretrained_calls, monkeypatch):
+def test_cpu_loading_passes_no_device_map(tiny_folders, from_pretrained_calls, monkeypatch):
     with_accelerate(monkeypatch, True)
-    checkpoint = load(folders["qwen2_vl"], "cpu", torch.float32)
+    checkpoint = load(tiny_folders["qwen2_vl"], "cpu", torch.float32)
     assert from_pretrained_calls == [{"dtype": torch.float32}]
     assert checkpoint.notices == []
 
 
-def test_cpu_loading_still_gives_a_working_model(folders):
-    reranker = create_reranker(str(folders["qwen2_vl"]), frames_per_video=2)
+def test_cpu_loading_still_gives_a_working_model(tiny_folders):
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2)
     assert next(reranker.model.parameters()).device == torch.device("cpu")
     assert reranker.notices == []
     assert len(reranker.score_pairs(pairs(1), "Location")) == 1
@@ -282,8 +271,8 @@ def test_cpu_loading_still_gives_a_working_model(folders):
 # --------------------------------------------------------------------------- processor configs
 
 
-def copy_of(folders, family: str, tmp_path):
-    return shutil.copytree(folders[family], tmp_path / family)
+def copy_of(tiny_folders, family: str, tmp_path):
+    return shutil.copytree(tiny_folders[family], tmp_path / family)
 
 
 def edit_processor(folder, part: str, **changes):
@@ -311,9 +300,9 @@ def split_like_the_hub(folder):
     ],
 )
 def test_video_processor_disagreeing_with_the_image_processor_is_a_clear_error(
-    folders, tmp_path, family, changes, named
+    tiny_folders, tmp_path, family, changes, named
 ):
-    folder = copy_of(folders, family, tmp_path)
+    folder = copy_of(tiny_folders, family, tmp_path)
     edit_processor(folder, "video_processor", **changes)
     with pytest.raises(RerankerError) as err:
         create_reranker(str(folder))
@@ -322,8 +311,8 @@ def test_video_processor_disagreeing_with_the_image_processor_is_a_clear_error(
         assert text in message
 
 
-def test_hub_layout_with_a_disagreeing_video_config_is_caught(folders, tmp_path):
-    folder = copy_of(folders, "internvl", tmp_path)
+def test_hub_layout_with_a_disagreeing_video_config_is_caught(tiny_folders, tmp_path):
+    folder = copy_of(tiny_folders, "internvl", tmp_path)
     edit_processor(folder, "video_processor", size={"height": 24, "width": 24})
     split_like_the_hub(folder)
     assert (folder / "video_preprocessor_config.json").is_file()
@@ -331,13 +320,13 @@ def test_hub_layout_with_a_disagreeing_video_config_is_caught(folders, tmp_path)
         create_reranker(str(folder))
 
 
-def test_processors_that_agree_load(folders, tmp_path):
-    folder = copy_of(folders, "internvl", tmp_path)
+def test_processors_that_agree_load(tiny_folders, tmp_path):
+    folder = copy_of(tiny_folders, "internvl", tmp_path)
     # a field that does not change the pixels the encoder sees, in the hub's file layout
     edit_processor(folder, "video_processor", do_sample_frames=True)
     split_like_the_hub(folder)
     reranker = create_reranker(str(folder), frames_per_video=2)
     assert len(reranker.score_pairs(pairs(1), "Location")) == 1
     # Qwen sizes are pixel budgets, different for images and videos by design: not compared
-    qwen = create_reranker(str(folders["qwen2_vl"]))
+    qwen = create_reranker(str(tiny_folders["qwen2_vl"]))
     assert qwen.processor.image_processor.size != qwen.processor.video_processor.size

@@ -25,8 +25,9 @@ from bench.loaders import (
     pair_key,
 )
 from bench.split import make_split, round_half
+from tests.paths import CONVIS_BENCH
 
-DATA = Path(__file__).parent / "data" / "convis-bench"
+DATA = CONVIS_BENCH
 GT = DATA / "gt_conditioned_similarities.json"
 
 

@@ -16,8 +16,9 @@ from bench.evaluate import file_correlation
 from bench.loaders import ScoreFile, load_gt_pairs, load_pair_scores
 from indexers.base import INDEXERS
 from indexers.text import MINILM, TextIndexer, pair_similarity, read_captions, weights_path
+from tests.paths import CONVIS_BENCH
 
-DATA = Path(__file__).parent / "data" / "convis-bench"
+DATA = CONVIS_BENCH
 GT = DATA / "gt_conditioned_similarities.json"
 CAPTIONS = DATA / "captions" / "mPLUG-Owl3-7B-240728"
 RELEASED_SBERT = DATA / "computed_similarities" / "mPLUG-Owl3-7B-240728" / "mPLUG-Owl3-7B-240728_similarities.json"

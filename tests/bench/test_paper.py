@@ -16,8 +16,9 @@ from bench.evaluate import correlation_rows
 from bench.loaders import discover, load_gt_pairs, load_retrieval_scores
 from bench.metrics import random_retrieval
 from retrieval.core.concepts import CONVIS_CONCEPTS
+from tests.paths import CONVIS_BENCH
 
-DATA = Path(__file__).parent / "data" / "convis-bench"
+DATA = CONVIS_BENCH
 GT = DATA / "gt_conditioned_similarities.json"
 CONDITIONED_DIR = DATA / "computed_conditioned_similarities"
 GLOBAL_DIR = DATA / "computed_similarities"
@@ -68,12 +69,16 @@ def test_paper_table4_matches_the_release_readme():
 # ---------------------------------------------------------------- Table 2 and Table 3
 
 
+def assert_reproduced(row, published: tuple[float, float], tolerance: float) -> None:
+    rho, tau = published
+    assert row.rho == pytest.approx(rho, abs=tolerance)
+    assert row.tau == pytest.approx(tau, abs=tolerance)
+
+
 @pytest.mark.parametrize("folder, concept", _cells(paper.TABLE2))
 def test_table2_reproduced(ours, folder, concept):
     row = ours[(paper.CONDITIONED, folder, concept)]
-    rho, tau = paper.TABLE2[folder].values[concept]
-    assert row.rho == pytest.approx(rho, abs=0.01)
-    assert row.tau == pytest.approx(tau, abs=0.01)
+    assert_reproduced(row, paper.TABLE2[folder].values[concept], 0.01)
     assert (row.n, row.n_gt) == (610, 610)
 
 
@@ -81,8 +86,7 @@ def test_table2_reproduced(ours, folder, concept):
 def test_table3_reproduced(ours, folder, concept):
     row = ours[(paper.GLOBAL, folder, concept)]
     rho, tau = paper.TABLE3[folder].values[concept]
-    assert row.rho == pytest.approx(rho, abs=0.1)
-    assert row.tau == pytest.approx(tau, abs=0.1)
+    assert_reproduced(row, (rho, tau), 0.1)
     # printed like the reference (round to 2 decimals, then format), the digits are the paper's
     assert paper.as_printed(row.rho, 1) == f"{rho:.1f}"
     assert paper.as_printed(row.tau, 1) == f"{tau:.1f}"

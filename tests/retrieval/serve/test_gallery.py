@@ -7,9 +7,10 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image
 
+from rerankers.base import PairScore
 from retrieval.core.concepts import parse_concepts
-from retrieval.engine import Engine, QueryResult
-from retrieval.search.ranking import Hit
+from retrieval.engine import Engine
+from retrieval.search.results import CompareResult, Hit, QueryResult
 from retrieval.serve.gallery import strip, video_src, write_compare_html, write_query_html
 from tests.media import make_clip
 
@@ -112,13 +113,11 @@ def test_unreadable_hit_costs_one_strip_not_the_page(tmp_path):
     assert section_images(html, 'id="anchor"', "</section>")  # the anchor still has its strip
 
 
-def _compare_result() -> dict:
-    return {"a": "a.mp4", "b": "b.mp4", "reranker": "tiny-qwen", "mode": "expected", "symmetric": False,
-            "concepts": [{"key": "location", "words": "Location", "weight": 0.75, "score": 4.2, "raw": "4",
-                          "probs": None},
-                         {"key": "main-action", "words": "Main Action", "weight": 0.25, "score": None, "raw": "?",
-                          "probs": None}],
-            "total": None, "model_pairs": 1, "notices": ["a <b>note</b>"]}
+def _compare_result() -> CompareResult:
+    answers = {"location": PairScore(4.2, "expected", "4"), "main-action": PairScore(None, "expected", "?")}
+    return CompareResult.answered("a.mp4", "b.mp4", "tiny-qwen", "expected", False,
+                                  parse_concepts(["location=0.75", "main-action=0.25"]), answers, model_pairs=1,
+                                  notices=("a <b>note</b>",))
 
 
 def test_compare_page_puts_both_strips_side_by_side_with_scores(tmp_path, example_videos):

@@ -14,7 +14,6 @@ import pytest
 import torch
 
 import rerankers
-from bench.tiny import vlm as tiny_vlm
 from rerankers.base import (
     RERANKERS,
     NextToken,
@@ -31,19 +30,9 @@ from rerankers.frames import concat_pair
 from rerankers.hf import answer_token_ids, revision_of
 from rerankers.prompt import PROMPT_VERSION, build_chat, parse_score, system_prompt
 from rerankers.qwen import reference_target_size, snap_to_grid
+from tests.rerankers.spies import ProcessorSpy
 
 # --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def tiny_folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-vlms")
-    return {
-        "qwen2_vl": tiny_vlm.build_qwen_vl(root / "tiny-qwen2", model_type="qwen2_vl"),
-        "qwen2_5_vl": tiny_vlm.build_qwen_vl(root / "tiny-qwen25", model_type="qwen2_5_vl"),
-        "llava": tiny_vlm.build_llava_onevision(root / "tiny-llava"),
-        "internvl": tiny_vlm.build_internvl(root / "tiny-internvl"),
-    }
 
 
 FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
@@ -61,22 +50,6 @@ def numbered(n: int, start: int = 0, height: int = 48, width: int = 64) -> np.nd
     """Frame i is a flat image of value start + 10 * i, so the frames fed can be read back."""
     values = start + 10 * np.arange(n, dtype=np.uint8)
     return np.broadcast_to(values[:, None, None, None], (n, height, width, 3)).copy()
-
-
-class ProcessorSpy:
-    """Stands in for a processor, recording each call's keyword arguments and outputs."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        self.calls: list[tuple[dict, dict]] = []
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def __call__(self, *args, **kwargs):
-        out = self._inner(*args, **kwargs)
-        self.calls.append((kwargs, out))
-        return out
 
 
 class FixedHead(torch.nn.Module):

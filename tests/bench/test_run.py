@@ -7,8 +7,12 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.loaders import load_pair_scores, load_retrieval_scores
+from bench.run import model_folder
 from bench.tiny.vlm import build_qwen_vl
 from cli import app
+from indexers.base import INDEXERS
+from indexers.factory import available_indexers
+from retrieval.store.catalog import Catalog
 
 CLIPS = {"campus_01": "campus", "campus_02": "campus", "campus_03": "campus", "box": "hands", "cup": "hands",
          "bikes": "street"}
@@ -90,11 +94,6 @@ def test_missing_dataset_files_are_one_line_errors(tmp_path):
 
 
 def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(dataset, tmp_path):
-    from bench.run import model_folder
-    from indexers.base import INDEXERS
-    from indexers.factory import available_indexers
-    from retrieval.store.catalog import Catalog
-
     root, _ = dataset
     run("--dataset", root, "--out", tmp_path, "--indexer", "efficientnet-lite0", "--protocol", "paper")
     with Catalog(tmp_path / "index-paper-fdefault" / "catalog.duckdb", read_only=True) as catalog:

@@ -7,6 +7,8 @@ import pytest
 
 from retrieval.engine import Engine
 from retrieval.pipeline.distribute import SerialDistributor
+from retrieval.pipeline.indexing import IndexSettingsError
+from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import VectorIndex, index_path
 
@@ -19,7 +21,7 @@ def engine(tmp_path, tiny_models):
 
 
 def run(engine, folder, **kw):
-    return engine.index(folder, [engine.spec], distributor=SerialDistributor(), **kw)
+    return engine.index(folder, [engine.spec], IndexSettings(**kw), distributor=SerialDistributor())
 
 
 def unit_ids(engine):
@@ -116,8 +118,6 @@ def test_an_index_too_small_to_train_uses_the_automatic_choice_until_it_can(engi
 
 
 def test_a_faiss_setting_that_cannot_work_is_refused_before_indexing(engine, video_folder):
-    from retrieval.pipeline.indexing import IndexSettingsError
-
     run(engine, video_folder, faiss_index="HNSW16,Flat")
     for bad in ({"faiss_index": "NoSuchIndex"}, {"faiss_index": "IVF8,PQ7"}, {"faiss_params": "efSearch=-"}):
         with pytest.raises(IndexSettingsError, match="FAISS index"):
@@ -133,8 +133,6 @@ def test_segments_make_several_units(engine, video_folder):
 
 
 def test_changing_segment_length_is_refused(engine, video_folder):
-    from retrieval.pipeline.indexing import IndexSettingsError
-
     run(engine, video_folder)
     with pytest.raises(IndexSettingsError, match="one unit per file"):
         run(engine, video_folder, segment_seconds=5.0)
@@ -152,7 +150,7 @@ def test_second_indexer_adds_vectors_without_touching_the_first(engine, video_fo
 def test_process_pool_indexes_like_serial(tmp_path, tiny_models, video_folder):
     spec = f"dinov2:{tiny_models['dinov2']}"
     pooled = Engine(tmp_path / "pooled")
-    pooled.index(video_folder, [spec], workers=2)
+    pooled.index(video_folder, [spec], IndexSettings(workers=2))
     serial = Engine(tmp_path / "serial")
     serial.index(video_folder, [spec], distributor=SerialDistributor())
     vecs = []

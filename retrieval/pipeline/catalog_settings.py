@@ -1,0 +1,96 @@
+"""How an index is built, as its catalog records it, and the FAISS indices built that way.
+
+The protocol is fixed when an index is first built (a later run that asks for another is
+refused); the FAISS factory string and search parameters are kept for later runs until one
+changes them.  Every FAISS index is derived from the catalog, never the reverse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from indexers.base import PROTOCOLS, Indexer
+from retrieval.core.errors import one_line
+from retrieval.store.catalog import Catalog
+from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
+
+PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
+FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
+
+
+class IndexSettingsError(ValueError):
+    """The run asks for settings that contradict how the index was built."""
+
+
+def settle_protocol(catalog: Catalog, wanted: str | None) -> str:
+    """The protocol this run indexes with: the one asked for, else the index's; one index, one protocol."""
+    stored = catalog.setting(PROTOCOL)
+    if wanted is not None and wanted not in PROTOCOLS:
+        raise IndexSettingsError(f"unknown protocol {wanted!r}; use one of {', '.join(PROTOCOLS)}")
+    if stored is None:
+        # an index built before protocols were recorded was built the fast way
+        stored = "fast" if catalog.indexers() else (wanted or "fast")
+        catalog.set_setting(PROTOCOL, stored)
+    if wanted is not None and wanted != stored:
+        raise IndexSettingsError(f"this index was built with --protocol {stored}; use the same protocol or a "
+                                 "new --index-dir")
+    return stored
+
+
+def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None) -> None:
+    """Record the FAISS factory string / search parameters this index uses ("auto": chosen by size).
+
+    Checked against every indexer's dimension before it is stored, so a typo fails now, in one
+    line, not after hours of embedding, and the previous setting stays.
+    """
+    wanted = {key: _setting(catalog, key, given) for key, given in ((FAISS_FACTORY, factory), (FAISS_PARAMS, params))}
+    chosen_factory, chosen_params = wanted[FAISS_FACTORY] or None, wanted[FAISS_PARAMS] or None
+    for ix in indexers:
+        # with the automatic choice, parameters are for the ANN index it picks once the collection is large
+        factory_for_check = chosen_factory or choose_factory(EXACT_LIMIT, ix.dim)
+        try:
+            VectorIndex.build(np.zeros(0, np.int64), np.zeros((0, ix.dim), np.float32), 0, factory_for_check,
+                              chosen_params)
+        except (RuntimeError, ValueError) as exc:
+            setting = " ".join(filter(None, [chosen_factory or "auto", chosen_params]))
+            raise IndexSettingsError(f"FAISS index {setting!r} does not work for {ix.model_id} ({ix.dim}-d): "
+                                     f"{one_line(exc, 200)}") from None
+    for key, value in wanted.items():
+        catalog.set_setting(key, value)
+
+
+def _setting(catalog: Catalog, key: str, given: str | None) -> str:
+    """The value to store: the one given ("auto" -> "", automatic), else the one stored."""
+    if given is None:
+        return catalog.setting(key) or ""
+    return "" if given.strip().lower() == "auto" else given.strip()
+
+
+def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
+    """One indexer's FAISS index from the catalog: the configured factory, else the size-based choice.
+
+    A configured index that cannot be built yet (an IVF needs more vectors than it has lists
+    to train) is replaced by the automatic one until the collection is large enough.
+    """
+    ids, matrix = catalog.vectors(indexer)
+    factory, params = catalog.setting(FAISS_FACTORY) or None, catalog.setting(FAISS_PARAMS) or None
+    if factory or params:
+        try:
+            return VectorIndex.build(ids, matrix, catalog.generation, factory, params)
+        except (RuntimeError, ValueError):
+            pass
+    return VectorIndex.build(ids, matrix, catalog.generation)
+
+
+def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
+    """Derive every indexer's FAISS index from the catalog and replace the files atomically."""
+    built = {}
+    for row in catalog.indexers():
+        index = build_index(catalog, row.indexer)
+        index.save(index_path(index_dir, row.indexer))
+        catalog.set_faiss_factory(row.indexer, index.factory)
+        built[row.indexer] = index
+    return built

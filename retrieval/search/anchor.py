@@ -1,0 +1,140 @@
+"""The anchor of a query: the file checked, and its vector from each signal.
+
+An anchor that is indexed whole (one unit, no --start/--end) has its vectors in the catalog;
+any other anchor is decoded with each model's own frames and embedded now.  A new anchor has
+no caption, so a concept scored by the text signal falls back to its best visual signal.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from indexers.base import Indexer
+from retrieval.core.sampling import FrameSpec
+from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.scan import content_hash
+from retrieval.search import signals
+from retrieval.search.rerank import ClipRef
+from retrieval.store.catalog import Catalog, UnitRow
+
+
+class AnchorError(ValueError):
+    """The anchor video is missing, unreadable or not a video."""
+
+
+def check_file(anchor: str | Path, what: str = "anchor") -> Path:
+    """The path of a readable file, or AnchorError saying what is wrong with it."""
+    path = Path(anchor).expanduser()
+    if not path.exists():
+        raise AnchorError(f"{what} not found: {anchor}")
+    if not path.is_file():
+        raise AnchorError(f"{what} is not a file: {anchor}")
+    if not os.access(path, os.R_OK):
+        raise AnchorError(f"{what} is not readable: {anchor}")
+    return path
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A checked anchor file, its content hash, and the span a query uses (None: from the start, to the end)."""
+
+    path: Path
+    content_hash: str
+    start: float | None = None
+    end: float | None = None
+
+    @classmethod
+    def of(cls, anchor: str | Path, start: float | None = None, end: float | None = None) -> Anchor:
+        path = check_file(anchor)
+        return cls(path, content_hash(path), start, end)
+
+    @property
+    def whole(self) -> bool:
+        return self.start is None and self.end is None
+
+    @property
+    def clip(self) -> ClipRef:
+        return ClipRef(str(self.path), self.content_hash, self.start or 0.0, self.end)
+
+    def overlaps(self, unit: UnitRow) -> bool:
+        """``unit`` is (part of) the anchor itself: the same content over an overlapping time span."""
+        end = self.end if self.end is not None else math.inf
+        return unit.content_hash == self.content_hash and unit.start < end and unit.end > (self.start or 0.0)
+
+    def pixels(self, frames: FrameSpec) -> np.ndarray:
+        """The anchor's span decoded as ``frames`` says."""
+        decoder = VideoDecoder()
+        try:
+            if self.whole:
+                _, units = decoder.sample(self.path, frames)
+                return units[0][1].pixels
+            return decoder.sample_span(self.path, frames, self.start or 0.0, self.end).pixels
+        except DecodeError as exc:
+            raise AnchorError(f"anchor {self.path} is not a readable video: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ConceptSignals:
+    """Per concept, the signal (indexer model id) that scores it, and the anchor's vector from each."""
+
+    signal_of: dict[str, str]
+    vectors: dict[str, np.ndarray]
+    notices: list[str]  # fallbacks the user should know about
+
+
+class AnchorVectors:
+    """The anchor's vectors, from one open catalog and the models ``indexer`` builds (by model id)."""
+
+    def __init__(self, anchor: Anchor, catalog: Catalog, indexer: Callable[[str], Indexer]):
+        self.anchor, self.catalog, self.indexer = anchor, catalog, indexer
+        # a span of a file is not what the catalog stored for it
+        self.stored_path = next(iter(catalog.files_by_hash(anchor.content_hash)), None) if anchor.whole else None
+
+    def stored(self, model_id: str) -> np.ndarray | None:
+        if self.stored_path is None:
+            return None
+        vectors = self.catalog.unit_vectors(self.stored_path, model_id)
+        return vectors[0] if len(vectors) == 1 else None  # a segmented file is no single anchor
+
+    def embedded(self, model_id: str) -> np.ndarray:
+        model = self.indexer(model_id)
+        return model.embed_units([self.anchor.pixels(model.frame_spec)])[0]
+
+    def per_concept(self, chosen: dict[str, str], indexed: dict[str, str]) -> ConceptSignals:
+        """The vector of each concept's chosen signal (``indexed``: indexer name -> model id)."""
+        signal_of, vectors, notices = {}, {}, []
+        for concept, model_id in chosen.items():
+            vector = self.stored(model_id)
+            if vector is None:
+                if self.indexer(model_id).kind == "text":  # a new anchor has no caption
+                    replacement = self._best_visual(concept, indexed)
+                    notices.append(f"{concept}: the anchor has no caption, scored with {replacement} "
+                                   f"instead of {model_id}")
+                    model_id = replacement
+                vector = self.embedded(model_id)
+            signal_of[concept] = model_id
+            vectors[model_id] = vector
+        return ConceptSignals(signal_of, vectors, notices)
+
+    def every_signal(self, indexed: dict[str, str], known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``known`` and the vector from every other indexed signal that can give one (fusion uses them all)."""
+        vectors = dict(known)
+        for model_id in indexed.values():
+            if model_id in vectors:
+                continue
+            vector = self.stored(model_id)
+            if vector is None and self.indexer(model_id).kind != "text":  # a new anchor has no caption
+                vector = self.embedded(model_id)
+            if vector is not None:
+                vectors[model_id] = vector
+        return vectors
+
+    def _best_visual(self, concept: str, indexed: dict[str, str]) -> str:
+        visual = {name: model_id for name, model_id in indexed.items() if self.indexer(model_id).kind != "text"}
+        return signals.choose(concept, visual)
