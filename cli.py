@@ -292,9 +292,8 @@ def compare(
 ):
     """How similar are A and B in terms of each concept (1 = completely different, 5 = perfectly similar)?"""
     with user_errors():
-        concepts = concepts_to_score(concept, mode)
         engine = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device, rerank_batch=rerank_batch)
-        result = engine.compare(a, b, concepts, reranker, mode, symmetric)
+        result = engine.compare(a, b, concepts_to_score(concept, mode), reranker, mode, symmetric)
         if html is not None:
             err.print(f"page: {write_compare_html(result, a, b, html)}", highlight=False)
     show(result, as_json, _print_comparison)

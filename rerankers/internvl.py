@@ -18,6 +18,9 @@ from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 
 
 class InternVLReranker(HFVideoReranker):
+    """InternVL3 / InternVL2.5 (transformers-native -hf weights), fed one tile a frame at the frames the
+    reference's get_video_index picks (segment midpoints), each frame named in the prompt as the reference does."""
+
     layout = "internvl"
     model_classes = {"internvl": "InternVLForConditionalGeneration"}
     size_text = f"{HFVideoReranker.size_text} (448x448 for the default weights; one tile a frame, no thumbnail)"

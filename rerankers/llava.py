@@ -21,6 +21,8 @@ from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 
 
 class LlavaReranker(HFVideoReranker):
+    """LLaVA-OneVision and LLaVA-Video (llava_onevision weights), fed as the reference's load_video feeds them."""
+
     layout = "llava"
     model_classes = {"llava_onevision": "LlavaOnevisionForConditionalGeneration"}
     size_text = f"{HFVideoReranker.size_text} (384x384 SigLIP square for the default weights)"

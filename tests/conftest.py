@@ -1,15 +1,12 @@
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from bench.tiny import vision as tm
+from retrieval.engine import Engine
+from retrieval.pipeline.settings import IndexSettings
 from tests.paths import EXAMPLES
-
-# No test may reach a model hub: an unreachable hub stalls each lookup for tens of seconds.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +16,6 @@ def example_videos() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
-    from bench.tiny import vision as tm
-
     base = tmp_path_factory.mktemp("tiny-models")
     return {
         "dinov2": tm.tiny_dinov2(base / "dinov2-tiny"),
@@ -43,9 +38,6 @@ def video_folder(tmp_path, example_videos) -> Path:
 @pytest.fixture(scope="session")
 def example_index(tmp_path_factory, example_videos) -> Path:
     """The example clips indexed once with the real EfficientNet-Lite0 weights (index dir returned)."""
-    from retrieval.engine import Engine
-    from retrieval.pipeline.settings import IndexSettings
-
     index_dir = tmp_path_factory.mktemp("example-index") / ".convis"
     Engine(index_dir).index(example_videos, ["efficientnet-lite0"], IndexSettings(workers=1))
     return index_dir

@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 import torch
 
+import indexers.internvideo as internvideo
 from indexers import create_indexer
 from indexers.errors import ModelUnavailableError
+from retrieval.media.frames import VideoDecoder
+from tests import media
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -337,8 +340,6 @@ def test_bare_ckpt_path_is_claimed_by_internvideo(fake_internvideo, ckpt):
 
 
 def test_module_docstring_documents_the_papers_checkpoint():
-    import indexers.internvideo as internvideo
-
     doc = textwrap.dedent(internvideo.__doc__)
     for needle in ("InternVideo-MM-L-14.ckpt", "InternVideo.load_model", "encode_video", "PYTHONPATH",
                    "-i internvideo:/models/InternVideo-MM-L-14.ckpt --trust-remote-code"):
@@ -346,9 +347,6 @@ def test_module_docstring_documents_the_papers_checkpoint():
 
 
 def test_v1_ckpt_under_the_paper_protocol_sees_the_packages_frames(fake_internvideo, ckpt, tmp_path):
-    from retrieval.media.frames import VideoDecoder
-    from tests import media
-
     clip = media.make_clip(tmp_path / "c.mp4", frames=30, fps=10, size=(320, 180),
                            pixels=lambda i: media.numbered_frame(i, 0, (320, 180)))
     ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu", protocol="paper")

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from bench.tiny import vision as tm
 from indexers import create_indexer
+from indexers.base import INDEXERS
+from indexers.factory import available_indexers
 from retrieval.media.frames import VideoDecoder
 from tests import media
 
@@ -19,8 +22,6 @@ from tests import media
 def with_processors(tmp_path_factory):
     """Tiny checkpoints that ship an image processor, as the hub's do (small sizes keep them fast)."""
     from transformers import BitImageProcessor, CLIPImageProcessor, VideoMAEImageProcessor
-
-    from bench.tiny import vision as tm
 
     root = tmp_path_factory.mktemp("tiny-with-processors")
     dinov2 = tm.tiny_dinov2(root / "dinov2")
@@ -120,9 +121,6 @@ def test_videomae_sees_the_reference_clip(with_processors, tmp_path, frames, exp
 
 
 def test_protocols_pick_the_papers_default_weights():
-    from indexers.base import INDEXERS
-    from indexers.factory import available_indexers
-
     available_indexers()
     assert INDEXERS.entry("videomae").source_for("paper") == "MCG-NJU/videomae-large"
     assert INDEXERS.entry("clip").source_for("paper") == "openai/clip-vit-large-patch14"

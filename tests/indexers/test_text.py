@@ -15,6 +15,7 @@ from bench.cli import app
 from bench.evaluate import file_correlation
 from bench.loaders import ScoreFile, load_gt_pairs, load_pair_scores
 from indexers.base import INDEXERS
+from indexers.errors import ModelUnavailableError
 from indexers.text import MINILM, TextIndexer, pair_similarity, read_captions, weights_path
 from tests.paths import CONVIS_BENCH
 
@@ -155,8 +156,6 @@ def test_cli_captions_unusable_model_is_one_line(tmp_path, model):
 
 
 def test_unavailable_weights_raise_the_shared_error():
-    from indexers.errors import ModelUnavailableError
-
     with pytest.raises(ModelUnavailableError, match="not-a-real-model"):
         INDEXERS.create("sentence-transformers/not-a-real-model")
 

@@ -1,9 +1,12 @@
 import numpy as np
 import pytest
 
+from bench.tiny.vision import tiny_open_clip
 from indexers import available_indexers, create_indexer
 from indexers.errors import ModelUnavailableError
+from indexers.vision import frame_batches
 from retrieval.core.registry import UnknownModelError
+from retrieval.media.frames import VideoDecoder
 
 rng = np.random.default_rng(0)
 
@@ -40,8 +43,6 @@ def test_batching_does_not_change_vectors(tiny_models):
 
 
 def test_units_of_different_sizes_batch_like_one_by_one(tiny_models):
-    from indexers.vision import frame_batches
-
     assert frame_batches([3, 5, 0, 2], 4) == [[(0, 0, 3), (1, 0, 1)], [(1, 1, 5)], [(3, 0, 2)]]
     ix = create_indexer(str(tiny_models["dinov2"]))
     rng = np.random.default_rng(0)
@@ -62,8 +63,6 @@ def test_video_indexer_takes_its_clip_length_from_the_model(tiny_models):
 
 
 def test_efficientnet_real_weights_separate_scenes(example_videos):
-    from retrieval.media.frames import VideoDecoder
-
     ix = create_indexer("efficientnet-lite0")
     assert ix.dim == 1280
     decoder = VideoDecoder()
@@ -74,8 +73,6 @@ def test_efficientnet_real_weights_separate_scenes(example_videos):
 
 
 def test_open_clip_folder_without_weights_is_refused(tmp_path):
-    from bench.tiny.vision import tiny_open_clip
-
     folder = tiny_open_clip(tmp_path / "no-weights", with_weights=False)
     with pytest.raises(ModelUnavailableError, match="no weights"):
         create_indexer(f"clip:{folder}")

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+from retrieval.core.pixels import FixedResize
+from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import DecodeError, VideoDecoder, output_size
 from tests.media import decoded_frame_number, make_clip
 
@@ -94,8 +96,6 @@ def test_pyav_takes_over_when_decord_fails(counted_clip, monkeypatch):
 def test_full_size_frames_come_from_pyav_first(counted_clip):
     # decord decodes ahead of a reader that resizes each full-size frame before asking for the next:
     # on a 5 s 4K clip it held 2.2 GB where PyAV held 0.3 GB, so full-size specs start with PyAV
-    from retrieval.core.pixels import FixedResize
-    from retrieval.core.sampling import FrameSpec
 
     decoder = VideoDecoder()
     if [b.name for b in decoder.backends] != ["decord", "pyav"]:

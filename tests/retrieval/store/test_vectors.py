@@ -1,7 +1,15 @@
 import numpy as np
 
 from indexers import l2_normalise
-from retrieval.store.vectors import VectorIndex, choose_factory, index_path
+from retrieval.store import vectors
+from retrieval.store.vectors import (
+    EXACT_LIMIT,
+    VectorIndex,
+    choose_factory,
+    default_search_params,
+    index_path,
+    ivf_lists,
+)
 
 
 def data(n=500, dim=32, seed=0):
@@ -23,8 +31,6 @@ def test_faiss_results_equal_exact_numpy_search():
 
 def test_exact_batches_use_blas_and_agree_with_single_queries(monkeypatch):
     import faiss
-
-    from retrieval.store import vectors
 
     seen = []
     original = vectors._batch_search
@@ -78,8 +84,6 @@ def clustered(n=6000, dim=16, centres=40, seed=0):
 
 
 def test_large_collections_get_an_inverted_file_index_with_recorded_search_parameters():
-    from retrieval.store.vectors import EXACT_LIMIT, default_search_params, ivf_lists
-
     assert choose_factory(EXACT_LIMIT - 1, 768) == "Flat"
     assert choose_factory(1_000_000, 768) == "IVF2048,Flat"
     assert ivf_lists(100_000) == 512
