@@ -80,6 +80,9 @@ def parse_concepts(specs: list[str] | tuple[str, ...]) -> list[Concept]:
     return [Concept(c.key, c.words, c.weight / total) for c in concepts]
 
 
-def combine(scores: dict[str, float], concepts: list[Concept]) -> float:
-    """Weighted sum of per-concept scores with normalised weights (Eq. 2)."""
+def combine(scores: dict[str, float | None], concepts: list[Concept]) -> float | None:
+    """Weighted sum of per-concept scores with normalised weights (Eq. 2); None when a concept's score
+    could not be read (an unreadable LMM answer), so such a pair ranks last instead of looking dissimilar."""
+    if any(scores[c.key] is None for c in concepts):
+        return None
     return float(sum(c.weight * scores[c.key] for c in concepts))

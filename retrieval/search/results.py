@@ -16,11 +16,6 @@ from retrieval.core.concepts import Concept, combine
 from retrieval.store.catalog import UnitRow
 
 
-def combined(scores: Mapping[str, float | None], concepts: list[Concept]) -> float | None:
-    """Eq. 2 over the concepts, or None when any concept's score could not be read."""
-    return None if None in scores.values() else combine(scores, concepts)
-
-
 def _rounded(scores: Mapping[str, float | None]) -> dict[str, float | None]:
     return {k: None if v is None else round(v, 4) for k, v in scores.items()}
 
@@ -53,13 +48,13 @@ class Hit:
     def reranked(self, answers: Mapping[str, PairScore], concepts: list[Concept]) -> Hit:
         """This hit scored by the reranker's answers (concept key -> answer); recall scores kept beside."""
         scores = {key: answer.score for key, answer in answers.items()}
-        return replace(self, scores=scores, total=combined(scores, concepts), recall_scores=dict(self.scores),
+        return replace(self, scores=scores, total=combine(scores, concepts), recall_scores=dict(self.scores),
                        seen={key: answer.evidence for key, answer in answers.items() if answer.evidence})
 
     def fused(self, scores: dict[str, float | None], contributions: dict[str, dict[str, float]],
               concepts: list[Concept]) -> Hit:
         """This hit scored by the fusion model, with each fused concept's contributions."""
-        return replace(self, scores=scores, total=combined(scores, concepts), contributions=contributions)
+        return replace(self, scores=scores, total=combine(scores, concepts), contributions=contributions)
 
     def as_dict(self) -> dict:
         return {
@@ -136,7 +131,7 @@ class CompareResult:
                  answers: Mapping[str, PairScore], model_pairs: int, notices: tuple[str, ...]) -> CompareResult:
         """From the answers per concept key."""
         rows = tuple(ConceptScore.answered(c, answers[c.key]) for c in concepts)
-        total = combined({c.key: answers[c.key].score for c in concepts}, concepts)
+        total = combine({c.key: answers[c.key].score for c in concepts}, concepts)
         return cls(a, b, reranker, mode, symmetric, rows, total, model_pairs, notices)
 
     def as_dict(self) -> dict:
