@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping
 
 from bench import paper
@@ -17,7 +17,7 @@ from bench.loaders import (
     load_retrieval_scores,
     match_pairs,
 )
-from bench.metrics import correlation, random_retrieval, retrieval
+from bench.metrics import Correlation, Retrieval, correlation, random_retrieval, retrieval
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,7 @@ class CorrelationRow:
     model: str
     kind: str  # paper.CONDITIONED or paper.GLOBAL
     concept: str
-    rho: float
-    tau: float
-    n: int  # pairs matched
+    scores: Correlation  # n = pairs matched
     n_gt: int  # pairs the ground truth rates
     # what the paper printed for this model and concept (Table 2 or 3), to show beside ours
     paper_rho: float | None = None
@@ -37,31 +35,33 @@ class CorrelationRow:
     path: str = ""
 
     def record(self) -> dict:
-        return asdict(self)
+        return _flat(self)
 
 
 @dataclass(frozen=True)
 class RetrievalRow:
     model: str
     concept: str
-    recall: float
-    precision: float
-    f1: float
-    bottom_recall: float
-    bottom_precision: float
-    bottom_f1: float
-    tau: float
-    ndcg: float
-    n: int  # anchors scored
+    scores: Retrieval  # n = anchors scored
     n_gt: int  # anchors the ground truth ranks
-    # what the paper printed for this model and concept (Table 4), to show beside ours
-    paper_recall: float | None = None
-    paper_precision: float | None = None
-    paper_f1: float | None = None
+    # what the paper printed for this model and concept (Table 4): recall, precision, F1
+    paper: tuple[float, float, float] | None = None
     path: str = ""
 
     def record(self) -> dict:
-        return asdict(self)
+        paper_values = dict(zip(("paper_recall", "paper_precision", "paper_f1"), self.paper or (None,) * 3))
+        return {**_flat(self, drop=("paper", "path")), **paper_values, "path": self.path}
+
+
+def _flat(row, drop: tuple[str, ...] = ()) -> dict:
+    """The row as one flat record: the metric fields take the place of `scores`, in their own order."""
+    out: dict = {}
+    for f in fields(row):
+        if f.name == "scores":
+            out.update(asdict(row.scores))
+        elif f.name not in drop:
+            out[f.name] = getattr(row, f.name)
+    return out
 
 
 # ---------------------------------------------------------------- correlation
@@ -80,7 +80,7 @@ def file_correlation(f: ScoreFile, scores: dict[PairKey, float], gt: Mapping[Pai
     kind = paper.GLOBAL if f.concept is None else paper.CONDITIONED
     concepts = gt_concepts(gt) if f.concept is None else [f.concept]
     rows = [_correlation_row(f, kind, c, scores, gt) for c in concepts]
-    if not rows or all(r.n == 0 for r in rows):
+    if not rows or all(r.scores.n == 0 for r in rows):
         raise BenchDataError(f"{f.path}: no pair matches the ground truth (pairs are matched on ordered base names)")
     return rows
 
@@ -91,7 +91,7 @@ def _correlation_row(f: ScoreFile, kind: str, concept: str, scores, gt) -> Corre
     row = paper.correlation_row(kind, f.model)
     ref = row.values.get(concept) if row else None
     return CorrelationRow(
-        f.model, kind, concept, c.rho, c.tau, matched.n, matched.n_gt,
+        f.model, kind, concept, c, matched.n_gt,
         paper_rho=ref[0] if ref else None,
         paper_tau=ref[1] if ref else None,
         paper_name=row.name if row else None,
@@ -110,7 +110,7 @@ def retrieval_rows(files: Iterable[ScoreFile], human: HumanRanks) -> list[Retrie
         scores = load_retrieval_scores(f.path)
         concepts = list(human) if f.concept is None else [f.concept]
         file_rows = [_retrieval_row(f, c, scores, human.get(c, {})) for c in concepts]
-        if all(r.n == 0 for r in file_rows):
+        if all(r.scores.n == 0 for r in file_rows):
             raise BenchDataError(f"{f.path}: no anchor matches the ground-truth rankings")
         rows.extend(file_rows)
     _check_unique((r.model, r.concept) for r in rows)
@@ -120,10 +120,7 @@ def retrieval_rows(files: Iterable[ScoreFile], human: HumanRanks) -> list[Retrie
 def _retrieval_row(f: ScoreFile, concept: str, scores, ranks) -> RetrievalRow:
     m = retrieval(ranks, scores)
     ref = paper.paper_retrieval(f.model, concept)
-    return RetrievalRow(
-        f.model, concept, m.recall, m.precision, m.f1, m.bottom_recall, m.bottom_precision, m.bottom_f1,
-        m.tau, m.ndcg, m.n, len(ranks), *(ref or (None, None, None)), path=str(f.path),
-    )
+    return RetrievalRow(f.model, concept, m, len(ranks), ref, path=str(f.path))
 
 
 def random_rows(human: HumanRanks) -> list[RetrievalRow]:
@@ -133,10 +130,8 @@ def random_rows(human: HumanRanks) -> list[RetrievalRow]:
     for concept, ranks in human.items():
         s = random_retrieval(ranks)
         ref = paper.paper_random(concept)
-        rows.append(RetrievalRow(
-            "random choice", concept, s.recall, s.precision, s.f1, nan, nan, nan, nan, nan,
-            len(ranks), len(ranks), *(ref or (None, None, None)),
-        ))
+        m = Retrieval(s.recall, s.precision, s.f1, nan, nan, nan, nan, nan, len(ranks))
+        rows.append(RetrievalRow("random choice", concept, m, len(ranks), ref))
     return rows
 
 

@@ -62,9 +62,9 @@ def _add_correlation_columns(t: Table) -> None:
 
 def _correlation_cells(r: CorrelationRow) -> tuple[str, ...]:
     return (
-        _fmt(r.rho), _fmt(r.paper_rho, r.paper_decimals),
-        _fmt(r.tau), _fmt(r.paper_tau, r.paper_decimals),
-        f"{r.n}/{r.n_gt}",
+        _fmt(r.scores.rho), _fmt(r.paper_rho, r.paper_decimals),
+        _fmt(r.scores.tau), _fmt(r.paper_tau, r.paper_decimals),
+        f"{r.scores.n}/{r.n_gt}",
     )
 
 
@@ -103,13 +103,12 @@ def _retrieval_table(concept: str, rows: list[RetrievalRow]) -> Table:
     for name in ("R@1", "P@1", "F1@1", "tau", "NDCG", "anchors"):
         t.add_column(name, justify="right")
     for r in rows:
+        m, theirs = r.scores, r.paper or (None, None, None)
         t.add_row(
             escape(r.model),
-            _with_paper(r.recall, r.paper_recall),
-            _with_paper(r.precision, r.paper_precision),
-            _with_paper(r.f1, r.paper_f1),
-            _fmt(r.tau), _fmt(r.ndcg),
-            f"{r.n}/{r.n_gt}",
+            *(_with_paper(ours, paper_value) for ours, paper_value in zip((m.recall, m.precision, m.f1), theirs)),
+            _fmt(m.tau), _fmt(m.ndcg),
+            f"{m.n}/{r.n_gt}",
         )
     return t
 
