@@ -6,18 +6,29 @@
 from __future__ import annotations
 
 import json
-import re
+import os
+import socket
 import sys
+import time
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
+
+try:  # typer carries its own copy of click since 0.22
+    from typer._click import exceptions as click_errors
+except ImportError:
+    from click import exceptions as click_errors
 
 from bench.cli import app as bench_app
+from bench.console import PlainUsage
 from indexers.base import INDEXERS, PROTOCOLS
 from indexers.errors import ModelUnavailableError
 from indexers.factory import available_indexers
@@ -25,20 +36,47 @@ from rerankers.base import MODES, RERANKERS, RerankerError
 from rerankers.factory import available_rerankers
 from retrieval.core.concepts import Concept, ConceptError, parse_concepts
 from retrieval.core.registry import UnknownModelError
-from retrieval.engine import INDEX_DIRNAME, Engine, NoIndexError, find_index_dir
+from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
+from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
+from retrieval.engine import DEFAULT_K, INDEX_DIRNAME, Engine, NoIndexError, find_index_dir, locate_index
 from retrieval.pipeline.indexing import IndexSettingsError
 from retrieval.pipeline.ray_pipeline import RayUnavailable
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.search.anchor import AnchorError
-from retrieval.search.fusion import FusionError
+from retrieval.search.anchor import AnchorError, AnchorSpanError
+from retrieval.search.fusion import RERANKER_PREFIX, FusionError
 from retrieval.search.results import CompareResult, QueryResult
 from retrieval.search.signals import SignalError, parse_overrides
 from retrieval.serve.gallery import write_compare_html, write_query_html
 from retrieval.serve.server import serve as run_server
 from retrieval.store.catalog import CatalogBusy
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.")
+EXIT_CODES = "exit codes: 0 done, 1 nothing usable came out of the run, 2 usage or input error, 130 interrupted"
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (unknown option, missing value, bad choice) as one line on stderr, exit code 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode: bool = True, **extra):
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:
+            out.print(exc.format_message(), highlight=False, markup=False)  # a bare `convis` prints its help
+            code = 0
+        except click_errors.ClickException as exc:
+            hint = f" (see {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""
+            err.print(f"[bold red]error:[/] {escape(exc.format_message())}{hint}", highlight=False, soft_wrap=True)
+            code = exc.exit_code
+        except typer.Abort:
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
+                  help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.",
+                  epilog=EXIT_CODES)
 # emoji=False: model ids such as "package:..." must print as written
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
@@ -49,7 +87,7 @@ class UserError(Exception):
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -67,27 +105,23 @@ def user_errors():
         fail("interrupted; what was committed stays indexed, run the same command to resume", 130)
 
 
-def parse_duration(text: str | None, allow_zero: bool = False) -> float | None:
-    """``10s``, ``2m``, ``1m30s``, ``90`` -> seconds."""
+def parse_duration(text: str | None, allow_zero: bool = False, option: str = "duration") -> float | None:
+    """``80``, ``80s``, ``1m20s``, ``1:20``, ``00:02`` -> seconds."""
     if text is None:
         return None
-    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
-    if not match or not any(match.groups()):
-        raise UserError(f"not a duration: {text!r} (try 10s, 2m or 1m30s)")
-    seconds = float(match.group(1) or 0) * 60 + float(match.group(2) or 0)
-    if seconds < 0 or (seconds == 0 and not allow_zero):
-        raise UserError(f"duration must be positive: {text!r}")
+    try:
+        seconds = parse_time(text)
+    except TimeFormatError as exc:
+        raise UserError(f"{option}: {exc}") from None
+    if seconds == 0 and not allow_zero:
+        raise UserError(f"{option} must be positive: {text!r}")
     return seconds
 
 
 def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
-    if index_dir is not None:
-        return index_dir
-    found = find_index_dir(*[p.parent if p.is_file() else p for p in near], Path.cwd())
-    if found is None:
-        raise UserError(f"no {INDEX_DIRNAME} index found near {near[0] if near else Path.cwd()}; "
-                        "pass --index-dir or run `convis index FOLDER` first")
-    return found
+    """``--index-dir`` (an index folder or the video folder holding one), else the nearest index above ``near``
+    or the current folder."""
+    return locate_index(index_dir, *[p.parent if p.is_file() else p for p in near], Path.cwd())
 
 
 def check_mode(mode: str) -> None:
@@ -95,29 +129,37 @@ def check_mode(mode: str) -> None:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
-RERANK_BATCH_HELP = ("Pairs per LMM forward pass (default 4); on running out of GPU memory the batch is "
-                     "halved and retried.")
-
+DeviceOpt = Annotated[Optional[str], typer.Option(metavar="DEVICE", help="torch device (default cuda when present, "
+                                                  "else cpu).")]
+HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML "
+                                                 "page here, with thumbnails and players.")]
+RerankBatchOpt = Annotated[Optional[int], typer.Option(
+    min=1, metavar="N", help="Pairs per LMM forward pass (default 4); on running out of GPU memory the batch is "
+    "halved and retried.")]
+WHERE_HELP = ("The indexed video folder or its index folder (default: the nearest .convis at or above the "
+              "current folder).")
 
 def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 # -- index --------------------------------------------------------------------------------------
-@app.command()
+@app.command(cls=PlainUsage)
 def index(
-    folder: Path = typer.Argument(..., help="Folder of videos (searched recursively)."),
+    folder: Path = typer.Argument(..., metavar="FOLDER", help="Folder of videos (searched recursively)."),
     indexer: List[str] = typer.Option([], "--indexer", "-i", help="Indexer name, name:weights, hub id or local "
                                       "folder; repeat for several. Default: what the index already uses, else "
                                       "dinov2 when its weights are available, else efficientnet-lite0."),
     index_dir: Optional[Path] = typer.Option(None, help="Where the index lives (default FOLDER/.convis)."),
-    segment: Optional[str] = typer.Option(None, help="Split videos into fixed-length units, e.g. 10s or 1m."),
+    segment: Optional[str] = typer.Option(None, help="Split videos into fixed-length units, e.g. 10s or 1m; 'off': "
+                                          "one unit per file. Kept for later runs; a new length re-indexes the "
+                                          "files whose units change (each keeps its old units until then)."),
     captions: Optional[Path] = typer.Option(None, help="Folder of <video stem>.txt captions for the text indexer."),
     workers: Optional[int] = typer.Option(None, min=1, help="Decoder processes (default: half the cores)."),
     timeout: float = typer.Option(300.0, min=1, help="Seconds one file may take to decode before it is skipped."),
     publish_every: float = typer.Option(60.0, min=0, help="Seconds between snapshots a long run publishes, so "
                                         "queries made while it runs see its progress."),
-    device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
+    device: DeviceOpt = None,
     trust_remote_code: bool = typer.Option(False, help="Allow checkpoints that ship their own code (internvideo)."),
     ray: Optional[str] = typer.Option(None, help="Decode and embed on Ray: 'auto' (the running cluster), "
                                       "HOST:PORT, or 'local' (start one here). Needs the ray extra."),
@@ -135,20 +177,71 @@ def index(
     with user_errors():
         if captions is not None and not captions.is_dir():
             raise UserError(f"captions folder not found: {captions}")
-        settings = IndexSettings(segment_seconds=parse_duration(segment), captions=captions, workers=workers,
+        settings = IndexSettings(segment_seconds=_segment_seconds(segment), captions=captions, workers=workers,
                                  timeout=timeout, publish_every=publish_every, ray_address=ray,
                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol)
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, settings, progress=progress)
     for notice in engine.notices:
-        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+        if notice not in progress.noted:  # the rest were printed before the progress bar
+            _note(notice)
+    report.seconds = _command_seconds(report.seconds)
     if as_json:
         print_json(report.as_dict())
-    else:
+    elif report.found or report.failed:
         _print_index_report(report)
-    if report.found and not report.indexed and not report.unchanged:
+    if not report.found:
+        err.print(f"[yellow]warning:[/] no video files in {escape(str(folder))} (.mp4, .mov, .mkv, .webm, .avi "
+                  "and other video extensions); nothing was indexed or recorded", highlight=False, soft_wrap=True)
+    if not report.indexed and not report.unchanged:
         raise typer.Exit(1)  # nothing usable came out of this folder
+
+
+def _segment_seconds(segment: str | None) -> float | None:
+    """``--segment``: a length, or 'off' for one unit per file (0); None keeps the index's own."""
+    if segment is not None and segment.strip().lower() == "off":
+        return 0.0
+    return parse_duration(segment, option="--segment")
+
+
+def _command_seconds(fallback: float) -> float:
+    """Seconds since this process started (the whole command, start-up included), where /proc says; else
+    ``fallback``."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time, in ticks after boot
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):  # not Linux
+        return fallback
+
+
+def _note(text: str) -> None:
+    err.print(f"[yellow]note:[/] {escape(text)}", highlight=False, soft_wrap=True)
+
+
+class _IndexProgress:
+    """The run's notes, printed as they come, then a bar that appears once the run knows its files."""
+
+    def __init__(self, bar: Progress):
+        self.bar, self.task, self.noted = bar, None, []
+
+    def __call__(self, event: str, data: dict) -> None:
+        if event == "note":
+            self.noted.append(data["text"])
+            _note(data["text"])
+        elif event == "start" and data["total"]:  # nothing to do: no bar
+            self.bar.start()
+            self.task = self.bar.add_task("index", total=data["total"], frames=0, rate="", current="")
+        elif self.task is not None:
+            self._advance(data)
+
+    def _advance(self, data: dict) -> None:
+        task = self.bar.tasks[self.task]
+        frames = task.fields["frames"] + data["frames"]
+        rate = f"{frames / task.elapsed:.1f} frames/s" if task.elapsed else ""
+        # file names are the user's: escaped, or rich would read "[bold]a.mp4" as markup
+        self.bar.update(self.task, advance=1, frames=frames, rate=rate, current=escape(Path(data["path"]).name[:40]))
 
 
 @contextmanager
@@ -156,79 +249,90 @@ def _index_progress(disable: bool):
     columns = [TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TextColumn("{task.fields[frames]} frames"), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                TextColumn("{task.fields[current]}")]
-    with Progress(*columns, console=err, disable=disable, transient=False) as bar:
-        task = bar.add_task("index", total=None, frames=0, rate="", current="")
-
-        def on_event(event: str, data: dict) -> None:
-            if event == "start":
-                bar.update(task, total=data["total"])
-                return
-            frames = bar.tasks[task].fields["frames"] + data["frames"]
-            elapsed = bar.tasks[task].elapsed or 0
-            rate = f"{frames / elapsed:.1f} frames/s" if elapsed > 0 else ""
-            bar.update(task, advance=1, frames=frames, rate=rate, current=Path(data["path"]).name[:40])
-
-        yield on_event
+    events = _IndexProgress(Progress(*columns, console=err, disable=disable, transient=False))
+    try:
+        yield events
+    finally:
+        if events.task is not None:  # stopping a bar never shown would print an empty line
+            events.bar.stop()
 
 
 def _print_index_report(report) -> None:
+    failed = f"failed {len(report.failed)}"
+    if report.failed_earlier:
+        failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried)"
     out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
-              f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; "
-              f"failed {len(report.failed)}" + (f"; captions {report.captioned}" if report.captioned else ""),
-              highlight=False)
-    out.print(f"indexers: {', '.join(report.indexers)}", highlight=False)
+              f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; {failed}"
+              + (f"; captions {report.captioned}" if report.captioned else ""), highlight=False)
+    out.print(f"indexers: {', '.join(report.indexers)}", highlight=False, markup=False)
     if report.failed:
         table = Table(title="skipped files", title_justify="left")
         table.add_column("file", overflow="fold")
         table.add_column("reason", overflow="fold")
         for path, reason in report.failed:
-            table.add_row(path, reason)
+            table.add_row(escape(path), escape(reason))
         out.print(table)
 
 
 # -- query --------------------------------------------------------------------------------------
-@app.command()
+CONCEPT_HELP = ("Concept, optionally weighted: location, main-action=0.7, 'camera angle=2'. Repeat to combine "
+                "(weights normalised). The ConViS concepts (location, main-action, main-subjects, main-objects, "
+                "order-of-actions) match up to case, spaces and underscores; any other name is free text, except "
+                "one close to a ConViS concept ('locaton'), refused as a likely typo unless --free-text.")
+FREE_TEXT_HELP = "Take every concept name as written, even one close to a ConViS concept."
+
+
+@app.command(cls=PlainUsage)
 def query(
-    anchor: Path = typer.Option(..., "--anchor", "-a", help="The video to find similar clips for (indexed or not)."),
-    concept: List[str] = typer.Option(..., "--concept", "-c", help="Concept, optionally weighted: location, "
-                                      "main-action=0.7, 'camera angle=2'. Repeat to combine (weights normalised)."),
-    k: int = typer.Option(10, "-k", "--top", min=1, help="How many results."),
-    index_dir: Optional[Path] = typer.Option(None, help="Index folder (default: the nearest .convis above the "
-                                             "anchor or the current folder)."),
-    start: Optional[str] = typer.Option(None, help="Use only the anchor from this time (e.g. 20s)."),
-    end: Optional[str] = typer.Option(None, help="Use only the anchor up to this time (e.g. 40s)."),
-    signal: List[str] = typer.Option([], help="Override the indexer used for a concept: CONCEPT=INDEXER."),
-    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", help="LMM that rescores the recalled "
+    anchor: Path = typer.Option(..., "--anchor", "-a", metavar="FILE",
+                                help="The video to find similar clips for (indexed or not)."),
+    concept: List[str] = typer.Option(..., "--concept", "-c", metavar="CONCEPT[=WEIGHT]", help=CONCEPT_HELP),
+    free_text: bool = typer.Option(False, "--free-text", help=FREE_TEXT_HELP),
+    k: int = typer.Option(DEFAULT_K, "-k", "--top", min=1, metavar="N", help="How many results."),
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="The indexed video folder or its index "
+                                             "folder (default: the nearest .convis above the anchor or the "
+                                             "current folder)."),
+    start: Optional[str] = typer.Option(None, metavar="TIME", help=f"Use only the anchor from this time "
+                                        f"({TIME_EXAMPLES})."),
+    end: Optional[str] = typer.Option(None, metavar="TIME", help="Use only the anchor up to this time."),
+    signal: List[str] = typer.Option([], metavar="CONCEPT=INDEXER", help="Override the indexer used for a concept."),
+    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", metavar="NAME",
+                                           help="LMM that rescores the recalled "
                                            "candidates per concept (qwen2.5-vl, llava-onevision, llava-video, "
                                            "internvl, a hub id or a local folder)."),
-    rerank_top: int = typer.Option(20, min=1, help="How many recalled candidates the reranker rescores."),
-    mode: str = typer.Option("expected", help="Reranker scoring: expected (mean of P(1..5)) or greedy "
+    rerank_top: int = typer.Option(20, min=1, metavar="N", help="How many recalled candidates the reranker rescores."),
+    mode: str = typer.Option("expected", metavar="expected|greedy",
+                             help="Reranker scoring: expected (mean of P(1..5)) or greedy "
                              "(the paper's parsed single token)."),
     symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
-    rerank_batch: Optional[int] = typer.Option(None, min=1, help=RERANK_BATCH_HELP),
-    fusion: Optional[str] = typer.Option(None, help="Score each concept by a learned combination of every "
+    rerank_batch: RerankBatchOpt = None,
+    fusion: Optional[str] = typer.Option(None, metavar="FILE|default",
+                                         help="Score each concept by a learned combination of every "
                                          "available signal: a weights file from `convis bench fusion`, or "
                                          "'default' for the weights shipped with convis."),
-    device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML gallery here."),
+    device: DeviceOpt = None,
+    html: HtmlOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
     with user_errors():
-        concepts = concepts_to_score(concept, mode)
+        concepts = concepts_to_score(concept, mode, free_text)
         engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
-        span = parse_duration(start, allow_zero=True), parse_duration(end)
-        result = engine.query(anchor, concepts, k, *span, parse_overrides(signal), reranker=reranker,
-                              rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
+        span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
+        try:
+            result = engine.query(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
+                                  rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
+        except AnchorSpanError as exc:  # said in the words the user typed
+            raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
         if html is not None:
             page = write_query_html(result, engine.root, html, start=span[0], end=span[1])
             err.print(f"gallery: {page}", highlight=False)
     show(result, as_json, _print_hits)
 
 
-def concepts_to_score(specs: List[str], mode: str) -> list[Concept]:
+def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> list[Concept]:
     """The concepts of a query or a comparison, once the reranker's scoring mode is known to be valid."""
-    concepts = parse_concepts(specs)
+    concepts = parse_concepts(specs, free_text)
     check_mode(mode)
     return concepts
 
@@ -244,30 +348,64 @@ def show(result: QueryResult | CompareResult, as_json: bool, as_table) -> None:
 
 def print_notices(notices) -> None:
     for notice in notices:
-        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+        err.print(f"[yellow]note:[/] {escape(notice)}", soft_wrap=True, highlight=False)
 
 
 def _print_hits(result: QueryResult) -> None:
+    if not result.hits:
+        out.print(f"no results for {escape(_anchor_title(result))}: {escape(result.empty_reason or '')}",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
-    table = Table(title=f"clips like {result.anchor}  ({weights})", title_justify="left")
+    table = Table(title=f"clips like {escape(_anchor_title(result))}  ({weights})", title_justify="left")
     table.add_column("rank", justify="right")
-    table.add_column("clip", no_wrap=True)
+    table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
     table.add_column("time", justify="right", no_wrap=True)
-    for c in result.concepts:
-        table.add_column(c.key, justify="right")
+    for c in result.concepts:  # under each concept, what scored it
+        table.add_column(f"{escape(c.key)}\n[dim]{escape(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
     table.add_column("total", justify="right", style="bold")
     for hit in result.hits:
-        table.add_row(str(hit.rank), hit.path, f"{hit.start:.1f}-{hit.end:.1f}s",
+        table.add_row(str(hit.rank), escape(hit.path), format_span(hit.start, hit.end),
                       *[_score(hit.scores[c.key]) for c in result.concepts], _score(hit.total))
     out.print(table)
     signals = ", ".join(f"{c}: {m.split(':')[0]}" for c, m in result.signals.items())
     how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
-    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {signals})[/]", highlight=False)
+    scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
+    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {signals}){scale}[/]", highlight=False)
+    if any(hit.contributions for hit in result.hits):
+        out.print("[dim]fused scores: the average rated pair's score, plus or minus what each signal adds[/]",
+                  highlight=False)
     for hit in result.hits:
-        for concept, parts in hit.contributions.items():
-            terms = " ".join(f"{'+' if v >= 0 else '-'} {name} {abs(v):.2f}" for name, v in parts.items()
-                             if name != "intercept")
-            out.print(f"[dim]  {hit.rank}. {concept} = {parts['intercept']:.2f} {terms}[/]", highlight=False)
+        for concept in hit.contributions:
+            out.print(f"[dim]  {hit.rank}. {escape(_contribution_line(hit, concept))}[/]", highlight=False)
+
+
+def _anchor_title(result: QueryResult) -> str:
+    """The anchor and, when the query used part of it, its window: ``long.mp4 1:00.0-1:20.0``."""
+    if result.start is None and result.end is None:
+        return result.anchor
+    return f"{result.anchor} {format_span(result.start or 0.0, result.end)}"
+
+
+def _scorer_name(model_id: str) -> str:
+    return model_id.split(":")[0]
+
+
+def _contribution_line(hit, concept: str) -> str:
+    """``main-action 0.417 = 0.618 average pair - 0.190 text (similarity 0.702)``: a fused score, term by term."""
+    parts, given = hit.contributions[concept], hit.inputs.get(concept, {})
+    terms = " ".join(f"{'+' if v >= 0 else '-'} {abs(v):.3f} {_signal_input(name, given.get(name))}"
+                     for name, v in parts.items() if name != "intercept")
+    return f"{concept} {_score(hit.scores[concept])} = {parts['intercept']:.3f} average pair {terms}"
+
+
+def _signal_input(signal: str, value) -> str:
+    """A fusion input as a reader knows it: an indexer's similarity, or an LMM's 1-5 answer."""
+    if value is None:
+        return signal
+    if signal.startswith(RERANKER_PREFIX):
+        return f"{signal[len(RERANKER_PREFIX):]} (answer {value:.2f} of 5)"
+    return f"{signal} (similarity {value:.3f})"
 
 
 def _score(value) -> str:
@@ -275,63 +413,110 @@ def _score(value) -> str:
 
 
 # -- compare ------------------------------------------------------------------------------------
-@app.command()
+@app.command(cls=PlainUsage)
 def compare(
-    a: Path = typer.Argument(..., help="First video."),
-    b: Path = typer.Argument(..., help="Second video."),
-    concept: List[str] = typer.Option(..., "--concept", "-c", help="Concept(s), optionally weighted as in query."),
-    reranker: str = typer.Option("qwen2.5-vl", "--reranker", "-r", help="LMM to ask (name, hub id or folder)."),
-    mode: str = typer.Option("expected", help="expected (mean of P(1..5)) or greedy (parsed single token)."),
-    symmetric: bool = typer.Option(False, help="Score (a, b) and (b, a) and average them."),
-    rerank_batch: Optional[int] = typer.Option(None, min=1, help=RERANK_BATCH_HELP),
-    index_dir: Optional[Path] = typer.Option(None, help="Keep the score cache in this index (default: the "
-                                             "nearest .convis, else the user cache folder)."),
-    device: Optional[str] = typer.Option(None, help="torch device (default cuda when present, else cpu)."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page here."),
+    a: Path = typer.Argument(..., metavar="A", help="First video."),
+    b: Path = typer.Argument(..., metavar="B", help="Second video."),
+    concept: List[str] = typer.Option(..., "--concept", "-c", metavar="CONCEPT[=WEIGHT]",
+                                      help="Concept(s), optionally weighted, read as in "
+                                      "query."),
+    free_text: bool = typer.Option(False, "--free-text", help=FREE_TEXT_HELP),
+    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", metavar="NAME", help="LMM to ask (qwen2.5-vl, "
+                                           "llava-onevision, ..., a hub id or a folder). Without one, the index's "
+                                           "signals score the pair, as a query for A scores B (B must be indexed)."),
+    signal: List[str] = typer.Option([], metavar="CONCEPT=INDEXER", help="Override the indexer used for a concept."),
+    mode: str = typer.Option("expected", metavar="expected|greedy",
+                             help="With --reranker: expected (mean of P(1..5)) or greedy (parsed "
+                             "single token)."),
+    symmetric: bool = typer.Option(False, help="With --reranker: score (a, b) and (b, a) and average them."),
+    rerank_batch: RerankBatchOpt = None,
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="The index whose signals score the pair, "
+                                             "and where an LMM's score cache is kept (default: the nearest .convis "
+                                             "above A or the current folder; an LMM without one caches in the user "
+                                             "cache folder)."),
+    device: DeviceOpt = None,
+    html: HtmlOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
-    """How similar are A and B in terms of each concept (1 = completely different, 5 = perfectly similar)?"""
+    """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
+    index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker."""
     with user_errors():
-        engine = Engine(index_dir or find_index_dir(a.parent, Path.cwd()), device=device, rerank_batch=rerank_batch)
-        result = engine.compare(a, b, concepts_to_score(concept, mode), reranker, mode, symmetric)
+        concepts = concepts_to_score(concept, mode, free_text)
+        engine = Engine(_compare_index(index_dir, a, reranker), device=device, rerank_batch=rerank_batch)
+        result = engine.compare(a, b, concepts, reranker, mode, symmetric,
+                                signal_overrides=parse_overrides(signal, free_text))
         if html is not None:
             err.print(f"page: {write_compare_html(result, a, b, html)}", highlight=False)
     show(result, as_json, _print_comparison)
 
 
+def _compare_index(index_dir: Optional[Path], a: Path, reranker: Optional[str]) -> Optional[Path]:
+    """The index a comparison uses: its signals score the pair; an LMM only keeps its score cache there."""
+    if index_dir is not None:
+        return resolve_index_dir(index_dir, a)
+    found = find_index_dir(a.parent, Path.cwd())
+    if found is None and reranker is None:
+        raise UserError(f"no {INDEX_DIRNAME} index near {a} to score the pair with its signals; pass --index-dir "
+                        "DIR, or --reranker NAME to ask an LMM (e.g. -r qwen2.5-vl)")
+    return found
+
+
 def _print_comparison(result: CompareResult) -> None:
-    table = Table(title=f"{result.a} vs {result.b}  ({result.reranker}, {result.mode})", title_justify="left")
-    for col in ("concept", "weight", "score 1-5", "answer"):
+    lmm = result.reranker is not None
+    how = f"{result.reranker}, {result.mode}" if lmm else "the index's signals"
+    table = Table(title=f"{escape(result.a)} vs {escape(result.b)}  ({how})", title_justify="left")
+    columns = ("concept", "weight", "score", "LMM 1-5", "answer") if lmm else ("concept", "weight", "score", "signal")
+    for col in columns:
         table.add_column(col)
     for row in result.concepts:
-        table.add_row(row.concept.words, f"{row.concept.weight:.2f}", _score(row.score), row.raw)
-    table.add_row("total", "", _score(result.total), "", style="bold")
+        extra = (_score(row.rating), row.raw) if lmm else (_scorer_name(row.signal),)
+        table.add_row(row.concept.words, f"{row.concept.weight:.2f}", _score(row.score), *extra)
+    table.add_row("total", "", _score(result.total), *[""] * (len(columns) - 3), style="bold")
     out.print(table)
+    detail = "an LMM's 1-5 answer r scored (r - 1) / 4" if lmm else \
+        f"B's unit {format_span(result.b_start, result.b_end)}, rank {result.rank} in a query for A"
+    out.print(f"[dim]scored by {escape(result.scored_by)}; {detail}[/]", highlight=False)
 
 
 # -- serve --------------------------------------------------------------------------------------
-@app.command()
+@app.command(cls=PlainUsage)
 def serve(
-    index_dir: Optional[Path] = typer.Option(None, help="Index folder (default: the nearest .convis)."),
-    host: str = typer.Option("127.0.0.1", help="Address to listen on (localhost only by default)."),
-    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
-    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", help="LMM used when a request asks to "
+    folder: Optional[Path] = typer.Argument(None, metavar="FOLDER", help=WHERE_HELP, show_default=False),
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Same as FOLDER."),
+    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Address to listen on (localhost only by default)."),
+    port: int = typer.Option(8000, min=1, max=65535, metavar="PORT", help="Port to listen on."),
+    reranker: Optional[str] = typer.Option(None, "--reranker", "-r", metavar="NAME",
+                                           help="LMM used when a request asks to "
                                            "rerank."),
 ):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
     with user_errors():
-        run_server(resolve_index_dir(index_dir, Path.cwd()), host, port, reranker)
+        found = resolve_index_dir(index_dir or folder)
+        _check_port(host, port)
+        run_server(found, host, port, reranker)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail in one line before the server starts, rather than in the web server's own log lines."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: TIME_WAIT is no conflict
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pass another --port "
+                            "or stop what is using it") from None
 
 
 # -- info ---------------------------------------------------------------------------------------
-@app.command()
+@app.command(cls=PlainUsage)
 def info(
-    index_dir: Optional[Path] = typer.Option(None, help="Index folder (default: the nearest .convis)."),
+    folder: Optional[Path] = typer.Argument(None, metavar="FOLDER", help=WHERE_HELP, show_default=False),
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Same as FOLDER."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
     """Show what is indexed, by which indexers, and what failed."""
     with user_errors():
-        summary = Engine(resolve_index_dir(index_dir, Path.cwd())).info()
+        summary = Engine(resolve_index_dir(index_dir or folder)).info()
     if as_json:
         print_json(summary)
         return
@@ -343,41 +528,95 @@ def info(
         out.print(f"  {row['indexer']}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss {row['faiss']}",
                   highlight=False)
     for failure in summary["failures"]:
-        out.print(f"  [red]failed[/] {failure['path']}: {failure['error']}", highlight=False)
+        out.print(f"  [red]failed[/] {escape(failure['path'])}: {escape(failure['error'] or '')}", highlight=False)
 
 
-@app.command()
-def models(
-    protocol: str = typer.Option("fast", help="Show the indexers as this protocol builds them: fast or paper."),
+@app.command("ls", cls=PlainUsage)
+def list_files(
+    folder: Optional[Path] = typer.Argument(None, metavar="FOLDER", help=WHERE_HELP, show_default=False),
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Same as FOLDER."),
+    failed: bool = typer.Option(False, "--failed", help="Only the files that could not be indexed."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+):
+    """List the indexed files: duration, units, status (with the reason a file failed), caption."""
+    with user_errors():
+        engine = Engine(resolve_index_dir(index_dir or folder))
+        files = [f for f in engine.files() if not failed or f.status != "ok"]
+        root = engine.root
+    print_notices(engine.notices)
+    if as_json:
+        print_json({"root": str(root), "files": [_listing_record(f) for f in files]})
+        return
+    table = Table(title=f"{len(files)} file(s) in {escape(str(root))}", title_justify="left")
+    for col in ("path", "duration", "units", "status", "caption"):
+        table.add_column(col, overflow="fold", justify="right" if col in ("duration", "units") else "left")
+    for f in files:
+        table.add_row(escape(f.path), format_time(f.duration) if f.duration is not None else "",
+                      str(len(f.units)), "ok" if f.status == "ok" else f"failed: {escape(f.error or '')}",
+                      "yes" if f.captioned else "")
+    out.print(table)
+
+
+def _listing_record(f) -> dict:
+    return {"path": f.path, "status": f.status, "error": f.error, "duration": f.duration, "width": f.width,
+            "height": f.height, "captioned": f.captioned,
+            "units": [{"segment": seg, "start": start, "end": end} for seg, start, end in f.units]}
+
+
+@app.command(cls=PlainUsage)
+def models(
+    protocol: str = typer.Option("fast", metavar="fast|paper", help="Show the indexers as this protocol builds "
+                                 "them."),
+    full: bool = typer.Option(False, "--full", help="Also show what each model is fed: frames, decode size, "
+                              "pooling, precision."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON (always complete)."),
 ):
     """List the registered indexers and rerankers: default weights, and what each is fed (frames, decode size,
     pooling, precision), before anything is downloaded."""
     with user_errors():
         if protocol not in PROTOCOLS:
             raise UserError(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    rows = [{"kind": "indexer", "name": n, "default": INDEXERS.entry(n).source_for(protocol),
-             "description": INDEXERS.entry(n).description, **INDEXERS.entry(n).card.get(protocol, {})}
+    rows = [_model_row("indexer", INDEXERS.entry(n), protocol, INDEXERS.entry(n).card.get(protocol, {}))
             for n in available_indexers()]
-    rows += _reranker_rows()
+    rows += [_model_row("reranker", RERANKERS.entry(n), None, RERANKERS.entry(n).card) for n in available_rerankers()]
     if as_json:
         print_json(rows)
         return
-    table = Table()
-    columns = ("kind", "name", "default", "frames", "size", "pooling", "dtype")
-    for col in columns:
-        table.add_column(col, overflow="fold")
+    table = Table(caption="weights: bundled (installed with a package), cached (Hugging Face cache), local folder, "
+                  "download on first use, or missing (offline and not cached)", caption_justify="left")
+    columns = ("kind", "name", "default", "weights", *(("frames", "size", "pooling", "dtype") if full else ()))
+    for col in columns:  # names and ids never break inside a word
+        table.add_column(col, no_wrap=col in ("name", "default"))
     for row in rows:
-        table.add_row(*(str(row.get(c, "")) for c in columns))
+        table.add_row(*(escape(str(row.get(c, ""))) for c in columns))
     out.print(table)
 
 
-def _reranker_rows() -> list[dict]:
-    return [{"kind": "reranker", "name": n, "default": RERANKERS.entry(n).default_source,
-             "description": RERANKERS.entry(n).description, **RERANKERS.entry(n).card} for n in available_rerankers()]
+def _model_row(kind: str, entry, variant: str | None, card: dict) -> dict:
+    return {"kind": kind, "name": entry.name, "default": entry.source_for(variant),
+            "weights": entry.weights_for(variant), "description": entry.description, **card}
 
 
 app.add_typer(bench_app, name="bench", help="Reproduce ConViS-Bench metrics and measure convis on them.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"convis {_version()}", highlight=False)
+        raise typer.Exit()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("convis")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")) -> None:
+    """Concept-conditioned video retrieval: find clips like this one, in terms of a concept."""
 
 
 def main() -> None:

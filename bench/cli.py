@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from bench import report
-from bench.console import GtPairsOpt, JsonOpt, MorePaths, SimilaritiesOpt, fail, note, user_errors
+from bench.console import GtPairsOpt, JsonOpt, MorePaths, PlainUsage, SimilaritiesOpt, fail, note, user_errors
 from bench.evaluate import correlation_rows, file_correlation, random_rows, retrieval_rows
 from bench.fusion_cli import register as register_fusion
 from bench.loaders import (
@@ -81,7 +81,7 @@ def _evaluate(files: Callable[[], list[ScoreFile]], rows_of: Callable[[list[Scor
         _emit(rows, tables_of(rows), out["as_json"], out["csv_path"], out["chart"], metrics, title, meta)
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def correlation(
     gt: GtPairsOpt,
     similarities: SimilaritiesOpt = None,
@@ -98,9 +98,10 @@ def correlation(
               {"gt": str(gt)})
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def retrieval(
-    gt: Annotated[Path, typer.Option("--gt", help="Human partial orders in ranked.json format.")],
+    gt: Annotated[Path, typer.Option(
+        "--gt", help="Human partial orders in ranked.json format, e.g. from `make-split`.")],
     scores: Annotated[Optional[list[Path]], typer.Option(
         "--scores", "-s", help=f"Retrieval score file, or folder searched for *{RANKING_SUFFIX}.")] = None,
     paths: MorePaths = None,
@@ -112,7 +113,8 @@ def retrieval(
 
     def rows_of(files: list[ScoreFile]) -> list:
         human = load_ranked(gt)
-        return retrieval_rows(files, human) + random_rows(human)
+        rows = retrieval_rows(files, human)
+        return rows + random_rows(human, rows)
 
     _evaluate(lambda: _score_files(scores, paths, RANKING_SUFFIX, "--scores"), rows_of, report.retrieval_tables,
               {"as_json": as_json, "csv_path": csv_path, "chart": chart},
@@ -120,7 +122,7 @@ def retrieval(
               {"gt": str(gt)})
 
 
-@app.command("make-split")
+@app.command("make-split", cls=PlainUsage)
 def make_split_command(
     pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the split (ranked.json format).")],
@@ -135,7 +137,7 @@ def make_split_command(
     typer.echo(f"wrote {out}: {len(split)} anchors, {min(sizes)}-{max(sizes)} candidates each")
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def captions(
     captions_dir: Annotated[Path, typer.Option("--captions", help="Folder of <video stem>.txt captions.")],
     pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
@@ -203,7 +205,7 @@ def _caption_model_name(captions_dir: Path, indexer) -> str:
     return folder if indexer.source == MINILM else f"{Path(indexer.source).name}_{folder}"
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def run(
     dataset: Annotated[Path, typer.Option("--dataset", help="ConViS-Bench folder: videos, "
                                           "gt_conditioned_similarities.json, optional to_be_ranked.json, "
@@ -246,7 +248,7 @@ def run(
             # a non-default frame count is part of each model's folder name, so sweep rows stay apart
             rows += correlation_rows(_of(result.files, SIMILARITIES_SUFFIX), data.pairs)
             retrieval_rows_ += retrieval_rows(_of(result.files, RANKING_SUFFIX), data.human)
-        retrieval_rows_ += random_rows(data.human)
+        retrieval_rows_ += random_rows(data.human, retrieval_rows_)
         tables = report.correlation_tables(rows) + report.retrieval_tables(retrieval_rows_)
         _emit(rows + retrieval_rows_, tables, as_json, csv_path, chart,
               {"rho": "Spearman rho x100", "tau": "Kendall tau x100"}, "convis on ConViS-Bench",

@@ -1,12 +1,14 @@
-"""What every `bench` command shares with the user: one-line errors, notes on stderr, common options."""
+"""What every command shares with the user: plain help, one-line errors, notes on stderr, common options."""
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterator, NoReturn, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError
 from retrieval.core.errors import one_line
@@ -16,6 +18,34 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON
 SimilaritiesOpt = Annotated[Optional[list[Path]], typer.Option(
     "--similarities", "-s", help=f"Pair-score file, or folder searched for *{SIMILARITIES_SUFFIX}.")]
 MorePaths = Annotated[Optional[list[Path]], typer.Argument(help="More score files or folders.", show_default=False)]
+
+
+class PlainUsage(TyperCommand):
+    """Help as people write it: ``convis index FOLDER``, ``--gt GT``; typer would add braces round arguments and
+    each parameter's Python type (``<path>``, ``<list[str]>``)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name != "argument":
+                continue
+            name = (param.metavar or param.name.upper()) + ("..." if param.nargs != 1 else "")
+            pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def format_options(self, ctx, formatter) -> None:
+        records = [(param, param.get_help_record(ctx)) for param in self.get_params(ctx)]
+        args = [((param.metavar or param.name.upper()) + ("..." if param.nargs != 1 else ""), record[1])
+                for param, record in records if record and param.param_type_name == "argument"]
+        opts = [(_TYPE_TAG.sub(" " + (param.name or "").upper(), record[0]), record[1])
+                for param, record in records if record and param.param_type_name == "option"]
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+_TYPE_TAG = re.compile(r" <[^>]+>")  # what typer shows for an option without a metavar
 
 
 def fail(message: str) -> NoReturn:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
 from typing import Iterable, Mapping
 
 from bench import paper
@@ -17,7 +19,7 @@ from bench.loaders import (
     load_retrieval_scores,
     match_pairs,
 )
-from bench.metrics import Correlation, Retrieval, correlation, random_retrieval, retrieval
+from bench.metrics import Correlation, Retrieval, correlation, random_retrieval, retrieval, scored
 
 
 @dataclass(frozen=True)
@@ -38,19 +40,28 @@ class CorrelationRow:
         return _flat(self)
 
 
+ALL_ANCHORS = "all"  # every anchor and candidate the ground truth ranks
+PAPER_SPLIT = "paper split"  # the paper's anchors and candidates, as far as the ground truth ranks them
+RANDOM_MODEL = "random choice"
+
+
 @dataclass(frozen=True)
 class RetrievalRow:
     model: str
     concept: str
     scores: Retrieval  # n = anchors scored
     n_gt: int  # anchors the ground truth ranks
-    # what the paper printed for this model and concept (Table 4): recall, precision, F1
+    # what the paper printed for this model and concept (Table 4): recall, precision, F1; only where comparable
     paper: tuple[float, float, float] | None = None
     path: str = ""
+    anchor_set: str = ALL_ANCHORS  # or PAPER_SPLIT, or "subset <digest>" of the anchors and candidates scored
+    # the human ranks the row averages over (anchor -> candidate -> rank), which random choice is computed on
+    used_ranks: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict:
         paper_values = dict(zip(("paper_recall", "paper_precision", "paper_f1"), self.paper or (None,) * 3))
-        return {**_flat(self, drop=("paper", "path")), **paper_values, "path": self.path}
+        head = _flat(self, drop=("paper", "path", "anchor_set", "used_ranks"))
+        return {**head, **paper_values, "path": self.path, "anchor_set": self.anchor_set}
 
 
 def _flat(row, drop: tuple[str, ...] = ()) -> dict:
@@ -118,21 +129,48 @@ def retrieval_rows(files: Iterable[ScoreFile], human: HumanRanks) -> list[Retrie
 
 
 def _retrieval_row(f: ScoreFile, concept: str, scores, ranks) -> RetrievalRow:
-    m = retrieval(ranks, scores)
-    ref = paper.paper_retrieval(f.model, concept)
-    return RetrievalRow(f.model, concept, m, len(ranks), ref, path=str(f.path))
+    used = scored(ranks, scores)
+    label = anchor_set(used, ranks)
+    ref = paper.paper_retrieval(f.model, concept) if _comparable(label, ranks) else None
+    return RetrievalRow(f.model, concept, retrieval(ranks, scores), len(ranks), ref, str(f.path), label, used)
 
 
-def random_rows(human: HumanRanks) -> list[RetrievalRow]:
-    """The analytical random-choice baseline on this ground truth (only R/P/F1@1 are defined)."""
-    nan = float("nan")
-    rows = []
+def anchor_set(used: Mapping[str, Mapping[str, int]], ranks: Mapping[str, Mapping[str, int]]) -> str:
+    """Name the anchors and candidates a row averages over, so rows on the same ones can be told apart."""
+    if used == ranks:
+        return ALL_ANCHORS
+    if used and used == scored(ranks, paper.SPLIT):
+        return PAPER_SPLIT
+    canonical = json.dumps(sorted((a, sorted(c)) for a, c in used.items()))
+    return f"subset {hashlib.sha256(canonical.encode()).hexdigest()[:6]}"
+
+
+def _comparable(label: str, ranks: Mapping[str, Mapping[str, int]]) -> bool:
+    # Table 4 averages over the paper's own 133 anchors x 4 candidates: any other set is another quantity
+    return label == ALL_ANCHORS and paper.is_split(ranks)
+
+
+def random_rows(human: HumanRanks, rows: Iterable[RetrievalRow] = ()) -> list[RetrievalRow]:
+    """The analytical random-choice baseline (only R/P/F1@1 are defined), per concept on each anchor set the
+    model ``rows`` average over, or on everything the ground truth ranks for a concept no row scores.
+
+    Its expected scores follow from each anchor's candidate count and tie size, so a model is only
+    measured against chance when both are averaged over the very same anchors and candidates.
+    """
+    sets: dict[tuple[str, str], Mapping] = {(r.concept, r.anchor_set): r.used_ranks for r in rows}
+    out = []
     for concept, ranks in human.items():
-        s = random_retrieval(ranks)
-        ref = paper.paper_random(concept)
-        m = Retrieval(s.recall, s.precision, s.f1, nan, nan, nan, nan, nan, len(ranks))
-        rows.append(RetrievalRow("random choice", concept, m, len(ranks), ref))
-    return rows
+        mine = {label: used for (c, label), used in sets.items() if c == concept} or {ALL_ANCHORS: ranks}
+        out += [_random_row(concept, label, used, ranks) for label, used in mine.items()]
+    return out
+
+
+def _random_row(concept: str, label: str, used: Mapping, ranks: Mapping) -> RetrievalRow:
+    nan = float("nan")
+    s = random_retrieval(used)
+    m = Retrieval(s.recall, s.precision, s.f1, nan, nan, nan, nan, nan, len(used))
+    ref = paper.paper_random(concept) if _comparable(label, ranks) else None
+    return RetrievalRow(RANDOM_MODEL, concept, m, len(ranks), ref, "", label, used)
 
 
 def _check_unique(keys: Iterable[tuple]) -> None:

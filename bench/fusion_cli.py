@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bench.console import PlainUsage
 from bench.fusion import (
     FUSED,
     CvResult,
@@ -34,7 +35,7 @@ HELP = "Learn per-concept weights of signals and compare the fused score with ea
 
 def register(app: typer.Typer) -> None:
     """Add the `fusion` command to a typer app (the `bench` sub-app)."""
-    app.command("fusion", help=HELP)(fusion)
+    app.command("fusion", help=HELP, cls=PlainUsage)(fusion)
 
 
 def _fail(message: str) -> NoReturn:

@@ -164,6 +164,7 @@ def load_ranked(path: str | Path) -> HumanRanks:
 
 def ranked_from_data(data: Any, path: str | Path) -> HumanRanks:
     """The parsed `ranked.json` structure (from a file or from `make_split`) -> concept -> anchor -> ranks."""
+    _refuse_other_format(data, path)
     data = _expect_list_of_dicts(data, path, ("anchor",))
     out: HumanRanks = {}
     for i, entry in enumerate(data):
@@ -176,6 +177,39 @@ def ranked_from_data(data: Any, path: str | Path) -> HumanRanks:
     if not out:
         raise BenchDataError(f"{path}: no concept rankings found")
     return {c: out[c] for c in CONVIS_CONCEPTS if c in out}
+
+
+def _refuse_other_format(data: Any, path: str | Path) -> None:
+    """Another release file given where human rankings belong: say what it is and how to make rankings."""
+    what = _other_format(data)
+    if what is None:
+        return
+    # pair ratings are make-split's input; for any other file point at the ratings, beside it when they are
+    ratings = Path(path).with_name(GT_PAIRS_NAME)
+    pairs = path if what == PAIR_RATINGS else (ratings if ratings.is_file() else GT_PAIRS_NAME)
+    raise BenchDataError(
+        f"{path} {what}, not human rankings; make those from the pair ratings with "
+        f"`convis bench make-split --pairs {pairs} --out ranked.json` and pass --gt ranked.json"
+    )
+
+
+GT_PAIRS_NAME = "gt_conditioned_similarities.json"
+PAIR_RATINGS = "holds pair ratings ({video1, video2, conditioned_similarity})"
+
+
+def _other_format(data: Any) -> str | None:
+    """Which release format ``data`` is in, when it is one that holds no human rankings."""
+    if isinstance(data, list) and data and all(isinstance(d, dict) and {"video1", "video2"} <= d.keys() for d in data):
+        if all("conditioned_similarity" in d for d in data):
+            return PAIR_RATINGS
+        return "holds pair scores ({video1, video2, similarity})"
+    if not isinstance(data, dict) or not data:
+        return None
+    if all(isinstance(v, list) for v in data.values()):
+        return "is a retrieval split ({anchor: [candidates]}, the to_be_ranked.json format)"
+    if all(isinstance(v, dict) for v in data.values()):
+        return "holds retrieval scores ({anchor: {candidate: score}})"
+    return None
 
 
 def _ranks(raw: Any, where: str) -> dict[str, int]:

@@ -194,8 +194,7 @@ def retrieval(human: Mapping[str, Ranks], model: Mapping[str, Scores]) -> Retrie
 
     The model's 0.0 stays a score (it ranks lowest), unlike for correlation.
     """
-    pairs = [_common(human[a], model[a]) for a in model if a in human]
-    pairs = [(h, m) for h, m in pairs if h]
+    pairs = [(h, {k: float(model[a][k]) for k in h}) for a, h in scored(human, model).items()]
     if not pairs:
         return Retrieval(*([math.nan] * 8), 0)
     top = [top1(h, m) for h, m in pairs]
@@ -218,9 +217,14 @@ def random_retrieval(human: Mapping[str, Ranks]) -> SetScores:
     return SetScores(*_mean_sets(rows))
 
 
-def _common(human: Ranks, model: Scores) -> tuple[dict[str, int], dict[str, float]]:
-    keys = [k for k in human if k in model]
-    return {k: human[k] for k in keys}, {k: float(model[k]) for k in keys}
+def scored(human: Mapping[str, Ranks], model: Mapping[str, Scores]) -> dict[str, dict[str, int]]:
+    """The human ranks `retrieval` averages over: anchors both sides cover, on the candidates both rank."""
+    out = {}
+    for anchor, scores in model.items():
+        ranks = {k: r for k, r in human.get(anchor, {}).items() if k in scores}
+        if ranks:
+            out[anchor] = ranks
+    return out
 
 
 def _mean_sets(rows: list[SetScores]) -> tuple[float, float, float]:

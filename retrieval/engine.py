@@ -18,23 +18,25 @@ from rerankers.base import Reranker
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.errors import one_line
-from retrieval.media.scan import content_hash
+from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import PROTOCOL, build_index, configure_faiss, settle_protocol
 from retrieval.pipeline.distribute import Distributor
 from retrieval.pipeline.executors import open_executor
-from retrieval.pipeline.indexing import SNAPSHOT_NAME, Executor, IndexReport, IndexRun, Progress
+from retrieval.pipeline.indexing import SNAPSHOT_NAME, Executor, IndexReport, IndexRun, Progress, Scan
+from retrieval.pipeline.models import run_indexers
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search import ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, check_file
 from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
-from retrieval.search.results import CompareResult, Hit, QueryResult
-from retrieval.store.catalog import Catalog, CatalogBusy, CatalogEmpty
+from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
+from retrieval.store.catalog import Catalog, CatalogBusy, CatalogEmpty, FileListing, list_files
 from retrieval.store.vectors import VectorIndex, index_path
 
 INDEX_DIRNAME = ".convis"
 CATALOG_NAME = "catalog.duckdb"
+DEFAULT_K = 10  # results a query returns unless asked otherwise (CLI, API and web app alike)
 
 
 class NoIndexError(FileNotFoundError):
@@ -49,6 +51,23 @@ def find_index_dir(*starts: Path) -> Path | None:
             if (folder / INDEX_DIRNAME / CATALOG_NAME).is_file():
                 return folder / INDEX_DIRNAME
     return None
+
+
+def locate_index(given: Path | None, *near: Path) -> Path:
+    """The index folder meant by ``given`` (an index folder, or a video folder holding ``.convis``), else the
+    nearest ``.convis`` at or above ``near``; NoIndexError names what was looked for and any index just below."""
+    if given is not None:
+        for candidate in (given, given / INDEX_DIRNAME):
+            if (candidate / CATALOG_NAME).is_file():
+                return candidate
+        raise NoIndexError(f"no index at {given} (looked for {given / CATALOG_NAME} and "
+                           f"{given / INDEX_DIRNAME / CATALOG_NAME}); run `convis index {given}` first")
+    found = find_index_dir(*near)
+    if found is not None:
+        return found
+    below = sorted(str(p.parent.parent) for start in near[-1:] for p in start.glob(f"*/{INDEX_DIRNAME}/{CATALOG_NAME}"))
+    hint = f"; found {', '.join(below)}: pass one of them" if below else "; run `convis index FOLDER` first"
+    raise NoIndexError(f"no {INDEX_DIRNAME} index in {near[-1] if near else Path.cwd()} or above{hint}")
 
 
 class Engine:
@@ -96,38 +115,57 @@ class Engine:
               progress: Progress | None = None, distributor: Distributor | None = None) -> IndexReport:
         """Index ``folder`` with ``indexers`` (specs; default: the index's own, else the default indexer)
         as ``settings`` say (segments, captions, frames, workers, Ray, FAISS, protocol: see IndexSettings);
-        ``distributor`` decodes instead of this machine's worker processes."""
+        ``distributor`` decodes instead of this machine's worker processes.  The report's ``seconds`` is
+        this call's wall time.  A folder without videos changes nothing: no index is created, an existing
+        one is left as it was, and the report says ``found`` 0."""
+        started = time.perf_counter()
         settings = settings or IndexSettings()
         if self.index_dir is None:
             raise NoIndexError("indexing needs an index folder")
         folder = Path(folder).resolve()
         if not folder.is_dir():
             raise NotADirectoryError(f"not a folder: {folder}")
-        self.index_dir.mkdir(parents=True, exist_ok=True)
-        with open_executor(settings, self.index_dir, distributor, self.device, self.trust_remote_code) as executor:
-            return self._index(folder, indexers, settings, executor, progress)
+        scan = find_videos(folder, skip=self.index_dir.resolve())
+        if scan[0]:
+            with open_executor(settings, self.index_dir, distributor, self.device,
+                               self.trust_remote_code) as executor:
+                report = self._index(folder, scan, indexers, settings, executor, progress)
+        else:
+            report = IndexReport(list(indexers), failed=scan[1])
+        report.seconds = time.perf_counter() - started
+        return report
 
-    def _index(self, folder: Path, indexers: Sequence[str], settings: IndexSettings, executor: Executor,
-               progress: Progress | None) -> IndexReport:
+    def _index(self, folder: Path, scan: Scan, indexers: Sequence[str], settings: IndexSettings,
+               executor: Executor, progress: Progress | None) -> IndexReport:
+        self.index_dir.mkdir(parents=True, exist_ok=True)
         with Catalog(self.catalog_path) as catalog:
             catalog.set_setting("root", str(folder))
             self.protocol = settle_protocol(catalog, settings.protocol)
-            specs = list(indexers) or [f"{r.name}:{r.source}" for r in catalog.indexers()] or [self._default_spec()]
-            models = [self.indexer(s) for s in specs]
-            apply_frames(models, settings.frames)
+            rows = catalog.indexers()
+            specs = list(indexers) or [r.indexer for r in rows] or [self._default_spec(progress)]
+            models = run_indexers(specs, rows, self.protocol, lambda spec: self._run_indexer(spec, settings))
             if settings.captions is not None and not any(m.kind == "text" for m in models):
-                models.append(self.indexer("text"))  # captions are only useful with a text indexer
+                # captions are only useful with a text indexer
+                models += run_indexers(["text"], rows, self.protocol, lambda spec: self._run_indexer(spec, settings))
             configure_faiss(catalog, models, settings.faiss_index, settings.faiss_params)
-            return IndexRun(catalog, self.index_dir, models, executor, settings, progress).run(folder)
+            return IndexRun(catalog, self.index_dir, models, executor, settings, progress).run(folder, scan)
 
-    def _default_spec(self) -> str:
+    def _run_indexer(self, spec: str, settings: IndexSettings) -> Indexer:
+        """The model for ``spec`` as this run samples with it."""
+        model = self.indexer(spec)
+        apply_frames([model], settings.frames)
+        return model
+
+    def _default_spec(self, progress: Progress | None) -> str:
         spec, notice = default_indexer()
         if notice:
             self.notices.append(notice)
+            if progress is not None:
+                progress("note", {"text": notice})  # before the run starts, where a progress bar shows it
         return spec
 
     # -- querying -----------------------------------------------------------
-    def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = 10,
+    def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = DEFAULT_K,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
               recall_k: int | None = None, reranker=None, rerank_top: int = 20, mode: str = "expected",
               symmetric: bool = False, fusion=None) -> QueryResult:
@@ -138,9 +176,10 @@ class Engine:
         concepts = _as_concepts(concepts)
         clip = Anchor.of(anchor, start, end)
         with self.open_catalog() as catalog:
+            root = catalog.setting("root") or str(self.index_dir.parent.resolve())
             indexed = {r.name: r.indexer for r in catalog.indexers()}
             self.protocol = catalog.setting(PROTOCOL) or "fast"  # anchors are embedded as the index was
-            chosen = {c.key: signals.choose(c.key, indexed, signal_overrides) for c in concepts}
+            chosen = signals.choose_all(concepts, indexed, signal_overrides)
             vectors = AnchorVectors(clip, catalog, self.indexer)
             recalled = vectors.per_concept(chosen, indexed)
             indices = {m: self._vector_index(catalog, m) for m in set(recalled.signal_of.values())}
@@ -160,9 +199,11 @@ class Engine:
             shortlist, fusion_notices = fuse(shortlist, concepts, load_fusion(fusion), ranking.similarities(
                 [h.unit_id for h in shortlist], every, indices), self._reranker_name(reranker))
             notices += fusion_notices
-        return QueryResult(str(anchor), concepts, recalled.signal_of, ranking.ranked(shortlist)[:k], notices,
-                           reranker=None if reranker is None else self.scorer.reranker.model_id,
-                           fusion=None if fusion is None else fusion_label(fusion))
+        notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker)
+        return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of, ranking.ranked(shortlist)[:k],
+                           notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
+                           fusion=None if fusion is None else fusion_label(fusion), root=root, start=start, end=end,
+                           empty_reason=None if hits else _why_empty(candidates, units))
 
     def _reranker_name(self, spec) -> str | None:
         """The registry name of the reranker a query used (its fusion signal), None without one."""
@@ -207,17 +248,39 @@ class Engine:
         return reranked
 
     # -- compare ------------------------------------------------------------
-    def compare(self, a: str | Path, b: str | Path, concepts: Sequence[str] | Sequence[Concept], reranker,
-                mode: str = "expected", symmetric: bool = False) -> CompareResult:
-        """Per-concept LMM similarity (1-5) of one pair of clips, and their Eq. 2 combination."""
+    def compare(self, a: str | Path, b: str | Path, concepts: Sequence[str] | Sequence[Concept], reranker=None,
+                mode: str = "expected", symmetric: bool = False, *, signal_overrides: dict[str, str] | None = None,
+                a_span: tuple[float | None, float | None] = (None, None), b_start: float | None = None
+                ) -> CompareResult:
+        """Per-concept similarity of one pair of clips (0-1), and their Eq. 2 combination: the LMM's answers
+        when a ``reranker`` is given (whole files), else the index's signals, exactly as a query for ``a``
+        (over ``a_span``) scores ``b``, which must be indexed (``b_start`` picks its unit; default its best)."""
         concepts = _as_concepts(concepts)
+        if reranker is None:
+            return self._compare_by_signals(a, b, concepts, signal_overrides, a_span, b_start)
         pair = tuple(ClipRef(str(p), content_hash(p)) for p in (check_file(a, "video"), check_file(b, "video")))
         notices: list[str] = []
         scorer = self.pair_scorer(reranker, mode, symmetric, notices)
         answers = {c.key: scorer.score([pair], c)[0] for c in concepts}
         self._model_notices(notices)
-        return CompareResult.answered(str(a), str(b), scorer.reranker.model_id, mode, symmetric, concepts, answers,
-                                      scorer.model_pairs, tuple(notices))
+        root = str(self.root) if self.has_index else None
+        return CompareResult.answered(shown_path(a, root), shown_path(b, root), scorer.reranker.model_id, mode,
+                                      symmetric, concepts, answers, scorer.model_pairs, tuple(notices), root)
+
+    def _compare_by_signals(self, a: str | Path, b: str | Path, concepts: list[Concept], overrides: dict | None,
+                            a_span: tuple[float | None, float | None], b_start: float | None) -> CompareResult:
+        wanted = content_hash(check_file(b, "video"))
+        with self.open_catalog() as catalog:
+            units = catalog.summary()["units"]
+            if not catalog.files_by_hash(wanted):
+                raise signals.SignalError(f"{Path(b).name} is not in the index at {self.index_dir}, so its "
+                                          "signals cannot score it: index it, or ask an LMM (--reranker)")
+        result = self.query(a, concepts, units, *a_span, overrides, recall_k=units)  # every unit: b's rank too
+        hit = next((h for h in result.hits if h.content_hash == wanted and
+                    (b_start is None or abs(h.start - b_start) < 1e-3)), None)  # best first: b's best unit
+        if hit is None:
+            raise signals.SignalError(f"{Path(b).name} is not an indexed clip other than the anchor")
+        return CompareResult.from_query(result.anchor, shown_path(b, result.root), result, hit)
 
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
@@ -236,8 +299,15 @@ class Engine:
             ]
             summary["root"] = catalog.setting("root")
             summary["protocol"] = catalog.setting(PROTOCOL) or "fast"
-        summary["index_dir"] = str(self.index_dir)
+            segment = summary.get("segment_seconds")
+            summary["segment_seconds"] = float(segment) if segment else None  # null: one unit per file
+        summary["index_dir"] = str(self.index_dir.resolve())
         return summary
+
+    def files(self) -> list[FileListing]:
+        """Every file the index knows, ok or failed, with its units (what `convis ls` lists)."""
+        with self.open_catalog() as catalog:
+            return list_files(catalog)
 
     def open_catalog(self) -> Catalog:
         """The catalog, read-only; while an index run holds it, the run's last published snapshot."""
@@ -255,6 +325,23 @@ class Engine:
             stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.stat().st_mtime))
             self.notices.append(f"an index run is in progress; results reflect its state at {stamp}")
             return Catalog(snapshot, read_only=True)
+
+
+def _signal_notices(concepts: list[Concept], hits: list[Hit], signal_of: dict[str, str], indexed: dict[str, str],
+                    reranker) -> list[str]:
+    """What to know about the concepts that indexed signals alone scored (neither reranked nor fused)."""
+    if reranker is not None:
+        return []
+    alone = [c for c in concepts if not any(c.key in hit.contributions for hit in hits)]
+    return signals.scoring_notices(alone, signal_of, indexed)
+
+
+def _why_empty(candidates: list[int], units: dict) -> str:
+    if not candidates:
+        return "the index holds no vectors to recall from"
+    files = {unit.path for unit in units.values()}
+    return (f"every unit recalled ({len(candidates)}, from {', '.join(sorted(files)[:3])}) is part of the anchor "
+            "itself, and a query never returns its own anchor; index more videos")
 
 
 def _as_concepts(concepts) -> list[Concept]:

@@ -1,7 +1,14 @@
-"""Concepts: free-text names, the five ConViS aliases, and weight parsing (paper Eq. 2)."""
+"""Concepts: free-text names, the five ConViS aliases, weight parsing (paper Eq. 2) and the one score scale.
+
+A name is one of the five ConViS concepts when it spells one up to case, spaces, hyphens and underscores
+("Main_Action", "main action"). Any other name is free text, asked about as written ("camera angle"),
+unless it is close to a ConViS name ("locaton"): that is refused as a likely typo, with the name it is
+close to, unless free text is asked for explicitly.
+"""
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass
 
@@ -24,8 +31,27 @@ BENCH_KEYS: dict[str, str] = {
 }
 
 
+# How close (difflib ratio of the names without separators) a free-text name may come to a ConViS name before
+# it is taken for a typo: "locaton" (0.93), "main subject" (0.96) and "subjects" (0.80) are; "motion" (0.71),
+# "action" (0.75) and "camera angle" are not.
+TYPO_CUTOFF = 0.8
+FREE_TEXT_FLAG = "--free-text"
+
+
 class ConceptError(ValueError):
     """A --concept argument could not be parsed."""
+
+
+class CloseToConcept(ConceptError):
+    """A name that is no ConViS concept but close to one: a likely typo, free text only when asked for."""
+
+    def __init__(self, name: str, match: str):
+        self.name, self.match = name, match
+        super().__init__(self.saying(f"use {FREE_TEXT_FLAG}"))
+
+    def saying(self, opt_in: str) -> str:
+        """The one-line message, with ``opt_in`` telling how to ask for the name as written."""
+        return f"unknown concept {self.name!r}; did you mean {self.match}? ({opt_in} to ask for it as written)"
 
 
 @dataclass(frozen=True)
@@ -39,20 +65,28 @@ def slug(text: str) -> str:
     return "-".join(text.strip().lower().replace("_", " ").replace("-", " ").split())
 
 
-def _lookup(name: str) -> tuple[str, str]:
+def _compact(text: str) -> str:
+    return slug(text).replace("-", "")
+
+
+def _lookup(name: str, free_text: bool) -> tuple[str, str]:
     key = slug(name)
     # accept the bench spellings too: "MainAction", "Main_Action", "main action"
-    compact = key.replace("-", "")
-    for alias, words in CONVIS_CONCEPTS.items():
-        if compact == alias.replace("-", ""):
-            return alias, words
+    by_compact = {_compact(alias): alias for alias in CONVIS_CONCEPTS}
+    alias = by_compact.get(key.replace("-", ""))
+    if alias is not None:
+        return alias, CONVIS_CONCEPTS[alias]
     if not key:
         raise ConceptError("empty concept name")
+    close = difflib.get_close_matches(key.replace("-", ""), by_compact, n=1, cutoff=TYPO_CUTOFF)
+    if close and not free_text:
+        raise CloseToConcept(" ".join(name.strip().split()), by_compact[close[0]])
     return key, " ".join(name.strip().split())
 
 
-def parse_concept(spec: str) -> Concept:
-    """``location``, ``main-action=0.7`` or ``camera angle=2`` -> Concept."""
+def parse_concept(spec: str, free_text: bool = False) -> Concept:
+    """``location``, ``main-action=0.7`` or ``camera angle=2`` -> Concept; a name close to a ConViS concept
+    but not one is refused (CloseToConcept) unless ``free_text``."""
     name, sep, weight_text = spec.rpartition("=") if "=" in spec else (spec, "", "")
     weight = 1.0
     if sep:
@@ -62,13 +96,13 @@ def parse_concept(spec: str) -> Concept:
             raise ConceptError(f"concept weight must be a number: {spec!r}") from None
         if not math.isfinite(weight) or weight < 0:
             raise ConceptError(f"concept weight must be a finite number >= 0: {spec!r}")
-    key, words = _lookup(name)
+    key, words = _lookup(name, free_text)
     return Concept(key, words, weight)
 
 
-def parse_concepts(specs: list[str] | tuple[str, ...]) -> list[Concept]:
+def parse_concepts(specs: list[str] | tuple[str, ...], free_text: bool = False) -> list[Concept]:
     """Parse and normalise weights so they sum to 1 (paper Eq. 2: s = sum_c w_c s_c)."""
-    concepts = [parse_concept(s) for s in specs]
+    concepts = [parse_concept(s, free_text) for s in specs]
     if not concepts:
         raise ConceptError("give at least one --concept")
     keys = [c.key for c in concepts]
@@ -86,3 +120,15 @@ def combine(scores: dict[str, float | None], concepts: list[Concept]) -> float |
     if any(scores[c.key] is None for c in concepts):
         return None
     return float(sum(c.weight * scores[c.key] for c in concepts))
+
+
+# One scale for every score that is shown or combined: [0, 1]. Indexed signals are (cos + 1) / 2 already; an
+# LMM's answer and a fused prediction are ratings on the ConViS 1-5 scale, mapped linearly by (r - 1) / 4 so
+# that Eq. 2 never adds a 1-5 score to a 0-1 one. Being linear, the map keeps a reranked query's order and
+# the paper's 1-5 answers stay recoverable (r = 1 + 4 s).
+RATING_SPAN = 4.0  # 5 - 1
+
+
+def from_rating(rating: float | None) -> float | None:
+    """A 1-5 rating on the 0-1 scale (None, an unreadable answer, stays None)."""
+    return None if rating is None else (rating - 1.0) / RATING_SPAN

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Generic, TypeVar
 
+from retrieval.core.weights import hub_weights
+
 T = TypeVar("T")
 
 
@@ -36,9 +38,15 @@ class Entry(Generic[T]):
     variant_sources: dict[str, str] = field(default_factory=dict, hash=False)
     # what the model is fed, in words (frames, decode size, pooling, precision), for ``convis models``
     card: dict[str, str] = field(default_factory=dict, hash=False)
+    # where given weights would come from now (weights.BUNDLED, CACHED...), without downloading
+    weights: Callable[[str], str] = hub_weights
 
     def source_for(self, variant: str | None) -> str | None:
         return self.variant_sources.get(variant or "", self.default_source)
+
+    def weights_for(self, variant: str | None) -> str:
+        source = self.source_for(variant)
+        return self.weights(source) if source else ""
 
 
 @dataclass(frozen=True)
@@ -62,10 +70,11 @@ class Registry(Generic[T]):
         description: str = "",
         variant_sources: dict[str, str] | None = None,
         card: dict[str, str] | None = None,
+        weights: Callable[[str], str] = hub_weights,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         def decorate(builder: Callable[..., T]) -> Callable[..., T]:
             entry = Entry(name, builder, default_source, aliases, claims, description, variant_sources or {},
-                          card or {})
+                          card or {}, weights)
             for key in (name, *aliases):
                 if key in self._entries:
                     raise ValueError(f"{self.kind} {key!r} is registered twice")

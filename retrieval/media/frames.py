@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
@@ -27,6 +30,14 @@ EVERY_FRAME_LIMIT = 9000
 
 class DecodeError(Exception):
     """The file could not be decoded as a video; the message is the user-facing reason."""
+
+
+class SpanError(DecodeError):
+    """A time range with nothing in it: it starts at or past the end of the video (or of the range)."""
+
+    def __init__(self, start: float, stop: float, duration: float):
+        super().__init__(f"empty time range {start:g}-{stop:g} s (video is {duration:.1f} s)")
+        self.start, self.stop, self.duration = start, stop, duration
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,21 @@ class Backend(Protocol):
     def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames: ...
 
 
+@contextmanager
+def _native_stderr_muted():
+    """decord's C++ layer logs "ERROR opening ..." to stderr, then raises the same error, which the caller reports
+    as one line; muted at the file descriptor, for the moment of opening (another thread's line then is lost)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 class DecordBackend:
     name = "decord"
 
@@ -113,7 +139,8 @@ class DecordBackend:
 
         # num_threads=1: decord's threaded decoding corrupts VP9 frames (dmlc/decord#246)
         kwargs = {"width": size[0], "height": size[1]} if size else {}
-        return decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=1, **kwargs)
+        with _native_stderr_muted():
+            return decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=1, **kwargs)
 
     def probe(self, path: Path) -> VideoInfo:
         reader = self._open(path)
@@ -378,7 +405,7 @@ class VideoDecoder:
         def read(backend, info):
             stop = info.duration if end is None else min(end, info.duration)
             if start >= stop:
-                raise DecodeError(f"empty time range {start:g}-{stop:g} s (video is {info.duration:.1f} s)")
+                raise SpanError(start, stop, info.duration)
             indices = span_frame_indices(info, Span(0, start, stop), spec)
             _check_frame_count(spec, [indices])
             return backend.read(Path(path), info, indices, self._resize(spec))
@@ -390,16 +417,19 @@ class VideoDecoder:
 
     def _with_backends(self, path, read, resize):
         path = Path(path)
+        _check_not_empty(path)
         errors = []
         for backend in self._order(resize):
             try:
                 info = backend.probe(path)
                 return info, read(backend, info)
+            except SpanError:
+                raise  # the request is wrong, not the backend: another decoder would say the same
             except DecodeError as exc:
-                errors.append(f"{backend.name}: {exc}")
+                errors.append((backend.name, str(exc)))
             except Exception as exc:  # decoders raise many types; each is a per-file failure
-                errors.append(f"{backend.name}: {_one_line(exc)}")
-        raise DecodeError("; ".join(errors))
+                errors.append((backend.name, _one_line(exc)))
+        raise DecodeError(plain_reason(errors))
 
 
     def _order(self, resize) -> list[Backend]:
@@ -408,6 +438,36 @@ class VideoDecoder:
         if resize.in_decoder:
             return self.backends
         return sorted(self.backends, key=lambda backend: backend.name != "pyav")
+
+
+# what a decoder's own words mean, in the user's: the first phrase found in any backend's error wins
+KNOWN_FAILURES = (
+    ("moov atom not found", "not a complete video file (moov atom not found)"),
+    ("partial file", "not a complete video file (truncated)"),
+    ("Invalid data found when processing input", "not a video file (invalid data)"),
+)
+
+
+def plain_reason(errors: Sequence[tuple[str, str]]) -> str:
+    """One reason for a file every backend failed on, from their (name, message) pairs: a known failure in
+    plain words, one message when all say the same, else each backend's."""
+    text = " ".join(message for _, message in errors)
+    for phrase, reason in KNOWN_FAILURES:
+        if phrase in text:
+            return reason
+    messages = list(dict.fromkeys(message for _, message in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return "; ".join(f"{name}: {message}" for name, message in errors)
+
+
+def _check_not_empty(path: Path) -> None:
+    try:
+        empty = path.stat().st_size == 0
+    except OSError:
+        return  # the decoders say what is wrong with it
+    if empty:
+        raise DecodeError("empty file (0 bytes)")
 
 
 def _check_frame_count(spec: FrameSpec, wanted: list[list[int]]) -> None:

@@ -1,8 +1,8 @@
 """How an index is built, as its catalog records it, and the FAISS indices built that way.
 
 The protocol is fixed when an index is first built (a later run that asks for another is
-refused); the FAISS factory string and search parameters are kept for later runs until one
-changes them.  Every FAISS index is derived from the catalog, never the reverse.
+refused); the unit length, the FAISS factory string and search parameters are kept for later
+runs until one changes them.  Every FAISS index is derived from the catalog, never the reverse.
 """
 
 from __future__ import annotations
@@ -14,11 +14,14 @@ import numpy as np
 
 from indexers.base import PROTOCOLS, Indexer
 from retrieval.core.errors import one_line
+from retrieval.media.frames import spans
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
 
 PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
+SEGMENT = "segment_seconds"  # catalog setting: the unit length in seconds, "" = one unit per file
+RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hold units of an earlier length
 
 
 class IndexSettingsError(ValueError):
@@ -38,6 +41,39 @@ def settle_protocol(catalog: Catalog, wanted: str | None) -> str:
         raise IndexSettingsError(f"this index was built with --protocol {stored}; use the same protocol or a "
                                  "new --index-dir")
     return stored
+
+
+def settle_segments(catalog: Catalog, asked: float | None) -> float | None:
+    """The unit length this run indexes with: the one asked for (0: one unit per file), else the index's.
+
+    A new length is recorded at once and the index marked as re-segmenting until every file has
+    its new units: a run stopped half-way leaves the rest with their old ones, and the next run,
+    with or without ``--segment``, carries on.
+    """
+    stored = catalog.setting(SEGMENT)
+    wanted = stored if asked is None and stored is not None else ("" if not asked else f"{asked:g}")
+    if stored is not None and stored != wanted:
+        catalog.set_setting(RESEGMENTING, "1")
+    catalog.set_setting(SEGMENT, wanted)
+    return float(wanted) if wanted else None
+
+
+def resegmenting(catalog: Catalog) -> bool:
+    return catalog.setting(RESEGMENTING) == "1"
+
+
+def finish_resegmenting(catalog: Catalog) -> None:
+    catalog.set_setting(RESEGMENTING, "")
+
+
+def stale_units(catalog: Catalog, seconds: float | None) -> set[str]:
+    """Indexed files whose units are not the ones ``seconds`` cuts them into (an earlier unit length)."""
+    stale = set()
+    for path, (duration, units) in catalog.unit_spans().items():
+        wanted = [(span.start, span.end) for span in spans(duration, seconds)]
+        if len(wanted) != len(units) or not np.allclose(wanted, units, rtol=0, atol=1e-6):
+            stale.add(path)
+    return stale
 
 
 def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None) -> None:

@@ -17,6 +17,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
 
+from retrieval.pipeline.guard import check_main_guard
+
 Item = TypeVar("Item")
 
 
@@ -176,6 +178,7 @@ class ProcessDistributor:
         return max(0.05, self.timeout - (time.monotonic() - oldest))
 
     def _pool(self) -> ProcessPoolExecutor:
+        check_main_guard()  # a script's unguarded code would start workers again in every worker
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=self.context, initializer=_quiet_worker)
 
     def _restart(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor:

@@ -24,7 +24,16 @@ from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
 from retrieval.media.scan import FoundFile, content_hash, find_videos
-from retrieval.pipeline.catalog_settings import IndexSettingsError, rebuild_indices
+from retrieval.pipeline.catalog_settings import (
+    IndexSettingsError as IndexSettingsError,  # callers import it from here
+)
+from retrieval.pipeline.catalog_settings import (
+    finish_resegmenting,
+    rebuild_indices,
+    resegmenting,
+    settle_segments,
+    stale_units,
+)
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog, FileRecord, FileState, IndexerRow, UnitRecord
@@ -96,12 +105,18 @@ class FileJob:
 
     decode: DecodeJob
     indexers: tuple[str, ...]  # ids of the indexers it needs vectors from
-    known_hash: str | None = None  # content hash of the bytes the catalog holds for it (None: a new file)
+    known_hash: str | None = None  # content hash of the bytes the catalog holds for it (None: embed them)
     lacks_vectors: bool = False  # indexed already and only some indexers' vectors missing: its rows stay
+    new_units: bool = False  # indexed already with units of another length: its rows stay until replaced
 
     @property
     def file(self) -> FoundFile:
         return self.decode.file
+
+    @property
+    def keeps_rows(self) -> bool:
+        """Whether the catalog holds usable rows for this file that a failure must not remove."""
+        return self.lacks_vectors or self.new_units
 
     def unchanged(self, content_hash: str) -> bool:
         """The catalog holds these very bytes with every vector (only the mtime moved): nothing to embed."""
@@ -113,6 +128,9 @@ FileResult = EmbeddedFile | BaseException  # a BaseException: why the file could
 
 @dataclass
 class IndexReport:
+    """What a run did.  ``failed`` lists every file that is not indexed after it, ``failed_earlier`` of
+    them failed in an earlier run and were not retried (unchanged since); ``seconds`` is the whole run."""
+
     indexers: list[str]
     found: int = 0
     indexed: int = 0
@@ -122,14 +140,17 @@ class IndexReport:
     frames: int = 0
     seconds: float = 0.0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    failed_earlier: int = 0
     captioned: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
             "indexers": self.indexers, "found": self.found, "indexed": self.indexed,
             "unchanged": self.unchanged, "forgotten": self.forgotten, "units": self.units,
             "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
-            "failed": [{"path": p, "error": e} for p, e in self.failed],
+            "failed": [{"path": p, "error": e} for p, e in self.failed], "failed_earlier": self.failed_earlier,
+            "notes": self.notes,
         }
 
 
@@ -145,7 +166,9 @@ class Executor(Protocol):
         ...
 
 
-Progress = Callable[[str, dict], None]  # (event, data): "start" {total}, "file" {path, frames, ok}
+# (event, data): "note" {text} (before "start"), "start" {total}, "file" {path, frames, ok}
+Progress = Callable[[str, dict], None]
+Scan = tuple[list[FoundFile], list[tuple[str, str]]]  # what ``find_videos`` returns: files, unreadable entries
 
 
 SNAPSHOT_NAME = "snapshot.duckdb"
@@ -153,7 +176,11 @@ SNAPSHOT_NAME = "snapshot.duckdb"
 
 # -- the writer -------------------------------------------------------------------------------------
 class IndexRun:
-    """Plans a folder against the catalog, commits what the executor yields, publishes FAISS and snapshots."""
+    """Plans a folder against the catalog, commits what the executor yields, publishes FAISS and snapshots.
+
+    Indexers the catalog already knows may be handed in unbuilt (``pipeline.models.LazyIndexer``):
+    they are only built when a file needs their vectors.
+    """
 
     def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], executor: Executor,
                  settings: IndexSettings = IndexSettings(), progress: Progress | None = None):
@@ -163,25 +190,26 @@ class IndexRun:
         self.executor, self.settings = executor, settings
         self.progress = progress or (lambda event, data: None)
         self.report = IndexReport([ix.model_id for ix in indexers])
+        self.segment_seconds = settings.segment_seconds
+        self._resegment_failed = False
         self._published = time.monotonic()
 
-    def run(self, root: Path) -> IndexReport:
+    def run(self, root: Path, scan: Scan | None = None) -> IndexReport:
+        """Index ``root`` (``scan``: its ``find_videos`` result, when the caller has it already)."""
         started = time.perf_counter()
-        self._check_settings()
-        for ix in [*self.visual, *self.textual]:
-            self.catalog.register_indexer(IndexerRow(ix.model_id, ix.name, ix.source, ix.kind, ix.dim,
-                                                     ix.frames_per_unit, None))
-        found, problems = find_videos(root, skip=self.index_dir.resolve())
+        self.segment_seconds = settle_segments(self.catalog, self.settings.segment_seconds)
+        self._register()
+        found, problems = scan if scan is not None else find_videos(root, skip=self.index_dir.resolve())
         self.report.found = len(found)
         jobs = self._plan(found)
         for rel, reason in problems:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
         self.progress("start", {"total": len(jobs)})
-        for job, result in self.executor.embed(jobs, self.visual):
-            self._write(job, result)
-            if time.monotonic() - self._published > self.settings.publish_every:
-                self.publish()
+        self._embed(jobs)
         self._caption_pass()
+        self._register()  # models built during the run: their rows say how they ran
+        if resegmenting(self.catalog) and not self._resegment_failed:
+            finish_resegmenting(self.catalog)
         self.publish()
         self.report.seconds = time.perf_counter() - started
         return self.executor.finish(self.report)
@@ -192,38 +220,55 @@ class IndexRun:
         self.catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         self._published = time.monotonic()
 
-    def _check_settings(self) -> None:
-        segment_seconds = self.settings.segment_seconds
-        wanted = "" if not segment_seconds else f"{segment_seconds:g}"
-        stored = self.catalog.setting("segment_seconds")
-        if stored is None:
-            self.catalog.set_setting("segment_seconds", wanted)
-        elif stored != wanted:
-            have = f"--segment {stored}s" if stored else "one unit per file"
-            raise IndexSettingsError(
-                f"this index was built with {have}; use the same setting or a new --index-dir"
-            )
+    def note(self, text: str) -> None:
+        self.report.notes.append(text)
+        self.progress("note", {"text": text})
+
+    def _register(self) -> None:
+        for ix in [*self.visual, *self.textual]:
+            if getattr(ix, "built", True):  # an unbuilt one's row is in the catalog already, as it last ran
+                self.catalog.register_indexer(IndexerRow(ix.model_id, ix.name, ix.source, ix.kind, ix.dim,
+                                                         ix.frames_per_unit, None))
+
+    def _embed(self, jobs: list[FileJob]) -> None:
+        if not jobs:
+            return  # nothing to decode: no worker is asked, no model is built
+        needed = {m for job in jobs for m in job.indexers}
+        for job, result in self.executor.embed(jobs, [ix for ix in self.visual if ix.model_id in needed]):
+            self._write(job, result)
+            if time.monotonic() - self._published > self.settings.publish_every:
+                self.publish()
 
     def _plan(self, found: list[FoundFile]) -> list[FileJob]:
         known = self.catalog.file_states()
         indexed = {ix.model_id: self.catalog.indexed_with(ix.model_id) for ix in self.visual}
         complete = set.intersection(*indexed.values()) if indexed else set(known)
-        todo = plan(found, known, complete)
+        todo = plan(found, known, complete, self._resegment())
         self.report.unchanged = len(todo.unchanged)
+        self.report.failed += [(f.rel, known[f.rel].error or "failed") for f in todo.failed]
+        self.report.failed_earlier = len(todo.failed)
         self.report.forgotten = self.catalog.forget(todo.deleted)
-        return _jobs(todo, known, indexed, self._frame_specs(), self.settings.segment_seconds)
+        if todo.resegment:
+            self.note(f"{len(todo.resegment)} indexed file(s) get {_units(self.segment_seconds)}; each keeps its "
+                      "old units until its new ones are committed")
+        return _jobs(todo, known, indexed, self._frame_specs, self.segment_seconds)
 
-    def _frame_specs(self) -> tuple[FrameSpec, ...]:
-        return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual))
+    def _resegment(self) -> set[str]:
+        """Indexed files to cut into the run's units: all whose units differ, while the length is changing."""
+        return stale_units(self.catalog, self.segment_seconds) if resegmenting(self.catalog) else set()
+
+    def _frame_specs(self, indexers: set[str]) -> tuple[FrameSpec, ...]:
+        return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual if ix.model_id in indexers))
 
     def _write(self, job: FileJob, result: FileResult) -> None:
         found = job.file
         if isinstance(result, BaseException):
             if not os.path.lexists(found.path):
                 # gone since the scan: nothing to record; the next run forgets any old rows
-                self.report.failed.append((found.rel, "vanished during the run"))
+                self._fail(FoundFile("", found.rel, 0, 0.0), "vanished during the run")
+                self.progress("file", {"path": found.rel, "frames": 0, "ok": False})
                 return
-            self._fail(found, reason_of(result), job.lacks_vectors)
+            self._fail_job(job, reason_of(result))
             return
         if job.unchanged(result.content_hash):
             self.catalog.touch(found.rel, found.size, found.mtime)  # same bytes, new mtime
@@ -231,12 +276,12 @@ class IndexRun:
             self.progress("file", {"path": found.rel, "frames": 0, "ok": True})
             return
         if result.error is not None:
-            self._fail(found, f"embedding failed: {result.error}", job.lacks_vectors)
+            self._fail_job(job, f"embedding failed: {result.error}")
             return
         try:
             self._commit(job, result)
         except Exception as exc:  # as with a model error, this file is skipped and the run goes on
-            self._fail(found, f"embedding failed: {reason_of(exc)}", job.lacks_vectors)
+            self._fail_job(job, f"embedding failed: {reason_of(exc)}")
 
     def _commit(self, job: FileJob, done: EmbeddedFile) -> None:
         """Write one file's vectors (new file: all its rows; a file missing an indexer: those vectors)."""
@@ -252,13 +297,18 @@ class IndexRun:
         self.report.frames += frames
         self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
 
-    def _fail(self, found: FoundFile, reason: str, lacks_vectors: bool = False) -> None:
+    def _fail_job(self, job: FileJob, reason: str) -> None:
+        """A planned file failed: recorded as failed, unless the catalog holds usable rows for it, which stay."""
+        self._resegment_failed |= job.new_units
+        self._fail(job.file if not job.keeps_rows else FoundFile("", job.file.rel, 0, 0.0), reason)
+        self.progress("file", {"path": job.file.rel, "frames": 0, "ok": False})
+
+    def _fail(self, found: FoundFile, reason: str) -> None:
+        """Report a failure; stored too when ``found`` names a file (entries we could not even stat have no
+        ``path``: reported, not stored)."""
         self.report.failed.append((found.rel, reason))
-        # entries we could not even stat are reported, not stored; and a file that only
-        # lacked one indexer's vectors keeps what it had: what was indexed stays indexed
-        if found.path and not lacks_vectors:
+        if found.path:
             self.catalog.record_failure(found.rel, found.size, found.mtime, reason)
-            self.progress("file", {"path": found.rel, "frames": 0, "ok": False})
 
     def _caption_pass(self) -> None:
         """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""
@@ -277,16 +327,24 @@ class IndexRun:
                 self.report.captioned += 1
 
 
-def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]], specs: tuple[FrameSpec, ...],
-          segment_seconds: float | None) -> list[FileJob]:
-    """The plan's work as jobs, in its order: new and changed files need every indexer, an indexed file
-    the indexers it lacks."""
+def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
+          specs_for: Callable[[set[str]], tuple[FrameSpec, ...]], segment_seconds: float | None) -> list[FileJob]:
+    """The plan's work as jobs, in its order: new and changed files need every indexer, so do files indexed
+    with units of another length, an indexed file the indexers it lacks.  Each decode samples the frames of
+    every indexer the run needs, which ``specs_for`` says (building them: only called when there is work)."""
     every = tuple(indexed)
-    jobs = [FileJob(DecodeJob(f, specs, segment_seconds), every, _known_hash(known, f.rel))
-            for f in todo.new + todo.changed]
-    jobs += [FileJob(DecodeJob(f, specs, segment_seconds), tuple(m for m in every if f.rel not in indexed[m]),
-                     _known_hash(known, f.rel), lacks_vectors=True) for f in todo.missing_vectors]
-    return jobs
+    work = [(f, every, {"known_hash": _known_hash(known, f.rel)}) for f in todo.new + todo.changed]
+    work += [(f, every, {"new_units": True}) for f in todo.resegment]
+    work += [(f, tuple(m for m in every if f.rel not in indexed[m]),
+              {"known_hash": _known_hash(known, f.rel), "lacks_vectors": True}) for f in todo.missing_vectors]
+    if not work:
+        return []
+    specs = specs_for({m for _, ids, _ in work for m in ids})
+    return [FileJob(DecodeJob(f, specs, segment_seconds), ids, **flags) for f, ids, flags in work]
+
+
+def _units(segment_seconds: float | None) -> str:
+    return f"{segment_seconds:g} s units" if segment_seconds else "one unit per file"
 
 
 def _known_hash(known: dict[str, FileState], rel: str) -> str | None:

@@ -13,27 +13,35 @@ class Plan:
     new: list[FoundFile]
     changed: list[FoundFile]
     missing_vectors: list[FoundFile]  # indexed, but not yet by every requested indexer
-    unchanged: list[FoundFile]
+    unchanged: list[FoundFile]  # indexed, every vector there
     deleted: list[str]
+    failed: list[FoundFile]  # failed in an earlier run and unchanged since: not retried
+    resegment: list[FoundFile]  # indexed with units of another length than the index's
 
     @property
     def work(self) -> list[FoundFile]:
-        return self.new + self.changed + self.missing_vectors
+        return self.new + self.changed + self.resegment + self.missing_vectors
 
 
-def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str]) -> Plan:
-    """Split found files by what must happen to them; ``complete`` = paths with every requested vector."""
-    new, changed, missing, unchanged = [], [], [], []
+def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str],
+         resegment: set[str] = frozenset()) -> Plan:
+    """Split found files by what must happen to them; ``complete`` = paths with every requested vector,
+    ``resegment`` = indexed paths whose units are not the index's unit length."""
+    new, changed, missing, unchanged, failed, stale = [], [], [], [], [], []
     for f in found:
         state = known.get(f.rel)
         if state is None:
             new.append(f)
         elif state.size != f.size or abs(state.mtime - f.mtime) > 1e-6:
             changed.append(f)
-        elif state.status == "ok" and f.rel not in complete:
+        elif state.status != "ok":
+            failed.append(f)
+        elif f.rel in resegment:
+            stale.append(f)
+        elif f.rel not in complete:
             missing.append(f)
         else:
             unchanged.append(f)
     present = {f.rel for f in found}
     deleted = sorted(p for p in known if p not in present)
-    return Plan(new, changed, missing, unchanged, deleted)
+    return Plan(new, changed, missing, unchanged, deleted, failed, stale)

@@ -17,7 +17,8 @@ import numpy as np
 
 from indexers.base import Indexer
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.core.timecode import format_time
+from retrieval.media.frames import DecodeError, SpanError, VideoDecoder
 from retrieval.media.scan import content_hash
 from retrieval.search import signals
 from retrieval.search.rerank import ClipRef
@@ -26,6 +27,15 @@ from retrieval.store.catalog import Catalog, UnitRow
 
 class AnchorError(ValueError):
     """The anchor video is missing, unreadable or not a video."""
+
+
+class AnchorSpanError(AnchorError):
+    """The anchor's time window holds nothing: it starts at or past the end of the video."""
+
+    def __init__(self, path: Path, start: float, duration: float):
+        super().__init__(f"the anchor window starts at {format_time(start)}, past the end of {path.name} "
+                         f"({duration:.1f} s)")
+        self.path, self.start, self.duration = path, start, duration
 
 
 def check_file(anchor: str | Path, what: str = "anchor") -> Path:
@@ -51,6 +61,8 @@ class Anchor:
 
     @classmethod
     def of(cls, anchor: str | Path, start: float | None = None, end: float | None = None) -> Anchor:
+        if start is not None and end is not None and end <= start:
+            raise AnchorError(f"the anchor window ends ({format_time(end)}) before it starts ({format_time(start)})")
         path = check_file(anchor)
         return cls(path, content_hash(path), start, end)
 
@@ -75,6 +87,8 @@ class Anchor:
                 _, units = decoder.sample(self.path, frames)
                 return units[0][1].pixels
             return decoder.sample_span(self.path, frames, self.start or 0.0, self.end).pixels
+        except SpanError as exc:
+            raise AnchorSpanError(self.path, exc.start, exc.duration) from None
         except DecodeError as exc:
             raise AnchorError(f"anchor {self.path} is not a readable video: {exc}") from None
 

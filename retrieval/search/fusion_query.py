@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.core.concepts import Concept
-from retrieval.search.fusion import FusionError, FusionModel, default_weights_path, reranker_signal
+from retrieval.core.concepts import RATING_SPAN, Concept, from_rating
+from retrieval.search.fusion import FusedScore, FusionError, FusionModel, default_weights_path, reranker_signal
 from retrieval.search.results import Hit
 
 
@@ -26,28 +26,48 @@ def fusion_label(spec) -> str:
 
 def fuse(hits: list[Hit], concepts: list[Concept], model: FusionModel, sims: dict[int, dict[str, float]],
          reranker: str | None) -> tuple[list[Hit], list[str]]:
-    """Each hit with every concept's score replaced by the fused prediction (human 1-5 scale), and the notices.
+    """Each hit with every concept's score replaced by the fused prediction, and the notices.
 
-    ``sims[unit][model_id]`` are the indexer similarities; the reranker's per-concept score (if any)
-    is the hit's current score. A concept the weights do not cover keeps its score, with a notice.
+    ``sims[unit][model_id]`` are the indexer similarities; the reranker's per-concept 1-5 answer (if any) is
+    the hit's rating. A prediction is a human 1-5 rating: the hit keeps it as its rating and scores it on the
+    0-1 scale every score is on, with contributions in 0-1 points that add up to that score. A concept the
+    weights do not cover keeps its score, with a notice.
     """
     skipped: set[str] = set()
     fused = []
     for hit in hits:
         hit_signals = {model_id.split(":")[0]: value for model_id, value in sims.get(hit.unit_id, {}).items()}
-        scores, contributions = dict(hit.scores), {}
+        ratings, contributions, inputs = {}, {}, {}
         for c in concepts:
-            inputs = dict(hit_signals)
+            given = dict(hit_signals)
             if reranker is not None:
-                inputs[reranker_signal(reranker)] = hit.scores[c.key]
+                given[reranker_signal(reranker)] = hit.ratings.get(c.key)
             try:
-                prediction = model.predict(c.key, inputs)
+                prediction = model.predict(c.key, given)
             except FusionError:
                 skipped.add(c.key)
                 continue
-            scores[c.key] = prediction.score
-            contributions[c.key] = {"intercept": prediction.intercept, **prediction.contributions}
-        fused.append(hit.fused(scores, contributions, concepts))
+            ratings[c.key], contributions[c.key] = prediction.score, unit_contributions(prediction)
+            inputs[c.key] = {signal: given[signal] for signal in prediction.used}
+        fused.append(hit.fused(ratings, contributions, inputs, concepts))
     notices = [f"{key}: the fusion weights cover none of the available signals; kept its own score"
                for key in sorted(skipped)]
-    return fused, notices
+    return fused, notices + [note for c in concepts for note in _tie_notices(fused, c.key)]
+
+
+def _tie_notices(hits: list[Hit], key: str) -> list[str]:
+    """Hits given one fused score although their signals differ: the learned map is flat over their values
+    (isotonic maps are step functions), which the user would otherwise read as a bug."""
+    by_score: dict[float, list[Hit]] = {}
+    for hit in hits:
+        if key in hit.contributions:
+            by_score.setdefault(hit.scores[key], []).append(hit)
+    return [f"{key}: {len(tied)} hits share one fused score ({score:.3f}) although their signals differ: the "
+            "fusion weights rate those values alike (equal totals are ordered by recall similarity)"
+            for score, tied in by_score.items() if len({tuple(h.inputs[key].items()) for h in tied}) > 1]
+
+
+def unit_contributions(prediction: FusedScore) -> dict[str, float]:
+    """A prediction's intercept and contributions on the 0-1 scale: they add up to its 0-1 score."""
+    return {"intercept": from_rating(prediction.intercept),
+            **{signal: points / RATING_SPAN for signal, points in prediction.contributions.items()}}

@@ -51,8 +51,10 @@ def rank(per_concept: dict[int, dict[str, float]], units: dict[int, UnitRow], co
 
 
 def best_first(hits: Iterable[Hit]) -> list[Hit]:
-    # unreadable (None) totals last; ties broken by path and time so results are stable run to run
-    return sorted(hits, key=lambda h: (h.total is None, -(h.total or 0.0), h.path, h.start))
+    # unreadable (None) totals last; equal totals by the total before reranking or fusion (a fused score is flat
+    # where its learned map is, an LMM answers in few steps), then by path and time so runs agree
+    return sorted(hits, key=lambda h: (h.total is None, -(h.total or 0.0), -(h.recall_total or 0.0), h.path,
+                                       h.start))
 
 
 def ranked(hits: Iterable[Hit]) -> list[Hit]:

@@ -4,20 +4,36 @@ A ``Hit`` is born at recall with the indexed signals' similarities; reranking an
 return new hits with their own scores (the earlier ones kept beside them where the user
 sees both), and the rank is numbered when the final list is ordered.  ``as_dict`` is the
 JSON the CLI and the API print.
+
+Every score and total is on one scale, [0, 1] (``retrieval.core.concepts.from_rating``): an
+LMM's 1-5 answer or a fused 1-5 prediction is kept beside its score as a ``rating``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Mapping
 
 from rerankers.base import PairScore
-from retrieval.core.concepts import Concept, combine
+from retrieval.core.concepts import Concept, combine, from_rating
 from retrieval.store.catalog import UnitRow
 
 
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def _rounded(scores: Mapping[str, float | None]) -> dict[str, float | None]:
-    return {k: None if v is None else round(v, 4) for k, v in scores.items()}
+    return {k: _round(v) for k, v in scores.items()}
+
+
+def shown_path(path: str | Path, root: str | None) -> str:
+    """How results name a file: relative to the index root when inside it (as hit paths are), else absolute."""
+    absolute = Path(path).expanduser().resolve()
+    if root is not None and absolute.is_relative_to(root):
+        return absolute.relative_to(root).as_posix()
+    return str(absolute)
 
 
 def _concept_dict(concept: Concept) -> dict:
@@ -31,13 +47,16 @@ class Hit:
     segment: int
     start: float
     end: float
-    scores: dict[str, float | None]  # concept key -> similarity in [0, 1], or the reranker's 1-5
+    scores: dict[str, float | None]  # concept key -> score in [0, 1] (a similarity, or a rating mapped to 0-1)
     total: float | None  # None when a reranker's answer could not be read (ranked last)
     content_hash: str | None = None
     rank: int = 0  # numbered when the final list is ordered
     recall_scores: dict[str, float] = field(default_factory=dict)  # before reranking
-    contributions: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> pts
+    contributions: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> 0-1 pts
     seen: dict[str, dict] = field(default_factory=dict)  # reranking: concept -> the frames the LMM was shown
+    ratings: dict[str, float | None] = field(default_factory=dict)  # concept -> the 1-5 rating behind its score
+    inputs: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> value given
+    recall_total: float | None = None  # the total before reranking or fusion: orders hits whose totals tie
 
     @classmethod
     def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept]) -> Hit:
@@ -46,15 +65,22 @@ class Hit:
                    unit.content_hash)
 
     def reranked(self, answers: Mapping[str, PairScore], concepts: list[Concept]) -> Hit:
-        """This hit scored by the reranker's answers (concept key -> answer); recall scores kept beside."""
-        scores = {key: answer.score for key, answer in answers.items()}
+        """This hit scored by the reranker's 1-5 answers (concept key -> answer), mapped to 0-1; the answers
+        and the recall scores kept beside."""
+        scores = {key: from_rating(answer.score) for key, answer in answers.items()}
         return replace(self, scores=scores, total=combine(scores, concepts), recall_scores=dict(self.scores),
+                       ratings={key: answer.score for key, answer in answers.items()}, recall_total=self.total,
                        seen={key: answer.evidence for key, answer in answers.items() if answer.evidence})
 
-    def fused(self, scores: dict[str, float | None], contributions: dict[str, dict[str, float]],
-              concepts: list[Concept]) -> Hit:
-        """This hit scored by the fusion model, with each fused concept's contributions."""
-        return replace(self, scores=scores, total=combine(scores, concepts), contributions=contributions)
+    def fused(self, ratings: dict[str, float], contributions: dict[str, dict[str, float]],
+              inputs: dict[str, dict[str, float]], concepts: list[Concept]) -> Hit:
+        """This hit with each fused concept's 1-5 prediction (``ratings``) as its 0-1 score, the 0-1
+        ``contributions`` that add up to it, and the signal values the fusion was given."""
+        scores = {**self.scores, **{key: from_rating(r) for key, r in ratings.items()}}
+        earlier = self.recall_scores or dict(self.scores)
+        return replace(self, scores=scores, total=combine(scores, concepts), contributions=contributions,
+                       ratings={**self.ratings, **ratings}, inputs=inputs, recall_scores=earlier,
+                       recall_total=self.recall_total if self.recall_scores else self.total)
 
     def as_dict(self) -> dict:
         return {
@@ -67,6 +93,8 @@ class Hit:
             **({"contributions": {c: {s: round(v, 4) for s, v in parts.items()}
                                   for c, parts in self.contributions.items()}} if self.contributions else {}),
             **({"seen": self.seen} if self.seen else {}),
+            **({"ratings": _rounded(self.ratings)} if self.ratings else {}),
+            **({"inputs": {c: _rounded(values) for c, values in self.inputs.items()}} if self.inputs else {}),
         }
 
 
@@ -79,64 +107,105 @@ class QueryResult:
     notices: list[str] = field(default_factory=list)
     reranker: str | None = None  # the reranker's model id
     fusion: str | None = None  # the fusion weights: a file, "default", or "model"
+    root: str | None = None  # the folder the index covers: hit paths (and an anchor inside it) are relative to it
+    start: float | None = None  # the anchor's window in seconds (None: from its start, to its end)
+    end: float | None = None
+    empty_reason: str | None = None  # why there are no hits, when there are none
+
+    def scored_by(self, key: str) -> str:
+        """What gave a concept's scores: "fusion", the reranker's model id, or the indexer's model id."""
+        if any(key in hit.contributions for hit in self.hits):
+            return "fusion"
+        return self.reranker or self.signals[key]
 
     def as_dict(self) -> dict:
         return {
+            "root": self.root,
             "anchor": self.anchor,
-            "concepts": [_concept_dict(c) for c in self.concepts],
+            "start": _round(self.start, 3),
+            "end": _round(self.end, 3),
+            "concepts": [{**_concept_dict(c), "signal": self.signals[c.key], "scored_by": self.scored_by(c.key)}
+                         for c in self.concepts],
             "signals": self.signals,
             "reranker": self.reranker,
             "fusion": self.fusion,
             "notices": self.notices,
+            "empty_reason": self.empty_reason,
             "hits": [h.as_dict() for h in self.hits],
         }
 
 
 @dataclass(frozen=True)
 class ConceptScore:
-    """One concept's answer for a pair: 1-5 (None when unreadable), the model's own token, P(1..5) in
-    expected mode, and the frames each clip showed."""
+    """One concept's score for a pair in [0, 1] (None when unreadable). From an LMM: its 1-5 answer
+    (``rating``), its own token, P(1..5) in expected mode, and the frames each clip showed; from the index:
+    the signal (indexer model id) that scored it."""
 
     concept: Concept
     score: float | None
     raw: str = ""
     probs: tuple[float, ...] | None = None
     seen: dict | None = None
+    rating: float | None = None
+    signal: str | None = None
 
     @classmethod
     def answered(cls, concept: Concept, answer: PairScore) -> ConceptScore:
-        return cls(concept, answer.score, answer.raw, answer.probs, answer.evidence)
+        return cls(concept, from_rating(answer.score), answer.raw, answer.probs, answer.evidence, answer.score)
 
     def as_dict(self) -> dict:
-        return {**_concept_dict(self.concept), "score": self.score, "raw": self.raw, "probs": self.probs,
-                "seen": self.seen}
+        if self.signal is not None:
+            return {**_concept_dict(self.concept), "score": _round(self.score), "signal": self.signal}
+        return {**_concept_dict(self.concept), "score": _round(self.score), "rating": self.rating, "raw": self.raw,
+                "probs": self.probs, "seen": self.seen}
 
 
 @dataclass(frozen=True)
 class CompareResult:
-    """The reranker's per-concept similarity of one pair of clips, and their Eq. 2 combination."""
+    """The per-concept similarity of one pair of clips, from a reranker or from the index's signals, and
+    their Eq. 2 combination."""
 
     a: str
     b: str
-    reranker: str  # the reranker's model id
-    mode: str
+    reranker: str | None  # the reranker's model id; None when the index's signals scored the pair
+    mode: str | None
     symmetric: bool
     concepts: tuple[ConceptScore, ...]
     total: float | None
     model_pairs: int  # pairs the model was asked (the rest came from the score cache)
     notices: tuple[str, ...] = ()
+    rank: int | None = None  # by signals: b's rank in the query for a
+    b_start: float | None = None  # by signals: the unit of b that was scored (an LMM sees whole files)
+    b_end: float | None = None
+    root: str | None = None  # the index's folder when there is one: a and b inside it are relative to it
 
     @classmethod
     def answered(cls, a: str, b: str, reranker: str, mode: str, symmetric: bool, concepts: list[Concept],
-                 answers: Mapping[str, PairScore], model_pairs: int, notices: tuple[str, ...]) -> CompareResult:
+                 answers: Mapping[str, PairScore], model_pairs: int, notices: tuple[str, ...],
+                 root: str | None = None) -> CompareResult:
         """From the answers per concept key."""
         rows = tuple(ConceptScore.answered(c, answers[c.key]) for c in concepts)
-        total = combine({c.key: answers[c.key].score for c in concepts}, concepts)
-        return cls(a, b, reranker, mode, symmetric, rows, total, model_pairs, notices)
+        total = combine({row.concept.key: row.score for row in rows}, concepts)
+        return cls(a, b, reranker, mode, symmetric, rows, total, model_pairs, notices, root=root)
+
+    @classmethod
+    def from_query(cls, a: str, b: str, result: QueryResult, hit: Hit) -> CompareResult:
+        """b's scores in a query for a: exactly what that query shows for it."""
+        rows = tuple(ConceptScore(c, hit.scores[c.key], signal=result.signals[c.key]) for c in result.concepts)
+        return cls(a, b, None, None, False, rows, hit.total, 0, tuple(result.notices), hit.rank, hit.start, hit.end,
+                   result.root)
+
+    @property
+    def scored_by(self) -> str:
+        """The reranker's model id, or the signals that scored each concept."""
+        return self.reranker or "recall similarity (" + ", ".join(
+            f"{row.concept.key}: {row.signal.split(':')[0]}" for row in self.concepts) + ")"
 
     def as_dict(self) -> dict:
         return {
-            "a": self.a, "b": self.b, "reranker": self.reranker, "mode": self.mode, "symmetric": self.symmetric,
-            "concepts": [row.as_dict() for row in self.concepts],
-            "total": self.total, "model_pairs": self.model_pairs, "notices": list(self.notices),
+            "root": self.root, "a": self.a, "b": self.b,
+            "reranker": self.reranker, "mode": self.mode, "symmetric": self.symmetric,
+            "scored_by": self.scored_by, "concepts": [row.as_dict() for row in self.concepts],
+            "total": _round(self.total), "model_pairs": self.model_pairs, "notices": list(self.notices),
+            "rank": self.rank, "b_start": _round(self.b_start, 3), "b_end": _round(self.b_end, 3),
         }

@@ -5,13 +5,17 @@ per concept: DINOv2 is best for location; SBERT over captions is best for main
 action, main subjects, main objects and order of actions; CLIP-based scores come
 next.  The table below orders the indexers accordingly; the first one present in
 the index is used.  Override per concept with ``--signal CONCEPT=INDEXER``.
+
+An indexed signal compares whole clips, not concepts: two concepts scored by the same
+signal get the same score, and free text is scored by whatever the signal measures.
+``scoring_notices`` says so whenever that happens.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from retrieval.core.concepts import parse_concept
+from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept
 
 DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
     "location": ("dinov2", "clip", "efficientnet-lite0", "internvideo", "videomae", "text"),
@@ -28,15 +32,31 @@ class SignalError(ValueError):
     pass
 
 
-def parse_overrides(specs: Iterable[str]) -> dict[str, str]:
-    """``location=clip`` -> {"location": "clip"} (the concept part is slugged like --concept)."""
+def parse_overrides(specs: Iterable[str], free_text: bool = False) -> dict[str, str]:
+    """``location=clip`` -> {"location": "clip"} (the concept part is read like --concept)."""
     out = {}
     for spec in specs:
         concept, sep, indexer = spec.partition("=")
         if not sep or not concept.strip() or not indexer.strip():
             raise SignalError(f"--signal takes CONCEPT=INDEXER, got {spec!r}")
-        out[parse_concept(concept).key] = indexer.strip()
+        out[parse_concept(concept, free_text).key] = indexer.strip()
     return out
+
+
+def short_name(model_id: str) -> str:
+    """The indexer's name in a model id: ``text:sentence-transformers/...`` -> ``text``."""
+    return model_id.split(":")[0]
+
+
+def choose_all(concepts: list[Concept], available: dict[str, str], overrides: dict[str, str] | None = None
+               ) -> dict[str, str]:
+    """Each concept's indexer (model id); an override for a concept the query does not have is an error, not
+    silently unused."""
+    keys = [c.key for c in concepts]
+    stray = sorted(set(overrides or {}) - set(keys))
+    if stray:
+        raise SignalError(f"--signal {stray[0]}: not a concept of this query (concepts: {', '.join(keys)})")
+    return {key: choose(key, available, overrides) for key in keys}
 
 
 def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str] | None = None) -> str:
@@ -54,3 +74,43 @@ def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str
     if available:
         return available[sorted(available)[0]]
     raise SignalError("nothing is indexed yet: run `convis index FOLDER` first")
+
+
+def describe(model_id: str) -> str:
+    """What a signal measures, for the user: ``the caption similarity (text)``."""
+    indexer = short_name(model_id)
+    return "the caption similarity (text)" if indexer == "text" else f"the whole-clip similarity of {indexer}"
+
+
+def scoring_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str]) -> list[str]:
+    """What to know about ``concepts`` when indexed signals alone score them (no reranker, no fusion): free
+    text measured by a whole-clip signal, and concepts whose scores are equal because they share a signal."""
+    free = [_free_text_notice(c, signal_of[c.key], available) for c in concepts if c.key not in CONVIS_CONCEPTS]
+    return free + _shared_notices(concepts, signal_of, available)
+
+
+def _free_text_notice(concept: Concept, model_id: str, available: dict[str, str]) -> str:
+    alike = [key for key in CONVIS_CONCEPTS if choose(key, available) == model_id]
+    same = f", as {_and(alike)} {'is' if len(alike) == 1 else 'are'} by default" if alike else ""
+    return (f"'{concept.words}' is free text: no indexed signal measures it, so it is scored by "
+            f"{describe(model_id)}{same}; rerank with an LMM (--reranker) to ask about '{concept.words}' itself")
+
+
+def _shared_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str]) -> list[str]:
+    by_signal: dict[str, list[str]] = {}
+    for c in concepts:
+        by_signal.setdefault(signal_of[c.key], []).append(c.key)
+    notes = []
+    for model_id, keys in by_signal.items():
+        if len(keys) < 2:
+            continue
+        others = sorted(n for n, m in available.items() if m != model_id)
+        other = f", or give one of them another signal (--signal {keys[-1]}={others[0]})" if others else ""
+        notes.append(f"{_and(keys)} {'both' if len(keys) == 2 else 'all'} use {describe(model_id)}, so their "
+                     f"scores are identical: without a reranker they cannot be told apart; rerank with an LMM "
+                     f"(--reranker){other}")
+    return notes
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

@@ -20,6 +20,7 @@ import numpy as np
 
 from retrieval.core.concepts import Concept
 from retrieval.core.files import atomic_write
+from retrieval.core.timecode import format_span, format_time
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.search.results import CompareResult, Hit, QueryResult
 
@@ -103,18 +104,16 @@ def data_uri(jpeg: bytes) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
 
 
-def format_time(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(seconds, 60)
-    return f"{int(minutes)}:{rest:04.1f}"
+def score_fraction(value: float | None) -> float:
+    """Bar length in [0, 1]: every score is on the 0-1 scale (a 1-5 rating mapped to it); a fused score may
+    stray a little outside it."""
+    return 0.0 if value is None else min(1.0, max(0.0, value))
 
 
-def score_fraction(value: float | None, lmm: bool) -> float:
-    """Bar length in [0, 1]: recall similarity is already in [0, 1], LMM scores run from 1 to 5."""
-    if value is None:
-        return 0.0
-    return min(1.0, max(0.0, (value - 1.0) / 4.0 if lmm else value))
+def scored_by(model_id: str, rating: float | None = None) -> str:
+    """What scored a concept, for a row: the indexer's or model's name, and the 1-5 rating behind the score."""
+    name = model_id.split(":")[0]
+    return name if rating is None else f"{name}, rating {rating:.3f} of 5"
 
 
 def video_src(video: Path, page: Path, start: float = 0.0, end: float | None = None) -> str:
@@ -146,13 +145,13 @@ def _strip_html(path: Path, name: str, start: float, end: float | None, frames: 
     return f'<div class="strip">{figures}</div>'
 
 
-def _score_rows(rows: Iterable[tuple[str, float, float | None]], lmm: bool) -> str:
-    """(label, weight, score) -> label, bar, value; scores of None read 'unreadable'."""
+def _score_rows(rows: Iterable[tuple[str, float, float | None, str]]) -> str:
+    """(label, weight, score, what scored it) -> label, bar, value; scores of None read 'unreadable'."""
     cells = []
-    for label, weight, value in rows:
+    for label, weight, value, by in rows:
         shown = "unreadable" if value is None else f"{value:.3f}"
-        cells.append(f'<span>{_e(label)} <span class="meta">w {weight:.2f}</span></span>'
-                     f'<span class="bar"><span style="width:{100 * score_fraction(value, lmm):.1f}%"></span></span>'
+        cells.append(f'<span>{_e(label)} <span class="meta">w {weight:.2f} · {_e(by)}</span></span>'
+                     f'<span class="bar"><span style="width:{100 * score_fraction(value):.1f}%"></span></span>'
                      f'<span class="value">{_e(shown)}</span>')
     return f'<div class="scores">{"".join(cells)}</div>'
 
@@ -187,37 +186,39 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     restrict the anchor strip to the span the query used.
     """
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
-    out, anchor = Path(out), Path(result.anchor)
-    lmm = result.reranker is not None
+    out, anchor = Path(out), Path(root) / result.anchor  # an anchor inside the root is named relative to it
+    by = {c.key: result.scored_by(c.key) for c in result.concepts}
     weights = ", ".join(f"{c.words} {c.weight:.2f}" for c in result.concepts)
-    scored_by = result.reranker or "recall similarity (" + ", ".join(
+    how = result.reranker or "recall similarity (" + ", ".join(
         f"{k}: {m.split(':')[0]}" for k, m in result.signals.items()) + ")"
     head = (f'<header><h1>Clips like <code>{_e(anchor.name)}</code></h1>'
-            f'<p class="meta">concepts: {_e(weights)} · scored by {_e(scored_by)} · {len(result.hits)} results</p>'
+            f'<p class="meta">concepts: {_e(weights)} · scored by {_e(how)} · {len(result.hits)} results</p>'
             f'{_notes(result.notices)}</header>')
     anchor_card = (f'<section class="card anchor" id="anchor"><h2>Anchor <span class="path">{_e(result.anchor)}'
                    f'</span></h2>{_strip_html(anchor, anchor.name, start or 0.0, end, frames_per_strip, decoder)}'
                    f'</section>')
-    hits = "\n".join(_hit_html(h, result.concepts, Path(root), out, frames_per_strip, decoder, lmm)
+    hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), out, frames_per_strip, decoder)
                      for h in result.hits)
     body = f'{head}\n{anchor_card}\n<h2>Results</h2>\n<ol class="hits" id="hits">\n{hits}\n</ol>'
     return _write(out, _page(f"convis: clips like {anchor.name}", body))
 
 
-def _hit_html(hit: Hit, concepts: list[Concept], root: Path, out: Path, frames: int, decoder, lmm: bool) -> str:
+def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, out: Path, frames: int,
+              decoder) -> str:
     path = root / hit.path
     total = "unreadable" if hit.total is None else f"{hit.total:.3f}"
-    rows = [(c.words, c.weight, hit.scores.get(c.key)) for c in concepts]
+    rows = [(c.words, c.weight, hit.scores.get(c.key), scored_by(by[c.key], hit.ratings.get(c.key)))
+            for c in concepts]
     recall = ""
     if hit.recall_scores:  # after reranking, keep the recall similarity in view
         recall = '<p class="meta">recall: ' + _e(", ".join(f"{k} {v:.3f}" for k, v in hit.recall_scores.items())) \
                  + "</p>"
     return (f'<li class="card hit" id="hit-{hit.rank}" data-rank="{hit.rank}" data-path="{_e(hit.path)}">'
             f'<div class="hit-head"><span class="rank">#{hit.rank}</span><span class="path">{_e(hit.path)}</span>'
-            f'<span class="time">{_e(format_time(hit.start))} – {_e(format_time(hit.end))}</span>'
+            f'<span class="time">{_e(format_span(hit.start, hit.end))}</span>'
             f'<span class="total">total {_e(total)}</span></div>'
             f'<div class="body"><div>{_strip_html(path, hit.path, hit.start, hit.end, frames, decoder)}'
-            f'{_score_rows(rows, lmm)}{recall}</div>{_video_html(path, out, hit.start, hit.end)}</div></li>')
+            f'{_score_rows(rows)}{recall}</div>{_video_html(path, out, hit.start, hit.end)}</div></li>')
 
 
 # -- compare page -------------------------------------------------------------------------------
@@ -226,18 +227,18 @@ def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frame
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
     out, a, b = Path(out), Path(a), Path(b)
     lmm = bool(result.reranker)
-    scored_by = result.reranker or "recall similarity"
     mode = f" ({result.mode})" if result.mode and lmm else ""
-    rows = [(row.concept.words, row.concept.weight, row.score) for row in result.concepts]
+    rows = [(row.concept.words, row.concept.weight, row.score,
+             scored_by(result.reranker, row.rating) if lmm else scored_by(row.signal)) for row in result.concepts]
     total = result.total
     columns = "".join(
         f'<section class="card clip" id="clip-{tag}"><h2>{tag.upper()} <span class="path">{_e(path.name)}</span>'
         f'</h2>{_strip_html(path, path.name, 0.0, None, frames_per_strip, decoder)}{_video_html(path, out, 0.0, None)}'
         f'</section>' for tag, path in (("a", a), ("b", b)))
-    scale = "1 = completely different, 5 = perfectly similar" if lmm else "similarity in [0, 1]"
+    scale = "ratings 1 (completely different) to 5 (perfectly similar) as 0-1" if lmm else "similarity in [0, 1]"
     body = (f'<header><h1><code>{_e(a.name)}</code> vs <code>{_e(b.name)}</code></h1>'
-            f'<p class="meta">scored by {_e(scored_by)}{_e(mode)} · {_e(scale)}</p>'
+            f'<p class="meta">scored by {_e(result.scored_by)}{_e(mode)} · {_e(scale)}</p>'
             f'{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
-            f'<section class="card" id="scores"><h2>Per-concept similarity</h2>{_score_rows(rows, lmm)}'
+            f'<section class="card" id="scores"><h2>Per-concept similarity</h2>{_score_rows(rows)}'
             f'<p class="total">total {_e("unreadable" if total is None else f"{total:.3f}")}</p></section>')
     return _write(out, _page(f"convis: {a.name} vs {b.name}", body))

@@ -33,10 +33,10 @@ from pydantic import BaseModel, Field
 
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError
-from retrieval.core.concepts import ConceptError
+from retrieval.core.concepts import CloseToConcept, Concept, ConceptError, parse_concepts
 from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
-from retrieval.engine import Engine, NoIndexError
+from retrieval.engine import DEFAULT_K, Engine, NoIndexError
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.search.anchor import AnchorError
@@ -60,6 +60,11 @@ class ApiError(Exception):
 
 
 # -- request bodies -----------------------------------------------------------------------------
+FREE_TEXT_OPT_IN = 'send "free_text": true, or tick "free text" in the web UI,'
+FREE_TEXT_HELP = ("Take every concept name as written: a name close to a ConViS concept (e.g. 'locaton') is "
+                  "otherwise refused as a likely typo.")
+
+
 class ConceptIn(BaseModel):
     name: str = Field(..., examples=["location", "main-action", "camera angle"])
     weight: float = Field(1.0, ge=0)
@@ -70,13 +75,14 @@ class QueryIn(BaseModel):
                         examples=["campus_01.mp4"])
     concepts: list[ConceptIn | str] = Field(..., min_length=1,
                                             description="Concepts with weights, or strings such as 'location=0.7'.")
-    k: int = Field(10, ge=1, le=1000)
+    k: int = Field(DEFAULT_K, ge=1, le=1000)
     start: float | None = Field(None, ge=0, description="Use only the anchor from this second.")
     end: float | None = Field(None, gt=0, description="Use only the anchor up to this second.")
     rerank: bool = Field(False, description="Rescore the top candidates with the server's --reranker.")
     rerank_top: int = Field(20, ge=1, le=500)
     mode: Literal["expected", "greedy"] = "expected"
     symmetric: bool = False
+    free_text: bool = Field(False, description=FREE_TEXT_HELP)
 
 
 class CompareIn(BaseModel):
@@ -86,14 +92,15 @@ class CompareIn(BaseModel):
     a_start: float | None = Field(None, ge=0)
     a_end: float | None = Field(None, gt=0)
     b_start: float | None = Field(None, ge=0, description="Which unit of a segmented b (its start second).")
-    rerank: bool = Field(False, description="Ask the server's --reranker (whole files, 1-5) instead of the "
-                                            "recall similarity (0-1).")
+    rerank: bool = Field(False, description="Ask the server's --reranker (whole files) instead of the index's "
+                                            "signals; either way scores are on the 0-1 scale.")
     mode: Literal["expected", "greedy"] = "expected"
     symmetric: bool = False
+    free_text: bool = Field(False, description=FREE_TEXT_HELP)
 
 
-def concept_specs(concepts: list[ConceptIn | str]) -> list[str]:
-    return [c if isinstance(c, str) else f"{c.name}={c.weight}" for c in concepts]
+def parsed_concepts(concepts: list[ConceptIn | str], free_text: bool) -> list[Concept]:
+    return parse_concepts([c if isinstance(c, str) else f"{c.name}={c.weight}" for c in concepts], free_text)
 
 
 # -- state shared by the requests ---------------------------------------------------------------
@@ -232,6 +239,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(500, f"model unavailable: {one_line(exc, None)}")
 
     app.add_exception_handler(ApiError, lambda _r, exc: _error(exc.status, str(exc)))
+    app.add_exception_handler(CloseToConcept, lambda _r, exc: _error(400, exc.saying(FREE_TEXT_OPT_IN)))
     app.add_exception_handler(CatalogBusy, busy)
     app.add_exception_handler(NoIndexError, lambda _r, exc: _error(503, str(exc)))
     for kind in (AnchorError, ConceptError, SignalError, DecodeError):
@@ -340,11 +348,12 @@ def save_upload(folder: Path, upload: UploadFile) -> dict:
 def run_query(state: ServerState, body: QueryIn) -> dict:
     anchor = state.resolve(body.anchor)
     with state.using_engine() as engine:
-        result = engine.query(anchor, concept_specs(body.concepts), body.k, body.start, body.end,
+        result = engine.query(anchor, parsed_concepts(body.concepts, body.free_text), body.k, body.start, body.end,
                               reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
                               mode=body.mode, symmetric=body.symmetric)
     data = result.as_dict()
-    data.update(anchor=body.anchor, start=body.start, end=body.end, anchor_media=media_url(body.anchor),
+    # the anchor as the client named it: relative to the root, uploads included (they live outside it)
+    data.update(anchor=body.anchor, anchor_media=media_url(body.anchor),
                 anchor_strip=strip_url(body.anchor, body.start, body.end))
     for hit in data["hits"]:
         hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
@@ -353,34 +362,16 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
 
 def run_compare(state: ServerState, body: CompareIn) -> dict:
     a, b = state.resolve(body.a), state.resolve(body.b)
-    specs = concept_specs(body.concepts)
+    concepts = parsed_concepts(body.concepts, body.free_text)
     reranker = state.reranker_for(body.rerank)
     with state.using_engine() as engine:
-        if reranker is not None:
-            data = engine.compare(a, b, specs, reranker, body.mode, body.symmetric).as_dict()
-            data.update(b_start=None, b_end=None)  # the LMM sees whole files
-        else:
-            data = _recall_compare(engine, a, body, specs)
+        # by signals: the scores a query for the anchor gives b, exactly what the gallery showed
+        data = engine.compare(a, b, concepts, reranker, body.mode, body.symmetric, a_span=(body.a_start, body.a_end),
+                              b_start=body.b_start).as_dict()
     data.update(a=body.a, b=body.b, a_media=media_url(body.a), b_media=media_url(body.b),
                 a_strip=strip_url(body.a, body.a_start, body.a_end),
                 b_strip=strip_url(body.b, data["b_start"], data["b_end"]))
     return data
-
-
-def _recall_compare(engine: Engine, anchor: Path, body: CompareIn, specs: list[str]) -> dict:
-    """The scores a query for the anchor gives b: exactly what the gallery showed, for any pair."""
-    units = engine.info()["units"]
-    result = engine.query(anchor, specs, k=units, start=body.a_start, end=body.a_end, recall_k=units)
-    hits = [h for h in result.hits if h.path == body.b and
-            (body.b_start is None or abs(h.start - body.b_start) < 1e-3)]
-    if not hits:
-        raise ApiError(400, f"{body.b} is not an indexed clip other than the anchor")
-    hit = hits[0]  # best unit of b when no b_start was given
-    concepts = [{"key": c.key, "words": c.words, "weight": round(c.weight, 6),
-                 "score": round(hit.scores[c.key], 4), "signal": result.signals[c.key]} for c in result.concepts]
-    return {"reranker": None, "mode": None, "symmetric": False, "scored_by": "recall similarity",
-            "concepts": concepts, "total": round(hit.total, 4), "rank": hit.rank, "b_start": round(hit.start, 3),
-            "b_end": round(hit.end, 3), "notices": result.notices}
 
 
 # -- running it ---------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class FileState:
     mtime: float
     content_hash: str | None
     status: str
+    error: str | None = None  # why it failed (status "failed")
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,7 @@ class Catalog:
 
     # -- files --------------------------------------------------------------
     def file_states(self) -> dict[str, FileState]:
-        rows = self.db.execute("SELECT path, file_id, size, mtime, content_hash, status FROM files").fetchall()
+        rows = self.db.execute("SELECT path, file_id, size, mtime, content_hash, status, error FROM files").fetchall()
         return {r[0]: FileState(*r[1:]) for r in rows}
 
     def indexed_with(self, indexer: str) -> set[str]:
@@ -199,6 +200,14 @@ class Catalog:
             [indexer],
         ).fetchall()
         return {r[0] for r in rows}
+
+    def unit_spans(self) -> dict[str, tuple[float, list[tuple[float, float]]]]:
+        """Every indexed file's duration and its units' (start, end) seconds, in segment order."""
+        rows = self.db.execute(
+            """SELECT f.path, any_value(f.duration), list(u.start_s ORDER BY u.segment),
+                      list(u.end_s ORDER BY u.segment)
+               FROM files f JOIN units u USING (file_id) WHERE f.status = 'ok' GROUP BY f.path""").fetchall()
+        return {path: (duration, list(zip(starts, ends))) for path, duration, starts, ends in rows}
 
     def commit_file(self, record: FileRecord, units: Sequence[UnitRecord],
                     vectors: dict[str, np.ndarray]) -> None:
@@ -322,6 +331,36 @@ class Catalog:
             "segment_seconds": self.setting("segment_seconds"),
             "generation": self.generation,
         }
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """One file as the index knows it: what `convis ls` and the web app's collection show."""
+
+    path: str
+    status: str  # ok or failed
+    error: str | None  # why it failed
+    duration: float | None
+    width: int | None
+    height: int | None
+    units: tuple[tuple[int, float, float], ...]  # (segment, start, end) in seconds
+    captioned: bool  # a text indexer holds a vector for it
+
+
+def list_files(catalog: Catalog) -> list[FileListing]:
+    """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it."""
+    rows = catalog.db.execute(
+        """SELECT f.path, f.status, f.error, f.duration, f.width, f.height,
+                  list((u.segment, u.start_s, u.end_s) ORDER BY u.segment) FILTER (WHERE u.unit_id IS NOT NULL),
+                  bool_or(e.unit_id IS NOT NULL)
+           FROM files f
+           LEFT JOIN units u USING (file_id)
+           LEFT JOIN embeddings e ON e.unit_id = u.unit_id
+                AND e.indexer IN (SELECT indexer FROM indexers WHERE kind = 'text')
+           GROUP BY ALL ORDER BY f.path""").fetchall()
+    return [FileListing(path, status, error, duration, width, height,
+                        tuple((seg, start, end) for seg, start, end in (units or [])), bool(captioned))
+            for path, status, error, duration, width, height, units, captioned in rows]
 
 
 def _sql_path(path: Path) -> str:

@@ -113,9 +113,9 @@ def test_sbert_row_from_captions(caption_scores, concept):
     row = next(r for r in rows if r.concept == concept)
     rho, tau = paper.TABLE3["mPLUG-Owl3-7B-240728"].values[concept]
     assert row.paper_name == "SBERT on mPLUG-Owl3 captions"
-    assert row.rho == pytest.approx(rho, abs=0.5)
-    assert row.tau == pytest.approx(tau, abs=0.5)
-    assert row.n == 610
+    assert row.scores.rho == pytest.approx(rho, abs=0.5)
+    assert row.scores.tau == pytest.approx(tau, abs=0.5)
+    assert row.scores.n == 610
 
 
 # ---------------------------------------------------------------- `bench captions`

@@ -10,7 +10,13 @@ function el(tag, attrs = {}, ...children) {
   for (const child of children) node.append(child);  // strings become text nodes: names are never parsed as HTML
   return node;
 }
-const fmtTime = (s) => s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, "0")}`;
+// one clock format everywhere (retrieval/core/timecode.py): 0:08.1, 1:20.0, 1:02:03.5
+const fmtTime = (s) => {
+  const tenths = Math.round(Math.max(s, 0) * 10), whole = Math.floor(tenths / 10);
+  const [h, m, sec] = [Math.floor(whole / 3600), Math.floor(whole / 60) % 60, whole % 60];
+  const clock = h ? `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}` : `${m}:${String(sec).padStart(2, "0")}`;
+  return `${clock}.${tenths % 10}`;
+};
 const fmtScore = (v) => v === null || v === undefined ? "unreadable" : v.toFixed(3);
 
 function status(text, isError = false) {
@@ -59,11 +65,14 @@ async function fillStrip(box, url, name) {
   }
 }
 
-function scoreRows(rows, lmm) {
+const shortName = (modelId) => modelId.split(":")[0];
+
+// every score is on one 0-1 scale (an LMM's 1-5 answer r as (r - 1) / 4); `by` says what scored the row
+function scoreRows(rows) {
   const box = el("div", {class: "scores"});
-  for (const [label, weight, value] of rows) {
-    const fraction = value === null ? 0 : Math.min(1, Math.max(0, lmm ? (value - 1) / 4 : value));
-    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)}`)),
+  for (const [label, weight, value, by] of rows) {
+    const fraction = value === null ? 0 : Math.min(1, Math.max(0, value));
+    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)} · ${by}`)),
                el("span", {class: "bar"}, el("span", {style: `width:${(100 * fraction).toFixed(1)}%`})),
                el("span", {class: "value"}, fmtScore(value)));
   }
@@ -73,15 +82,21 @@ function scoreRows(rows, lmm) {
 const video = (src, start, end) => el("video", {controls: "", preload: "metadata",
   src: `${src}#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`});
 
+function rowBy(scoredBy, rating) {
+  const by = scoredBy === "fusion" ? "fusion" : shortName(scoredBy);
+  return rating === null || rating === undefined ? by : `${by}, ${rating.toFixed(2)} of 5`;
+}
+
 function hitCard(hit, result) {
-  const lmm = result.reranker !== null;
-  const rows = result.concepts.map((c) => [c.words, c.weight, hit.scores[c.key]]);
+  const ratings = hit.ratings || {};
+  const rows = result.concepts.map((c) => [c.words, c.weight, hit.scores[c.key],
+                                          rowBy(c.scored_by, ratings[c.key])]);
   const stripBox = el("div", {class: "strip"});
   const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path},
     el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
-       el("span", {class: "time"}, `${fmtTime(hit.start)} – ${fmtTime(hit.end)}`),
+       el("span", {class: "time"}, `${fmtTime(hit.start)}-${fmtTime(hit.end)}`),
        el("span", {class: "total"}, `total ${fmtScore(hit.total)}`)),
-    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(rows, lmm)), video(hit.media, hit.start, hit.end)));
+    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(rows)), video(hit.media, hit.start, hit.end)));
   card.addEventListener("click", (event) => { if (event.target.tagName !== "VIDEO") compare(hit); });
   fillStrip(stripBox, hit.strip, hit.path);
   return card;
@@ -104,7 +119,7 @@ async function search(event) {
   const select = $("#anchor");
   if (!select.value) { status("pick or upload an anchor first", true); return; }
   const body = {anchor: select.value, concepts: concepts(), k: Number($("#k").value || 10),
-                rerank: $("#rerank").checked};
+                rerank: $("#rerank").checked, free_text: $("#free-text").checked};
   status("searching…");
   try {
     const result = await post("/query", body);
@@ -119,7 +134,7 @@ async function compare(hit) {
   try {
     const req = current.body;
     const data = await post("/compare", {a: req.anchor, b: hit.path, b_start: hit.start, concepts: req.concepts,
-                                         rerank: req.rerank});
+                                         rerank: req.rerank, free_text: req.free_text});
     showCompare(data);
     status("");
   } catch (error) { status(error.message, true); }
@@ -133,16 +148,18 @@ function clipColumn(box, title, name, stripUrl, media, start, end) {
 
 function showCompare(data) {
   const lmm = data.reranker !== null;
+  const rows = data.concepts.map((c) => [c.words, c.weight, c.score, lmm ? rowBy(data.reranker, c.rating)
+                                                                       : shortName(c.signal)]);
   $("#results").hidden = true;
   $("#compare").hidden = false;
   $("#compare-title").textContent = `${current.label} vs ${data.b}`;
   clipColumn($("#clip-a"), "Anchor", current.label, data.a_strip, data.a_media, current.body.start, current.body.end);
   clipColumn($("#clip-b"), data.rank ? `#${data.rank}` : "B", data.b, data.b_strip, data.b_media,
              data.b_start, data.b_end);
-  const scale = lmm ? `${data.reranker}, 1 = completely different, 5 = perfectly similar`
-                    : "recall similarity in [0, 1]";
+  const scale = lmm ? `${data.reranker}: its answer, 1 (completely different) to 5 (perfectly similar), as 0-1`
+                    : `${data.scored_by}, in [0, 1]`;
   $("#compare-scores").replaceChildren(el("h2", {}, "Per-concept similarity ", el("span", {class: "meta"}, scale)),
-    scoreRows(data.concepts.map((c) => [c.words, c.weight, c.score]), lmm),
+    scoreRows(rows),
     el("p", {class: "total"}, `total ${fmtScore(data.total)}`),
     ...data.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
   window.scrollTo(0, 0);

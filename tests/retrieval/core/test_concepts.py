@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.core.concepts import ConceptError, combine, parse_concept, parse_concepts
+from retrieval.core.concepts import CloseToConcept, ConceptError, combine, from_rating, parse_concept, parse_concepts
 from retrieval.search.signals import SignalError, choose, parse_overrides
 
 
@@ -40,3 +40,39 @@ def test_signal_table_prefers_the_papers_best_signal():
         choose("location", available, {"location": "clip"})
     with pytest.raises(SignalError):
         parse_overrides(["location"])
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("locaton", "location"), ("lcoation", "location"), ("main subject", "main-subjects"),
+    ("Main-Objcts", "main-objects"), ("order of action", "order-of-actions"),
+])
+def test_a_name_close_to_a_convis_concept_is_refused_as_a_typo(spec, match):
+    with pytest.raises(CloseToConcept) as caught:
+        parse_concepts([spec])
+    assert caught.value.match == match
+    assert str(caught.value) == (f"unknown concept {spec!r}; did you mean {match}? "
+                                 "(use --free-text to ask for it as written)")
+
+
+@pytest.mark.parametrize("spec, key", [
+    ("camera angle", "camera-angle"), ("weather", "weather"), ("motion", "motion"), ("lighting", "lighting"),
+])
+def test_other_names_are_free_text_without_asking(spec, key):
+    assert parse_concept(spec).key == key
+
+
+def test_free_text_takes_a_close_name_as_written_and_spellings_of_convis_names_still_match():
+    assert parse_concept("locaton", free_text=True) == parse_concept("locaton=1", free_text=True)
+    assert (parse_concept("locaton", free_text=True).key, parse_concept("locaton", free_text=True).words) == \
+        ("locaton", "locaton")
+    for spelling in ("LOCATION", "Main_Action", "main action", "MainObjects", "order of actions"):
+        assert parse_concept(spelling).key in {"location", "main-action", "main-objects", "order-of-actions"}
+        assert parse_concept(spelling, free_text=True) == parse_concept(spelling)  # still the ConViS concept
+    with pytest.raises(CloseToConcept):
+        parse_overrides(["locaton=clip"])
+    assert parse_overrides(["locaton=clip"], free_text=True) == {"locaton": "clip"}
+
+
+def test_one_to_five_ratings_map_onto_the_zero_to_one_scale():
+    assert [from_rating(r) for r in (1.0, 2.0, 3.0, 4.2, 5.0)] == pytest.approx([0.0, 0.25, 0.5, 0.8, 1.0])
+    assert from_rating(None) is None  # an unreadable answer stays unreadable

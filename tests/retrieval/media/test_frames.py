@@ -3,7 +3,7 @@ import pytest
 
 from retrieval.core.pixels import FixedResize
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import DecodeError, VideoDecoder, output_size
+from retrieval.media.frames import DecodeError, VideoDecoder, output_size, plain_reason
 from tests.media import decoded_frame_number, make_clip
 
 BACKENDS = ["decord", "pyav"]
@@ -71,13 +71,33 @@ def test_output_size_never_upscales():
     assert output_size(3840, 2160, 256) == (456, 256)
 
 
-@pytest.mark.parametrize("content", [b"", b"not a video at all\n" * 50, bytes(range(256)) * 64])
-def test_non_videos_raise_decode_error_with_reasons(tmp_path, content):
-    bad = tmp_path / "bad.mp4"
+MOOV = "not a complete video file (moov atom not found)"
+
+
+@pytest.mark.parametrize("name, content, reason", [
+    ("empty.mp4", b"", "empty file (0 bytes)"),
+    ("text.mp4", b"not a video at all\n" * 50, MOOV),
+    ("bytes.mp4", bytes(range(256)) * 64, MOOV),
+    ("text.mkv", b"not a video at all\n" * 50, "not a video file (invalid data)"),
+])
+def test_non_videos_raise_decode_error_with_plain_reasons(tmp_path, name, content, reason):
+    bad = tmp_path / name
     bad.write_bytes(content)
     with pytest.raises(DecodeError) as info:
         VideoDecoder().sample(bad, 4)
-    assert "decord" in str(info.value) and "pyav" in str(info.value)
+    assert str(info.value) == reason  # what the file is, not each decoder's raw words
+
+
+def test_a_truncated_video_is_reported_as_incomplete(tmp_path, example_videos):
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes((example_videos / "cup.mp4").read_bytes()[:3000])  # its header, then almost nothing
+    with pytest.raises(DecodeError, match=r"^not a complete video file \(truncated\)$"):
+        VideoDecoder().sample(cut, 4)
+
+
+def test_unknown_failures_keep_each_decoders_words_and_say_a_shared_one_once():
+    assert plain_reason([("decord", "boom"), ("pyav", "bang")]) == "decord: boom; pyav: bang"
+    assert plain_reason([("decord", "no video stream"), ("pyav", "no video stream")]) == "no video stream"
 
 
 def test_pyav_takes_over_when_decord_fails(counted_clip, monkeypatch):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from retrieval.engine import Engine
+from retrieval.media.frames import DecodeError
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.indexing import IndexSettingsError
 from retrieval.pipeline.settings import IndexSettings
@@ -68,7 +69,9 @@ def test_broken_files_are_skipped_with_reasons_and_the_run_succeeds(engine, vide
     assert all(reason for reason in failed.values())
     info = engine.info()
     assert info["files_failed"] == 3 and {f["path"] for f in info["failures"]} == set(failed)
-    assert run(engine, video_folder).failed == []  # unchanged broken files are not retried
+    again = run(engine, video_folder)  # unchanged broken files are not retried, and still reported as failed
+    assert (again.indexed, again.unchanged, again.failed_earlier) == (0, 4, 3)
+    assert dict(again.failed) == failed
 
 
 def test_faiss_index_agrees_with_catalog(engine, video_folder):
@@ -132,10 +135,62 @@ def test_segments_make_several_units(engine, video_folder):
     assert report.units == sum(len(v) for v in ids.values())
 
 
-def test_changing_segment_length_is_refused(engine, video_folder):
+def test_a_new_segment_length_recuts_the_files_whose_units_change_and_is_kept(engine, video_folder):
     run(engine, video_folder)
-    with pytest.raises(IndexSettingsError, match="one unit per file"):
-        run(engine, video_folder, segment_seconds=5.0)
+    before = unit_ids(engine)
+    report = run(engine, video_folder, segment_seconds=10.0)  # campus clips are 20 s, cup 8 s, carphone 4 s
+    after = unit_ids(engine)
+    assert (report.indexed, report.unchanged, report.units) == (2, 2, 4)
+    assert len(after["campus_01.mp4"]) == len(after["campus_02.mp4"]) == 2
+    assert after["cup.mp4"] == before["cup.mp4"] and after["carphone_pristine.mp4"] == before["carphone_pristine.mp4"]
+    assert report.notes == ["2 indexed file(s) get 10 s units; each keeps its old units until its new ones are "
+                            "committed"]
+    again = run(engine, video_folder)  # no --segment: the index's own length
+    assert (again.indexed, again.unchanged) == (0, 4) and unit_ids(engine) == after
+    whole = run(engine, video_folder, segment_seconds=0)  # back to one unit per file
+    assert whole.indexed == 2 and all(len(ids) == 1 for ids in unit_ids(engine).values())
+
+
+class StopAfterFirst(SerialDistributor):
+    """Decodes one file, then the run is stopped (as by Ctrl-C) once that file is committed."""
+
+    def map(self, fn, items):
+        for n, item in enumerate(items):
+            if n == 1:
+                raise KeyboardInterrupt
+            yield item, fn(item)
+
+
+def test_a_stopped_resegmenting_run_loses_nothing_and_the_next_run_finishes_it(engine, video_folder):
+    run(engine, video_folder)
+    before = unit_ids(engine)
+    with pytest.raises(KeyboardInterrupt):
+        engine.index(video_folder, [engine.spec], IndexSettings(segment_seconds=10.0), distributor=StopAfterFirst())
+    stopped = unit_ids(engine)
+    assert len(stopped["campus_01.mp4"]) == 2 and stopped["campus_02.mp4"] == before["campus_02.mp4"]
+    assert engine.info()["files_ok"] == 4  # the file not yet re-cut keeps its unit and vector
+    report = run(engine, video_folder)  # carries on without being asked again
+    assert report.indexed == 1 and len(unit_ids(engine)["campus_02.mp4"]) == 2
+    assert run(engine, video_folder).indexed == 0
+
+
+class FailingOn(SerialDistributor):
+    def __init__(self, name: str):
+        self.name = name
+
+    def map(self, fn, items):
+        for item in items:
+            yield item, (DecodeError("timed out") if item.file.rel == self.name else fn(item))
+
+
+def test_a_file_that_fails_to_be_recut_keeps_its_units_and_is_retried(engine, video_folder):
+    run(engine, video_folder)
+    before = unit_ids(engine)
+    report = engine.index(video_folder, [engine.spec], IndexSettings(segment_seconds=10.0),
+                          distributor=FailingOn("campus_02.mp4"))
+    assert report.failed == [("campus_02.mp4", "timed out")]
+    assert unit_ids(engine)["campus_02.mp4"] == before["campus_02.mp4"] and engine.info()["files_failed"] == 0
+    assert run(engine, video_folder).indexed == 1 and len(unit_ids(engine)["campus_02.mp4"]) == 2
 
 
 def test_second_indexer_adds_vectors_without_touching_the_first(engine, video_folder, tiny_models):

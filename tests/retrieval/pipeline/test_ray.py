@@ -111,7 +111,7 @@ def test_ray_run_writes_the_local_runs_catalog_and_faiss_index(ray_session, tmp_
     assert not (engine.index_dir / SHARDS_DIRNAME).exists()  # merged, then dropped
 
     again = ray_index(engine, video_folder, spec)  # nothing changed: nothing reaches Ray
-    assert (again.indexed, again.unchanged, again.computed) == (0, 5, 0)
+    assert (again.indexed, again.unchanged, again.computed, again.failed_earlier) == (0, 4, 0, 1)
 
 
 def test_interrupted_run_resumes_from_its_shards_without_recomputing_them(ray_session, tmp_path, video_folder,

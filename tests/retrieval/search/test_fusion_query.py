@@ -33,7 +33,8 @@ def test_fused_scores_are_the_weights_file_applied_to_the_signals(captioned_inde
         # the text signal's input is the recall similarity of the caption vectors
         expected = model.predict("main-action", {"text": plain[hit.path].scores["main-action"],
                                                  "dinov2": _dinov2_sim(engine, hit)})
-        assert hit.scores["main-action"] == pytest.approx(expected.score, abs=1e-6)
+        assert hit.ratings["main-action"] == pytest.approx(expected.score, abs=1e-6)  # the 1-5 prediction
+        assert hit.scores["main-action"] == pytest.approx((expected.score - 1) / 4, abs=1e-6)  # on the 0-1 scale
         assert hit.total == pytest.approx((hit.scores["main-action"] + hit.scores["location"]) / 2)
     totals = [h.total for h in result.hits]
     assert totals == sorted(totals, reverse=True)

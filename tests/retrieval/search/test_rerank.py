@@ -34,7 +34,8 @@ def test_reranked_query_reorders_the_recall_set_by_lmm_scores(index_copy, exampl
     assert {h.path for h in reranked.hits} == {h.path for h in recall.hits}
     totals = [h.total for h in reranked.hits]
     assert totals == sorted(totals, reverse=True)
-    assert all(1.0 <= h.scores["location"] <= 5.0 for h in reranked.hits)
+    assert all(1.0 <= h.ratings["location"] <= 5.0 for h in reranked.hits)  # the LMM's own answers
+    assert all(h.scores["location"] == pytest.approx((h.ratings["location"] - 1) / 4) for h in reranked.hits)
     assert all(h.recall_scores for h in reranked.hits)  # recall similarity kept beside the LMM score
     assert engine.scorer.model_pairs == 5
     assert engine.frames.decodes == 6  # the anchor once, each candidate once
@@ -87,7 +88,7 @@ def test_compare_cli_json(index_copy, example_videos, qwen):
     data = json.loads(result.stdout)
     assert [c["key"] for c in data["concepts"]] == ["main-action", "location"]
     for c in data["concepts"]:  # greedy: a parsed 1-5 answer, or null when unreadable; never 0
-        assert c["score"] is None or c["score"] in {1.0, 2.0, 3.0, 4.0, 5.0}
+        assert c["rating"] is None or c["rating"] in {1.0, 2.0, 3.0, 4.0, 5.0}
     # the evidence behind each score: the frames each video showed and the pixel size that reached the model
     for key, name in (("a", "box.mp4"), ("b", "cup.mp4")):
         info = VideoDecoder().backends[0].probe(example_videos / name)

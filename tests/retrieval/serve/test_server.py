@@ -269,10 +269,10 @@ def test_server_reranker_rescores_queries_and_compares(example_index, tmp_path):
         reranked = client.post("/query", json={"anchor": "box.mp4", "concepts": ["location"], "k": 3,
                                                "rerank": True, "rerank_top": 3}).json()
         assert reranked["reranker"] and {h["path"] for h in reranked["hits"]} == {h["path"] for h in recall["hits"]}
-        assert all(1.0 <= h["scores"]["location"] <= 5.0 and h["recall_scores"] for h in reranked["hits"])
+        assert all(1.0 <= h["ratings"]["location"] <= 5.0 and h["recall_scores"] for h in reranked["hits"])
         pair = client.post("/compare", json={"a": "box.mp4", "b": "cup.mp4", "concepts": ["location"],
                                              "rerank": True}).json()
-        assert pair["reranker"] == reranked["reranker"] and 1.0 <= pair["concepts"][0]["score"] <= 5.0
+        assert pair["reranker"] == reranked["reranker"] and 1.0 <= pair["concepts"][0]["rating"] <= 5.0
         assert pair["b_start"] is None and pair["b_strip"] == "/strips/cup.mp4?n=8"  # the LMM saw the whole file
 
 
@@ -285,3 +285,26 @@ def test_the_web_ui_is_one_page_built_from_its_package_files(client):
     assert (ui / "app.js").read_text().strip() in page and (ui / "app.css").read_text().strip() in page
     assert 'id="query-form"' in (ui / "index.html").read_text() and 'id="query-form"' in page
     assert "http://" not in page and "https://" not in page  # no external resources
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/query", {"anchor": "campus_01.mp4", "concepts": ["locaton"]}),
+    ("/compare", {"a": "box.mp4", "b": "cup.mp4", "concepts": [{"name": "locaton", "weight": 1}]}),
+])
+def test_a_typo_of_a_convis_concept_is_refused_unless_free_text_is_asked_for(client, path, body):
+    refused = client.post(path, json=body)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == ("unknown concept 'locaton'; did you mean location? (send \"free_text\": true, "
+                                       "or tick \"free text\" in the web UI, to ask for it as written)")
+    accepted = client.post(path, json={**body, "free_text": True})
+    assert accepted.status_code == 200 and [c["key"] for c in accepted.json()["concepts"]] == ["locaton"]
+    assert 'id="free-text"' in client.get("/").text and "free_text: $(\"#free-text\").checked" in client.get("/").text
+
+
+def test_query_names_each_concepts_signal_and_when_concepts_share_one(client):
+    data = client.post("/query", json={"anchor": "box.mp4", "concepts": ["location", "main-objects"]}).json()
+    assert [c["signal"].split(":")[0] for c in data["concepts"]] == ["efficientnet-lite0"] * 2
+    assert any(n.startswith("location and main-objects both use the whole-clip similarity of efficientnet-lite0")
+               for n in data["notices"])
+    pair = client.post("/compare", json={"a": "box.mp4", "b": "cup.mp4", "concepts": ["location", "main-objects"]})
+    assert pair.json()["notices"] == data["notices"]  # the same query behind it, the same notices

@@ -1,0 +1,82 @@
+"""Finding the index from what a user types (the video folder, the index folder, nothing), and listing it."""
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from retrieval.engine import Engine
+from retrieval.pipeline.settings import IndexSettings
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, example_videos):
+    """A working folder holding `videos/` (three clips and an empty file) indexed into videos/.convis."""
+    work = tmp_path_factory.mktemp("work")
+    videos = work / "videos"
+    videos.mkdir()
+    for name in ("cup.mp4", "campus_01.mp4", "campus_02.mp4"):
+        shutil.copy(example_videos / name, videos / name)
+    (videos / "[draft] empty.mp4").write_bytes(b"")
+    Engine(videos / ".convis").index(videos, ["efficientnet-lite0"], IndexSettings(workers=1))
+    return work
+
+
+def info_json(*args, cwd=None, monkeypatch=None):
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    result = runner.invoke(app, ["info", *map(str, args), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("where", ["videos", "videos/.convis"])
+def test_info_takes_the_video_folder_or_the_index_folder(indexed, where, monkeypatch):
+    expected = str(indexed / "videos" / ".convis")
+    assert info_json(indexed / where)["index_dir"] == expected
+    assert info_json("--index-dir", indexed / where)["index_dir"] == expected
+
+
+def test_info_inside_the_video_folder_finds_its_index(indexed, monkeypatch):
+    assert info_json(cwd=indexed / "videos", monkeypatch=monkeypatch)["files_ok"] == 3
+
+
+def test_info_from_the_parent_folder_names_the_index_below(indexed, monkeypatch):
+    monkeypatch.chdir(indexed)
+    result = runner.invoke(app, ["info"])
+    assert result.exit_code == 2
+    assert f"found {indexed / 'videos'}: pass one of them" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_query_index_dir_may_be_the_video_folder(indexed):
+    result = runner.invoke(app, ["query", "-a", str(indexed / "videos" / "campus_01.mp4"), "-c", "location",
+                                 "--index-dir", str(indexed / "videos"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["hits"][0]["path"] == "campus_02.mp4"
+
+
+def test_ls_lists_every_file_with_units_status_and_reason(indexed):
+    result = runner.invoke(app, ["ls", str(indexed / "videos"), "--json"])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.stdout)
+    assert listing["root"] == str(indexed / "videos")
+    files = {f["path"]: f for f in listing["files"]}
+    assert set(files) == {"cup.mp4", "campus_01.mp4", "campus_02.mp4", "[draft] empty.mp4"}
+    cup = files["cup.mp4"]
+    assert (cup["status"], len(cup["units"]), cup["captioned"]) == ("ok", 1, False)
+    assert cup["duration"] == pytest.approx(8.1, abs=0.05) and cup["units"][0]["end"] == pytest.approx(cup["duration"])
+    broken = files["[draft] empty.mp4"]
+    assert broken["status"] == "failed" and broken["error"] and broken["units"] == []
+
+
+def test_ls_table_shows_names_as_written_and_failed_only_on_request(indexed):
+    everything = runner.invoke(app, ["ls", str(indexed / "videos")], env={"COLUMNS": "200"})
+    assert "[draft] empty.mp4" in everything.stdout  # not eaten as markup
+    assert "0:08.1" in everything.stdout  # cup's duration, in the one time format
+    failed = runner.invoke(app, ["ls", str(indexed / "videos"), "--failed", "--json"])
+    assert [f["path"] for f in json.loads(failed.stdout)["files"]] == ["[draft] empty.mp4"]

