@@ -35,6 +35,7 @@ from indexers.factory import available_indexers
 from rerankers.base import MODES, RERANKERS, RerankerError
 from rerankers.factory import available_rerankers
 from retrieval.core.concepts import Concept, ConceptError, parse_concepts
+from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
@@ -50,7 +51,8 @@ from retrieval.serve.gallery import write_compare_html, write_query_html
 from retrieval.serve.server import serve as run_server
 from retrieval.store.catalog import CatalogBusy
 
-EXIT_CODES = "exit codes: 0 done, 1 nothing usable came out of the run, 2 usage or input error, 130 interrupted"
+EXIT_CODES = ("exit codes: 0 done, 1 nothing usable came out of the run or the system refused (disk full, "
+              "permission), 2 usage or input error, 130 interrupted")
 
 
 class OneLineErrors(TyperGroup):
@@ -101,6 +103,9 @@ def user_errors():
         yield
     except expected as exc:
         fail(str(exc).strip() or type(exc).__name__)
+    except OSError as exc:  # the system refused: a full disk, a permission, a file where a folder should be
+        where = f": {exc.filename}" if exc.filename else ""
+        fail(f"{exc.strerror or one_line(exc, 200)}{where}", 1)
     except KeyboardInterrupt:
         fail("interrupted; what was committed stays indexed, run the same command to resume", 130)
 
@@ -122,6 +127,12 @@ def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
     """``--index-dir`` (an index folder or the video folder holding one), else the nearest index above ``near``
     or the current folder."""
     return locate_index(index_dir, *[p.parent if p.is_file() else p for p in near], Path.cwd())
+
+
+def check_page(html: Optional[Path]) -> None:
+    """``--html`` names a file to write; said before any work is done."""
+    if html is not None and html.is_dir():
+        raise UserError(f"--html {html} is a folder: give the page a file name, e.g. {html / 'results.html'}")
 
 
 def check_mode(mode: str) -> None:
@@ -171,6 +182,10 @@ def index(
     protocol: Optional[str] = typer.Option(None, help="How indexers see videos: 'fast' (default: about 1 frame "
                                            "a second, 8 a unit, decoder-scaled) or 'paper' (the ConViS-Bench "
                                            "reference's frames, pixels, weights and fp32). Kept in the index."),
+    move_root: bool = typer.Option(False, help="The indexed videos moved to FOLDER: index them there (an index "
+                                   "covers one folder; another is refused without this)."),
+    prune: bool = typer.Option(False, help="Forget every indexed file that is gone from FOLDER, however many "
+                               "(without it, a run that would forget more than half of them is refused)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
@@ -179,7 +194,8 @@ def index(
             raise UserError(f"captions folder not found: {captions}")
         settings = IndexSettings(segment_seconds=_segment_seconds(segment), captions=captions, workers=workers,
                                  timeout=timeout, publish_every=publish_every, ray_address=ray,
-                                 faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol)
+                                 faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol,
+                                 move_root=move_root, prune=prune)
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, settings, progress=progress)
@@ -275,10 +291,10 @@ def _print_index_report(report) -> None:
 
 
 # -- query --------------------------------------------------------------------------------------
-CONCEPT_HELP = ("Concept, optionally weighted: location, main-action=0.7, 'camera angle=2'. Repeat to combine "
-                "(weights normalised). The ConViS concepts (location, main-action, main-subjects, main-objects, "
-                "order-of-actions) match up to case, spaces and underscores; any other name is free text, except "
-                "one close to a ConViS concept ('locaton'), refused as a likely typo unless --free-text.")
+CONCEPT_HELP = ("Concept, optionally weighted by a positive number: location, main-action=0.7, 'camera angle=2'. "
+                "Repeat to combine (weights normalised). The ConViS concepts (location, main-action, main-subjects, "
+                "main-objects, order-of-actions) match up to case, spaces and underscores; any other name is free "
+                "text, except one close to a ConViS concept ('locaton'), refused as a likely typo unless --free-text.")
 FREE_TEXT_HELP = "Take every concept name as written, even one close to a ConViS concept."
 
 
@@ -316,6 +332,7 @@ def query(
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
     with user_errors():
+        check_page(html)
         concepts = concepts_to_score(concept, mode, free_text)
         engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
         span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
@@ -441,6 +458,7 @@ def compare(
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
     index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker."""
     with user_errors():
+        check_page(html)
         concepts = concepts_to_score(concept, mode, free_text)
         engine = Engine(_compare_index(index_dir, a, reranker), device=device, rerank_batch=rerank_batch)
         result = engine.compare(a, b, concepts, reranker, mode, symmetric,
@@ -486,14 +504,16 @@ def serve(
     host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Address to listen on (localhost only by default)."),
     port: int = typer.Option(8000, min=1, max=65535, metavar="PORT", help="Port to listen on."),
     reranker: Optional[str] = typer.Option(None, "--reranker", "-r", metavar="NAME",
-                                           help="LMM used when a request asks to "
-                                           "rerank."),
+                                           help="LMM used when a request asks to rerank."),
+    allowed_host: List[str] = typer.Option([], "--allowed-host", metavar="NAME", help="Also answer requests for "
+                                           "this host name (repeatable); by default only loopback names and "
+                                           "--host are answered, so no other site can reach the app."),
 ):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
     with user_errors():
         found = resolve_index_dir(index_dir or folder)
         _check_port(host, port)
-        run_server(found, host, port, reranker)
+        run_server(found, host, port, reranker, extra_hosts=allowed_host)
 
 
 def _check_port(host: str, port: int) -> None:

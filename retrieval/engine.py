@@ -19,7 +19,7 @@ from rerankers.factory import create_reranker
 from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.errors import one_line
 from retrieval.media.scan import content_hash, find_videos
-from retrieval.pipeline.catalog_settings import PROTOCOL, build_index, configure_faiss, settle_protocol
+from retrieval.pipeline.catalog_settings import PROTOCOL, build_index, configure_faiss, settle_protocol, settle_root
 from retrieval.pipeline.distribute import Distributor
 from retrieval.pipeline.executors import open_executor
 from retrieval.pipeline.indexing import SNAPSHOT_NAME, Executor, IndexReport, IndexRun, Progress, Scan
@@ -126,6 +126,10 @@ class Engine:
         if not folder.is_dir():
             raise NotADirectoryError(f"not a folder: {folder}")
         scan = find_videos(folder, skip=self.index_dir.resolve())
+        if scan[0] and self.has_index:
+            # a wrong or half-absent folder is refused before any worker or cluster starts
+            with Catalog(self.catalog_path) as catalog:
+                settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
         if scan[0]:
             with open_executor(settings, self.index_dir, distributor, self.device,
                                self.trust_remote_code) as executor:
@@ -139,7 +143,9 @@ class Engine:
                executor: Executor, progress: Progress | None) -> IndexReport:
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with Catalog(self.catalog_path) as catalog:
-            catalog.set_setting("root", str(folder))
+            # a new index records its root here; an existing one is checked again, as another run may have
+            # written between the check above and this one
+            settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
             self.protocol = settle_protocol(catalog, settings.protocol)
             rows = catalog.indexers()
             specs = list(indexers) or [r.indexer for r in rows] or [self._default_spec(progress)]

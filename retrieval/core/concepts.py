@@ -94,8 +94,8 @@ def parse_concept(spec: str, free_text: bool = False) -> Concept:
             weight = float(weight_text)
         except ValueError:
             raise ConceptError(f"concept weight must be a number: {spec!r}") from None
-        if not math.isfinite(weight) or weight < 0:
-            raise ConceptError(f"concept weight must be a finite number >= 0: {spec!r}")
+        if not math.isfinite(weight) or weight <= 0:
+            raise ConceptError(f"concept weight must be a finite number > 0: {spec!r}")
     key, words = _lookup(name, free_text)
     return Concept(key, words, weight)
 
@@ -108,10 +108,16 @@ def parse_concepts(specs: list[str] | tuple[str, ...], free_text: bool = False) 
     keys = [c.key for c in concepts]
     if len(set(keys)) != len(keys):
         raise ConceptError(f"a concept is given twice: {', '.join(keys)}")
-    total = sum(c.weight for c in concepts)
-    if total <= 0:
-        raise ConceptError("concept weights sum to 0")
-    return [Concept(c.key, c.words, c.weight / total) for c in concepts]
+    return [Concept(c.key, c.words, w) for c, w in zip(concepts, normalise([c.weight for c in concepts]))]
+
+
+def normalise(weights: list[float]) -> list[float]:
+    """Positive finite weights scaled to sum to 1.  Divided by the largest first, so that weights near the
+    float limit (1e308 + 1e308 overflows to inf) or near 0 keep their proportions: 1e308/1e308 is 0.5/0.5."""
+    largest = max(weights)
+    scaled = [w / largest for w in weights]
+    total = math.fsum(scaled)  # in [1, len(weights)]: never 0, never inf
+    return [w / total for w in scaled]
 
 
 def combine(scores: dict[str, float | None], concepts: list[Concept]) -> float | None:

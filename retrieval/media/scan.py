@@ -30,7 +30,7 @@ def find_videos(root: Path, skip: Path | None = None) -> tuple[list[FoundFile], 
     root = root.resolve()
     found, problems = [], []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=lambda e: problems.append(
-            (str(e.filename), f"cannot list folder: {e.strerror}"))):
+            (shown_name(str(e.filename)), f"cannot list folder: {e.strerror}"))):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and (skip is None or here / d != skip))
         for name in sorted(filenames):
@@ -43,6 +43,9 @@ def find_videos(root: Path, skip: Path | None = None) -> tuple[list[FoundFile], 
 
 def _inspect(root: Path, path: Path) -> FoundFile | tuple[str, str]:
     rel = path.relative_to(root).as_posix()
+    if not _is_text(rel):
+        # the catalog, reports and terminals hold text; such a name is shown with its odd bytes escaped
+        return shown_name(rel), "file name is not valid UTF-8 (rename it to index it)"
     try:
         real = path.resolve(strict=True)
         if path.is_symlink() and not real.is_relative_to(root):
@@ -53,6 +56,20 @@ def _inspect(root: Path, path: Path) -> FoundFile | tuple[str, str]:
     if not os.access(real, os.R_OK):
         return rel, "cannot read: permission denied"
     return FoundFile(str(path), rel, stat.st_size, stat.st_mtime)
+
+
+def _is_text(name: str) -> bool:
+    """False for a name holding bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """``name`` as printable text: bytes that are not UTF-8 become ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def content_hash(path: str | os.PathLike, chunk: int = 4 << 20) -> str:

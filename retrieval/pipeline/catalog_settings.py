@@ -1,8 +1,9 @@
 """How an index is built, as its catalog records it, and the FAISS indices built that way.
 
-The protocol is fixed when an index is first built (a later run that asks for another is
-refused); the unit length, the FAISS factory string and search parameters are kept for later
-runs until one changes them.  Every FAISS index is derived from the catalog, never the reverse.
+The folder an index covers and its protocol are fixed when it is first built (a later run
+that asks for another is refused; the folder moves only when asked); the unit length, the
+FAISS factory string and search parameters are kept for later runs until one changes them.
+Every FAISS index is derived from the catalog, never the reverse.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import numpy as np
 from indexers.base import PROTOCOLS, Indexer
 from retrieval.core.errors import one_line
 from retrieval.media.frames import spans
+from retrieval.media.scan import FoundFile
+from retrieval.pipeline.plan import gone, needs_prune
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
 
+ROOT = "root"  # catalog setting: the folder the index covers (catalog paths are relative to it)
 PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
 SEGMENT = "segment_seconds"  # catalog setting: the unit length in seconds, "" = one unit per file
@@ -25,7 +29,25 @@ RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hol
 
 
 class IndexSettingsError(ValueError):
-    """The run asks for settings that contradict how the index was built."""
+    """The run asks for what the index refuses: settings that contradict how it was built, another folder,
+    or forgetting most of its files."""
+
+
+def settle_root(catalog: Catalog, folder: Path, found: list[FoundFile], move: bool = False,
+                prune: bool = False) -> None:
+    """Record ``folder`` (resolved) as the index's root, after checking the run may index it: the folder the
+    index covers (another only with ``move``: its videos moved there), and, unless ``prune``, a folder
+    that still holds most of the indexed files.  Checked before the run writes anything."""
+    stored = catalog.setting(ROOT)
+    if stored and Path(stored) != folder and not move:
+        raise IndexSettingsError(f"this index covers {stored}, not {folder}; index {stored}, give {folder} its "
+                                 f"own --index-dir, or pass --move-root if the videos moved to {folder}")
+    known = catalog.file_states()
+    forgetting = len(gone(found, known))
+    if not prune and needs_prune(forgetting, len(known)):
+        raise IndexSettingsError(f"{forgetting} of the {len(known)} indexed files are not in {folder} (is it "
+                                 "mounted?); indexing it would forget them: pass --prune to forget them")
+    catalog.set_setting(ROOT, str(folder))
 
 
 def settle_protocol(catalog: Catalog, wanted: str | None) -> str:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import importlib
 import multiprocessing as mp
 import os
+import select
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
@@ -20,6 +22,9 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
 from retrieval.pipeline.guard import check_main_guard
 
 Item = TypeVar("Item")
+
+
+MAX_FRUITLESS_RESTARTS = 3  # pool restarts in a row that settle no task before the rest is given up
 
 
 class TaskFailed(Exception):
@@ -35,6 +40,39 @@ def _quiet_worker() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
+
+
+def _init_worker(owner: int) -> None:
+    threading.Thread(target=_exit_with, args=(owner,), daemon=True, name="exit-with-owner").start()
+    _quiet_worker()
+
+
+def _exit_with(owner: int) -> None:
+    """End this worker when ``owner``, the process that runs the pool, ends (a killed ``convis index``).
+
+    Workers block on a task queue whose write end they hold themselves, and they are children of the
+    forkserver, which in turn waits for them: without this, all of them outlive their owner.
+    """
+    try:
+        handle = os.pidfd_open(owner)  # Linux: readable once the owner exits, no polling
+    except (AttributeError, OSError):
+        handle = None
+    if handle is not None:
+        select.select([handle], [], [])
+    else:
+        while _running(owner):
+            time.sleep(1.0)
+    os._exit(1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    return True
 
 
 def _import(modules: tuple[str, ...]) -> None:
@@ -61,6 +99,7 @@ class _Task:
     item: Any
     started: float | None  # None: queued behind busy workers (its time limit has not started)
     crashed: bool = False  # its future reported the pool broken
+    alone: bool = False  # rerun as the only task: a crash now is its own
 
 
 class ProcessDistributor:
@@ -96,30 +135,52 @@ class ProcessDistributor:
     def map(self, fn, items):
         queue = list(items)
         queue.reverse()  # pop() from the end keeps the input order of submission
-        suspects: list = []  # in flight at a crash with others: rerun one at a time to find the culprit
+        suspects: list = []  # in flight at a crash: rerun one at a time to find the culprit
         pool, self._started = self._started or self._pool(), None
         running: dict[Future, _Task] = {}  # in submission order: the pool starts tasks in this order
+        fruitless = 0  # pool restarts since the last result: bounds a crash loop
         try:
             while queue or running or suspects:
-                self._submit(pool, running, queue, suspects, fn)
-                done, _ = wait(running, timeout=self._wait_time(running), return_when=FIRST_COMPLETED)
-                yield from self._collect(done, running)
-                if self._expired(running) or self._broken(done):
-                    yield from self._fail_running(running, queue, suspects)
+                broken = not self._submit(pool, running, queue, suspects, fn)
+                # a broken pool settles every future at once: take them all, so no finished result is lost
+                done, _ = wait(running, timeout=self._wait_time(running),
+                               return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
+                settled = list(self._collect(done, running))
+                restart = broken or self._expired(running) or self._broken(done)
+                if restart:
+                    settled += self._fail_running(running, queue, suspects)
                     pool = self._restart(pool)
+                fruitless = 0 if settled else fruitless + restart
+                if fruitless > MAX_FRUITLESS_RESTARTS:
+                    settled += self._give_up(queue, suspects)
+                yield from settled
         finally:
             self._kill(pool)
 
-    def _submit(self, pool, running, queue, suspects, fn) -> None:
-        if suspects:
-            if not running:
-                item = suspects.pop()
-                running[pool.submit(fn, item)] = _Task(item, time.monotonic())
-            return
-        while queue and len(running) < self.workers + self.prefetch:
-            item = queue.pop()
-            busy = sum(task.started is not None for task in running.values())
-            running[pool.submit(fn, item)] = _Task(item, time.monotonic() if busy < self.workers else None)
+    def _submit(self, pool, running, queue, suspects, fn) -> bool:
+        """Hand the pool what it may take now; False if the pool broke (a worker died while idle or busy)."""
+        try:
+            if suspects:
+                if not running:
+                    future = pool.submit(fn, suspects[-1])  # popped only once submitted
+                    running[future] = _Task(suspects.pop(), time.monotonic(), alone=True)
+                return True
+            while queue and len(running) < self.workers + self.prefetch:
+                busy = sum(task.started is not None for task in running.values())
+                future = pool.submit(fn, queue[-1])  # popped only once submitted
+                running[future] = _Task(queue.pop(), time.monotonic() if busy < self.workers else None)
+        except BrokenProcessPool:
+            return False  # the item stays queued: it never reached a worker
+        return True
+
+    @staticmethod
+    def _give_up(queue, suspects) -> list:
+        """Workers die before any task settles, again and again: fail what is left instead of spinning."""
+        failed = [(item, TaskFailed("decoder processes keep dying (killed or out of memory)"))
+                  for item in queue + suspects]
+        queue.clear()
+        suspects.clear()
+        return failed
 
     def _collect(self, done, running):
         # finished tasks first: each frees a worker for the next queued task before any crash is judged
@@ -153,17 +214,17 @@ class ProcessDistributor:
     def _fail_running(self, running, queue, suspects):
         """Blame the timed-out or crashed task; requeue the ones killed only because their pool went.
 
-        A crash with one task started blames it; with several, each is rerun alone.  Queued
-        tasks never ran, so they go back to the queue either way.
+        A crash blames only a task that was running alone; the tasks in flight at any other crash
+        are rerun one at a time, so a worker killed from outside costs no file.  Queued tasks
+        never ran, so they go back to the queue either way.
         """
         now = time.monotonic()
         crashed = any(task.crashed for task in running.values())
-        started = [task for task in running.values() if task.started is not None]
         for task in running.values():
             if task.started is None:
                 queue.append(task.item)
-            elif crashed and len(started) == 1:
-                yield task.item, TaskFailed("decoder crashed (its worker process died)")
+            elif crashed and task.alone:
+                yield task.item, TaskFailed("decoder crashed: its worker process died (killed or out of memory)")
             elif crashed:
                 suspects.append(task.item)
             elif now - task.started > self.timeout:
@@ -179,7 +240,8 @@ class ProcessDistributor:
 
     def _pool(self) -> ProcessPoolExecutor:
         check_main_guard()  # a script's unguarded code would start workers again in every worker
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self.context, initializer=_quiet_worker)
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self.context, initializer=_init_worker,
+                                   initargs=(os.getpid(),))
 
     def _restart(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor:
         self._kill(pool)

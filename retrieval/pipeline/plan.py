@@ -42,6 +42,21 @@ def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str]
             missing.append(f)
         else:
             unchanged.append(f)
+    return Plan(new, changed, missing, unchanged, gone(found, known), failed, stale)
+
+
+# A run may forget up to this share of the files an index lists; more (a folder that is not the one indexed,
+# a mount point whose drive is absent) is refused unless pruning is asked for, since forgetting loses vectors
+# that only re-embedding brings back.
+PRUNE_SHARE = 0.5
+
+
+def gone(found: list[FoundFile], known: dict[str, FileState]) -> list[str]:
+    """Indexed paths not among the files found: the ones the run forgets."""
     present = {f.rel for f in found}
-    deleted = sorted(p for p in known if p not in present)
-    return Plan(new, changed, missing, unchanged, deleted, failed, stale)
+    return sorted(p for p in known if p not in present)
+
+
+def needs_prune(forgetting: int, listed: int) -> bool:
+    """Whether forgetting ``forgetting`` of the ``listed`` files is more than a run does unasked."""
+    return forgetting > PRUNE_SHARE * listed

@@ -19,7 +19,9 @@ class IndexSettings:
     and the seconds one file may take; ``ray_address``: decode and embed on Ray ("auto",
     HOST:PORT, "local"), None to do both on this machine; ``faiss_index``/``faiss_params``:
     the FAISS factory string and search parameters, kept for later runs ("auto" resets);
-    ``protocol``: "fast" or "paper", fixed when the index is first built.
+    ``protocol``: "fast" or "paper", fixed when the index is first built; ``move_root``: the
+    videos moved, index them at the new folder; ``prune``: forget however many files are gone
+    (a run that would forget more than half of them is refused without it).
     """
 
     segment_seconds: float | None = None
@@ -32,6 +34,8 @@ class IndexSettings:
     faiss_index: str | None = None
     faiss_params: str | None = None
     protocol: str | None = None
+    move_root: bool = False
+    prune: bool = False
 
     def __post_init__(self) -> None:
         # a str from a script names a folder all the same; an empty one names none

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Sequence
 from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, File, Query, UploadFile
@@ -42,6 +42,7 @@ from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.search.anchor import AnchorError
 from retrieval.search.signals import SignalError
 from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
+from retrieval.serve.guards import LOOPBACK, allowed_hosts, guard, upload_folder
 from retrieval.store.catalog import CatalogBusy
 
 UPLOADS = ".uploads"
@@ -67,7 +68,7 @@ FREE_TEXT_HELP = ("Take every concept name as written: a name close to a ConViS 
 
 class ConceptIn(BaseModel):
     name: str = Field(..., examples=["location", "main-action", "camera angle"])
-    weight: float = Field(1.0, ge=0)
+    weight: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
 class QueryIn(BaseModel):
@@ -200,12 +201,13 @@ def strip_url(ref: str, start: float | None, end: float | None, n: int = 8) -> s
 
 
 # -- the app ------------------------------------------------------------------------------------
-def create_app(index_dir: Path, reranker: str | None = None) -> FastAPI:
-    """The API and UI over the index in ``index_dir``; ``reranker`` is what ``rerank: true`` uses."""
+def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str] = LOOPBACK) -> FastAPI:
+    """The API and UI over the index in ``index_dir``; ``reranker`` is what ``rerank: true`` uses; only requests
+    naming one of ``hosts`` are answered (see guards.py)."""
     engine = Engine(Path(index_dir))
     if not engine.has_index:
         raise NoIndexError(f"no index at {index_dir}: run `convis index FOLDER` first")
-    uploads = Path(tempfile.mkdtemp(prefix="convis-uploads-"))
+    uploads = upload_folder()
     state = ServerState(engine, reranker, uploads)
 
     @asynccontextmanager
@@ -218,6 +220,7 @@ def create_app(index_dir: Path, reranker: str | None = None) -> FastAPI:
                   description="Concept-conditioned video retrieval over one index: query by concept, compare "
                               "pairs, browse thumbnails and media.")
     app.state.convis = state
+    guard(app, hosts, "/uploads", MAX_UPLOAD_BYTES)
     _add_error_handlers(app)
     _add_routes(app, state)
     return app
@@ -376,17 +379,19 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
 
 # -- running it ---------------------------------------------------------------------------------
 def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
-                log_level: str = "info"):
+                log_level: str = "info", extra_hosts: Sequence[str] = ()):
     """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread)."""
     import uvicorn  # uvicorn: only a running server needs it, not the app (tests use the app alone)
 
-    config = uvicorn.Config(create_app(Path(index_dir), reranker), host=host, port=port, log_level=log_level)
-    return uvicorn.Server(config)
+    app = create_app(Path(index_dir), reranker, allowed_hosts(host, extra_hosts))
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
 
 
-def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None) -> None:
-    """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise."""
-    make_server(index_dir, host, port, reranker).run()
+def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
+          extra_hosts: Sequence[str] = ()) -> None:
+    """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise; answering only
+    requests for the loopback names, ``host`` and ``extra_hosts``."""
+    make_server(index_dir, host, port, reranker, extra_hosts=extra_hosts).run()
 
 
 # -- the web UI: one page, vanilla JS, no external resources ------------------------------------

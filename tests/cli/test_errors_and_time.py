@@ -96,3 +96,18 @@ def test_a_non_video_anchor_is_one_line_without_decoder_log_lines(example_index,
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: anchor {fake} is not a readable video"), done.stderr
+
+
+def test_html_on_a_folder_is_refused_before_any_work(example_index, example_videos, tmp_path):
+    line = one_line_error(runner.invoke(app, ["query", "-a", str(example_videos / "cup.mp4"), "-c", "location",
+                                              "--index-dir", str(example_index), "--html", str(tmp_path)]))
+    assert f"--html {tmp_path} is a folder" in line
+
+
+def test_an_index_dir_that_is_a_file_is_one_line(example_videos, tmp_path):
+    not_a_folder = tmp_path / "idx"
+    not_a_folder.write_text("")
+    result = runner.invoke(app, ["index", str(example_videos), "--index-dir", str(not_a_folder)])
+    assert result.exit_code in (1, 2)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(not_a_folder) in lines[0], result.stderr

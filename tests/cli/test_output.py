@@ -12,6 +12,7 @@ from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app
 
+LOCAL = "http://localhost"  # the app answers loopback host names only
 runner = CliRunner()
 
 
@@ -42,7 +43,7 @@ def test_an_anchor_outside_the_root_is_absolute(example_index, example_videos, t
 def test_cli_and_http_print_the_same_query(example_index, example_videos):
     cli = cli_json("query", "-a", example_videos / "box.mp4", "-c", "location", "--start", "1", "--end", "9",
                    "--index-dir", example_index, "-k", "3")
-    with TestClient(create_app(example_index)) as client:
+    with TestClient(create_app(example_index), base_url=LOCAL) as client:
         http = client.post("/query", json={"anchor": "box.mp4", "concepts": ["location"], "k": 3, "start": 1,
                                            "end": 9}).json()
     for key in ("root", "anchor", "start", "end", "concepts", "signals", "empty_reason"):

@@ -18,13 +18,14 @@ from retrieval.store.catalog import Catalog
 from tests.media import make_clip
 from tests.paths import ROOT
 
+LOCAL = "http://localhost"  # the app answers loopback host names only
 EXPECTED_FILES = {"bigbuckbunny.mp4", "bikes.mp4", "box.mp4", "campus_01.mp4", "campus_02.mp4", "campus_03.mp4",
                   "campus_04.mp4", "carphone_pristine.mp4", "cup.mp4"}
 
 
 @pytest.fixture(scope="module")
 def client(example_index):
-    with TestClient(create_app(example_index)) as test_client:
+    with TestClient(create_app(example_index), base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -180,7 +181,7 @@ def test_invalid_bodies_are_rejected_by_the_schema(client):
     ("/media/nothing.mp4", 404),
 ])
 def test_media_serves_only_videos_inside_the_root(moved_index, url, status):
-    with TestClient(create_app(moved_index)) as client:
+    with TestClient(create_app(moved_index), base_url=LOCAL) as client:
         response = client.get(url)
     assert response.status_code == status, response.text
     if status != 200:
@@ -220,12 +221,12 @@ def test_busy_catalog_without_a_snapshot_is_a_503_with_a_retry_hint(moved_index)
     for snapshot in moved_index.glob("snapshot*"):
         snapshot.unlink()  # a first index run that has published nothing yet
     app = create_app(moved_index)
-    with writer_holding(moved_index / "catalog.duckdb"), TestClient(app) as client:
+    with writer_holding(moved_index / "catalog.duckdb"), TestClient(app, base_url=LOCAL) as client:
         for response in (client.get("/health"), client.get("/videos"),
                          client.post("/query", json={"anchor": "inside.mp4", "concepts": ["location"]})):
             assert response.status_code == 503, response.text
             assert "retry" in response.json()["error"] and response.headers["Retry-After"] == "5"
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         assert client.get("/health").status_code == 200  # the same server recovers once the writer is gone
 
 
@@ -234,7 +235,7 @@ def test_busy_catalog_with_a_snapshot_still_answers(example_index, tmp_path):
     shutil.copytree(example_index, index, ignore=shutil.ignore_patterns("scores.duckdb"))
     if not any(index.glob("snapshot*")):
         pytest.skip("this index publishes no snapshot for readers")
-    with writer_holding(index / "catalog.duckdb"), TestClient(create_app(index)) as client:
+    with writer_holding(index / "catalog.duckdb"), TestClient(create_app(index), base_url=LOCAL) as client:
         assert client.get("/health").json()["files_ok"] == 9
         response = client.post("/query", json={"anchor": "campus_01.mp4", "concepts": ["location"], "k": 3})
         assert response.status_code == 200 and len(response.json()["hits"]) == 3
@@ -263,7 +264,7 @@ def test_server_reranker_rescores_queries_and_compares(example_index, tmp_path):
     qwen = str(build_qwen_vl(tmp_path / "qwen2-vl-tiny"))
     index = tmp_path / ".convis"
     shutil.copytree(example_index, index, ignore=shutil.ignore_patterns("scores.duckdb"))
-    with TestClient(create_app(index, reranker=qwen)) as client:
+    with TestClient(create_app(index, reranker=qwen), base_url=LOCAL) as client:
         assert client.get("/health").json()["reranker"] == qwen
         recall = client.post("/query", json={"anchor": "box.mp4", "concepts": ["location"], "k": 3}).json()
         reranked = client.post("/query", json={"anchor": "box.mp4", "concepts": ["location"], "k": 3,
