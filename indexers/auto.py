@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from urllib.parse import urlparse
 
 from indexers.base import INDEXERS
 from indexers.factory import available_indexers
+from retrieval.core.weights import hub_cached, hub_offline
 
 PREFERRED = "dinov2"
 OFFLINE_FALLBACK = "efficientnet-lite0"
@@ -18,26 +18,13 @@ def default_indexer() -> tuple[str, str | None]:
     """(spec, notice): the spec to use and, when falling back, one line saying why."""
     available_indexers()  # registers the built-in families
     source = INDEXERS.entry(PREFERRED).default_source
-    if _cached(source) or (not _offline() and _hub_reachable()):
+    if hub_cached(source) or (not hub_offline() and _hub_reachable()):
         return PREFERRED, None
-    why = "HF_HUB_OFFLINE is set" if _offline() else "the model hub is unreachable"
+    why = "HF_HUB_OFFLINE is set" if hub_offline() else "the model hub is unreachable"
     return OFFLINE_FALLBACK, (
         f"{PREFERRED} weights ({source}) are not cached and {why}; using {OFFLINE_FALLBACK} "
         f"(pass --indexer to choose)"
     )
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
-
-
-def _cached(repo_id: str) -> bool:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # an unreadable cache is the same as no cache
-        return False
 
 
 def _hub_reachable() -> bool:

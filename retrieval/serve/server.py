@@ -310,20 +310,12 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
 # -- endpoint bodies ----------------------------------------------------------------------------
 def list_videos(engine: Engine) -> list[dict]:
-    # the engine's reader: read-only, and the last published snapshot while an index run writes
-    with engine.open_catalog() as catalog:
-        rows = catalog.db.execute(
-            """SELECT f.path, f.status, f.error, f.duration, f.width, f.height, u.segment, u.start_s, u.end_s
-               FROM files f LEFT JOIN units u USING (file_id) ORDER BY f.path, u.segment""").fetchall()
-    files: dict[str, dict] = {}
-    for path, status, error, duration, width, height, segment, start, end in rows:
-        entry = files.setdefault(path, {
-            "path": path, "status": status, "error": error, "duration": duration, "width": width, "height": height,
-            "media": media_url(path) if status == "ok" else None, "units": []})
-        if segment is not None:
-            entry["units"].append({"segment": segment, "start": round(start, 3), "end": round(end, 3),
-                                   "strip": strip_url(path, start, end)})
-    return list(files.values())
+    """Every file the index knows (the engine reads the last published snapshot while an index run writes)."""
+    return [{"path": f.path, "status": f.status, "error": f.error, "duration": f.duration, "width": f.width,
+             "height": f.height, "media": media_url(f.path) if f.status == "ok" else None,
+             "units": [{"segment": seg, "start": round(start, 3), "end": round(end, 3),
+                        "strip": strip_url(f.path, start, end)} for seg, start, end in f.units]}
+            for f in engine.files()]
 
 
 def save_upload(folder: Path, upload: UploadFile) -> dict:
