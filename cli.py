@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, List, Optional
 
+import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -40,16 +41,18 @@ from retrieval.core.registry import UnknownModelError
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
 from retrieval.engine import DEFAULT_K, INDEX_DIRNAME, Engine, NoIndexError, find_index_dir, locate_index
-from retrieval.pipeline.indexing import IndexSettingsError
+from retrieval.pipeline.indexing import WINDOW_FRAMES, IndexSettingsError
+from retrieval.pipeline.local import WORKER_MEMORY_MB
 from retrieval.pipeline.ray_pipeline import RayUnavailable
-from retrieval.pipeline.settings import IndexSettings
+from retrieval.pipeline.settings import MIN_SEGMENT_SECONDS, IndexSettings
 from retrieval.search.anchor import AnchorError, AnchorSpanError
 from retrieval.search.fusion import RERANKER_PREFIX, FusionError
 from retrieval.search.results import CompareResult, QueryResult
 from retrieval.search.signals import SignalError, parse_overrides
 from retrieval.serve.gallery import write_compare_html, write_query_html
+from retrieval.serve.server import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
 from retrieval.serve.server import serve as run_server
-from retrieval.store.catalog import CatalogBusy
+from retrieval.store.errors import CatalogBusy, CatalogDamaged, is_damage
 
 EXIT_CODES = ("exit codes: 0 done, 1 nothing usable came out of the run or the system refused (disk full, "
               "permission), 2 usage or input error, 130 interrupted")
@@ -98,11 +101,15 @@ def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
                 IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-                RerankerError, FusionError, RayUnavailable)
+                RerankerError, FusionError, RayUnavailable, CatalogDamaged)
     try:
         yield
     except expected as exc:
         fail(str(exc).strip() or type(exc).__name__)
+    except duckdb.Error as exc:
+        if not is_damage(exc):
+            raise
+        fail(f"the index's catalog is damaged ({one_line(exc, 160)}); `convis repair` restores its snapshot", 1)
     except OSError as exc:  # the system refused: a full disk, a permission, a file where a folder should be
         where = f": {exc.filename}" if exc.filename else ""
         fail(f"{exc.strerror or one_line(exc, 200)}{where}", 1)
@@ -149,6 +156,9 @@ RerankBatchOpt = Annotated[Optional[int], typer.Option(
     "halved and retried.")]
 WHERE_HELP = ("The indexed video folder or its index folder (default: the nearest .convis at or above the "
               "current folder).")
+WhereArg = Annotated[Optional[Path], typer.Argument(metavar="FOLDER", help=WHERE_HELP, show_default=False)]
+IndexDirOpt = Annotated[Optional[Path], typer.Option(metavar="DIR", help="Same as FOLDER.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 
 def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -162,12 +172,16 @@ def index(
                                       "folder; repeat for several. Default: what the index already uses, else "
                                       "dinov2 when its weights are available, else efficientnet-lite0."),
     index_dir: Optional[Path] = typer.Option(None, help="Where the index lives (default FOLDER/.convis)."),
-    segment: Optional[str] = typer.Option(None, help="Split videos into fixed-length units, e.g. 10s or 1m; 'off': "
-                                          "one unit per file. Kept for later runs; a new length re-indexes the "
-                                          "files whose units change (each keeps its old units until then)."),
+    segment: Optional[str] = typer.Option(None, help="Split videos into fixed-length units, e.g. 10s or 1m (at "
+                                          f"least {MIN_SEGMENT_SECONDS:g}s); 'off': one unit per file. Kept for "
+                                          "later runs; a new length re-indexes the files whose units change (each "
+                                          "keeps its old units until then)."),
     captions: Optional[Path] = typer.Option(None, help="Folder of <video stem>.txt captions for the text indexer."),
-    workers: Optional[int] = typer.Option(None, min=1, help="Decoder processes (default: half the cores)."),
-    timeout: float = typer.Option(300.0, min=1, help="Seconds one file may take to decode before it is skipped."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Decoder processes (default: half the cores; at most "
+                                          f"one per core and per {WORKER_MEMORY_MB} MB of available memory)."),
+    timeout: float = typer.Option(300.0, min=1, help="Seconds one decode task may take before its file is skipped; "
+                                  f"a task reads a window of at most {WINDOW_FRAMES} sampled frames of one file, "
+                                  "so a long video gets one such limit per window."),
     publish_every: float = typer.Option(60.0, min=0, help="Seconds between snapshots a long run publishes, so "
                                         "queries made while it runs see its progress."),
     device: DeviceOpt = None,
@@ -186,6 +200,9 @@ def index(
                                    "covers one folder; another is refused without this)."),
     prune: bool = typer.Option(False, help="Forget every indexed file that is gone from FOLDER, however many "
                                "(without it, a run that would forget more than half of them is refused)."),
+    retry_failed: bool = typer.Option(False, help="Try again every file that failed before, unchanged since; "
+                                      "without it only failures that may pass (timed out, decoder crashed, "
+                                      "disk full, model error) are retried, not files that are not videos."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
@@ -195,7 +212,7 @@ def index(
         settings = IndexSettings(segment_seconds=_segment_seconds(segment), captions=captions, workers=workers,
                                  timeout=timeout, publish_every=publish_every, ray_address=ray,
                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol,
-                                 move_root=move_root, prune=prune)
+                                 move_root=move_root, prune=prune, retry_failed=retry_failed)
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, settings, progress=progress)
@@ -276,7 +293,7 @@ def _index_progress(disable: bool):
 def _print_index_report(report) -> None:
     failed = f"failed {len(report.failed)}"
     if report.failed_earlier:
-        failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried)"
+        failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried: --retry-failed)"
     out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
               f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; {failed}"
               + (f"; captions {report.captioned}" if report.captioned else ""), highlight=False)
@@ -453,7 +470,7 @@ def compare(
                                              "cache folder)."),
     device: DeviceOpt = None,
     html: HtmlOpt = None,
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    as_json: JsonOpt = False,
 ):
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
     index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker."""
@@ -499,8 +516,8 @@ def _print_comparison(result: CompareResult) -> None:
 # -- serve --------------------------------------------------------------------------------------
 @app.command(cls=PlainUsage)
 def serve(
-    folder: Optional[Path] = typer.Argument(None, metavar="FOLDER", help=WHERE_HELP, show_default=False),
-    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Same as FOLDER."),
+    folder: WhereArg = None,
+    index_dir: IndexDirOpt = None,
     host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Address to listen on (localhost only by default)."),
     port: int = typer.Option(8000, min=1, max=65535, metavar="PORT", help="Port to listen on."),
     reranker: Optional[str] = typer.Option(None, "--reranker", "-r", metavar="NAME",
@@ -508,12 +525,23 @@ def serve(
     allowed_host: List[str] = typer.Option([], "--allowed-host", metavar="NAME", help="Also answer requests for "
                                            "this host name (repeatable); by default only loopback names and "
                                            "--host are answered, so no other site can reach the app."),
+    max_upload_mb: int = typer.Option(MAX_UPLOAD_BYTES >> 20, "--max-upload-mb", min=1, metavar="MB",
+                                      help="Largest anchor clip a client may upload; a bigger upload is cut off "
+                                           "while it streams (413)."),
+    upload_quota_mb: int = typer.Option(UPLOAD_QUOTA_BYTES >> 20, "--upload-quota-mb", min=1, metavar="MB",
+                                        help="Disk space uploads may take together; past it the oldest uploads "
+                                             "are removed. Uploads that are not videos are refused (415); all "
+                                             "are removed when the server stops."),
 ):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
     with user_errors():
+        if upload_quota_mb < max_upload_mb:
+            raise UserError(f"--upload-quota-mb ({upload_quota_mb}) must be at least --max-upload-mb "
+                            f"({max_upload_mb}): the quota holds at least one upload")
         found = resolve_index_dir(index_dir or folder)
         _check_port(host, port)
-        run_server(found, host, port, reranker, extra_hosts=allowed_host)
+        run_server(found, host, port, reranker, extra_hosts=allowed_host, max_upload=max_upload_mb << 20,
+                   upload_quota=upload_quota_mb << 20)
 
 
 def _check_port(host: str, port: int) -> None:
@@ -530,13 +558,15 @@ def _check_port(host: str, port: int) -> None:
 # -- info ---------------------------------------------------------------------------------------
 @app.command(cls=PlainUsage)
 def info(
-    folder: Optional[Path] = typer.Argument(None, metavar="FOLDER", help=WHERE_HELP, show_default=False),
-    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Same as FOLDER."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    folder: WhereArg = None,
+    index_dir: IndexDirOpt = None,
+    as_json: JsonOpt = False,
 ):
     """Show what is indexed, by which indexers, and what failed."""
     with user_errors():
-        summary = Engine(resolve_index_dir(index_dir or folder)).info()
+        engine = Engine(resolve_index_dir(index_dir or folder))
+        summary = engine.info()
+    print_notices(engine.notices)  # e.g. a damaged catalog read from its snapshot
     if as_json:
         print_json(summary)
         return
@@ -551,12 +581,30 @@ def info(
         out.print(f"  [red]failed[/] {escape(failure['path'])}: {escape(failure['error'] or '')}", highlight=False)
 
 
+@app.command(cls=PlainUsage)
+def repair(
+    folder: WhereArg = None,
+    index_dir: IndexDirOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Restore a damaged catalog from the index's last snapshot (the damaged file is kept aside, renamed)."""
+    with user_errors():
+        where = resolve_index_dir(index_dir or folder)
+        restored = Engine(where).repair()
+    if as_json:
+        print_json({"index_dir": str(where.resolve()), "repaired": restored is not None,
+                    **({"kept_aside": str(restored.kept_aside), "snapshot_time": restored.snapshot_time,
+                        "files": restored.files} if restored else {})})
+        return
+    out.print(str(restored) if restored else f"the catalog in {where} is whole; nothing to repair", highlight=False)
+
+
 @app.command("ls", cls=PlainUsage)
 def list_files(
-    folder: Optional[Path] = typer.Argument(None, metavar="FOLDER", help=WHERE_HELP, show_default=False),
-    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Same as FOLDER."),
+    folder: WhereArg = None,
+    index_dir: IndexDirOpt = None,
     failed: bool = typer.Option(False, "--failed", help="Only the files that could not be indexed."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    as_json: JsonOpt = False,
 ):
     """List the indexed files: duration, units, status (with the reason a file failed), caption."""
     with user_errors():

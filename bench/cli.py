@@ -31,7 +31,7 @@ from indexers.factory import create_indexer
 from indexers.text import MINILM, pair_similarity, read_captions
 from rerankers.base import RerankerError
 from retrieval.core.registry import UnknownModelError
-from retrieval.store.catalog import CatalogBusy
+from retrieval.store.errors import CatalogBusy
 
 app = typer.Typer(
     name="bench",

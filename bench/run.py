@@ -46,7 +46,6 @@ from retrieval.engine import Engine
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.rerank import ClipRef
-from retrieval.store.catalog import Catalog
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"
@@ -161,7 +160,7 @@ class BenchRun:
     # -- global signals -----------------------------------------------------
     def _vectors(self) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
         """(name, source, frames) of each indexer -> base name -> the video's vector."""
-        with Catalog(self.engine.catalog_path, read_only=True) as catalog:
+        with self.engine.open_catalog() as catalog:
             rows = catalog.indexers()
             paths = [p for p, s in catalog.file_states().items() if s.status == "ok"]
             return {
@@ -226,7 +225,7 @@ class BenchRun:
         return out
 
     def _clips(self):
-        with Catalog(self.engine.catalog_path, read_only=True) as catalog:
+        with self.engine.open_catalog() as catalog:
             states = catalog.file_states()
         root = self.engine.root
         return {base_name(p): ClipRef(str(root / p), s.content_hash) for p, s in states.items() if s.status == "ok"}

@@ -82,7 +82,10 @@ def frame_batches(counts: Sequence[int], size: int) -> list[list[tuple[int, int,
 class TorchIndexer(Indexer):
     """An indexer around a torch module; subclasses implement ``_features``."""
 
-    batch_size = 32
+    batch_size = 32  # frames (clips for a video model) a forward pass takes on an accelerator
+    # on the CPU a batch of 32 frames held 0.4 GB more activations than one of 8 for no measurable speed
+    # (EfficientNet-Lite0, 128 frames: peak 1141 vs 765 MB, 4.5-6 s either way): the CPU embeds in smaller batches
+    cpu_batch_size = 8
 
     def __init__(self, name: str, source: str, model: torch.nn.Module, transform: ImageTransform,
                  dim: int, device: str | None = None, frame_spec: FrameSpec | None = None, protocol: str = "fast"):
@@ -91,6 +94,8 @@ class TorchIndexer(Indexer):
         # frames resized at decode time (the paper's pixels) only need scaling and normalising here
         self.transform = replace(transform, sized=self.frame_spec.sized_at_decode)
         self.device = pick_device(device)
+        if self.device.type == "cpu":
+            self.batch_size = min(self.batch_size, self.cpu_batch_size)
         self.dtype = pick_dtype(self.device, protocol)
         self.model = model.to(self.device, self.dtype).eval()
 

@@ -22,7 +22,7 @@ from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import PROTOCOL, build_index, configure_faiss, settle_protocol, settle_root
 from retrieval.pipeline.distribute import Distributor
 from retrieval.pipeline.executors import open_executor
-from retrieval.pipeline.indexing import SNAPSHOT_NAME, Executor, IndexReport, IndexRun, Progress, Scan
+from retrieval.pipeline.indexing import Executor, IndexReport, IndexRun, Progress, Scan
 from retrieval.pipeline.models import run_indexers
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search import ranking, signals
@@ -31,11 +31,13 @@ from retrieval.search.anchor import AnchorError as AnchorError  # callers import
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
-from retrieval.store.catalog import Catalog, CatalogBusy, CatalogEmpty, FileListing, list_files
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.catalog import Catalog, FileListing, list_files
+from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
+from retrieval.store.repair import Restored, restore_snapshot
+from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
+from retrieval.store.vectors import VectorIndex, check_folder, index_path
 
 INDEX_DIRNAME = ".convis"
-CATALOG_NAME = "catalog.duckdb"
 DEFAULT_K = 10  # results a query returns unless asked otherwise (CLI, API and web app alike)
 
 
@@ -126,7 +128,10 @@ class Engine:
         if not folder.is_dir():
             raise NotADirectoryError(f"not a folder: {folder}")
         scan = find_videos(folder, skip=self.index_dir.resolve())
+        if scan[0]:
+            check_folder(self.index_dir)  # before any file is embedded, not at the end of the run
         if scan[0] and self.has_index:
+            self._restore_if_damaged(progress)
             # a wrong or half-absent folder is refused before any worker or cluster starts
             with Catalog(self.catalog_path) as catalog:
                 settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
@@ -191,11 +196,13 @@ class Engine:
             indices = {m: self._vector_index(catalog, m) for m in set(recalled.signal_of.values())}
             candidates = sorted(ranking.recall(recalled.vectors, indices, recall_k or max(100, 10 * k)))
             units = catalog.units(candidates)
+            # scores come from the catalog's vectors: FAISS only proposes the candidates
+            exact = ranking.stored_vectors(catalog, recalled.signal_of.values(), candidates)
             if fusion is not None:
                 every = vectors.every_signal(indexed, recalled.vectors)
-                indices.update({m: indices.get(m) or self._vector_index(catalog, m) for m in every})
+                exact.update(ranking.stored_vectors(catalog, [m for m in every if m not in exact], candidates))
         notices = [*self.notices, *recalled.notices]
-        hits = ranking.rank(ranking.score(candidates, recalled.vectors, indices, recalled.signal_of), units,
+        hits = ranking.rank(ranking.score(candidates, recalled.vectors, exact, recalled.signal_of), units,
                             concepts, keep=lambda unit: not clip.overlaps(unit))  # never the anchor itself
         if reranker is not None:
             shortlist = self._rerank(clip.clip, hits[:rerank_top], concepts, reranker, mode, symmetric, notices)
@@ -203,7 +210,7 @@ class Engine:
             shortlist = hits[:max(k, rerank_top)] if fusion is not None else hits[:k]
         if fusion is not None:
             shortlist, fusion_notices = fuse(shortlist, concepts, load_fusion(fusion), ranking.similarities(
-                [h.unit_id for h in shortlist], every, indices), self._reranker_name(reranker))
+                [h.unit_id for h in shortlist], every, exact), self._reranker_name(reranker))
             notices += fusion_notices
         notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker)
         return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of, ranking.ranked(shortlist)[:k],
@@ -291,7 +298,8 @@ class Engine:
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
         saved = VectorIndex.load(index_path(self.index_dir, model_id))
-        if saved is not None and saved.generation == catalog.generation:
+        if saved is not None and saved.generation == catalog.generation and \
+                saved.size == catalog.vector_count(model_id):
             return saved
         return build_index(catalog, model_id)
 
@@ -316,21 +324,53 @@ class Engine:
             return list_files(catalog)
 
     def open_catalog(self) -> Catalog:
-        """The catalog, read-only; while an index run holds it, the run's last published snapshot."""
+        """The catalog, read-only: its published snapshot when that is current (readers then never hold the
+        catalog file, which would keep an index run out), else the file itself, briefly; while an index run
+        holds it, or when it is damaged, the last snapshot, with a notice."""
         if not self.has_index:
             raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
+        snapshot = self.index_dir / SNAPSHOT_NAME
         try:
+            writing = writer_pid(self.catalog_path) is not None and snapshot.is_file()
+            if writing or snapshot_is_current(self.catalog_path, snapshot):
+                try:
+                    if writing:
+                        self.notices.append(f"an index run is in progress; results reflect its state at "
+                                            f"{clock(snapshot)}")
+                    return Catalog(snapshot, read_only=True)
+                except (CatalogDamaged, CatalogEmpty):
+                    pass  # read the catalog itself
             return Catalog(self.catalog_path, read_only=True)
         except CatalogEmpty:
             raise NoIndexError(f"nothing is indexed in {self.index_dir} yet: run `convis index FOLDER`") from None
         except CatalogBusy:
-            snapshot = self.index_dir / SNAPSHOT_NAME
             if not snapshot.is_file():
                 raise CatalogBusy(f"an index run is writing {self.index_dir} and has not published a snapshot "
                                   "yet; retry in a minute") from None
-            stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.stat().st_mtime))
-            self.notices.append(f"an index run is in progress; results reflect its state at {stamp}")
-            return Catalog(snapshot, read_only=True)
+            self.notices.append(f"an index run is in progress; results reflect its state at {clock(snapshot)}")
+        except CatalogDamaged as damaged:
+            if not snapshot.is_file():
+                raise
+            self.notices.append(f"{damaged}; reading the snapshot meanwhile")
+        return Catalog(snapshot, read_only=True)
+
+    # -- repair -------------------------------------------------------------
+    def repair(self) -> Restored | None:
+        """Restore a damaged catalog from its snapshot (the damaged file is kept aside); None when it is whole."""
+        if not self.has_index:
+            raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
+        try:
+            Catalog(self.catalog_path).close()  # the writer lock: no index run is writing it meanwhile
+        except CatalogDamaged:
+            return restore_snapshot(self.catalog_path)
+        return None
+
+    def _restore_if_damaged(self, progress: Progress | None) -> None:
+        restored = self.repair()
+        if restored is not None:
+            self.notices.append(str(restored))
+            if progress is not None:
+                progress("note", {"text": str(restored)})
 
 
 def _signal_notices(concepts: list[Concept], hits: list[Hit], signal_of: dict[str, str], indexed: dict[str, str],

@@ -41,3 +41,14 @@ def example_index(tmp_path_factory, example_videos) -> Path:
     index_dir = tmp_path_factory.mktemp("example-index") / ".convis"
     Engine(index_dir).index(example_videos, ["efficientnet-lite0"], IndexSettings(workers=1))
     return index_dir
+
+
+@pytest.fixture(scope="session")
+def three_clips_indexed(tmp_path_factory, example_videos) -> Path:
+    """A folder of three example clips indexed once into its .convis (EfficientNet-Lite0); tests work on copies."""
+    videos = tmp_path_factory.mktemp("three-clips") / "videos"
+    videos.mkdir()
+    for name in ("cup.mp4", "campus_01.mp4", "campus_02.mp4"):
+        shutil.copy(example_videos / name, videos / name)
+    Engine(videos / ".convis").index(videos, ["efficientnet-lite0"], IndexSettings(workers=1))
+    return videos

@@ -10,7 +10,7 @@ TARGET_PIPELINE = 0.8  # end-to-end throughput over the slower of decode-only an
 TARGET_SAMPLED_SPEEDUP = 10.0
 TARGET_P50_MS = 5.0
 TARGET_RECALL = 0.95
-TARGET_LONG_VIDEO_MB = 2048
+TARGET_LONG_VIDEO_MB = 1536  # one long video, whole or in segments: flat in its length
 TARGET_CACHE_SPEEDUP = 100.0
 
 Check = tuple[str, str, bool]
@@ -72,5 +72,5 @@ def rerank_checks(rows: list[RerankResult]) -> list[Check]:
 
 
 def long_video_checks(rows: list[IndexingResult]) -> list[Check]:
-    return [(f"long video ({r.decoder}) peaks below 2 GB RSS", f"{r.peak_rss_mb:.0f} MB",
+    return [(f"long video ({r.decoder}) peaks below {TARGET_LONG_VIDEO_MB / 1024:g} GB RSS", f"{r.peak_rss_mb:.0f} MB",
              r.peak_rss_mb < TARGET_LONG_VIDEO_MB) for r in rows]

@@ -40,6 +40,12 @@ class SpanError(DecodeError):
         self.start, self.stop, self.duration = start, stop, duration
 
 
+class FileChanged(DecodeError):
+    """The file was written while it was being read: what was read is of no one version; a later try may work."""
+
+    transient = True
+
+
 @dataclass(frozen=True)
 class VideoInfo:
     frame_count: int
@@ -198,16 +204,28 @@ class PyAVBackend:
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
             frame_times, keyframes = _packet_times(container, stream)
-            # frame numbers are positions in presentation order: exact with the packets' times
-            # (variable frame rate too), else the nominal i / fps
-            exact = frame_times is not None and len(frame_times) > unique[-1]
-            targets = [frame_times[i] if exact else i / info.fps for i in unique]
-            early = 1e-6 if exact else 0.5 / info.fps
-            grabbed = _grab_frames(container, stream, targets, early, keyframes, small, exact)
+            seekable = container.format.name.split(",")[0] not in INEXACT_SEEK_FORMATS
+        # times are the stream's own, which need not start at 0 (MPEG-TS starts at 1.4 s, often); the
+        # times recorded count from its first frame, as players show them
+        origin = _start_time(stream)
+        # frame numbers are positions in presentation order: exact with the packets' times
+        # (variable frame rate too), else the nominal i / fps
+        exact = frame_times is not None and len(frame_times) > unique[-1]
+        targets = [frame_times[i] if exact else origin + i / info.fps for i in unique]
+        early = 1e-6 if exact else 0.5 / info.fps
+        with av.open(str(path)) as container:  # afresh: demuxing the packets' times read to the end
+            stream = container.streams.video[0]
+            # where seeking lands after its target, only decoding from the start finds each frame
+            grabbed = _grab_frames(container, stream, targets, early, keyframes if seekable else [], small,
+                                   exact, seek=seekable)
         grabbed = _fill_missing(grabbed)
         pixels = np.stack([image for image, _ in grabbed])
-        times = np.array([float(t if t is not None else target) for (_, t), target in zip(grabbed, targets)])
+        times = np.array([float(t if t is not None else target) - origin for (_, t), target in zip(grabbed, targets)])
         return _reorder(unique, pixels, times, indices)
+
+
+def _start_time(stream) -> float:
+    return float(stream.start_time * stream.time_base) if stream.start_time and stream.time_base else 0.0
 
 
 def _frame_converter(info: VideoInfo, resize) -> Callable:
@@ -251,18 +269,20 @@ def av_errors() -> type[BaseException]:
 
 
 def _grab_frames(container, stream, targets: Sequence[float], early: float, keyframes: list[float] | None,
-                 keep: Callable, exact: bool = False) -> list:
+                 keep: Callable, exact: bool = False, seek: bool = True) -> list:
     """``keep(frame)`` of the frame at each target time (ascending), in one forward pass.
 
     A frame up to ``early`` seconds before a target counts as at it. A seek restarts decoding at
     the keyframe before its target; when that keyframe is not past the frame already decoded,
     going on decoding reaches the target for less work, so the pass seeks only across keyframes
     (short clips often have one or two: then it never re-decodes). ``exact``: the targets are the
-    stream's own frame times, so the frame with that very time is wanted (see ``_Decoded``).
+    stream's own frame times, so the frame with that very time is wanted (see ``_Decoded``). Without
+    ``seek``, one pass from the container's start (a freshly opened one).
     """
-    grabbed, decoded, last = [], None, None
+    grabbed, last = [], None
+    decoded = None if seek else _Decoded(container.decode(stream))
     for target in targets:
-        if last is None or last.time is None or _keyframe_between(keyframes, last.time, target):
+        if seek and (last is None or last.time is None or _keyframe_between(keyframes, last.time, target)):
             container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
             decoded = _Decoded(container.decode(stream))
         frame = decoded.take(target, early, exact)
@@ -379,22 +399,26 @@ class VideoDecoder:
         if not self.backends:
             raise RuntimeError("no video decoder is installed (install decord or av)")
 
-    def sample(self, path: str | Path, spec: FrameSpec | int, segment_seconds: float | None = None):
+    def sample(self, path: str | Path, spec: FrameSpec | int, segment_seconds: float | None = None,
+               units: Callable[[VideoInfo, list[Span]], slice] | None = None):
         """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason.
 
         ``spec`` says which frames and at what size (a bare count: 1 fps then uniform, decoder-scaled).
+        ``units`` picks, once the file is probed, which of its units to read (default: all), so that a
+        long file can be read a window of units at a time and memory never grows with its length.
         """
         spec = as_spec(spec)
 
         def read(backend, info):
-            units = spans(info.duration, segment_seconds)
-            wanted = [span_frame_indices(info, span, spec) for span in units]
+            every_unit = spans(info.duration, segment_seconds)
+            chosen = every_unit if units is None else every_unit[units(info, every_unit)]
+            wanted = [span_frame_indices(info, span, spec) for span in chosen]
             _check_frame_count(spec, wanted)
-            # one read for every unit: the file is opened and indexed once, decoded in one forward pass
+            # one read for every unit read: the file is opened and indexed once, decoded in one forward pass
             every = backend.read(Path(path), info, [i for indices in wanted for i in indices], self._resize(spec))
             bounds = np.cumsum([0, *map(len, wanted)])
             return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
-                    for span, a, b in zip(units, bounds[:-1], bounds[1:])]
+                    for span, a, b in zip(chosen, bounds[:-1], bounds[1:])]
 
         return self._with_backends(path, read, self._resize(spec))
 
@@ -419,12 +443,12 @@ class VideoDecoder:
         path = Path(path)
         _check_not_empty(path)
         errors = []
-        for backend in self._order(resize):
+        for backend in self._order(resize, path):
             try:
                 info = backend.probe(path)
                 return info, read(backend, info)
-            except SpanError:
-                raise  # the request is wrong, not the backend: another decoder would say the same
+            except (SpanError, FileChanged):
+                raise  # the request or the file is at fault, not the backend: another decoder would say the same
             except DecodeError as exc:
                 errors.append((backend.name, str(exc)))
             except Exception as exc:  # decoders raise many types; each is a per-file failure
@@ -432,12 +456,34 @@ class VideoDecoder:
         raise DecodeError(plain_reason(errors))
 
 
-    def _order(self, resize) -> list[Backend]:
+    def _order(self, resize, path: Path) -> list[Backend]:
         """Full-size frames come from PyAV first: decord decodes ahead of a slow reader (each frame is
-        resized before the next is asked for) and held 2.2 GB of 4K frames where PyAV held 0.3 GB."""
-        if resize.in_decoder:
+        resized before the next is asked for) and held 2.2 GB of 4K frames where PyAV held 0.3 GB. So do
+        containers decord seeks in inexactly (``INEXACT_SEEK_FORMATS``)."""
+        if resize.in_decoder and not inexact_seek_container(path):
             return self.backends
         return sorted(self.backends, key=lambda backend: backend.name != "pyav")
+
+
+# Containers whose seeks land away from their target (MPEG transport and program streams, ASF/WMV): decord
+# returned frames 0.5 s and more from the ones it was asked for, and labelled them with the asked-for times, and
+# PyAV seeks there past the target; only PyAV decoding from the start is exact, so they go to it first.
+INEXACT_SEEK_FORMATS = {"mpegts", "mpeg", "asf", "vob"}
+
+
+def inexact_seek_container(path: Path) -> bool:
+    """Whether ``path`` is an MPEG-TS (188- or 192-byte packets), MPEG-PS or ASF file, by its first bytes."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(400)
+    except OSError:
+        return False
+    transport = any(len(head) > offset + 2 * size and all(head[offset + k * size] == 0x47 for k in range(3))
+                    for offset, size in ((0, 188), (4, 192)))
+    return transport or head.startswith((b"\x00\x00\x01\xba", ASF_HEADER))
+
+
+ASF_HEADER = bytes.fromhex("3026b2758e66cf11a6d900aa0062ce6c")
 
 
 # what a decoder's own words mean, in the user's: the first phrase found in any backend's error wins

@@ -117,6 +117,7 @@ class ProcessDistributor:
         # forkserver: workers start from a clean process, not a fork of one holding torch threads
         self.context = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
         self._started: ProcessPoolExecutor | None = None
+        self.notes: list[str] = []  # what a run should tell its user about these workers (how many, why)
 
     def start(self, preload: tuple[str, ...] = ()) -> None:
         """Start the workers now and import ``preload`` modules in them, so that start-up overlaps the

@@ -2,7 +2,8 @@
 
 The run plans a folder against the catalog and hands the work to an executor as ``FileJob``s.
 An executor runs the two stages defined here wherever it runs them: ``decode_job`` (in a
-worker: one file's sampled frames) and ``embed_file`` (the models' vectors for them); the local
+worker: the sampled frames of one file, or of one window of its units) and ``embed_file`` (the
+models' vectors for them; ``join_windows`` makes a file of its windows again); the local
 one decodes in worker processes and embeds in this process (``local``), the Ray one does both
 on a cluster (``ray_pipeline``).  Either yields one ``EmbeddedFile`` (or the decode failure) per
 file, and the run commits each the same way, in one catalog transaction.  FAISS indices are
@@ -22,7 +23,16 @@ import numpy as np
 from indexers.base import Indexer
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import DEFAULT_SHORT_SIDE, Frames, Span, VideoDecoder, VideoInfo
+from retrieval.media.frames import (
+    DEFAULT_SHORT_SIDE,
+    DecodeError,
+    FileChanged,
+    Frames,
+    Span,
+    VideoDecoder,
+    VideoInfo,
+    span_frame_indices,
+)
 from retrieval.media.scan import FoundFile, content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     IndexSettingsError as IndexSettingsError,  # callers import it from here
@@ -37,6 +47,7 @@ from retrieval.pipeline.catalog_settings import (
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog, FileRecord, FileState, IndexerRow, UnitRecord
+from retrieval.store.snapshots import SNAPSHOT_NAME
 
 
 # -- the decode stage -------------------------------------------------------------------------------
@@ -46,6 +57,33 @@ class DecodeJob:
     frame_specs: tuple[FrameSpec, ...]  # one decode per distinct frame spec among the indexers
     segment_seconds: float | None
     short_side: int = DEFAULT_SHORT_SIDE
+    # which window of the file's units to read (see ``unit_windows``); None: every unit at once
+    window: int | None = None
+
+    @property
+    def hashes(self) -> bool:
+        """The file's content hash comes with its first window only: hashing it per window would read a long
+        file once for each."""
+        return not self.window
+
+
+# Sampled frames one decode task reads at most (every frame spec together; a unit with more is read
+# alone): about 35 MB of 224-px frames, so a worker's memory and a task's time stay bounded however long
+# the video is.  Each window is held up to three times at once (in the worker, on its way back, being
+# embedded): a 2-hour file in 10 s units peaked at 1.9 GB with windows of 256 frames, 1.7 GB with 128.
+WINDOW_FRAMES = 128
+
+
+def unit_windows(info: VideoInfo, units: Sequence[Span], specs: Sequence[FrameSpec]) -> list[tuple[int, int]]:
+    """Consecutive (first, stop) unit ranges of a file, each with at most ``WINDOW_FRAMES`` sampled frames."""
+    windows, first, total = [], 0, 0
+    for i, span in enumerate(units):
+        count = sum(len(span_frame_indices(info, span, spec)) for spec in specs)
+        if i > first and total + count > WINDOW_FRAMES:
+            windows.append((first, i))
+            first, total = i, 0
+        total += count
+    return [*windows, (first, len(units))]
 
 
 DECODER_MODULES = ("retrieval.pipeline.indexing", "decord", "av")  # what a decode worker imports before its first file
@@ -59,16 +97,60 @@ class DecodedFile:
     frames: dict[FrameSpec, list[Frames]]  # frame spec -> one Frames per span
 
 
+@dataclass
+class DecodedWindow(DecodedFile):
+    """Some consecutive units of a file (``spans`` and ``frames`` are theirs); ``windows``: how many the
+    file has in all."""
+
+    window: int = 0
+    windows: int = 1
+    identity: tuple[int, ...] = ()  # the file's inode, size and times as it was read: each window must match
+
+
+CHANGE_RETRIES = 3  # decodes of a file that keeps being written before it is left for a later run
+
+
 def decode_job(job: DecodeJob) -> DecodedFile:
-    """Runs in a worker: sample every unit of one file (raises DecodeError with the reason)."""
+    """Runs in a worker: sample the units of one file, or of its ``job.window`` (raises DecodeError with the reason).
+
+    The hash recorded is of the bytes that were decoded: the file is hashed before it is decoded, and its
+    identity (inode, size, change time) must be the same after, else it is decoded again; the change time
+    moves with every write, even one that puts the modification time back.
+    """
+    for _ in range(CHANGE_RETRIES):
+        before = _identity(job.file.path)
+        digest = content_hash(job.file.path) if job.hashes else ""
+        decoded = _decode(job, digest, before)
+        if _identity(job.file.path) == before:
+            return decoded
+    raise FileChanged(f"the file changed while it was decoded, {CHANGE_RETRIES} times; a later run tries again")
+
+
+def _identity(path: str) -> tuple[int, ...]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _decode(job: DecodeJob, digest: str, identity: tuple[int, ...]) -> DecodedFile:
     decoder = VideoDecoder(short_side=job.short_side)
     frames: dict[FrameSpec, list[Frames]] = {}
-    info, spans = None, []
+    info, spans, windows = None, [], [0]
+
+    def pick(info: VideoInfo, units: list[Span]) -> slice:
+        if job.window is None:
+            return slice(None)
+        windows[:] = unit_windows(info, units, job.frame_specs)
+        if job.window >= len(windows):  # fewer units than when its first window was read
+            raise FileChanged("the video changed while it was indexed")
+        return slice(*windows[job.window])
+
     for spec in job.frame_specs:
-        info, units = decoder.sample(job.file.path, spec, job.segment_seconds)
+        info, units = decoder.sample(job.file.path, spec, job.segment_seconds, pick)
         spans = [span for span, _ in units]
         frames[spec] = [f for _, f in units]
-    return DecodedFile(info, content_hash(job.file.path), spans, frames)
+    if job.window is None:
+        return DecodedFile(info, digest, spans, frames)
+    return DecodedWindow(info, digest, spans, frames, job.window, len(windows), identity)
 
 
 # -- the embed stage --------------------------------------------------------------------------------
@@ -96,6 +178,16 @@ def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedF
         vectors, error = {}, reason_of(exc)
     frames = {spec: [Frames(NO_PIXELS, f.timestamps, f.indices) for f in fs] for spec, fs in decoded.frames.items()}
     return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error)
+
+
+def join_windows(parts: Sequence[EmbeddedFile]) -> EmbeddedFile:
+    """One file from its embedded windows, in order: the first says what the file is (info, hash); an
+    embedding error in any window is the file's."""
+    first = parts[0]
+    error = next((p.error for p in parts if p.error is not None), None)
+    frames = {spec: [f for p in parts for f in p.frames[spec]] for spec in first.frames}
+    vectors = {} if error else {m: np.concatenate([p.vectors[m] for p in parts]) for m in first.vectors}
+    return EmbeddedFile(first.info, first.content_hash, [s for p in parts for s in p.spans], frames, vectors, error)
 
 
 # -- what the run asks of an executor ---------------------------------------------------------------
@@ -161,6 +253,8 @@ class Executor(Protocol):
         """Every job once, with its ``EmbeddedFile`` (vectors from ``models`` it needs) or its decode failure."""
         ...
 
+    # optional: ``prepare() -> notes``, called once a run knows it has work, before it builds its models
+
     def finish(self, report: IndexReport) -> IndexReport:
         """Called once all that ``embed`` yielded is committed: the run's report with this executor's counts."""
         ...
@@ -171,7 +265,6 @@ Progress = Callable[[str, dict], None]
 Scan = tuple[list[FoundFile], list[tuple[str, str]]]  # what ``find_videos`` returns: files, unreadable entries
 
 
-SNAPSHOT_NAME = "snapshot.duckdb"
 
 
 # -- the writer -------------------------------------------------------------------------------------
@@ -243,11 +336,13 @@ class IndexRun:
         known = self.catalog.file_states()
         indexed = {ix.model_id: self.catalog.indexed_with(ix.model_id) for ix in self.visual}
         complete = set.intersection(*indexed.values()) if indexed else set(known)
-        todo = plan(found, known, complete, self._resegment())
+        todo = plan(found, known, complete, self._resegment(), self.settings.retry_failed)
         self.report.unchanged = len(todo.unchanged)
         self.report.failed += [(f.rel, known[f.rel].error or "failed") for f in todo.failed]
         self.report.failed_earlier = len(todo.failed)
         self.report.forgotten = self.catalog.forget(todo.deleted)
+        if todo.retry:
+            self.note(f"{len(todo.retry)} file(s) that failed in an earlier run are tried again")
         if todo.resegment:
             self.note(f"{len(todo.resegment)} indexed file(s) get {_units(self.segment_seconds)}; each keeps its "
                       "old units until its new ones are committed")
@@ -258,6 +353,11 @@ class IndexRun:
         return stale_units(self.catalog, self.segment_seconds) if resegmenting(self.catalog) else set()
 
     def _frame_specs(self, indexers: set[str]) -> tuple[FrameSpec, ...]:
+        # only asked once the plan has work, and what it asks builds the models: the executor gets ready now
+        # (decode workers start), so that its start-up overlaps loading them and an idle run starts none
+        prepare = getattr(self.executor, "prepare", None)
+        for text in prepare() if prepare is not None else ():
+            self.note(text)
         return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual if ix.model_id in indexers))
 
     def _write(self, job: FileJob, result: FileResult) -> None:
@@ -268,7 +368,7 @@ class IndexRun:
                 self._fail(FoundFile("", found.rel, 0, 0.0), "vanished during the run")
                 self.progress("file", {"path": found.rel, "frames": 0, "ok": False})
                 return
-            self._fail_job(job, reason_of(result))
+            self._fail_job(job, reason_of(result), transient=is_transient(result))
             return
         if job.unchanged(result.content_hash):
             self.catalog.touch(found.rel, found.size, found.mtime)  # same bytes, new mtime
@@ -276,12 +376,12 @@ class IndexRun:
             self.progress("file", {"path": found.rel, "frames": 0, "ok": True})
             return
         if result.error is not None:
-            self._fail_job(job, f"embedding failed: {result.error}")
+            self._fail_job(job, f"embedding failed: {result.error}", transient=True)  # out of memory, mostly
             return
         try:
             self._commit(job, result)
         except Exception as exc:  # as with a model error, this file is skipped and the run goes on
-            self._fail_job(job, f"embedding failed: {reason_of(exc)}")
+            self._fail_job(job, f"not stored: {reason_of(exc)}", transient=True)  # a full disk, mostly
 
     def _commit(self, job: FileJob, done: EmbeddedFile) -> None:
         """Write one file's vectors (new file: all its rows; a file missing an indexer: those vectors)."""
@@ -297,18 +397,18 @@ class IndexRun:
         self.report.frames += frames
         self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
 
-    def _fail_job(self, job: FileJob, reason: str) -> None:
+    def _fail_job(self, job: FileJob, reason: str, transient: bool = False) -> None:
         """A planned file failed: recorded as failed, unless the catalog holds usable rows for it, which stay."""
         self._resegment_failed |= job.new_units
-        self._fail(job.file if not job.keeps_rows else FoundFile("", job.file.rel, 0, 0.0), reason)
+        self._fail(job.file if not job.keeps_rows else FoundFile("", job.file.rel, 0, 0.0), reason, transient)
         self.progress("file", {"path": job.file.rel, "frames": 0, "ok": False})
 
-    def _fail(self, found: FoundFile, reason: str) -> None:
+    def _fail(self, found: FoundFile, reason: str, transient: bool = False) -> None:
         """Report a failure; stored too when ``found`` names a file (entries we could not even stat have no
-        ``path``: reported, not stored)."""
+        ``path``: reported, not stored), ``transient`` when a later run should try it again."""
         self.report.failed.append((found.rel, reason))
         if found.path:
-            self.catalog.record_failure(found.rel, found.size, found.mtime, reason)
+            self.catalog.record_failure(found.rel, found.size, found.mtime, reason, transient)
 
     def _caption_pass(self) -> None:
         """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""
@@ -333,7 +433,7 @@ def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
     with units of another length, an indexed file the indexers it lacks.  Each decode samples the frames of
     every indexer the run needs, which ``specs_for`` says (building them: only called when there is work)."""
     every = tuple(indexed)
-    work = [(f, every, {"known_hash": _known_hash(known, f.rel)}) for f in todo.new + todo.changed]
+    work = [(f, every, {"known_hash": _known_hash(known, f.rel)}) for f in todo.new + todo.changed + todo.retry]
     work += [(f, every, {"new_units": True}) for f in todo.resegment]
     work += [(f, tuple(m for m in every if f.rel not in indexed[m]),
               {"known_hash": _known_hash(known, f.rel), "lacks_vectors": True}) for f in todo.missing_vectors]
@@ -363,6 +463,12 @@ def _unit_records(d: DecodedFile) -> list[UnitRecord]:
     sample = min(d.frames.values(), key=lambda units: sum(len(f.indices) for f in units))
     return [UnitRecord(s.segment, s.start, s.end, tuple(float(t) for t in f.timestamps))
             for s, f in zip(d.spans, sample)]
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a decode failure may pass (timed out, crashed, out of memory, an OS error): a file that is not a
+    video, or has no frames, fails the same way every time.  An exception may say so itself (``transient``)."""
+    return bool(getattr(exc, "transient", not isinstance(exc, DecodeError)))
 
 
 def reason_of(exc: BaseException) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval.media.scan import FoundFile
 from retrieval.store.catalog import FileState
@@ -15,19 +15,22 @@ class Plan:
     missing_vectors: list[FoundFile]  # indexed, but not yet by every requested indexer
     unchanged: list[FoundFile]  # indexed, every vector there
     deleted: list[str]
-    failed: list[FoundFile]  # failed in an earlier run and unchanged since: not retried
+    failed: list[FoundFile]  # failed in an earlier run for a lasting reason and unchanged since: not retried
     resegment: list[FoundFile]  # indexed with units of another length than the index's
+    retry: list[FoundFile] = field(default_factory=list)  # failed earlier for a passing reason (or asked): again
 
     @property
     def work(self) -> list[FoundFile]:
-        return self.new + self.changed + self.resegment + self.missing_vectors
+        return self.new + self.changed + self.retry + self.resegment + self.missing_vectors
 
 
 def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str],
-         resegment: set[str] = frozenset()) -> Plan:
+         resegment: set[str] = frozenset(), retry_failed: bool = False) -> Plan:
     """Split found files by what must happen to them; ``complete`` = paths with every requested vector,
-    ``resegment`` = indexed paths whose units are not the index's unit length."""
-    new, changed, missing, unchanged, failed, stale = [], [], [], [], [], []
+    ``resegment`` = indexed paths whose units are not the index's unit length.  An unchanged file that failed
+    is tried again when its failure was transient (timed out, crashed, disk full), or every one with
+    ``retry_failed``; one that is not a video is not, as the same bytes would fail the same way."""
+    new, changed, missing, unchanged, failed, stale, retry = [], [], [], [], [], [], []
     for f in found:
         state = known.get(f.rel)
         if state is None:
@@ -35,14 +38,14 @@ def plan(found: list[FoundFile], known: dict[str, FileState], complete: set[str]
         elif state.size != f.size or abs(state.mtime - f.mtime) > 1e-6:
             changed.append(f)
         elif state.status != "ok":
-            failed.append(f)
+            (retry if state.transient or retry_failed else failed).append(f)
         elif f.rel in resegment:
             stale.append(f)
         elif f.rel not in complete:
             missing.append(f)
         else:
             unchanged.append(f)
-    return Plan(new, changed, missing, unchanged, gone(found, known), failed, stale)
+    return Plan(new, changed, missing, unchanged, gone(found, known), failed, stale, retry)
 
 
 # A run may forget up to this share of the files an index lists; more (a folder that is not the one indexed,

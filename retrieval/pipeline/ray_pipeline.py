@@ -51,6 +51,7 @@ from retrieval.pipeline.indexing import (
     IndexReport,
     decode_job,
     embed_file,
+    is_transient,
     reason_of,
 )
 from retrieval.pipeline.settings import DECODE_TIMEOUT
@@ -65,6 +66,13 @@ class RayUnavailable(RuntimeError):
 
 class RemoteFailure(Exception):
     """A file's failure reason, carried back from a Ray worker as plain text (always picklable)."""
+
+    def __init__(self, reason: str, transient: bool = False):
+        super().__init__(reason)
+        self.transient = transient
+
+    def __reduce__(self):
+        return RemoteFailure, (str(self), self.transient)
 
 
 @dataclass
@@ -245,7 +253,7 @@ class _Decoder:
 
 def _portable(result: Any) -> Any:
     # the reason text is what the catalog stores; an arbitrary exception may not unpickle elsewhere
-    return RemoteFailure(reason_of(result)) if isinstance(result, BaseException) else result
+    return RemoteFailure(reason_of(result), is_transient(result)) if isinstance(result, BaseException) else result
 
 
 class _Embedder:

@@ -5,8 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrieval.pipeline.catalog_settings import IndexSettingsError
+
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
-DECODE_TIMEOUT = 300.0  # seconds one file may take to decode before it is skipped
+# seconds one decode task may take before its file is skipped: a task reads one window of a file's units
+# (at most ``indexing.WINDOW_FRAMES`` sampled frames), so a long file has as many limits as windows
+DECODE_TIMEOUT = 300.0
+# The shortest --segment: a unit shorter than half a second holds a frame or two at common rates (12 at
+# 24 fps, 1 at 1 fps sampling), which no video model can tell apart from its neighbour, while the unit
+# count, and the run's time and catalog size with it, grows as the inverse of the length (a 2-hour video
+# is 14,400 units at 0.5 s, 7.2 million at 1 ms).
+MIN_SEGMENT_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -21,7 +30,8 @@ class IndexSettings:
     the FAISS factory string and search parameters, kept for later runs ("auto" resets);
     ``protocol``: "fast" or "paper", fixed when the index is first built; ``move_root``: the
     videos moved, index them at the new folder; ``prune``: forget however many files are gone
-    (a run that would forget more than half of them is refused without it).
+    (a run that would forget more than half of them is refused without it); ``retry_failed``: try again every
+    file that failed before and has not changed since (by default only those whose failure may have passed).
     """
 
     segment_seconds: float | None = None
@@ -36,7 +46,11 @@ class IndexSettings:
     protocol: str | None = None
     move_root: bool = False
     prune: bool = False
+    retry_failed: bool = False
 
     def __post_init__(self) -> None:
         # a str from a script names a folder all the same; an empty one names none
         object.__setattr__(self, "captions", Path(self.captions) if self.captions else None)
+        if self.segment_seconds and self.segment_seconds < MIN_SEGMENT_SECONDS:
+            raise IndexSettingsError(f"segments must be at least {MIN_SEGMENT_SECONDS:g} s long, not "
+                                     f"{self.segment_seconds:g} s: shorter units hold a frame or two each")

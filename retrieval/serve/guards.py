@@ -3,12 +3,15 @@
 - Host: only the names the server is meant to answer to (loopback, the address it binds, names given with
   ``--allowed-host``); a DNS-rebinding page, whose requests carry its own host name, is refused.
 - Origin: a write (POST) from a page of another origin is refused; browsers send Origin on such requests.
-- Upload size: refused from the request's declared length, before a byte of the body is read or spooled.
-- Upload folders of servers that were killed are removed when the next one starts.
+- Upload size: refused from the request's declared length, before a byte of the body is read or spooled
+  (a body without a length, or longer than it said, is cut off while it streams: see the upload route).
+- Upload folders are removed when their server exits, and those of servers that were killed (which run no
+  exit code) when the next one starts.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -52,7 +55,7 @@ def guard(app: FastAPI, hosts: Sequence[str], upload_path: str, max_upload: int)
 
 def _upload_length(declared: str | None, limit: int) -> JSONResponse | None:
     if declared is None or not declared.isdigit():
-        return _refuse(411, "uploads must declare their length (Content-Length)")
+        return None  # chunked: counted as it streams
     if int(declared) > limit + MULTIPART_SLACK:
         return _refuse(413, f"upload larger than {limit >> 20} MiB")
     return None
@@ -63,11 +66,15 @@ def _refuse(status: int, message: str) -> JSONResponse:
 
 
 def upload_folder() -> Path:
-    """A fresh folder for this server's uploads, named by its process id, after removing those of dead servers."""
+    """A fresh folder for this server's uploads, named by its process id, after removing those of dead servers;
+    it is removed at exit."""
     for stale in Path(tempfile.gettempdir()).glob(UPLOAD_PREFIX + "*"):
         if stale.is_dir() and not _alive(_owner(stale)):
             shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{UPLOAD_PREFIX}{os.getpid()}-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{UPLOAD_PREFIX}{os.getpid()}-"))
+    # not only at the app's shutdown: a forced stop (a second Ctrl-C) skips it, and so does an app never served
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _owner(folder: Path) -> int | None:

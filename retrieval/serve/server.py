@@ -9,27 +9,33 @@ absolute paths are refused, and a ref whose real path (symlinks resolved) leaves
 forbidden.  The catalog is opened read-only for each request: while a concurrent ``convis index``
 holds it, requests read the run's last published snapshot, and before there is one they get a
 503 with a retry hint instead of a crash.
+
+``/openapi.json`` describes every answer: each route declares its error statuses, all with the same
+``{"error": "..."}`` body (request validation's 422 included); inputs are bounded (ref length, concept count,
+strip size) so no request can hold the engine for long; and no answer names an absolute path of the server's.
+Uploads are bounded too: see uploads.py.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import shutil
-import tempfile
 import threading
 from collections import OrderedDict
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Annotated, Literal, Sequence
 from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, File, Query, UploadFile
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
+from starlette.exceptions import HTTPException
 
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError
@@ -41,23 +47,24 @@ from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.search.anchor import AnchorError
 from retrieval.search.signals import SignalError
+from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
 from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
-from retrieval.serve.guards import LOOPBACK, allowed_hosts, guard, upload_folder
-from retrieval.store.catalog import CatalogBusy
+from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
+from retrieval.serve.uploads import MiB, UploadStore
+from retrieval.store.errors import CatalogBusy
 
-UPLOADS = ".uploads"
-UPLOAD_REF = re.compile(r"\.uploads/([0-9a-f]{32}\.[a-z0-9]{1,5})")
-MAX_UPLOAD_BYTES = 2 << 30  # an anchor clip, not a film archive
+MAX_UPLOAD_BYTES = 512 * MiB  # an anchor clip, not a film archive
+UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the oldest go first
 RETRY_SECONDS = 5
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
+# bounds on what one request may ask: a path no filesystem has, or thousands of concepts holding the engine
+MAX_REF_CHARS = 1024
+MAX_CONCEPTS = 64
+MAX_CONCEPT_CHARS = 200
 
-
-class ApiError(Exception):
-    """A request the server refuses: its status code and a one-line reason."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
+Ref = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REF_CHARS, pattern=REF_PATTERN)]
+ConceptText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONCEPT_CHARS)]
+Seconds = Annotated[float, Field(allow_inf_nan=False)]
 
 
 # -- request bodies -----------------------------------------------------------------------------
@@ -67,18 +74,19 @@ FREE_TEXT_HELP = ("Take every concept name as written: a name close to a ConViS 
 
 
 class ConceptIn(BaseModel):
-    name: str = Field(..., examples=["location", "main-action", "camera angle"])
+    name: ConceptText = Field(..., examples=["location", "main-action", "camera angle"])
     weight: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
 class QueryIn(BaseModel):
-    anchor: str = Field(..., description="Indexed path relative to the index root, or an upload ref.",
+    anchor: Ref = Field(..., description="Indexed path relative to the index root, or an upload ref.",
                         examples=["campus_01.mp4"])
-    concepts: list[ConceptIn | str] = Field(..., min_length=1,
-                                            description="Concepts with weights, or strings such as 'location=0.7'.")
+    concepts: list[ConceptIn | ConceptText] = Field(
+        ..., min_length=1, max_length=MAX_CONCEPTS, description="Concepts with weights, or strings such as "
+                                                                "'location=0.7'.")
     k: int = Field(DEFAULT_K, ge=1, le=1000)
-    start: float | None = Field(None, ge=0, description="Use only the anchor from this second.")
-    end: float | None = Field(None, gt=0, description="Use only the anchor up to this second.")
+    start: Seconds | None = Field(None, ge=0, description="Use only the anchor from this second.")
+    end: Seconds | None = Field(None, gt=0, description="Use only the anchor up to this second.")
     rerank: bool = Field(False, description="Rescore the top candidates with the server's --reranker.")
     rerank_top: int = Field(20, ge=1, le=500)
     mode: Literal["expected", "greedy"] = "expected"
@@ -87,12 +95,12 @@ class QueryIn(BaseModel):
 
 
 class CompareIn(BaseModel):
-    a: str = Field(..., description="The anchor: indexed path or upload ref.", examples=["campus_01.mp4"])
-    b: str = Field(..., description="An indexed path.", examples=["campus_02.mp4"])
-    concepts: list[ConceptIn | str] = Field(..., min_length=1)
-    a_start: float | None = Field(None, ge=0)
-    a_end: float | None = Field(None, gt=0)
-    b_start: float | None = Field(None, ge=0, description="Which unit of a segmented b (its start second).")
+    a: Ref = Field(..., description="The anchor: indexed path or upload ref.", examples=["campus_01.mp4"])
+    b: Ref = Field(..., description="An indexed path.", examples=["campus_02.mp4"])
+    concepts: list[ConceptIn | ConceptText] = Field(..., min_length=1, max_length=MAX_CONCEPTS)
+    a_start: Seconds | None = Field(None, ge=0)
+    a_end: Seconds | None = Field(None, gt=0)
+    b_start: Seconds | None = Field(None, ge=0, description="Which unit of a segmented b (its start second).")
     rerank: bool = Field(False, description="Ask the server's --reranker (whole files) instead of the index's "
                                             "signals; either way scores are on the 0-1 scale.")
     mode: Literal["expected", "greedy"] = "expected"
@@ -109,7 +117,7 @@ def parsed_concepts(concepts: list[ConceptIn | str], free_text: bool) -> list[Co
 class ServerState:
     engine: Engine
     reranker: str | None
-    uploads: Path
+    uploads: UploadStore
     decoder: VideoDecoder = field(default_factory=lambda: VideoDecoder(short_side=THUMB_SHORT_SIDE))
     # the Engine caches models, decoded frames and the reranker's scorer without locking
     engine_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -133,13 +141,14 @@ class ServerState:
 
     def resolve(self, ref: str) -> Path:
         """The file a ref names, or ApiError: only videos inside the root (or uploaded here)."""
-        match = UPLOAD_REF.fullmatch(ref)
-        if match:
-            path = self.uploads / match.group(1)
-            if not path.is_file():
-                raise ApiError(404, f"no such upload: {ref} (uploads last as long as the server)")
-            return path
-        return safe_path(self.root, ref)
+        return self.uploads.path(ref) or safe_path(self.root, ref)
+
+    def public(self, message: str) -> str:
+        """``message`` without the server's own folders: files inside the root by their refs, others by name."""
+        named = [(self.uploads.folder, ".uploads")]
+        if self._root is not None:  # not looked up here: an error may come from a busy catalog
+            named.append((self._root, ""))
+        return without_paths(message, named)
 
     def reranker_for(self, wanted: bool) -> str | None:
         if not wanted:
@@ -165,7 +174,7 @@ class ServerState:
 
 def safe_path(root: Path, ref: str) -> Path:
     """``root / ref`` if it is a video file really inside ``root``; ApiError otherwise."""
-    if not ref or "\x00" in ref or "\\" in ref:
+    if not ref or len(ref) > MAX_REF_CHARS or "\x00" in ref or "\\" in ref:
         raise ApiError(400, f"not a valid path: {ref!r}")
     if ref.startswith("/") or re.match(r"[A-Za-z]:", ref):
         raise ApiError(400, "absolute paths are not served; give a path relative to the index root")
@@ -174,10 +183,14 @@ def safe_path(root: Path, ref: str) -> Path:
         raise ApiError(400, "paths with '..' or hidden parts are not served")
     if "" in parts:
         raise ApiError(400, f"not a valid path: {ref!r}")
-    real = (root / ref).resolve()
+    try:
+        real = (root / ref).resolve()
+        found = real.is_file()
+    except (OSError, RuntimeError):  # a name too long for the filesystem, a symlink loop: no such file here
+        raise ApiError(404, f"no such file: {ref}") from None
     if not real.is_relative_to(root):
         raise ApiError(403, "that path leads outside the index root")
-    if not real.is_file():
+    if not found:
         raise ApiError(404, f"no such file: {ref}")
     if real.suffix.lower() not in VIDEO_EXTENSIONS:
         raise ApiError(404, f"not a video: {ref}")
@@ -201,54 +214,75 @@ def strip_url(ref: str, start: float | None, end: float | None, n: int = 8) -> s
 
 
 # -- the app ------------------------------------------------------------------------------------
-def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str] = LOOPBACK) -> FastAPI:
+def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str] = LOOPBACK,
+               max_upload: int = MAX_UPLOAD_BYTES, upload_quota: int = UPLOAD_QUOTA_BYTES) -> FastAPI:
     """The API and UI over the index in ``index_dir``; ``reranker`` is what ``rerank: true`` uses; only requests
-    naming one of ``hosts`` are answered (see guards.py)."""
+    naming one of ``hosts`` are answered (see guards.py); uploads are limited to ``max_upload`` bytes each and
+    ``upload_quota`` bytes together (see uploads.py)."""
     engine = Engine(Path(index_dir))
     if not engine.has_index:
         raise NoIndexError(f"no index at {index_dir}: run `convis index FOLDER` first")
-    uploads = upload_folder()
-    state = ServerState(engine, reranker, uploads)
+    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    uploads = UploadStore(upload_folder(), max_upload, upload_quota, decoder)
+    state = ServerState(engine, reranker, uploads, decoder)
 
     @asynccontextmanager
     async def lifespan(_app):
         yield
-        shutil.rmtree(uploads, ignore_errors=True)  # uploads are scratch anchors, not data to keep
+        shutil.rmtree(uploads.folder, ignore_errors=True)  # uploads are scratch anchors, not data to keep
 
     # docs_url/redoc_url off: FastAPI's doc pages load their scripts from a CDN; /openapi.json stays
     app = FastAPI(title="convis", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Concept-conditioned video retrieval over one index: query by concept, compare "
                               "pairs, browse thumbnails and media.")
     app.state.convis = state
-    guard(app, hosts, "/uploads", MAX_UPLOAD_BYTES)
-    _add_error_handlers(app)
+    guard(app, hosts, "/uploads", max_upload)
+    _add_error_handlers(app, state)
     _add_routes(app, state)
     return app
 
 
-def _error(status: int, message: str, headers: dict | None = None, **extra) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers=headers)
+def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
+    def error(status: int, message: str, headers: dict | None = None, **extra) -> JSONResponse:
+        return JSONResponse({"error": state.public(message), **extra}, status_code=status, headers=headers)
 
-
-def _add_error_handlers(app: FastAPI) -> None:
     async def busy(_request, exc):
         message = str(exc) if "retry" in str(exc) else f"{exc}; retry in a few seconds"
-        return _error(503, message, {"Retry-After": str(RETRY_SECONDS)}, retry_after=RETRY_SECONDS)
+        return error(503, message, {"Retry-After": str(RETRY_SECONDS)}, retry_after=RETRY_SECONDS)
 
     async def bad_request(_request, exc):
-        return _error(400, one_line(exc, None))
+        return error(400, one_line(exc, None))
 
-    async def model_failed(_request, exc):
-        return _error(500, f"model unavailable: {one_line(exc, None)}")
+    async def model_failed(_request, exc):  # the server's setup, not the request: 503 like a busy index
+        return error(503, f"model unavailable: {one_line(exc, None)}")
 
-    app.add_exception_handler(ApiError, lambda _r, exc: _error(exc.status, str(exc)))
-    app.add_exception_handler(CloseToConcept, lambda _r, exc: _error(400, exc.saying(FREE_TEXT_OPT_IN)))
+    async def http_error(_request, exc: HTTPException):  # unknown routes, methods, bodies over the limit
+        return error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+    async def invalid(_request, exc: RequestValidationError):
+        return error(422, validation_message(exc.errors()))
+
+    async def unexpected(_request, exc):  # the client gets one line; the traceback goes to the server's log
+        return error(500, f"internal error: {one_line(exc, None)}")
+
+    app.add_exception_handler(ApiError, lambda _r, exc: error(exc.status, str(exc)))
+    app.add_exception_handler(CloseToConcept, lambda _r, exc: error(400, exc.saying(FREE_TEXT_OPT_IN)))
     app.add_exception_handler(CatalogBusy, busy)
-    app.add_exception_handler(NoIndexError, lambda _r, exc: _error(503, str(exc)))
+    app.add_exception_handler(NoIndexError, lambda _r, exc: error(503, str(exc)))
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(Exception, unexpected)
     for kind in (AnchorError, ConceptError, SignalError, DecodeError):
         app.add_exception_handler(kind, bad_request)
     for kind in (ModelUnavailableError, RerankerError, UnknownModelError):
         app.add_exception_handler(kind, model_failed)
+
+
+REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
+                     description="Indexed path relative to the index root, or an upload ref.")
+START = Query(0.0, ge=0, allow_inf_nan=False)
+END = Query(None, gt=0, allow_inf_nan=False)
+STRIP_N = Query(8, ge=1, le=32)
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
@@ -256,88 +290,81 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     def index_page():
         return HTMLResponse(ui_page())
 
-    @app.get("/health", summary="Is the index readable, and what is in it")
+    @app.get("/health", summary="Is the index readable, and what is in it", responses=responses(503))
     def health():
         root = state.root
         with state.using_engine() as engine:
             info = engine.info()  # opens the catalog: busy or missing shows here
             notices = list(engine.notices)
-        return {"status": "ok", "root": str(root), "index_dir": info["index_dir"],
+        # folders by name only: where the server keeps its files is not the client's business
+        return {"status": "ok", "root": root.name, "index_dir": _shown_index_dir(Path(info["index_dir"]), root),
                 "files_ok": info["files_ok"], "files_failed": info["files_failed"], "units": info["units"],
                 "indexers": [row["indexer"] for row in info["indexers"]], "reranker": state.reranker,
-                "notices": notices}
+                "notices": [state.public(notice) for notice in notices]}
 
-    @app.get("/videos", summary="Indexed files and their retrievable units")
+    @app.get("/videos", summary="Indexed files and their retrievable units", responses=responses(503))
     def videos():
         root = state.root
         with state.using_engine() as engine:
-            return {"root": str(root), "files": list_videos(engine), "notices": list(engine.notices)}
+            return {"root": root.name, "files": list_videos(engine, state.public),
+                    "notices": [state.public(notice) for notice in engine.notices]}
 
-    @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query")
+    # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
+    @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query",
+              responses=responses(400, 403, 413, 415, 422), max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
     def upload(file: UploadFile = File(...)):
-        return save_upload(state.uploads, file)
+        ref, size = state.uploads.save(file)
+        return {"anchor": ref, "name": file.filename, "size": size, "media": media_url(ref),
+                "strip": strip_url(ref, None, None)}
 
-    @app.post("/query", summary="Rank indexed clips by similarity to the anchor, per concept")
+    @app.post("/query", summary="Rank indexed clips by similarity to the anchor, per concept",
+              responses=responses(400, 403, 404, 422, 503))
     def query(body: QueryIn):
         return run_query(state, body)
 
-    @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip")
+    @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
+              responses=responses(400, 403, 404, 422, 503))
     def compare(body: CompareIn):
         return run_compare(state, body)
 
-    @app.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip")
-    def strip_frames(ref: str, start: float = Query(0.0, ge=0), end: float | None = Query(None, gt=0),
-                     n: int = Query(8, ge=1, le=32)):
+    @app.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
+             responses=responses(400, 403, 404, 422, 503))
+    def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):
         thumbs = state.thumbs(state.resolve(ref), start, end, n)
         frames = [{"time": round(t.time, 3), "width": t.width, "height": t.height,
                    "src": "/thumbs/" + quote(ref) + _span_params(start, end, n, i)} for i, t in enumerate(thumbs)]
         return {"ref": ref, "start": start, "end": end, "frames": frames}
 
     @app.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip",
-             responses={200: {"content": {"image/jpeg": {}}}})
-    def thumb(ref: str, i: int = Query(0, ge=0), start: float = Query(0.0, ge=0),
-              end: float | None = Query(None, gt=0), n: int = Query(8, ge=1, le=32)):
+             responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)})
+    def thumb(ref: str = REF_PATH, i: int = Query(0, ge=0, le=31), start: float = START, end: float | None = END,
+              n: int = STRIP_N):
         thumbs = state.thumbs(state.resolve(ref), start, end, n)
         if i >= len(thumbs):
             raise ApiError(404, f"the strip has {len(thumbs)} frames")
         return Response(thumbs[i].jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
 
     @app.get("/media/{ref:path}", summary="The video file itself (range requests supported)",
-             response_class=FileResponse)
-    def media(ref: str):
+             response_class=FileResponse, responses=responses(400, 403, 404, 422, 503))
+    def media(ref: str = REF_PATH):
         return FileResponse(state.resolve(ref))
 
 
+def _shown_index_dir(index_dir: Path, root: Path) -> str:
+    index_dir = index_dir.resolve()
+    return str(index_dir.relative_to(root)) if index_dir.is_relative_to(root) else index_dir.name
+
+
 # -- endpoint bodies ----------------------------------------------------------------------------
-def list_videos(engine: Engine) -> list[dict]:
-    """Every file the index knows (the engine reads the last published snapshot while an index run writes)."""
-    return [{"path": f.path, "status": f.status, "error": f.error, "duration": f.duration, "width": f.width,
-             "height": f.height, "media": media_url(f.path) if f.status == "ok" else None,
+def list_videos(engine: Engine, public=str) -> list[dict]:
+    """Every file the index knows (the engine reads the last published snapshot while an index run writes);
+    ``public`` rewrites error messages for the client."""
+    return [{"path": f.path, "status": f.status, "error": public(f.error) if f.error else f.error,
+             "duration": f.duration, "width": f.width, "height": f.height,
+             "media": media_url(f.path) if f.status == "ok" else None,
              "units": [{"segment": seg, "start": round(start, 3), "end": round(end, 3),
                         "strip": strip_url(f.path, start, end)} for seg, start, end in f.units]}
             for f in engine.files()]
-
-
-def save_upload(folder: Path, upload: UploadFile) -> dict:
-    """Store an uploaded clip under its content hash (the same clip twice is one file)."""
-    suffix = Path(upload.filename or "").suffix.lower()
-    if suffix not in VIDEO_EXTENSIONS:
-        raise ApiError(400, f"not a video file name: {upload.filename!r} "
-                            f"(expected one of {', '.join(sorted(VIDEO_EXTENSIONS))})")
-    digest, size = hashlib.blake2b(digest_size=16), 0
-    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:
-        while block := upload.file.read(1 << 20):
-            size += len(block)
-            if size > MAX_UPLOAD_BYTES:
-                Path(tmp.name).unlink()
-                raise ApiError(413, f"upload larger than {MAX_UPLOAD_BYTES >> 20} MiB")
-            digest.update(block)
-            tmp.write(block)
-    name = digest.hexdigest() + suffix
-    Path(tmp.name).replace(folder / name)
-    ref = f"{UPLOADS}/{name}"
-    return {"anchor": ref, "name": upload.filename, "size": size, "media": media_url(ref),
-            "strip": strip_url(ref, None, None)}
 
 
 def run_query(state: ServerState, body: QueryIn) -> dict:
@@ -371,19 +398,22 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
 
 # -- running it ---------------------------------------------------------------------------------
 def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
-                log_level: str = "info", extra_hosts: Sequence[str] = ()):
+                log_level: str = "info", extra_hosts: Sequence[str] = (), max_upload: int = MAX_UPLOAD_BYTES,
+                upload_quota: int = UPLOAD_QUOTA_BYTES):
     """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread)."""
     import uvicorn  # uvicorn: only a running server needs it, not the app (tests use the app alone)
 
-    app = create_app(Path(index_dir), reranker, allowed_hosts(host, extra_hosts))
+    app = create_app(Path(index_dir), reranker, allowed_hosts(host, extra_hosts), max_upload, upload_quota)
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
 
 
 def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
-          extra_hosts: Sequence[str] = ()) -> None:
+          extra_hosts: Sequence[str] = (), max_upload: int = MAX_UPLOAD_BYTES,
+          upload_quota: int = UPLOAD_QUOTA_BYTES) -> None:
     """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise; answering only
     requests for the loopback names, ``host`` and ``extra_hosts``."""
-    make_server(index_dir, host, port, reranker, extra_hosts=extra_hosts).run()
+    make_server(index_dir, host, port, reranker, extra_hosts=extra_hosts, max_upload=max_upload,
+                upload_quota=upload_quota).run()
 
 
 # -- the web UI: one page, vanilla JS, no external resources ------------------------------------

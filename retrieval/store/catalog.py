@@ -8,6 +8,7 @@ the whole file or nothing, and the next run resumes from there.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -15,7 +16,21 @@ from typing import Iterable, Sequence
 import duckdb
 import numpy as np
 
+from retrieval.store.errors import (
+    CatalogBusy,
+    CatalogDamaged,
+    CatalogEmpty,
+    DiskFull,
+    busy_message,
+    detail,
+    is_damage,
+    is_disk_full,
+    is_locked,
+)
+from retrieval.store.snapshots import SNAPSHOT_NAME, WRITER_MARK, published_snapshot, snapshot_is_current, writer_pid
+
 SCHEMA_VERSION = "1"
+LOCK_WAIT_S = 5.0  # a writer waits this long for readers, which hold the catalog only to read a few rows
 
 SCHEMA = """
 CREATE SEQUENCE IF NOT EXISTS file_ids START 1;
@@ -25,7 +40,8 @@ CREATE TABLE IF NOT EXISTS files (
     file_id BIGINT PRIMARY KEY, path VARCHAR UNIQUE NOT NULL, size BIGINT, mtime DOUBLE,
     content_hash VARCHAR, duration DOUBLE, fps DOUBLE, width INTEGER, height INTEGER,
     frame_count INTEGER, decoder VARCHAR, status VARCHAR NOT NULL, error VARCHAR,
-    indexed_at TIMESTAMP DEFAULT current_timestamp);
+    indexed_at TIMESTAMP DEFAULT current_timestamp, transient BOOLEAN DEFAULT false);
+ALTER TABLE files ADD COLUMN IF NOT EXISTS transient BOOLEAN DEFAULT false;
 CREATE TABLE IF NOT EXISTS units (
     unit_id BIGINT PRIMARY KEY, file_id BIGINT NOT NULL, segment INTEGER,
     start_s DOUBLE, end_s DOUBLE, frame_times DOUBLE[]);
@@ -38,14 +54,6 @@ CREATE TABLE IF NOT EXISTS indexers (
 """
 
 
-class CatalogBusy(RuntimeError):
-    """Another process holds the catalog for writing."""
-
-
-class CatalogEmpty(RuntimeError):
-    """The catalog file exists but a run was stopped before it wrote anything."""
-
-
 @dataclass(frozen=True)
 class FileState:
     file_id: int
@@ -54,6 +62,7 @@ class FileState:
     content_hash: str | None
     status: str
     error: str | None = None  # why it failed (status "failed")
+    transient: bool = False  # it failed for a passing reason (timeout, crash, full disk): a later run retries it
 
 
 @dataclass(frozen=True)
@@ -102,13 +111,21 @@ class Catalog:
     def __init__(self, path: str | Path, read_only: bool = False):
         self.path = Path(path)
         self.read_only = read_only
+        self._snapshot = None if read_only else published_snapshot(self.path)
+        # a snapshot already current needs no copy at close unless this writer changes something
+        self._dirty = self._snapshot is None or not snapshot_is_current(self.path, self._snapshot)
         try:
-            self.db = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise CatalogBusy(
-                    f"the catalog {self.path} is being written by another convis process; retry when it finishes"
-                ) from None
+            self.db = self._connect()
+        except BaseException:
+            self._unmark_writer()
+            raise
+        try:
+            self._check()
+        except duckdb.Error as exc:
+            self.db.close()
+            self._unmark_writer()
+            if is_damage(exc):
+                raise CatalogDamaged(self.path, detail(exc)) from None
             raise
         if read_only and not self._has_schema():
             self.db.close()
@@ -117,9 +134,79 @@ class Catalog:
             self.db.execute(SCHEMA)
             self._set_default("schema_version", SCHEMA_VERSION)
             self._set_default("generation", "0")
+            self._remove_stale_temps()
+
+    def _mark_writer(self) -> None:
+        """Say which process writes or waits to: readers cannot ask DuckDB without taking the lock it needs."""
+        if self._snapshot is not None and writer_pid(self.path) is None:
+            try:
+                (self.path.parent / WRITER_MARK).write_text(str(os.getpid()))
+            except OSError:
+                pass  # readers then say nothing of a run in progress and may delay this writer a little
+
+    def _unmark_writer(self) -> None:
+        mark = self.path.parent / WRITER_MARK
+        try:
+            if self._snapshot is not None and mark.read_text().strip() == str(os.getpid()):
+                mark.unlink()
+        except (OSError, ValueError):
+            pass
+
+    def _remove_stale_temps(self) -> None:
+        """Temp files a killed or starved writer left beside the index: only the lock holder may write them."""
+        if self._snapshot is None:
+            return
+        folder = self.path.parent
+        partial = [folder / f".{SNAPSHOT_NAME}.tmp", folder / f".{SNAPSHOT_NAME}.tmp.wal"]
+        for stale in [*partial, *(folder / "faiss").glob(".*.tmp")]:
+            try:
+                stale.unlink()
+            except OSError:
+                pass  # gone already, or `faiss` is a file: the FAISS write says so in one line
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the file; a writer waits a few seconds for readers, which hold it only briefly."""
+        deadline = time.monotonic() + (0 if self.read_only else LOCK_WAIT_S)
+        if not self.read_only:
+            self._mark_writer()  # before the lock is ours: readers turn to the snapshot and let the writer in
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.Error as exc:
+                if is_damage(exc):
+                    raise CatalogDamaged(self.path, detail(exc)) from None
+                if not is_locked(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    self._unmark_writer()
+                    raise CatalogBusy(busy_message(self.path, str(exc))) from None
+                time.sleep(0.1)
+
+    def _check(self) -> None:
+        """Read the small tables: a damaged file fails here, at open, rather than half-way through a command."""
+        if self._has_schema():
+            for table in ("settings", "indexers", "files", "units", "embeddings"):
+                self.db.execute(f"SELECT count(*) FROM {table}").fetchone()
+            self.db.execute("SELECT * FROM settings").fetchall()
+            self.db.execute("SELECT * FROM indexers").fetchall()
 
     def close(self) -> None:
-        self.db.close()
+        """Close; a writer that changed anything first publishes its snapshot, so readers never need the file."""
+        if self._snapshot is not None and self._dirty:
+            try:
+                self.snapshot(self._snapshot)
+            except (duckdb.Error, OSError):
+                pass  # no space for it: readers see the snapshot is stale and read the catalog itself
+        try:
+            self.db.close()
+        except duckdb.Error as exc:  # closing checkpoints the log into the file
+            if is_disk_full(exc):
+                raise DiskFull("checkpointing the catalog", self.path) from None
+            raise
+        if self._snapshot is not None and not self._dirty and self._snapshot.is_file():
+            # closing checkpoints the log into the catalog file: the snapshot still holds all of it
+            os.utime(self._snapshot)
+        self._unmark_writer()
 
     def _has_schema(self) -> bool:
         return bool(self.db.execute(
@@ -135,12 +222,21 @@ class Catalog:
         """
         tmp = dest.with_name(f".{dest.name}.tmp")
         tmp.unlink(missing_ok=True)
-        self.db.execute(f"ATTACH '{_sql_path(tmp)}' AS snapshot")
         try:
-            self.db.execute(f"COPY FROM DATABASE \"{self._name()}\" TO snapshot")
-        finally:
-            self.db.execute("DETACH snapshot")
-        os.replace(tmp, dest)
+            self.db.execute(f"ATTACH '{_sql_path(tmp)}' AS snapshot")
+            try:
+                self.db.execute(f"COPY FROM DATABASE \"{self._name()}\" TO snapshot")
+            finally:
+                self.db.execute("DETACH snapshot")
+            os.replace(tmp, dest)
+        except (duckdb.Error, OSError) as exc:
+            for partial in (tmp, tmp.with_name(tmp.name + ".wal")):
+                partial.unlink(missing_ok=True)
+            if is_disk_full(exc):
+                raise DiskFull("writing the snapshot", dest) from None
+            raise
+        if dest == self._snapshot:
+            self._dirty = False
 
     def _name(self) -> str:
         return self.db.execute("SELECT current_database()").fetchone()[0]
@@ -160,6 +256,9 @@ class Catalog:
         return row[0] if row else None
 
     def set_setting(self, key: str, value: str) -> None:
+        if self.setting(key) == value:
+            return  # unchanged: no snapshot to publish for it
+        self._dirty = True
         self.db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", [key, value])
 
     @property
@@ -168,11 +267,13 @@ class Catalog:
         return int(self.setting("generation") or 0)
 
     def _bump(self) -> None:
+        self._dirty = True
         self.db.execute(
             "UPDATE settings SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
 
     # -- indexers -----------------------------------------------------------
     def register_indexer(self, row: IndexerRow) -> None:
+        self._dirty = True
         self.db.execute(
             "INSERT INTO indexers VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (indexer) DO UPDATE SET "
             "dim = excluded.dim, frames = excluded.frames",
@@ -180,6 +281,7 @@ class Catalog:
         )
 
     def set_faiss_factory(self, indexer: str, factory: str) -> None:
+        self._dirty = True
         self.db.execute("UPDATE indexers SET faiss_factory = ? WHERE indexer = ?", [factory, indexer])
 
     def indexers(self) -> list[IndexerRow]:
@@ -188,7 +290,8 @@ class Catalog:
 
     # -- files --------------------------------------------------------------
     def file_states(self) -> dict[str, FileState]:
-        rows = self.db.execute("SELECT path, file_id, size, mtime, content_hash, status, error FROM files").fetchall()
+        rows = self.db.execute("SELECT path, file_id, size, mtime, content_hash, status, error, "
+                               "coalesce(transient, false) FROM files").fetchall()
         return {r[0]: FileState(*r[1:]) for r in rows}
 
     def indexed_with(self, indexer: str) -> set[str]:
@@ -240,13 +343,15 @@ class Catalog:
                     vec = np.ascontiguousarray(row, dtype=np.float32).tobytes()
                     self.db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", [unit_id, indexer, vec])
 
-    def record_failure(self, path: str, size: int, mtime: float, error: str) -> None:
+    def record_failure(self, path: str, size: int, mtime: float, error: str, transient: bool = False) -> None:
+        """``transient``: the cause may pass (a timeout, a crash, a full disk), so a later run tries the file again."""
         with self._transaction():
             self._delete_paths([path])
-            self._insert_file(FileRecord(path, size, mtime, "", 0, 0, 0, 0, 0, ""), "failed", error)
+            self._insert_file(FileRecord(path, size, mtime, "", 0, 0, 0, 0, 0, ""), "failed", error, transient)
 
     def touch(self, path: str, size: int, mtime: float) -> None:
         """A file whose bytes did not change but whose mtime did: keep its vectors."""
+        self._dirty = True
         self.db.execute("UPDATE files SET size = ?, mtime = ? WHERE path = ?", [size, mtime, path])
 
     def forget(self, paths: Iterable[str]) -> int:
@@ -257,12 +362,13 @@ class Catalog:
             self._delete_paths(paths)
         return len(paths)
 
-    def _insert_file(self, r: FileRecord, status: str, error: str | None) -> int:
+    def _insert_file(self, r: FileRecord, status: str, error: str | None, transient: bool = False) -> int:
         file_id = self.db.execute("SELECT nextval('file_ids')").fetchone()[0]
         self.db.execute(
-            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+            "INSERT INTO files (file_id, path, size, mtime, content_hash, duration, fps, width, height, frame_count, "
+            "decoder, status, error, transient) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [file_id, r.path, r.size, r.mtime, r.content_hash or None, r.duration, r.fps, r.width,
-             r.height, r.frame_count, r.decoder or None, status, error],
+             r.height, r.frame_count, r.decoder or None, status, error, transient],
         )
         return file_id
 
@@ -289,6 +395,17 @@ class Catalog:
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         return ids, matrix.copy()
+
+    def vectors_of(self, indexer: str, unit_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored vectors from ``indexer`` of ``unit_ids`` (those that have one): the exact values scores use."""
+        rows = self.db.execute(
+            "SELECT unit_id, vector FROM embeddings WHERE indexer = ? AND unit_id IN (SELECT unnest(?::BIGINT[]))",
+            [indexer, [int(u) for u in unit_ids]],
+        ).fetchall()
+        return {int(u): np.frombuffer(v, dtype=np.float32) for u, v in rows}
+
+    def vector_count(self, indexer: str) -> int:
+        return self.db.execute("SELECT count(*) FROM embeddings WHERE indexer = ?", [indexer]).fetchone()[0]
 
     def unit_vectors(self, path: str, indexer: str) -> np.ndarray:
         rows = self.db.execute(
@@ -377,10 +494,26 @@ class _Transaction:
         self.catalog.db.execute("BEGIN TRANSACTION")
         return self
 
-    def __exit__(self, exc_type, *_):
-        if exc_type is None:
-            self.catalog._bump()
-            self.catalog.db.execute("COMMIT")
-        else:
+    def __exit__(self, exc_type, exc_value, _tb):
+        try:
+            if exc_type is None:
+                self.catalog._bump()
+                self.catalog.db.execute("COMMIT")
+                return False
             self.catalog.db.execute("ROLLBACK")
+        except (duckdb.Error, OSError) as exc:
+            if exc_type is None:
+                _rollback(self.catalog.db)
+            if is_disk_full(exc):
+                raise DiskFull("committing to the catalog", self.catalog.path) from None
+            raise
+        if exc_type is not None and is_disk_full(exc_value):
+            raise DiskFull("committing to the catalog", self.catalog.path) from None
         return False
+
+
+def _rollback(db: duckdb.DuckDBPyConnection) -> None:
+    try:
+        db.execute("ROLLBACK")
+    except duckdb.Error:
+        pass  # the failed COMMIT already ended the transaction

@@ -44,7 +44,8 @@ def test_reasons_are_plain_names_are_shown_as_written_and_counts_agree_with_info
 
     again = convis("index", folder, "--workers", "1")
     assert again.returncode == 0, again.stderr
-    assert "unchanged 3; forgotten 0; failed 2 (2 unchanged since an earlier run, not retried)" in again.stdout
+    assert ("unchanged 3; forgotten 0; failed 2 (2 unchanged since an earlier run, not retried: --retry-failed)"
+            in again.stdout)
     assert "[bold]cup2.mp4" in again.stdout
     info = json.loads(convis("info", "--index-dir", folder / ".convis", "--json").stdout)
     assert info["files_failed"] == 2 and info["files_ok"] == 3

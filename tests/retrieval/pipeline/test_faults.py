@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from cli import app
 from retrieval.engine import Engine
-from retrieval.pipeline.indexing import SNAPSHOT_NAME
-from retrieval.store.catalog import Catalog, CatalogEmpty
+from retrieval.store.catalog import Catalog
+from retrieval.store.errors import CatalogEmpty
+from retrieval.store.snapshots import SNAPSHOT_NAME
 from retrieval.store.vectors import VectorIndex, index_path
 from tests.paths import ROOT
 
@@ -142,7 +143,7 @@ def test_query_while_indexing_reads_the_last_snapshot_and_a_second_writer_is_ref
         out, _ = proc.communicate(timeout=300)
     assert still_running, ("the index run ended before the concurrent checks: "
                            + (tmp_path / "index.log").read_text()[-1500:])
-    assert second.exit_code == 2 and "being written by another convis process" in second.stderr
+    assert second.exit_code == 2 and "being written by another `convis index` run (pid" in second.stderr
     assert query.exit_code == 0, query.output
     assert "index run is in progress" in query.stderr
     assert json.loads(query.stdout)["hits"]  # what was committed so far is searchable

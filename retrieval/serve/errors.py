@@ -1,0 +1,75 @@
+"""How the server refuses a request: a status code and a one-line JSON error, never a traceback or a path.
+
+Messages from lower layers may name files by their absolute paths; a client learns only names relative to the
+index root (or bare file names), so the server's folders stay private.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+# a ref: a path relative to the index root whose parts are neither hidden nor "..", with no backslash or NUL
+# (not absolute, not a drive), or an upload's ref; safe_path checks it again, and that it stays inside the root
+# (no look-ahead: pydantic's regex engine has none, so the first part spells out "not a drive letter and ':'")
+REF_PATTERN = (r"^(?:\.uploads/[0-9a-f]{32}\.[a-z0-9]{1,5}"
+               r"|(?:[^./\\\x00A-Za-z][^/\\\x00]*|[A-Za-z](?:[^:/\\\x00][^/\\\x00]*)?)"
+               r"(?:/[^./\\\x00][^/\\\x00]*)*)$")
+REF_RULE = ("not a servable path: give a path relative to the index root, without '..', hidden parts, "
+            "backslashes or a drive")
+# a path of two or more parts from the filesystem root; not a URL ("http://a/b") nor a relative "a/b"
+ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])(?:/[^\s/'\"()\[\],;:]+){2,}")
+
+
+class ApiError(Exception):
+    """A request the server refuses: its status code and a one-line reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class ErrorOut(BaseModel):
+    """Every refusal's body."""
+
+    error: str = Field(..., description="One line saying what was wrong and, where it helps, what to do.")
+    retry_after: int | None = Field(None, description="Seconds to wait before retrying (with 503 only).")
+
+
+WHY = {
+    400: "The request is malformed (a multipart body) or names something the server cannot use: a malformed "
+         "path, a concept that is a likely typo, a time span outside the clip.",
+    403: "Refused: a path leading outside the index root, or a write from another web site.",
+    404: "No such file, upload or frame.",
+    413: "The upload is larger than the server's --max-upload-mb.",
+    415: "The upload is not a video the server can decode.",
+    422: "The request does not fit this schema: a missing or malformed field, a value out of its bounds.",
+    503: "The index is busy or missing, or a model could not be loaded; retry later.",
+}
+
+
+def responses(*codes: int) -> dict:
+    """``responses=`` for a route: the error statuses it may answer, each with the error body."""
+    return {code: {"model": ErrorOut, "description": WHY[code]} for code in codes}
+
+
+def validation_message(errors: Sequence[dict]) -> str:
+    """Pydantic's errors for a request in one line: where, and what is wrong there."""
+    said = []
+    for error in errors:
+        where = ".".join(str(part) for part in error.get("loc", ())[1:]) or "body"
+        what = REF_RULE if error.get("type") == "string_pattern_mismatch" else error.get("msg", "invalid")
+        said.append(f"{where}: {what}")
+    return "; ".join(said) or "invalid request"
+
+
+def without_paths(message: str, named: Iterable[tuple[Path, str]]) -> str:
+    """``message`` with each folder in ``named`` shown by its public name and any other absolute path by its
+    last part."""
+    for folder, shown in named:
+        prefix = str(folder)
+        message = message.replace(prefix + "/", shown + "/" if shown else "").replace(prefix, shown or ".")
+    return ABSOLUTE_PATH.sub(lambda m: m.group(0).rsplit("/", 1)[-1], message)

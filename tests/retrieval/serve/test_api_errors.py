@@ -1,0 +1,77 @@
+"""Refusals are bounded, one-line JSON: no server error for odd input, and no absolute path of the server's."""
+
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+
+from retrieval.serve.server import MAX_CONCEPTS, MAX_REF_CHARS, create_app
+from retrieval.store.catalog import Catalog
+
+LOCAL = "http://localhost"
+
+
+@pytest.fixture(scope="module")
+def scratch(example_index, example_videos, tmp_path_factory):
+    """The example index over a scratch root holding an indexed clip and an unreadable one."""
+    base = tmp_path_factory.mktemp("private-location")
+    index, root = base / "index" / ".convis", base / "videos"
+    shutil.copytree(example_index, index, ignore=shutil.ignore_patterns("scores.duckdb"))
+    root.mkdir()
+    shutil.copy(example_videos / "cup.mp4", root / "cup.mp4")
+    (root / "bad.mp4").write_bytes(b"not a video" * 100)
+    with Catalog(index / "catalog.duckdb") as catalog:
+        catalog.set_setting("root", str(root))
+    with TestClient(create_app(index), base_url=LOCAL, raise_server_exceptions=False) as client:
+        yield client, base
+
+
+@pytest.mark.parametrize("method, url, body", [
+    ("GET", "/health", None),
+    ("GET", "/videos", None),
+    ("POST", "/query", {"anchor": "bad.mp4", "concepts": ["location"]}),
+    ("POST", "/compare", {"a": "cup.mp4", "b": "bad.mp4", "concepts": ["location"]}),
+    ("GET", "/strips/bad.mp4", None),
+    ("GET", "/media/missing.mp4", None),
+])
+def test_no_answer_reveals_where_the_server_keeps_its_files(scratch, method, url, body):
+    client, base = scratch
+    response = client.request(method, url, json=body)
+    assert response.status_code < 500, response.text
+    assert str(base) not in response.text and str(base.resolve()) not in response.text
+
+
+def test_health_names_the_root_by_its_folder_name(scratch):
+    client, _ = scratch
+    assert client.get("/health").json()["root"] == "videos"
+
+
+@pytest.mark.parametrize("method, url, body", [
+    ("GET", "/media/" + "x" * 5000 + ".mp4", None),
+    ("GET", "/strips/" + "d/" * 2500 + "x.mp4", None),
+    ("POST", "/query", {"anchor": "x" * 5000, "concepts": ["location"]}),
+    ("POST", "/compare", {"a": "cup.mp4", "b": "x" * 5000, "concepts": ["location"]}),
+])
+def test_an_overlong_ref_is_refused_not_a_server_error(scratch, method, url, body):
+    client, _ = scratch
+    response = client.request(method, url, json=body)
+    assert response.status_code == 422 and str(MAX_REF_CHARS) in response.json()["error"]
+
+
+def test_a_ref_just_under_the_bound_is_looked_up(scratch):
+    client, _ = scratch
+    response = client.get("/media/" + "x" * (MAX_REF_CHARS - 4) + ".mp4")  # longer than a file name may be
+    assert response.status_code == 404 and "no such file" in response.json()["error"]
+
+
+def test_the_number_of_concepts_in_one_request_is_bounded(scratch):
+    client, _ = scratch
+    concepts = [f"thing {i}" for i in range(MAX_CONCEPTS + 1)]
+    response = client.post("/query", json={"anchor": "cup.mp4", "concepts": concepts, "free_text": True})
+    assert response.status_code == 422 and "concepts" in response.json()["error"]
+
+
+def test_unknown_routes_answer_with_the_json_error_body(scratch):
+    client, _ = scratch
+    response = client.get("/nothing/here")
+    assert response.status_code == 404 and response.json() == {"error": "Not Found"}
