@@ -49,6 +49,7 @@ from retrieval.search.anchor import AnchorError, AnchorSpanError
 from retrieval.search.fusion import RERANKER_PREFIX, FusionError
 from retrieval.search.results import CompareResult, QueryResult
 from retrieval.search.signals import SignalError, parse_overrides
+from retrieval.search.text_query import parse_weights
 from retrieval.serve.gallery import write_compare_html, write_query_html
 from retrieval.serve.server import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
 from retrieval.serve.server import serve as run_server
@@ -203,6 +204,10 @@ def index(
     retry_failed: bool = typer.Option(False, help="Try again every file that failed before, unchanged since; "
                                       "without it only failures that may pass (timed out, decoder crashed, "
                                       "disk full, model error) are retried, not files that are not videos."),
+    captioner: Optional[str] = typer.Option(None, help="Video LMM (any --reranker spec) that describes every unit "
+                                            "once: a caption and one description per ConViS concept, 6 model "
+                                            "calls a unit, stored in the index and never asked again for the "
+                                            "same bytes; a text indexer embeds the captions."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
@@ -212,7 +217,8 @@ def index(
         settings = IndexSettings(segment_seconds=_segment_seconds(segment), captions=captions, workers=workers,
                                  timeout=timeout, publish_every=publish_every, ray_address=ray,
                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol,
-                                 move_root=move_root, prune=prune, retry_failed=retry_failed)
+                                 move_root=move_root, prune=prune, retry_failed=retry_failed,
+                                 captioner=captioner)
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, settings, progress=progress)
@@ -296,7 +302,9 @@ def _print_index_report(report) -> None:
         failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried: --retry-failed)"
     out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
               f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; {failed}"
-              + (f"; captions {report.captioned}" if report.captioned else ""), highlight=False)
+              + (f"; captions {report.captioned}" if report.captioned else "")
+              + (f"; described {report.described} unit(s) ({report.describe_calls} model calls)"
+                 if report.described else ""), highlight=False)
     out.print(f"indexers: {', '.join(report.indexers)}", highlight=False, markup=False)
     if report.failed:
         table = Table(title="skipped files", title_justify="left")
@@ -364,6 +372,30 @@ def query(
     show(result, as_json, _print_hits)
 
 
+@app.command(cls=PlainUsage)
+def search(
+    text: str = typer.Argument(..., metavar="TEXT", help="What to look for, in words (at most 1,000 characters)."),
+    where: WhereArg = None,
+    index_dir: IndexDirOpt = None,
+    k: int = typer.Option(DEFAULT_K, "-k", "--top", min=1, metavar="N", help="How many results."),
+    signal: List[str] = typer.Option([], metavar="INDEXER=WEIGHT", help="Use only the named signals, weighted as "
+                                     "given (default: every indexed signal with a text tower, equally)."),
+    device: DeviceOpt = None,
+    html: HtmlOpt = None,
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON (a query's, plus \"text\")."),
+):
+    """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
+    (captions embedded by the text indexer, CLIP). One text-tower pass per signal; no LMM is asked."""
+    with user_errors():
+        check_page(html)
+        weights = parse_weights(signal)
+        engine = Engine(resolve_index_dir(index_dir or where), device=device)
+        result = engine.search(text, k, weights)
+        if html is not None:
+            err.print(f"gallery: {write_query_html(result, engine.root, html)}", highlight=False)
+    show(result, as_json, _print_hits)
+
+
 def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> list[Concept]:
     """The concepts of a query or a comparison, once the reranker's scoring mode is known to be valid."""
     concepts = parse_concepts(specs, free_text)
@@ -415,7 +447,10 @@ def _print_hits(result: QueryResult) -> None:
 
 
 def _anchor_title(result: QueryResult) -> str:
-    """The anchor and, when the query used part of it, its window: ``long.mp4 1:00.0-1:20.0``."""
+    """The anchor and, when the query used part of it, its window: ``long.mp4 1:00.0-1:20.0``; a text
+    search's sentence in quotes."""
+    if getattr(result, "text", None):
+        return f'"{result.text}"'
     if result.start is None and result.end is None:
         return result.anchor
     return f"{result.anchor} {format_span(result.start or 0.0, result.end)}"

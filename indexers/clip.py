@@ -1,13 +1,19 @@
-"""CLIP image tower: open_clip tags (``ViT-L-14/openai``) or transformers CLIP checkpoints."""
+"""CLIP image tower: open_clip tags (``ViT-L-14/openai``) or transformers CLIP checkpoints.
+
+Both also embed text with their text tower (``embed_texts``), into the space their image vectors live in:
+that is what lets a sentence search an index of CLIP vectors.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
+import numpy as np
 import torch
 
-from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
-from indexers.errors import unavailable
+from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, l2_normalise, model_card
+from indexers.errors import ModelUnavailableError, unavailable
 from indexers.hf import image_transform, is_local, load_model
 from indexers.vision import ImageIndexer, ImageTransform, paper_frames
 from retrieval.core.sampling import RULE_TEXT
@@ -16,11 +22,32 @@ CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
+CLIP_CONTEXT = 77  # tokens CLIP's text tower was trained on; longer text is truncated, as the reference does
+
+
+def _check_vocabulary(source: str, ids: torch.Tensor, vocab: int | None) -> None:
+    """A text tower too small for its tokenizer would fail deep in torch: say so in one line instead."""
+    if vocab is not None and int(ids.max()) >= vocab:
+        raise ModelUnavailableError(f"clip {source}: its tokenizer's ids reach {int(ids.max())} but its text tower "
+                                    f"knows {vocab} tokens; these weights cannot embed text")
+
+
 class OpenClipIndexer(ImageIndexer):
     pooling = "image embedding per frame (encode_image), mean over frames"
+    tokenizer = None  # set by the builder: open_clip's own for the model (its context length travels with it)
 
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.encode_image(pixels)
+
+    @torch.inference_mode()
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """encode_text of open_clip's tokens (truncated to the model's context), L2-normalised."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        tokens = self.tokenizer(list(texts))
+        _check_vocabulary(self.source, tokens, getattr(self.model, "vocab_size", None))
+        tokens = tokens.to(self.device)
+        return l2_normalise(self.model.encode_text(tokens).float().cpu().numpy())
 
 
 class HFClipIndexer(ImageIndexer):
@@ -29,6 +56,38 @@ class HFClipIndexer(ImageIndexer):
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         out = self.model.get_image_features(pixel_values=pixels)
         return out if isinstance(out, torch.Tensor) else out.pooler_output
+
+    @property
+    def text_context(self) -> int:
+        """At most 77 tokens, fewer when the checkpoint's text tower has fewer positions."""
+        return min(CLIP_CONTEXT, self.model.config.text_config.max_position_embeddings)
+
+    @torch.inference_mode()
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """get_text_features of the checkpoint's tokens (truncated to ``text_context``), L2-normalised."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        tokens = self._tokenizer()(list(texts), padding=True, truncation=True, max_length=self.text_context,
+                                   return_tensors="pt").to(self.device)
+        _check_vocabulary(self.source, tokens["input_ids"], self.model.config.text_config.vocab_size)
+        out = self.model.get_text_features(input_ids=tokens["input_ids"], attention_mask=tokens["attention_mask"])
+        out = out if isinstance(out, torch.Tensor) else out.pooler_output
+        return l2_normalise(out.float().cpu().numpy())
+
+    def _tokenizer(self):
+        # loaded on the first text only: indexing frames never needs it
+        if getattr(self, "_tokens", None) is None:
+            from transformers import AutoTokenizer
+
+            try:
+                tokens = AutoTokenizer.from_pretrained(self.source)
+            except (OSError, ValueError) as exc:  # none reachable
+                raise unavailable("clip", self.source, exc) from None
+            # a checkpoint saved without its tokenizer files loads an empty one that reads every word as unknown
+            if len(tokens) <= len(tokens.all_special_tokens):
+                raise unavailable("clip", self.source, FileNotFoundError("no tokenizer files beside the weights"))
+            self._tokens = tokens
+        return self._tokens
 
 
 def _open_clip_name(source: str) -> tuple[str, str | None]:
@@ -88,7 +147,9 @@ def _build_open_clip(source: str, device: str | None, protocol: str) -> OpenClip
     transform = ImageTransform(resize=crop, crop=crop, mean=tuple(cfg.get("mean", CLIP_MEAN)),
                                std=tuple(cfg.get("std", CLIP_STD)))
     dim = model.visual.output_dim
-    return OpenClipIndexer("clip", source, model, transform, dim, device, _frames(protocol, transform), protocol)
+    indexer = OpenClipIndexer("clip", source, model, transform, dim, device, _frames(protocol, transform), protocol)
+    indexer.tokenizer = open_clip.get_tokenizer(name)
+    return indexer
 
 
 def _build_hf_clip(source: str, device: str | None, protocol: str) -> HFClipIndexer:

@@ -8,7 +8,8 @@ from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from rerankers.frames import concat_pair, prepare
+from rerankers.describe_prompt import DESCRIBE_PROMPT_VERSION
+from rerankers.frames import as_video, concat_pair, prepare, resample
 from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
@@ -165,6 +166,29 @@ class Reranker(ABC):
     @abstractmethod
     def _next_tokens(self, clips: list[np.ndarray], concept_words: str) -> list[NextToken]:
         """One batch: each clip is (2 * frames_per_video, H, W, 3), video 1's frames first."""
+
+    # -- describing one clip (index-time captions) --------------------------------------------------
+    @property
+    def describe_version(self) -> str:
+        """Everything besides the model and the unit that a stored description depends on."""
+        spec = self.frame_spec
+        return f"{DESCRIBE_PROMPT_VERSION}|frames={spec.rule}:{spec.count}"
+
+    def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str:
+        """The model's greedy answer to ``prompt`` about one video, (T, H, W, 3) uint8 RGB.
+
+        ``prepared``: decoded with ``frame_spec`` already (used as they are); otherwise resampled
+        with the family's rule and resized as its preprocessing resizes full-size frames.
+        """
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        video = as_video(frames)
+        if not prepared:
+            video = prepare(video, self.frame_spec, "video")
+        return self._generate_text(resample(video, self.frames_per_video, self.frame_rule), prompt, max_new_tokens)
+
+    def _generate_text(self, clip: np.ndarray, prompt: str, max_new_tokens: int) -> str:
+        raise RerankerError(f"{self.name} cannot describe videos")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, revision={self.revision!r})"

@@ -33,3 +33,8 @@ def _check_local_spec(spec: str) -> None:
 def available_rerankers() -> list[str]:
     return RERANKERS.names()
 
+
+
+def create_captioner(spec: str, device: str | None = None, dtype=None, **kwargs) -> Reranker:
+    """A model that describes clips (``describe``): any reranker family, built from the same specs."""
+    return create_reranker(spec, device=device, dtype=dtype, **kwargs)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from rerankers.base import RERANKERS, NextToken, Reranker, RerankerError, RerankerUnavailable
+from rerankers.describe_prompt import describe_chat
 from rerankers.frames import processor_frame_size
 from rerankers.prompt import ANSWER_TOKENS, build_chat
 from retrieval.core.device import pick_device
@@ -364,6 +365,31 @@ class HFVideoReranker(Reranker):
         decode = self.processor.tokenizer.decode
         texts = [decode([token], skip_special_tokens=True) for token in greedy]
         return [self._read(logits, text) for logits, text in zip(answer_logits, texts)]
+
+    # -- describing one clip -------------------------------------------------------------------------
+    def render_request(self, request: str) -> str:
+        """The exact text the model reads when asked ``request`` about one video (placeholder unexpanded)."""
+        chat = describe_chat(self.layout, request)
+        return self.processor.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+
+    def _generate_text(self, clip: np.ndarray, prompt: str, max_new_tokens: int) -> str:
+        import torch
+
+        videos, video_kwargs = self._video_inputs([clip])
+        inputs = self.processor(text=[self.render_request(prompt)], videos=videos, return_tensors="pt",
+                                **video_kwargs)
+        with torch.inference_mode():
+            out = self.model.generate(**self._to_device(inputs), generation_config=self._text_config(max_new_tokens))
+        new_tokens = out[0, inputs["input_ids"].shape[1]:].tolist()
+        return self.processor.tokenizer.decode(new_tokens, skip_special_tokens=True).strip()
+
+    def _text_config(self, max_new_tokens: int):
+        # as the score's config (the checkpoint's own, greedy), but free text of up to ``max_new_tokens``
+        config = copy.deepcopy(self._generation_config)
+        config.max_new_tokens = int(max_new_tokens)
+        config.output_logits = False
+        config.return_dict_in_generate = False
+        return config
 
     def _read(self, answer_logits: np.ndarray, text: str) -> NextToken:
         if np.all(np.isfinite(answer_logits)):

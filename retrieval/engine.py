@@ -6,6 +6,7 @@ The CLI is a thin layer over this class.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,7 +26,7 @@ from retrieval.pipeline.executors import open_executor
 from retrieval.pipeline.indexing import Executor, IndexReport, IndexRun, Progress, Scan
 from retrieval.pipeline.models import run_indexers
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.search import ranking, signals
+from retrieval.search import ranking, signals, text_query
 from retrieval.search.anchor import Anchor, AnchorVectors, check_file
 from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
@@ -159,7 +160,10 @@ class Engine:
                 # captions are only useful with a text indexer
                 models += run_indexers(["text"], rows, self.protocol, lambda spec: self._run_indexer(spec, settings))
             configure_faiss(catalog, models, settings.faiss_index, settings.faiss_params)
-            return IndexRun(catalog, self.index_dir, models, executor, settings, progress).run(folder, scan)
+            # any reranker family describes clips; built once per engine, as for reranking
+            captioner = self.reranker(settings.captioner) if settings.captioner else None
+            return IndexRun(catalog, self.index_dir, models, executor, settings, progress,
+                            captioner=captioner).run(folder, scan)
 
     def _run_indexer(self, spec: str, settings: IndexSettings) -> Indexer:
         """The model for ``spec`` as this run samples with it."""
@@ -217,6 +221,17 @@ class Engine:
                            notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
                            fusion=None if fusion is None else fusion_label(fusion), root=root, start=start, end=end,
                            empty_reason=None if hits else _why_empty(candidates, units))
+
+    def search(self, text: str, k: int = DEFAULT_K, weights: dict[str, float] | None = None,
+               recall_k: int | None = None) -> QueryResult:
+        """Rank indexed units by how well they match ``text``, with every indexed signal that has a text tower
+        (``weights``: indexer name -> weight, else equal; see ``retrieval.search.text_query``)."""
+        with self.open_catalog() as catalog:
+            self.protocol = catalog.setting(PROTOCOL) or "fast"  # the text towers of the models the index used
+            result = text_query.search(text_query.TextQuery(text, k, weights, recall_k), catalog, self.indexer,
+                                       lambda model_id: self._vector_index(catalog, model_id))
+        return replace(result, notices=[*self.notices, *result.notices],
+                       root=result.root or str(self.index_dir.parent.resolve()))
 
     def _reranker_name(self, spec) -> str | None:
         """The registry name of the reranker a query used (its fusion signal), None without one."""

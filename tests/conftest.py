@@ -6,6 +6,7 @@ import pytest
 from bench.tiny import vision as tm
 from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
+from tests.indexes import indexed_copies
 from tests.paths import EXAMPLES
 
 
@@ -46,9 +47,5 @@ def example_index(tmp_path_factory, example_videos) -> Path:
 @pytest.fixture(scope="session")
 def three_clips_indexed(tmp_path_factory, example_videos) -> Path:
     """A folder of three example clips indexed once into its .convis (EfficientNet-Lite0); tests work on copies."""
-    videos = tmp_path_factory.mktemp("three-clips") / "videos"
-    videos.mkdir()
-    for name in ("cup.mp4", "campus_01.mp4", "campus_02.mp4"):
-        shutil.copy(example_videos / name, videos / name)
-    Engine(videos / ".convis").index(videos, ["efficientnet-lite0"], IndexSettings(workers=1))
-    return videos
+    return indexed_copies(tmp_path_factory.mktemp("three-clips"), ("cup.mp4", "campus_01.mp4", "campus_02.mp4"),
+                          ["efficientnet-lite0"])

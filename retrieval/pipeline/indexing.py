@@ -44,6 +44,13 @@ from retrieval.pipeline.catalog_settings import (
     settle_segments,
     stale_units,
 )
+from retrieval.pipeline.describe import (
+    DescribePass,
+    Describer,
+    describer_key,
+    embed_generated_captions,
+    store_concept_files,
+)
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog, FileRecord, FileState, IndexerRow, UnitRecord
@@ -234,6 +241,10 @@ class IndexReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
     failed_earlier: int = 0
     captioned: int = 0
+    described: int = 0  # units a captioner described in this run (each: a caption and one answer per concept)
+    describe_calls: int = 0  # model calls it made
+    describe_unreadable: int = 0  # answers stored as unreadable
+    concept_files: int = 0  # files whose per-concept caption files (<stem>.<concept>.txt) were stored
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -241,6 +252,8 @@ class IndexReport:
             "indexers": self.indexers, "found": self.found, "indexed": self.indexed,
             "unchanged": self.unchanged, "forgotten": self.forgotten, "units": self.units,
             "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
+            "described": self.described, "describe_calls": self.describe_calls,
+            "describe_unreadable": self.describe_unreadable, "concept_files": self.concept_files,
             "failed": [{"path": p, "error": e} for p, e in self.failed], "failed_earlier": self.failed_earlier,
             "notes": self.notes,
         }
@@ -276,8 +289,10 @@ class IndexRun:
     """
 
     def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], executor: Executor,
-                 settings: IndexSettings = IndexSettings(), progress: Progress | None = None):
+                 settings: IndexSettings = IndexSettings(), progress: Progress | None = None,
+                 captioner: Describer | None = None):
         self.catalog, self.index_dir = catalog, Path(index_dir)
+        self.captioner = captioner  # a video LMM that describes each unit once (``describe``), or None
         self.visual = [ix for ix in indexers if ix.kind != "text"]
         self.textual = [ix for ix in indexers if ix.kind == "text"]
         self.executor, self.settings = executor, settings
@@ -300,6 +315,7 @@ class IndexRun:
         self.progress("start", {"total": len(jobs)})
         self._embed(jobs)
         self._caption_pass()
+        self._describe_pass(root)
         self._register()  # models built during the run: their rows say how they ran
         if resegmenting(self.catalog) and not self._resegment_failed:
             finish_resegmenting(self.catalog)
@@ -425,6 +441,30 @@ class IndexRun:
                 text = caption.read_text(encoding="utf-8", errors="replace").strip()
                 self.catalog.add_vectors(rel, {ix.model_id: np.repeat(ix.embed_texts([text]), max(units, 1), 0)})
                 self.report.captioned += 1
+
+
+    def _describe_pass(self, root: Path) -> None:
+        """The captioner describes every unit it has not yet; text indexers embed the captions it wrote.
+        Per-concept caption files (``<stem>.location.txt``) are stored as those concepts' descriptions."""
+        if self.settings.captions is not None:
+            self.report.concept_files = store_concept_files(self.catalog, self.settings.captions)
+        if self.captioner is None:
+            return
+        def tick(text: str) -> None:  # shown as the pass goes, not kept in the report
+            self.progress("note", {"text": text})
+
+        describe = DescribePass(self.catalog, root, self.captioner, self.note, tick=tick,
+                                tick_seconds=self.settings.describe_tick)
+        units = describe.pending()
+        if units:
+            self.publish()  # an LMM takes seconds a unit: what was just embedded is searchable meanwhile
+        counts = describe.run(units)
+        self.report.described += counts.described
+        self.report.describe_calls += counts.calls
+        self.report.describe_unreadable += counts.unreadable
+        if self.textual:
+            self.report.captioned += embed_generated_captions(self.catalog, describer_key(self.captioner),
+                                                              self.textual)
 
 
 def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],

@@ -16,6 +16,7 @@ DECODE_TIMEOUT = 300.0
 # count, and the run's time and catalog size with it, grows as the inverse of the length (a 2-hour video
 # is 14,400 units at 0.5 s, 7.2 million at 1 ms).
 MIN_SEGMENT_SECONDS = 0.5
+DESCRIBE_TICK = 30.0  # seconds between the progress lines of a describe pass (an LMM takes seconds a unit)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class IndexSettings:
     ``protocol``: "fast" or "paper", fixed when the index is first built; ``move_root``: the
     videos moved, index them at the new folder; ``prune``: forget however many files are gone
     (a run that would forget more than half of them is refused without it); ``retry_failed``: try again every
-    file that failed before and has not changed since (by default only those whose failure may have passed).
+    file that failed before and has not changed since (by default only those whose failure may have passed);
+    ``captioner``: a video LMM spec (any reranker) that describes every unit once, a caption and one answer
+    per ConViS concept, stored in the catalog (a text indexer embeds the captions).
     """
 
     segment_seconds: float | None = None
@@ -47,6 +50,8 @@ class IndexSettings:
     move_root: bool = False
     prune: bool = False
     retry_failed: bool = False
+    captioner: str | None = None
+    describe_tick: float = DESCRIBE_TICK
 
     def __post_init__(self) -> None:
         # a str from a script names a folder all the same; an empty one names none

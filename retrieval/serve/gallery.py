@@ -191,16 +191,20 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     weights = ", ".join(f"{c.words} {c.weight:.2f}" for c in result.concepts)
     how = result.reranker or "recall similarity (" + ", ".join(
         f"{k}: {m.split(':')[0]}" for k, m in result.signals.items()) + ")"
-    head = (f'<header><h1>Clips like <code>{_e(anchor.name)}</code></h1>'
-            f'<p class="meta">concepts: {_e(weights)} · scored by {_e(how)} · {len(result.hits)} results</p>'
-            f'{_notes(result.notices)}</header>')
-    anchor_card = (f'<section class="card anchor" id="anchor"><h2>Anchor <span class="path">{_e(result.anchor)}'
+    text = getattr(result, "text", None)  # a text search: its anchor is a sentence, not a clip
+    title = f'"{text}"' if text else anchor.name
+    head = (f'<header><h1>Clips like <code>{_e(title)}</code></h1>'
+            f'<p class="meta">{"signals" if text else "concepts"}: {_e(weights)} · scored by {_e(how)} · '
+            f'{len(result.hits)} results</p>{_notes(result.notices)}</header>')
+    anchor_card = (f'<section class="card anchor" id="anchor"><h2>Text</h2><p class="text">{_e(text)}</p></section>'
+                   if text else
+                   f'<section class="card anchor" id="anchor"><h2>Anchor <span class="path">{_e(result.anchor)}'
                    f'</span></h2>{_strip_html(anchor, anchor.name, start or 0.0, end, frames_per_strip, decoder)}'
                    f'</section>')
     hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), out, frames_per_strip, decoder)
                      for h in result.hits)
     body = f'{head}\n{anchor_card}\n<h2>Results</h2>\n<ol class="hits" id="hits">\n{hits}\n</ol>'
-    return _write(out, _page(f"convis: clips like {anchor.name}", body))
+    return _write(out, _page(f"convis: clips like {title}", body))
 
 
 def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, out: Path, frames: int,

@@ -47,6 +47,7 @@ from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.search.anchor import AnchorError
 from retrieval.search.signals import SignalError
+from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
 from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
@@ -61,6 +62,7 @@ STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
 MAX_REF_CHARS = 1024
 MAX_CONCEPTS = 64
 MAX_CONCEPT_CHARS = 200
+MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REF_CHARS, pattern=REF_PATTERN)]
 ConceptText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONCEPT_CHARS)]
@@ -283,6 +285,9 @@ REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
 START = Query(0.0, ge=0, allow_inf_nan=False)
 END = Query(None, gt=0, allow_inf_nan=False)
 STRIP_N = Query(8, ge=1, le=32)
+SEARCH_TEXT = Query(..., min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.",
+                    examples=["a hand holding a cup"])
+SEARCH_K = Query(DEFAULT_K, ge=1, le=MAX_SEARCH_K, description="How many results.")
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
@@ -321,6 +326,11 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
               responses=responses(400, 403, 404, 422, 503))
     def query(body: QueryIn):
         return run_query(state, body)
+
+    @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
+             "has a text tower", responses=responses(400, 422, 503))
+    def search(text: str = SEARCH_TEXT, k: int = SEARCH_K):
+        return run_search(state, text, k)
 
     @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
               responses=responses(400, 403, 404, 422, 503))
@@ -379,6 +389,15 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
                 anchor_strip=strip_url(body.anchor, body.start, body.end))
     for hit in data["hits"]:
         hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
+    return data
+
+
+def run_search(state: ServerState, text: str, k: int) -> dict:
+    with state.using_engine() as engine:
+        data = engine.search(text, k).as_dict()
+    for hit in data["hits"]:
+        hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
+    data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
     return data
 
 

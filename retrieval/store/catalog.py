@@ -51,6 +51,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
 CREATE TABLE IF NOT EXISTS indexers (
     indexer VARCHAR PRIMARY KEY, name VARCHAR, source VARCHAR, kind VARCHAR, dim INTEGER,
     frames INTEGER, faiss_factory VARCHAR);
+CREATE TABLE IF NOT EXISTS descriptions (
+    content_hash VARCHAR NOT NULL, start_s DOUBLE NOT NULL, end_s DOUBLE NOT NULL, concept VARCHAR NOT NULL,
+    model VARCHAR NOT NULL, revision VARCHAR NOT NULL, prompt_version VARCHAR NOT NULL, text VARCHAR,
+    status VARCHAR NOT NULL, error VARCHAR, created_at TIMESTAMP DEFAULT current_timestamp,
+    PRIMARY KEY (content_hash, start_s, end_s, concept, model, revision, prompt_version));
 """
 
 
@@ -105,6 +110,38 @@ class IndexerRow:
     dim: int
     frames: int
     faiss_factory: str | None
+
+
+@dataclass(frozen=True)
+class DescriberKey:
+    """Which model wrote a description, and how it was asked: with the unit, the description's cache key."""
+
+    model: str  # the model's stable id, e.g. "llava-onevision:llava-hf/..."
+    revision: str  # its weights: hub commit or a hash of the local folder
+    prompt_version: str  # the requests and the frames it saw
+
+
+@dataclass(frozen=True)
+class Description:
+    """One stored answer: a unit's caption (concept "caption") or its description of one concept.
+
+    Units are named by their bytes and span, not their file, so the same bytes under another
+    name, or a re-index, find it again. ``status`` "ok", or "unreadable" with the reason in ``error``.
+    """
+
+    content_hash: str
+    start: float
+    end: float
+    concept: str
+    key: DescriberKey
+    text: str | None
+    status: str = "ok"
+    error: str | None = None
+
+
+def span_key(seconds: float) -> float:
+    # spans are keyed to the millisecond: the same unit read again never misses its rows by a rounding
+    return round(float(seconds), 3)
 
 
 class Catalog:
@@ -379,8 +416,101 @@ class Catalog:
         self.db.execute(f"DELETE FROM units WHERE file_id IN ({ids})", [paths])
         self.db.execute("DELETE FROM files WHERE path IN (SELECT unnest(?::VARCHAR[]))", [paths])
 
-    def _transaction(self):
-        return _Transaction(self)
+    def _transaction(self, bump: bool = True):
+        return _Transaction(self, bump)
+
+    # -- descriptions (index-time captions) ---------------------------------
+    def write_descriptions(self, rows: Sequence[Description]) -> None:
+        """Store one unit's answers in one transaction (replacing any under the same key).
+
+        No generation bump: descriptions change no vector, so the FAISS indices stay current.
+        """
+        with self._transaction(bump=False):
+            self._dirty = True
+            for d in rows:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO descriptions (content_hash, start_s, end_s, concept, model, revision, "
+                    "prompt_version, text, status, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [d.content_hash, span_key(d.start), span_key(d.end), d.concept, d.key.model, d.key.revision,
+                     d.key.prompt_version, d.text, d.status, d.error])
+
+    def undescribed_units(self, key: DescriberKey, concepts: Sequence[str]) -> list[UnitRow]:
+        """Units of indexed files lacking any of ``concepts`` from ``key``: one per distinct bytes and span."""
+        if not self._has_table("descriptions"):
+            return []
+        rows = self.db.execute(
+            """SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.content_hash, u.frame_times
+               FROM units u JOIN files f USING (file_id)
+               WHERE f.status = 'ok' AND f.content_hash IS NOT NULL AND (
+                   SELECT count(DISTINCT d.concept) FROM descriptions d
+                   WHERE d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
+                     AND d.end_s = round(u.end_s, 3) AND d.model = ? AND d.revision = ?
+                     AND d.prompt_version = ? AND d.concept IN (SELECT unnest(?::VARCHAR[]))) < ?
+               ORDER BY f.path, u.segment""",
+            [key.model, key.revision, key.prompt_version, list(concepts), len(set(concepts))]).fetchall()
+        seen, units = set(), []
+        for r in rows:
+            span = (r[5], span_key(r[3]), span_key(r[4]))
+            if span not in seen:  # the same bytes under two names are described once
+                seen.add(span)
+                units.append(UnitRow(unit_id=r[0], path=r[1], segment=r[2], start=r[3], end=r[4],
+                                     content_hash=r[5], frame_times=tuple(r[6] or ())))
+        return units
+
+    def unit_descriptions(self, unit_id: int, key: DescriberKey | None = None) -> list[Description]:
+        """Every stored answer about one unit (``key``: only that model's, asked that way)."""
+        where, args = "u.unit_id = ?", [int(unit_id)]
+        return self._descriptions(where, args, key)
+
+    def concept_descriptions(self, concept: str, key: DescriberKey | None = None) -> dict[int, Description]:
+        """unit_id -> the stored answer about ``concept`` of every unit that has one (``key``: from that model)."""
+        found = self._descriptions("d.concept = ?", [concept], key, with_units=True)
+        return dict(found)
+
+    def file_descriptions(self, path: str, concept: str, key: DescriberKey) -> list[Description | None]:
+        """One file's units in segment order, each with its answer about ``concept`` from ``key`` (None: none)."""
+        if not self._has_table("descriptions"):
+            return []
+        rows = self.db.execute(
+            f"""SELECT {_DESCRIPTION_COLUMNS} FROM units u JOIN files f USING (file_id)
+                LEFT JOIN descriptions d ON d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
+                     AND d.end_s = round(u.end_s, 3) AND d.concept = ? AND d.model = ? AND d.revision = ?
+                     AND d.prompt_version = ?
+                WHERE f.path = ? ORDER BY u.segment""",
+            [concept, key.model, key.revision, key.prompt_version, path]).fetchall()
+        return [_description(r) if r[3] is not None else None for r in rows]
+
+    def file_units(self, path: str) -> list[UnitRecord]:
+        """One indexed file's units, in segment order."""
+        rows = self.db.execute(
+            """SELECT u.segment, u.start_s, u.end_s, u.frame_times FROM units u JOIN files f USING (file_id)
+               WHERE f.path = ? ORDER BY u.segment""", [path]).fetchall()
+        return [UnitRecord(r[0], r[1], r[2], tuple(r[3] or ())) for r in rows]
+
+    def _descriptions(self, where: str, args: list, key: DescriberKey | None, with_units: bool = False):
+        if not self._has_table("descriptions"):
+            return []
+        if key is not None:
+            where += " AND d.model = ? AND d.revision = ? AND d.prompt_version = ?"
+            args = [*args, key.model, key.revision, key.prompt_version]
+        rows = self.db.execute(
+            f"""SELECT {_DESCRIPTION_COLUMNS}, u.unit_id FROM units u JOIN files f USING (file_id)
+                JOIN descriptions d ON d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
+                     AND d.end_s = round(u.end_s, 3)
+                WHERE {where} ORDER BY u.unit_id, d.concept, d.created_at""", args).fetchall()
+        if with_units:
+            return [(r[-1], _description(r[:-1])) for r in rows]
+        return [_description(r[:-1]) for r in rows]
+
+    def description_count(self) -> int:
+        if not self._has_table("descriptions"):
+            return 0
+        return self.db.execute("SELECT count(*) FROM descriptions").fetchone()[0]
+
+    def _has_table(self, name: str) -> bool:
+        # a catalog written before a table existed, opened read-only, has no such table: it holds nothing
+        return bool(self.db.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
 
     # -- reads --------------------------------------------------------------
     def vectors(self, indexer: str) -> tuple[np.ndarray, np.ndarray]:
@@ -480,15 +610,24 @@ def list_files(catalog: Catalog) -> list[FileListing]:
             for path, status, error, duration, width, height, units, captioned in rows]
 
 
+_DESCRIPTION_COLUMNS = ("d.content_hash, d.start_s, d.end_s, d.concept, d.model, d.revision, d.prompt_version, "
+                        "d.text, d.status, d.error")
+
+
+def _description(r) -> Description:
+    return Description(r[0], r[1], r[2], r[3], DescriberKey(r[4], r[5], r[6]), r[7], r[8], r[9])
+
+
 def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
 class _Transaction:
-    """BEGIN/COMMIT around a block, ROLLBACK on error; every write bumps the generation."""
+    """BEGIN/COMMIT around a block, ROLLBACK on error; every write bumps the generation (unless it changes no
+    vector: ``bump=False``)."""
 
-    def __init__(self, catalog: Catalog):
-        self.catalog = catalog
+    def __init__(self, catalog: Catalog, bump: bool = True):
+        self.catalog, self.bump = catalog, bump
 
     def __enter__(self):
         self.catalog.db.execute("BEGIN TRANSACTION")
@@ -497,7 +636,8 @@ class _Transaction:
     def __exit__(self, exc_type, exc_value, _tb):
         try:
             if exc_type is None:
-                self.catalog._bump()
+                if self.bump:
+                    self.catalog._bump()
                 self.catalog.db.execute("COMMIT")
                 return False
             self.catalog.db.execute("ROLLBACK")

@@ -1,6 +1,6 @@
 const $ = (sel) => document.querySelector(sel);
 const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
-let current = null;  // the last query's request and response
+let current = null;  // the last query's request (null for a text search) and response
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -97,7 +97,8 @@ function hitCard(hit, result) {
        el("span", {class: "time"}, `${fmtTime(hit.start)}-${fmtTime(hit.end)}`),
        el("span", {class: "total"}, `total ${fmtScore(hit.total)}`)),
     el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(rows)), video(hit.media, hit.start, hit.end)));
-  card.addEventListener("click", (event) => { if (event.target.tagName !== "VIDEO") compare(hit); });
+  // a clip anchor can be compared with a hit; a sentence cannot
+  card.addEventListener("click", (event) => { if (event.target.tagName !== "VIDEO" && current.body) compare(hit); });
   fillStrip(stripBox, hit.strip, hit.path);
   return card;
 }
@@ -106,10 +107,12 @@ function showResults(result) {
   $("#compare").hidden = true;
   $("#results").hidden = false;
   $("#anchor-name").textContent = current.label;
-  fillStrip($("#anchor-strip"), result.anchor_strip, current.label);
+  if (result.anchor_strip) fillStrip($("#anchor-strip"), result.anchor_strip, current.label);
+  else $("#anchor-strip").replaceChildren();
   const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
     .map(([c, m]) => `${c}: ${m.split(":")[0]}`).join(", ")})`;
-  $("#results-meta").textContent = `${result.hits.length} results · scored by ${scoredBy} · click one to compare`;
+  const click = current.body ? " · click one to compare" : "";
+  $("#results-meta").textContent = `${result.hits.length} results · scored by ${scoredBy}${click}`;
   $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
   $("#hits").replaceChildren(...result.hits.map((hit) => hitCard(hit, result)));
 }
@@ -124,6 +127,19 @@ async function search(event) {
   try {
     const result = await post("/query", body);
     current = {body, result, label: select.selectedOptions[0].textContent};
+    showResults(result);
+    status("");
+  } catch (error) { status(error.message, true); }
+}
+
+async function searchText(event) {
+  event.preventDefault();
+  const text = $("#text").value.trim();
+  if (!text) { status("type what to look for first", true); return; }
+  status("searching…");
+  try {
+    const result = await api(`/search?${new URLSearchParams({text, k: Number($("#k").value || 10)})}`);
+    current = {body: null, result, label: `"${result.text}"`};
     showResults(result);
     status("");
   } catch (error) { status(error.message, true); }
@@ -185,6 +201,7 @@ async function start() {
   conceptRow("location", 1);
   $("#add-concept").addEventListener("click", () => conceptRow());
   $("#query-form").addEventListener("submit", search);
+  $("#text-form").addEventListener("submit", searchText);
   $("#upload").addEventListener("change", upload);
   $("#back").addEventListener("click", () => { $("#compare").hidden = true; $("#results").hidden = false; });
   try {

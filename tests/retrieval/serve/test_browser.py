@@ -3,11 +3,13 @@
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from retrieval.serve.server import make_server
+from tests.indexes import CAPTIONS, indexed_copies
 from tests.media import make_clip
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -24,11 +26,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(example_index):
+@contextmanager
+def serving(index_dir: Path):
     """`convis serve` on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
     port = free_port()
-    uvicorn_server = make_server(example_index, "127.0.0.1", port, log_level="warning")
+    uvicorn_server = make_server(index_dir, "127.0.0.1", port, log_level="warning")
     thread = threading.Thread(target=uvicorn_server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -38,6 +40,21 @@ def server(example_index):
     yield f"http://127.0.0.1:{port}"
     uvicorn_server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(example_index):
+    with serving(example_index) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def captioned_server(tmp_path_factory, example_videos):
+    """The server on three example clips indexed with EfficientNet-Lite0 and their captions."""
+    videos = indexed_copies(tmp_path_factory.mktemp("captioned-ui"), ("cup.mp4", "box.mp4", "campus_01.mp4"),
+                            ["efficientnet-lite0"], captions=CAPTIONS)
+    with serving(videos / ".convis") as url:
+        yield url
 
 
 @pytest.fixture
@@ -117,3 +134,30 @@ def test_an_uploaded_clip_is_the_anchor(server, page, tmp_path):
     page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 3")
     page.wait_for_function(ALL_LOADED, arg="#anchor-strip img")
     assert page.inner_text("#anchor-name") == "uploaded: my <clip>.mp4"
+
+
+def test_words_find_clips_in_the_browser(captioned_server, page):
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(captioned_server + "/")
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#k", "2")
+    page.fill("#text", "a hand holding a cup")
+    page.click("#text-search")
+    page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 2")
+    assert page.get_attribute("#hit-1", "data-path") == "cup.mp4"
+    assert page.inner_text("#anchor-name") == '"a hand holding a cup"'
+    assert "text: text" in page.inner_text("#results-meta") and "compare" not in page.inner_text("#results-meta")
+    page.wait_for_function(ALL_LOADED, arg="#hits li.hit img")
+    page.click("#hit-1 .hit-head")  # a sentence has nothing to compare a clip with: the results stay
+    assert page.is_visible("#results") and page.is_hidden("#compare")
+    assert not errors, errors
+
+
+def test_words_on_an_index_without_a_text_tower_say_why_in_the_browser(server, page):
+    page.goto(server + "/")
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#text", "a hand holding a cup")
+    page.click("#text-search")
+    page.wait_for_selector("#status.error")
+    assert page.inner_text("#status").startswith("no signal here can search by text")

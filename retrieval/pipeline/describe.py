@@ -1,0 +1,206 @@
+"""The describe pass: a video LMM looks at each indexed unit once and its answers are stored.
+
+reader (units without this model's descriptions) -> mapper (decode the family's frames, ask the
+caption and one request per concept) -> writer (one catalog transaction per unit).  Answers are
+keyed by the unit's bytes and span, the model, its revision and the prompt version, so a re-index,
+or the same bytes under another name, never asks again, and a run killed mid-way loses at most the
+unit in flight.  A text indexer then embeds the generated captions as it embeds caption files.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from indexers.base import Indexer
+from rerankers import describe_prompt
+from retrieval.core.errors import one_line
+from retrieval.core.sampling import FrameSpec
+from retrieval.media.frames import VideoDecoder
+from retrieval.pipeline.settings import DESCRIBE_TICK
+from retrieval.store.catalog import Catalog, DescriberKey, Description, UnitRow
+
+MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
+MODEL_CALLS_PER_UNIT = len(describe_prompt.DESCRIBE_KEYS)  # the caption and one request per concept
+# descriptions read from ``<stem>.<concept>.txt`` files: written by a person or another tool, not asked
+FILE_KEY = DescriberKey("file", "", "file")
+
+
+class Describer(Protocol):
+    """A model that answers a request about one video: every reranker family is one."""
+
+    model_id: str
+    revision: str
+    describe_version: str
+    frame_spec: FrameSpec
+
+    def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str: ...
+
+
+def describer_key(model: Describer) -> DescriberKey:
+    return DescriberKey(model.model_id, model.revision, model.describe_version)
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    status: str = "ok"
+    error: str | None = None
+
+
+def read_answer(raw) -> Answer:
+    """An answer as stored: clean text, or "unreadable" with the reason (never an exception)."""
+    if not isinstance(raw, str):
+        return Answer(None, "unreadable", f"not text: {type(raw).__name__}")
+    # control characters (a model emitting raw bytes) say nothing and break terminals; newlines stay
+    text = "".join(c for c in raw if c in "\n\t" or unicodedata.category(c)[0] != "C").strip()
+    if not text:
+        return Answer(None, "unreadable", "empty answer")
+    if len(text) > MAX_CHARS:
+        return Answer(None, "unreadable", f"{len(text)} characters, more than {MAX_CHARS}")
+    return Answer(text)
+
+
+@dataclass
+class DescribeCounts:
+    described: int = 0  # units whose answers were stored
+    calls: int = 0  # model calls made
+    unreadable: int = 0  # answers stored as unreadable
+    failed: int = 0  # units left for a later run (decode or model error)
+    seconds: float = 0.0  # time spent asking the model
+
+    @property
+    def per_second(self) -> float:
+        return self.calls / self.seconds if self.seconds > 0 else 0.0
+
+
+Note = Callable[[str], None]
+
+
+class DescribePass:
+    """Describe every unit of ``catalog`` that lacks this model's answers; files are read under ``root``."""
+
+    def __init__(self, catalog: Catalog, root: Path, model: Describer, note: Note,
+                 decoder: VideoDecoder | None = None, tick: Note | None = None, tick_seconds: float = DESCRIBE_TICK):
+        """``note``: lines for the run's report; ``tick``: passing progress lines, every ``tick_seconds``."""
+        self.catalog, self.root, self.model, self.note = catalog, Path(root), model, note
+        self.tick, self.tick_seconds = tick or (lambda text: None), tick_seconds
+        self.key = describer_key(model)
+        self.decoder = decoder or VideoDecoder()
+        self.counts = DescribeCounts()
+
+    def pending(self) -> list[UnitRow]:
+        """The units this model has not described (all its answers), one per distinct bytes and span."""
+        return self.catalog.undescribed_units(self.key, describe_prompt.DESCRIBE_KEYS)
+
+    def run(self, units: list[UnitRow] | None = None) -> DescribeCounts:
+        """Describe ``units`` (default: every pending one)."""
+        units = self.pending() if units is None else units
+        if not units:
+            return self.counts
+        self.note(f"describing {len(units)} unit(s) with {self.model.model_id} "
+                  f"({MODEL_CALLS_PER_UNIT} model calls each)")
+        failures: list[str] = []
+        ticked = time.monotonic()
+        for done, unit in enumerate(units, 1):
+            reason = self._describe(unit)
+            if reason is not None:
+                failures.append(f"{unit.path} {unit.start:g}-{unit.end:g} s: {reason}")
+            if time.monotonic() - ticked >= self.tick_seconds and done < len(units):
+                ticked = time.monotonic()
+                self.tick(f"described {done}/{len(units)} unit(s), {self.counts.per_second:.2f} captions/s")
+        self._report(failures)
+        return self.counts
+
+    def _describe(self, unit: UnitRow) -> str | None:
+        """Ask every request about one unit and store the answers together; the reason when it could not."""
+        try:
+            frames = self.decoder.sample_span(self.root / unit.path, self.model.frame_spec, unit.start, unit.end)
+        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
+            self.counts.failed += 1
+            return f"not decoded ({one_line(exc, 200)})"
+        try:
+            answers = self._ask(frames.pixels)
+        except Exception as exc:  # out of memory, mostly: nothing stored, a later run asks again
+            self.counts.failed += 1
+            return f"model error ({one_line(exc, 200)})"
+        self.catalog.write_descriptions([
+            Description(unit.content_hash, unit.start, unit.end, concept, self.key, a.text, a.status, a.error)
+            for concept, a in answers.items()])
+        self.counts.described += 1
+        self.counts.unreadable += sum(a.status != "ok" for a in answers.values())
+        return None
+
+    def _ask(self, pixels: np.ndarray) -> dict[str, Answer]:
+        answers = {}
+        for concept, (request, tokens) in describe_prompt.describe_requests().items():
+            started = time.perf_counter()
+            raw = self.model.describe(pixels, request, tokens, prepared=True)
+            self.counts.seconds += time.perf_counter() - started
+            self.counts.calls += 1
+            answers[concept] = read_answer(raw)
+        return answers
+
+    def _report(self, failures: list[str]) -> None:
+        c = self.counts
+        self.note(f"described {c.described} unit(s): {c.calls} model calls, {c.per_second:.2f} captions/s"
+                  + (f", {c.unreadable} answer(s) unreadable" if c.unreadable else ""))
+        if failures:
+            self.note(f"{len(failures)} unit(s) not described, left for a later run: {failures[0]}"
+                      + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""))
+
+
+def embed_generated_captions(catalog: Catalog, key: DescriberKey, indexers: Sequence[Indexer]) -> int:
+    """Text indexers embed each unit's generated caption, for files they hold no vectors of (caption files,
+    embedded before, keep theirs). A file with a unit lacking a readable caption is left out. Files embedded."""
+    embedded = 0
+    for ix in indexers:
+        done = catalog.indexed_with(ix.model_id)
+        for rel, state in catalog.file_states().items():
+            if state.status != "ok" or rel in done:
+                continue
+            captions = catalog.file_descriptions(rel, describe_prompt.CAPTION, key)
+            if not captions or any(c is None or c.status != "ok" for c in captions):
+                continue
+            matrix = np.asarray(ix.embed_texts([c.text for c in captions]), dtype=np.float32)
+            catalog.add_vectors(rel, {ix.model_id: matrix})
+            embedded += 1
+    return embedded
+
+
+def store_concept_files(catalog: Catalog, captions: Path) -> int:
+    """``<stem>.<concept>.txt`` files of the captions folder become that concept's description of every unit of
+    the file (model "file"); a file whose text changed replaces the old one. Returns the files stored."""
+    stored = 0
+    for rel, state in catalog.file_states().items():
+        if state.status != "ok" or not state.content_hash:
+            continue
+        rows = []
+        for concept in describe_prompt.CONCEPT_REQUESTS:
+            source = captions / f"{Path(rel).stem}.{concept}.txt"
+            if source.is_file():
+                rows += _file_rows(catalog, rel, state.content_hash, concept, source)
+        if rows:
+            catalog.write_descriptions(rows)
+            stored += 1
+    return stored
+
+
+def _file_rows(catalog: Catalog, rel: str, content_hash: str, concept: str, source: Path) -> list[Description]:
+    """The rows ``source`` gives each unit of ``rel``, unless they are stored already as they are."""
+    try:
+        answer = read_answer(source.read_text(encoding="utf-8", errors="replace"))
+    except OSError as exc:  # unreadable file: said in the row, never a crash
+        answer = Answer(None, "unreadable", one_line(exc, 200))
+    spans = [(u.start, u.end) for u in catalog.file_units(rel)]
+    known = catalog.file_descriptions(rel, concept, FILE_KEY)
+    if known and all(d is not None and (d.text, d.status, d.error) == (answer.text, answer.status, answer.error)
+                     for d in known):
+        return []
+    return [Description(content_hash, start, end, concept, FILE_KEY, answer.text, answer.status, answer.error)
+            for start, end in spans]

@@ -1,0 +1,153 @@
+"""Text search: rank indexed units by how well they match a sentence.
+
+Every indexed signal with a text tower answers: the caption model (``text``) embeds the sentence as it
+embedded the captions, and CLIP-family models embed it with their text tower into the space of their image
+vectors.  Signals without one (EfficientNet, DINOv2, VideoMAE) cannot compare a sentence with a clip and are
+skipped.  Each answering signal scores a unit by its (cos + 1) / 2 similarity, and the signals combine like
+the concepts of a query (Eq. 2): equal weights unless weights are given (normalised to sum to 1).
+
+Each signal's FAISS index proposes candidates; their scores come from the catalog's vectors, as in a query.
+The cost is one text-tower forward pass per answering signal; no LMM is asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from indexers.base import Indexer
+from indexers.errors import ModelUnavailableError
+from retrieval.core.concepts import Concept, normalise
+from retrieval.core.errors import one_line
+from retrieval.search import ranking
+from retrieval.search.results import QueryResult
+from retrieval.search.signals import SignalError, short_name
+from retrieval.store.catalog import Catalog
+from retrieval.store.vectors import VectorIndex
+
+MAX_TEXT_CHARS = 1000  # a sentence, not a document: CLIP reads 77 tokens, MiniLM 256
+
+
+class NoTextSignal(SignalError):
+    """No indexed signal can compare a sentence with a clip."""
+
+
+@dataclass(frozen=True)
+class TextResult(QueryResult):
+    """A QueryResult whose anchor is a sentence: its JSON is a query's, plus ``text``."""
+
+    text: str = ""
+
+    def as_dict(self) -> dict:
+        return {**super().as_dict(), "text": self.text}
+
+
+def answers_text(model: Indexer) -> bool:
+    """Whether ``model`` has a text tower (its class implements ``embed_texts``)."""
+    return type(model).embed_texts is not Indexer.embed_texts
+
+
+def check_text(text: str) -> str:
+    """The sentence to search for, stripped; empty or overlong text is refused."""
+    text = " ".join(str(text).split())
+    if not text:
+        raise SignalError("give a text to search for, e.g. convis search \"a hand holding a cup\"")
+    if len(text) > MAX_TEXT_CHARS:
+        raise SignalError(f"the text is {len(text)} characters long; at most {MAX_TEXT_CHARS} are searched")
+    return text
+
+
+def parse_weights(specs: Iterable[str]) -> dict[str, float]:
+    """``clip=0.7`` -> {"clip": 0.7}: a signal's weight, a finite number > 0."""
+    out: dict[str, float] = {}
+    for spec in specs:
+        name, sep, value = spec.rpartition("=")
+        try:
+            weight = float(value) if sep and name.strip() else float("nan")
+        except ValueError:
+            weight = float("nan")
+        if not np.isfinite(weight) or weight <= 0:
+            raise SignalError(f"--signal takes INDEXER=WEIGHT with a weight > 0, got {spec!r}")
+        out[name.strip()] = weight
+    return out
+
+
+def text_signals(indexed: dict[str, str], build: Callable[[str], Indexer]) -> tuple[dict[str, Indexer], list[str]]:
+    """Indexer name -> model, for each indexed signal that answers text, and notices of those that cannot;
+    NoTextSignal when none answers."""
+    models, failed = {}, []
+    for name, model_id in sorted(indexed.items()):
+        try:
+            models[name] = build(model_id)
+        except ModelUnavailableError as exc:  # its weights are gone: the others may still answer
+            failed.append(f"{name} not used: {one_line(exc, 200)}")
+    answering = {name: m for name, m in models.items() if answers_text(m)}
+    mute = sorted(set(models) - set(answering))
+    if not answering:
+        why = [f"{', '.join(mute)} {'has' if len(mute) == 1 else 'have'} no text tower"] if mute else []
+        raise NoTextSignal(f"no signal here can search by text: {'; '.join(why + failed) or 'nothing is indexed'}; "
+                           "index captions (--captions DIR) or a CLIP model (--indexer clip)")
+    mute_notice = [f"{', '.join(mute)} cannot compare text with clips (no text tower): not used"] if mute else []
+    return answering, failed + mute_notice
+
+
+def wanted_signals(indexed: dict[str, str], weights: dict[str, float] | None) -> dict[str, str]:
+    """The indexed signals to ask: every one, or only those ``weights`` names (by name or model id), so that no
+    other model is loaded; a name the index lacks is an error."""
+    if not weights:
+        return indexed
+    by_id = {model_id: name for name, model_id in indexed.items()}
+    stray = sorted(w for w in weights if w not in indexed and w not in by_id)
+    if stray:
+        raise SignalError(f"--signal {stray[0]}: that indexer is not in this index "
+                          f"(indexed: {', '.join(sorted(indexed)) or 'none'})")
+    names = {by_id.get(w, w) for w in weights}
+    return {name: model_id for name, model_id in indexed.items() if name in names}
+
+
+def signal_concepts(names: list[str], model_ids: dict[str, str], weights: dict[str, float] | None) -> list[Concept]:
+    """One concept per answering signal, keyed by its indexer name, equally weighted; with ``weights``
+    (indexer name or model id -> weight), only the signals named, as weighted (normalised to sum to 1)."""
+    known = {**{model_ids[n]: n for n in names}, **{n: n for n in names}}
+    stray = sorted(w for w in weights or {} if w not in known)
+    if stray:
+        raise SignalError(f"--signal {stray[0]}: not a signal that answers text here (answering: {', '.join(names)})")
+    given = {known[w]: v for w, v in (weights or {}).items()}
+    chosen = [n for n in names if n in given] if given else names
+    return [Concept(n, n, w) for n, w in zip(chosen, normalise([given.get(n, 1.0) for n in chosen]))]
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    text: str
+    k: int
+    weights: dict[str, float] | None = None
+    recall_k: int | None = None
+
+
+def search(query: TextQuery, catalog: Catalog, build: Callable[[str], Indexer],
+           vector_index: Callable[[str], VectorIndex]) -> TextResult:
+    """Rank the catalog's units for ``query.text`` with every answering signal (see the module's notes)."""
+    text = check_text(query.text)
+    indexed = {r.name: r.indexer for r in catalog.indexers()}
+    models, notices = text_signals(wanted_signals(indexed, query.weights), build)
+    concepts = signal_concepts(sorted(models), indexed, query.weights)
+    signal_of = {c.key: indexed[c.key] for c in concepts}
+    vectors = {indexed[c.key]: models[c.key].embed_texts([text])[0] for c in concepts}
+    indices = {m: vector_index(m) for m in vectors}
+    candidates = sorted(ranking.recall(vectors, indices, query.recall_k or max(100, 10 * query.k)))
+    units = catalog.units(candidates)
+    exact = ranking.stored_vectors(catalog, vectors, candidates)
+    hits = ranking.rank(ranking.score(candidates, vectors, exact, signal_of), units, concepts, keep=lambda _: True)
+    root = catalog.setting("root")
+    return TextResult(text, concepts, signal_of, ranking.ranked(hits[:query.k]), notices, root=root,
+                      empty_reason=None if hits else _why_empty(candidates, signal_of), text=text)
+
+
+def _why_empty(candidates: list[int], signal_of: dict[str, str]) -> str:
+    names = ", ".join(short_name(m) for m in signal_of.values())
+    if not candidates:
+        return f"the index holds no vectors of {names} to search"
+    return f"no recalled unit has a vector of every signal used ({names}); weight one of them alone with --signal"

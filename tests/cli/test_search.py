@@ -1,0 +1,79 @@
+"""`convis search TEXT`: a query's table, JSON and page, with a sentence for its anchor."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.paths import ROOT
+
+runner = CliRunner()
+CAPTIONS = ROOT / "examples" / "captions"
+CUP = "a hand holding a cup"
+
+
+def convis(*args):
+    return runner.invoke(app, [*map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def demo_index(tmp_path_factory, example_videos):
+    """The example clips indexed as `make demo` indexes them (EfficientNet-Lite0 and the captions)."""
+    index_dir = tmp_path_factory.mktemp("demo") / "index"
+    done = convis("index", example_videos, "--captions", CAPTIONS, "--index-dir", index_dir, "--workers", "1")
+    assert done.exit_code == 0, done.output
+    return index_dir
+
+
+def test_search_ranks_the_clip_its_caption_describes_first(demo_index):
+    result = convis("search", CUP, "--index-dir", demo_index, "-k", "3")
+    assert result.exit_code == 0, result.output
+    rows = [line.split("│")[1:3] for line in result.stdout.splitlines() if line.startswith("│")]
+    assert [(rank.strip(), clip.strip()) for rank, clip in rows][0] == ("1", "cup.mp4") and len(rows) == 3
+    assert f'clips like "{CUP}"' in result.stdout
+    assert "efficientnet-lite0 cannot compare text with clips" in " ".join(result.stderr.split())
+
+
+def test_search_json_is_a_querys_json_plus_the_text(demo_index, example_videos):
+    searched = convis("search", CUP, "--index-dir", demo_index, "-k", "3", "--json")
+    queried = convis("query", "--anchor", example_videos / "box.mp4", "-c", "main-objects", "--index-dir",
+                     demo_index, "-k", "3", "--json")
+    assert searched.exit_code == 0 and queried.exit_code == 0, searched.output + queried.output
+    found, asked = json.loads(searched.stdout), json.loads(queried.stdout)
+    assert set(found) == set(asked) | {"text"}
+    assert found["text"] == found["anchor"] == CUP and found["hits"][0]["path"] == "cup.mp4"
+    assert {tuple(sorted(h)) for h in found["hits"]} == {tuple(sorted(h)) for h in asked["hits"]}
+    assert [c["key"] for c in found["concepts"]] == ["text"] and found["signals"]["text"].startswith("text:")
+    assert [h["rank"] for h in found["hits"]] == [1, 2, 3]
+
+
+def test_search_writes_the_query_page(demo_index, tmp_path):
+    page = tmp_path / "search.html"
+    result = convis("search", CUP, "--index-dir", demo_index, "-k", "2", "--html", page)
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert html.count('<li class="card hit"') == 2 and 'data-path="cup.mp4"' in html and CUP in html
+
+
+def test_an_index_without_a_text_tower_is_one_line_and_a_failure(example_index):
+    result = convis("search", CUP, "--index-dir", example_index)
+    assert result.exit_code != 0 and not result.stdout
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: no signal here can search by text: efficientnet-lite0 has no text tower")
+
+
+@pytest.mark.parametrize("text", ["   ", "x" * 1001])
+def test_blank_or_overlong_text_is_one_line_and_a_failure(demo_index, text):
+    result = convis("search", text, "--index-dir", demo_index)
+    assert result.exit_code == 2 and not result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("weight, says", [("efficientnet-lite0=1", "efficientnet-lite0 has no text tower"),
+                                          ("clip=1", "clip: that indexer is not in this index")])
+def test_a_weight_for_a_signal_that_cannot_answer_is_one_line_and_a_failure(demo_index, weight, says):
+    result = convis("search", CUP, "--index-dir", demo_index, "--signal", weight)
+    assert result.exit_code == 2 and not result.stdout
+    [line] = result.stderr.strip().splitlines()  # refused before any text model is loaded
+    assert says in line

@@ -1,0 +1,252 @@
+"""Index-time descriptions: a captioner describes each unit once, stored in the catalog, cached by
+bytes + span + model + prompt version, resumed after a crash, bad answers kept as unreadable.
+
+A tiny random InternVL (bench/tiny/vlm.py) is the captioner, through the real factory; every model
+call is counted by wrapping the family's generation.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from bench.tiny import vlm as tiny_vlm
+from rerankers import describe_prompt
+from rerankers.describe_prompt import DESCRIBE_KEYS
+from rerankers.internvl import InternVLReranker
+from retrieval.engine import Engine
+from retrieval.pipeline.describe import MAX_CHARS, MODEL_CALLS_PER_UNIT, read_answer
+from retrieval.pipeline.distribute import SerialDistributor
+from retrieval.pipeline.settings import IndexSettings
+from retrieval.store.catalog import Catalog
+from retrieval.store.snapshots import SNAPSHOT_NAME
+
+UNITS = 4  # the video_folder fixture: four clips, one unit each
+
+
+@pytest.fixture(scope="module")
+def captioner_folder(tmp_path_factory):
+    return tiny_vlm.build_internvl(tmp_path_factory.mktemp("captioner") / "internvl")
+
+
+@pytest.fixture(autouse=True)
+def short_answers(monkeypatch):
+    # a few tokens an answer keep a tiny model's run short; the requests themselves are unchanged
+    monkeypatch.setattr(describe_prompt, "CAPTION_TOKENS", 6)
+    monkeypatch.setattr(describe_prompt, "CONCEPT_TOKENS", 3)
+
+
+class Calls:
+    """Counts the model's generations; ``answer`` replaces its text, ``stop_after`` simulates a crash."""
+
+    def __init__(self, monkeypatch):
+        self.count, self.answer, self.stop_after, self.fail_on = 0, None, None, set()
+        real = InternVLReranker._generate_text
+
+        def counted(model, clip, prompt, max_new_tokens):
+            if self.stop_after is not None and self.count >= self.stop_after:
+                raise KeyboardInterrupt  # the run dies here, mid-unit
+            self.count += 1
+            if self.count in self.fail_on:
+                raise RuntimeError("CUDA out of memory")
+            text = real(model, clip, prompt, max_new_tokens)
+            return self.answer(self.count, text) if self.answer else text
+
+        monkeypatch.setattr(InternVLReranker, "_generate_text", counted)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    return Calls(monkeypatch)
+
+
+@pytest.fixture
+def index(tmp_path, tiny_models, captioner_folder, video_folder):
+    def run(*extra, folder=video_folder):
+        engine = Engine(tmp_path / "index")
+        specs = [f"dinov2:{tiny_models['dinov2']}", *extra]
+        report = engine.index(folder, specs, IndexSettings(captioner=f"internvl:{captioner_folder}"),
+                              distributor=SerialDistributor())
+        return engine, report
+    return run
+
+
+def rows(engine, path=None):
+    catalog = path or engine.catalog_path
+    with Catalog(catalog, read_only=True) as cat:
+        return cat.db.execute("SELECT content_hash, start_s, end_s, concept, model, revision, prompt_version, "
+                              "text, status, error FROM descriptions ORDER BY ALL").fetchall()
+
+
+def test_every_unit_gets_a_caption_and_one_description_per_concept(index, calls):
+    engine, report = index()
+    assert (report.described, report.describe_calls) == (UNITS, UNITS * MODEL_CALLS_PER_UNIT)
+    assert calls.count == UNITS * 6
+    stored = rows(engine)
+    assert len(stored) == UNITS * len(DESCRIBE_KEYS)
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        units = cat.db.execute("SELECT u.unit_id, f.content_hash FROM units u JOIN files f USING (file_id)").fetchall()
+        (model,) = engine._rerankers.values()
+        for unit_id, digest in units:
+            described = cat.unit_descriptions(unit_id)
+            assert sorted(d.concept for d in described) == sorted(DESCRIBE_KEYS)
+            assert {(d.content_hash, d.key.model, d.key.revision, d.key.prompt_version) for d in described} == \
+                {(digest, model.model_id, model.revision, model.describe_version)}
+        by_concept = cat.concept_descriptions("location")
+        assert set(by_concept) == {u for u, _ in units}
+        assert all(d.concept == "location" for d in by_concept.values())
+    assert report.as_dict()["described"] == UNITS
+    # readers read snapshots: the published one holds the descriptions too
+    assert rows(engine, engine.index_dir / SNAPSHOT_NAME) == stored
+
+
+def test_a_second_run_and_the_same_bytes_under_another_name_ask_nothing(index, calls, video_folder):
+    engine, _ = index()
+    first = rows(engine)
+    calls.count = 0
+    _, again = index()
+    assert (calls.count, again.described) == (0, 0)
+    shutil.copy(video_folder / "cup.mp4", video_folder / "cup_copy.mp4")
+    _, copied = index()
+    assert (copied.indexed, calls.count, copied.described) == (1, 0, 0)
+    assert rows(engine) == first
+
+
+def test_a_run_killed_mid_way_keeps_the_units_it_described_and_the_next_asks_only_for_the_rest(index, calls,
+                                                                                                tmp_path):
+    index_dir = tmp_path / "index"
+    calls.stop_after = 2 * MODEL_CALLS_PER_UNIT + 3  # two units described, the third dies half-way
+    with pytest.raises(KeyboardInterrupt):
+        index()
+    assert calls.count == 2 * MODEL_CALLS_PER_UNIT + 3
+    engine = Engine(index_dir)
+    assert len(rows(engine)) == 2 * len(DESCRIBE_KEYS)  # the two units described, nothing of the third
+    calls.stop_after, calls.count = None, 0
+    engine, report = index()
+    assert calls.count == (UNITS - 2) * 6  # the killed unit's 3 answers were never stored: asked again
+    assert report.described == UNITS - 2
+    assert len(rows(engine)) == UNITS * len(DESCRIBE_KEYS)
+
+
+def test_bad_answers_are_stored_unreadable_with_the_reason_and_the_run_completes(index, calls):
+    bad = {1: "", 2: "x" * 100_000, 3: b"\x00\xff bytes", 4: "\x00\x07\x1b"}
+    calls.answer = lambda n, text: bad.get(n, text)
+    engine, report = index()
+    assert report.indexed == UNITS and report.described == UNITS
+    assert report.describe_unreadable == 4
+    stored = rows(engine)
+    unreadable = [(r[3], r[7], r[9]) for r in stored if r[8] == "unreadable"]
+    errors = sorted(e for _, _, e in unreadable)
+    assert errors == sorted(["empty answer", "empty answer", f"100000 characters, more than {MAX_CHARS}",
+                             "not text: bytes"])
+    assert all(text is None for _, text, _ in unreadable)
+    assert len(stored) == UNITS * len(DESCRIBE_KEYS)
+    calls.answer, calls.count = None, 0
+    index()
+    assert calls.count == 0  # an unreadable answer is an answer: never asked again
+
+
+def test_a_model_error_costs_its_unit_only_and_a_later_run_asks_again(index, calls):
+    calls.fail_on = {8}  # the second unit's second request
+    engine, report = index()
+    assert report.described == UNITS - 1
+    assert any("not described" in n and "CUDA out of memory" in n for n in report.notes)
+    assert len(rows(engine)) == (UNITS - 1) * len(DESCRIBE_KEYS)
+    calls.fail_on, calls.count = set(), 0
+    _, again = index()
+    assert (again.described, calls.count) == (1, 6)
+
+
+def test_the_text_indexer_embeds_each_generated_caption(index, calls):
+    engine, report = index("text")
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        (text_id,) = [r.indexer for r in cat.indexers() if r.kind == "text"]
+        captions = cat.concept_descriptions("caption")
+        readable = {u: d.text for u, d in captions.items() if d.status == "ok"}
+        stored = cat.vectors_of(text_id, list(captions))
+    assert readable and set(stored) == set(readable)
+    assert report.captioned == len(readable)
+    model = engine.indexer("text")
+    for unit_id, text in readable.items():
+        np.testing.assert_allclose(stored[unit_id], model.embed_texts([text])[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("  A man walks.\n", ("A man walks.", "ok", None)),
+    ("a\x00b\x1bc", ("abc", "ok", None)),
+    ("", (None, "unreadable", "empty answer")),
+    (None, (None, "unreadable", "not text: NoneType")),
+])
+def test_answers_are_read_as_clean_text_or_unreadable(raw, expected):
+    a = read_answer(raw)
+    assert (a.text, a.status, a.error) == expected
+
+
+def test_the_cli_reports_descriptions_as_json(tmp_path, tiny_models, captioner_folder, video_folder, calls):
+    from cli import app
+
+    result = CliRunner().invoke(app, ["index", str(video_folder), "--index-dir", str(tmp_path / "ix"), "-i",
+                                      f"dinov2:{tiny_models['dinov2']}", "--captioner",
+                                      f"internvl:{captioner_folder}", "--workers", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["described"], report["describe_calls"]) == (UNITS, UNITS * 6)
+    bad = CliRunner().invoke(app, ["index", str(video_folder), "--index-dir", str(tmp_path / "ix"),
+                                   "--captioner", "no-such-model"])
+    assert bad.exit_code != 0 and "no-such-model" in bad.output
+
+
+def test_per_concept_caption_files_are_stored_as_that_concepts_description(tmp_path, tiny_models, video_folder):
+    captions = tmp_path / "captions"
+    captions.mkdir()
+    (captions / "cup.location.txt").write_text("A kitchen table.\n")
+    (captions / "cup.main-action.txt").write_text("   ")
+    (captions / "cup.camera.txt").write_text("not a ConViS concept")
+    engine = Engine(tmp_path / "index")
+
+    def run():
+        return engine.index(video_folder, [f"dinov2:{tiny_models['dinov2']}"], IndexSettings(captions=captions),
+                            distributor=SerialDistributor())
+
+    assert run().concept_files == 1
+    stored = [(r[3], r[4], r[7], r[8], r[9]) for r in rows(engine)]
+    assert sorted(stored) == [("location", "file", "A kitchen table.", "ok", None),
+                              ("main-action", "file", None, "unreadable", "empty answer")]
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        (cup_hash,) = cat.db.execute("SELECT content_hash FROM files WHERE path = 'cup.mp4'").fetchone()
+    assert {r[0] for r in rows(engine)} == {cup_hash}
+    assert run().concept_files == 0  # unchanged files are not written again
+    (captions / "cup.location.txt").write_text("A lab bench.")
+    assert run().concept_files == 1
+    assert ("location", "A lab bench.") in [(r[3], r[7]) for r in rows(engine)]
+    assert len(rows(engine)) == 2
+
+
+def test_a_long_pass_shows_its_progress_without_keeping_it_in_the_report(tmp_path, tiny_models, captioner_folder,
+                                                                        video_folder, calls):
+    shown = []
+    settings = IndexSettings(captioner=f"internvl:{captioner_folder}", describe_tick=0)
+    report = Engine(tmp_path / "index").index(video_folder, [f"dinov2:{tiny_models['dinov2']}"], settings,
+                                              progress=lambda event, data: shown.append((event, data)),
+                                              distributor=SerialDistributor())
+    ticks = [d["text"] for e, d in shown if e == "note" and f"/{UNITS} unit(s)" in d["text"]]
+    assert [t.split(" unit")[0] for t in ticks] == [f"described {n}/{UNITS}" for n in range(1, UNITS)]
+    assert all("captions/s" in t for t in ticks)
+    assert not set(ticks) & set(report.notes)
+    assert any(n.startswith(f"described {UNITS} unit(s): {UNITS * 6} model calls") for n in report.notes)
+
+
+def test_a_catalog_from_before_descriptions_opens_reads_nothing_and_gains_the_table(tmp_path):
+    path = tmp_path / "catalog.duckdb"
+    with Catalog(path) as cat:
+        cat.db.execute("DROP TABLE descriptions")
+    with Catalog(path, read_only=True) as old:
+        assert (old.description_count(), old.unit_descriptions(1), old.concept_descriptions("location")) == \
+            (0, [], {})
+    with Catalog(path) as cat:  # a writer adds the table
+        assert cat.description_count() == 0
+        assert cat._has_table("descriptions")
