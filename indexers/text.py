@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -38,7 +39,8 @@ class TextIndexer(Indexer):
         self.source = source
         self.batch_size = batch_size
         try:
-            self._model = SentenceTransformer(weights_path(source), device=device)
+            with _quiet_loading():
+                self._model = SentenceTransformer(weights_path(source), device=device)
         except OSError as e:  # hub unreachable, unknown id, unreadable folder
             raise unavailable(self.name, source, e) from e
         # get_embedding_dimension is the newer name; older sentence-transformers only have the long one
@@ -52,6 +54,20 @@ class TextIndexer(Indexer):
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
         return l2_normalise(vectors)
+
+
+@contextmanager
+def _quiet_loading():
+    """transformers draws a "Loading weights" bar on stderr while a model loads: noise between a command's lines."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def _weights(source: str) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 
 from indexers.base import Indexer
 from retrieval.core.errors import one_line
-from retrieval.core.sampling import FrameSpec
+from retrieval.core.sampling import FrameSpec, as_spec
 from retrieval.media.frames import (
     DEFAULT_SHORT_SIDE,
     DecodeError,
@@ -138,20 +138,26 @@ def _identity(path: str) -> tuple[int, ...]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
+# what is decoded of a file when no indexer of the run looks at frames (captions only): one frame a unit,
+# enough to learn the video's length and cut its units
+UNITS_ONLY = as_spec(1)
+
+
 def _decode(job: DecodeJob, digest: str, identity: tuple[int, ...]) -> DecodedFile:
     decoder = VideoDecoder(short_side=job.short_side)
     frames: dict[FrameSpec, list[Frames]] = {}
     info, spans, windows = None, [], [0]
+    specs = job.frame_specs or (UNITS_ONLY,)
 
     def pick(info: VideoInfo, units: list[Span]) -> slice:
         if job.window is None:
             return slice(None)
-        windows[:] = unit_windows(info, units, job.frame_specs)
+        windows[:] = unit_windows(info, units, specs)
         if job.window >= len(windows):  # fewer units than when its first window was read
             raise FileChanged("the video changed while it was indexed")
         return slice(*windows[job.window])
 
-    for spec in job.frame_specs:
+    for spec in specs:
         info, units = decoder.sample(job.file.path, spec, job.segment_seconds, pick)
         spans = [span for span, _ in units]
         frames[spec] = [f for _, f in units]

@@ -165,3 +165,11 @@ def test_cli_captions_missing_folder(tmp_path):
     assert result.exit_code == 2
     assert "caption folder not found" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_loading_the_text_model_draws_no_progress_bar(capfd):
+    from transformers.utils import logging as hf_logging
+
+    TextIndexer()
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # switched off for the load only

@@ -215,3 +215,19 @@ def test_process_pool_indexes_like_serial(tmp_path, tiny_models, video_folder):
     assert vecs[0].keys() == vecs[1].keys()
     for path in vecs[0]:
         np.testing.assert_allclose(vecs[0][path], vecs[1][path], atol=1e-5)
+
+
+def test_an_index_of_captions_alone_cuts_units_and_embeds_each_files_caption(tmp_path, example_videos):
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    for name in ("cup.mp4", "box.mp4"):
+        shutil.copy(example_videos / name, folder / name)
+    engine = Engine(tmp_path / "index")
+    report = engine.index(folder, ["text"], IndexSettings(captions=example_videos.parent / "captions"),
+                          distributor=SerialDistributor())
+    assert (report.indexed, report.failed, report.captioned) == (2, [], 2)
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        (row,) = cat.indexers()
+        durations = dict(cat.db.execute("SELECT path, duration FROM files").fetchall())
+        assert cat.unit_vectors("cup.mp4", row.indexer).shape == (1, row.dim)
+    assert all(d > 1 for d in durations.values())  # the videos were probed for their length
