@@ -23,6 +23,7 @@ demo: install
 	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-action=0.6 --concept main-objects=0.4 \
 		--index-dir $(DEMO) -k 5
 	$(CONVIS) search "a hand holding a cup" --index-dir $(DEMO) -k 3
+	$(CONVIS) search --concept location "the campus square" --index-dir $(DEMO) -k 5
 
 # The browser test drives Debian's Chromium (no browser download happens anywhere).
 browser:

@@ -41,10 +41,12 @@ from retrieval.core.registry import UnknownModelError
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
 from retrieval.engine import DEFAULT_K, INDEX_DIRNAME, Engine, NoIndexError, find_index_dir, locate_index
+from retrieval.pipeline.describe_run import NoCaptionerError
 from retrieval.pipeline.indexing import WINDOW_FRAMES, IndexSettingsError
 from retrieval.pipeline.local import WORKER_MEMORY_MB
 from retrieval.pipeline.ray_pipeline import RayUnavailable
 from retrieval.pipeline.settings import MIN_SEGMENT_SECONDS, IndexSettings
+from retrieval.search import signals
 from retrieval.search.anchor import AnchorError, AnchorSpanError
 from retrieval.search.fusion import RERANKER_PREFIX, FusionError
 from retrieval.search.results import CompareResult, QueryResult
@@ -102,7 +104,7 @@ def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
     expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
                 IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-                RerankerError, FusionError, RayUnavailable, CatalogDamaged)
+                RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError)
     try:
         yield
     except expected as exc:
@@ -260,10 +262,13 @@ def _note(text: str) -> None:
 
 
 class _IndexProgress:
-    """The run's notes, printed as they come, then a bar that appears once the run knows its files."""
+    """The run's notes, printed as they come, then a bar that appears once the run knows its files, and one
+    for the captioner's pass when there is one."""
 
-    def __init__(self, bar: Progress):
+    def __init__(self, bar: Progress, describing: Progress | None = None):
         self.bar, self.task, self.noted = bar, None, []
+        self.describing, self.described = describing, None
+        self.calls, self.seconds = 0, 0.0
 
     def __call__(self, event: str, data: dict) -> None:
         if event == "note":
@@ -272,8 +277,24 @@ class _IndexProgress:
         elif event == "start" and data["total"]:  # nothing to do: no bar
             self.bar.start()
             self.task = self.bar.add_task("index", total=data["total"], frames=0, rate="", current="")
-        elif self.task is not None:
+        elif event == "describe" and self.describing is not None:
+            self.stop()  # one live display at a time: the files are done
+            self.describing.start()
+            self.described = self.describing.add_task("describe", total=data["total"], rate="")
+        elif event == "described" and self.described is not None:
+            self.calls, self.seconds = self.calls + data["calls"], self.seconds + data["seconds"]
+            rate = f"{self.calls / self.seconds:.2f} captions/s" if self.seconds > 0 else ""
+            self.describing.update(self.described, advance=1, rate=rate)
+        elif event == "file" and self.task is not None:
             self._advance(data)
+
+    def stop(self) -> None:
+        if self.task is not None:  # stopping a bar never shown would print an empty line
+            self.bar.stop()
+            self.task = None
+        if self.described is not None:
+            self.describing.stop()
+            self.described = None
 
     def _advance(self, data: dict) -> None:
         task = self.bar.tasks[self.task]
@@ -288,12 +309,14 @@ def _index_progress(disable: bool):
     columns = [TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TextColumn("{task.fields[frames]} frames"), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                TextColumn("{task.fields[current]}")]
-    events = _IndexProgress(Progress(*columns, console=err, disable=disable, transient=False))
+    describing = [TextColumn("[bold]describing"), BarColumn(), MofNCompleteColumn(), TextColumn("units"),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn()]
+    events = _IndexProgress(Progress(*columns, console=err, disable=disable, transient=False),
+                            Progress(*describing, console=err, disable=disable, transient=False))
     try:
         yield events
     finally:
-        if events.task is not None:  # stopping a bar never shown would print an empty line
-            events.bar.stop()
+        events.stop()
 
 
 def _print_index_report(report) -> None:
@@ -313,6 +336,40 @@ def _print_index_report(report) -> None:
         for path, reason in report.failed:
             table.add_row(escape(path), escape(reason))
         out.print(table)
+
+
+@app.command(cls=PlainUsage)
+def describe(
+    where: WhereArg = None,
+    index_dir: IndexDirOpt = None,
+    concept: List[str] = typer.Option([], "--concept", "-c", metavar="CONCEPT", help="A concept to describe every "
+                                      "unit by, ConViS or your own ('camera angle'); repeatable. Default: a caption "
+                                      "and the five ConViS concepts."),
+    captioner: Optional[str] = typer.Option(None, help="Video LMM that writes the descriptions (any --reranker "
+                                            "spec); default: the one the index was described with."),
+    free_text: bool = typer.Option(False, "--free-text", help="Take every concept name as written, even one close to "
+                                   "a ConViS concept."),
+    device: DeviceOpt = None,
+    trust_remote_code: bool = typer.Option(False, help="Allow custom model code from the hub."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+):
+    """Describe every indexed unit by more concepts (one model call a unit and concept, never asked twice) and
+    embed each concept's descriptions into its own signal, which `query --concept` and `search --concept` use.
+    Resumable: a killed run keeps what it wrote."""
+    with user_errors():
+        concepts = parse_concepts(concept, free_text) if concept else []
+        engine = Engine(resolve_index_dir(index_dir or where), device=device, trust_remote_code=trust_remote_code)
+        with _index_progress(disable=as_json) as progress:
+            report = engine.describe(concepts, captioner, progress=progress)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        rate = f", {report.calls / report.describe_seconds:.2f} captions/s" if report.describe_seconds else ""
+        out.print(f"described {report.described} of {report.units} unit(s) lacking {', '.join(report.concepts)}: "
+                  f"{report.calls} model calls{rate}; {report.description_vectors} description(s) embedded; "
+                  f"{report.seconds:.1f} s", highlight=False, markup=False)
+    if report.failed:  # left for a later run, which asks for them again
+        raise typer.Exit(1)
 
 
 # -- query --------------------------------------------------------------------------------------
@@ -380,17 +437,21 @@ def search(
     k: int = typer.Option(DEFAULT_K, "-k", "--top", min=1, metavar="N", help="How many results."),
     signal: List[str] = typer.Option([], metavar="INDEXER=WEIGHT", help="Use only the named signals, weighted as "
                                      "given (default: every indexed signal with a text tower, equally)."),
+    concept: Optional[str] = typer.Option(None, "--concept", "-c", metavar="CONCEPT", help="Search only this "
+                                          "concept's descriptions (written at index time by --captioner or "
+                                          "`convis describe`), e.g. location."),
     device: DeviceOpt = None,
     html: HtmlOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON (a query's, plus \"text\")."),
 ):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
-    (captions embedded by the text indexer, CLIP). One text-tower pass per signal; no LMM is asked."""
+    (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
+    text-tower pass per signal; no LMM is asked."""
     with user_errors():
         check_page(html)
         weights = parse_weights(signal)
         engine = Engine(resolve_index_dir(index_dir or where), device=device)
-        result = engine.search(text, k, weights)
+        result = engine.search(text, k, weights, concept=concept)
         if html is not None:
             err.print(f"gallery: {write_query_html(result, engine.root, html)}", highlight=False)
     show(result, as_json, _print_hits)
@@ -434,10 +495,14 @@ def _print_hits(result: QueryResult) -> None:
         table.add_row(str(hit.rank), escape(hit.path), format_span(hit.start, hit.end),
                       *[_score(hit.scores[c.key]) for c in result.concepts], _score(hit.total))
     out.print(table)
-    signals = ", ".join(f"{c}: {m.split(':')[0]}" for c, m in result.signals.items())
+    recall = ", ".join(f"{c}: {_scorer_name(' + '.join([m, *filter(None, [result.beside.get(c)])]))}"
+                       for c, m in result.signals.items())
     how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
-    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {signals}){scale}[/]", highlight=False)
+    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {recall}){scale}[/]", highlight=False)
+    if result.beside and not how:
+        out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
+                  "evidence)[/]", highlight=False)
     if any(hit.contributions for hit in result.hits):
         out.print("[dim]fused scores: the average rated pair's score, plus or minus what each signal adds[/]",
                   highlight=False)
@@ -457,7 +522,7 @@ def _anchor_title(result: QueryResult) -> str:
 
 
 def _scorer_name(model_id: str) -> str:
-    return model_id.split(":")[0]
+    return signals.scorer_label(model_id)
 
 
 def _contribution_line(hit, concept: str) -> str:

@@ -20,7 +20,7 @@ from bench.loaders import BenchDataError, GtPair, PairKey, ScoreFile, gt_concept
 from bench.metrics import UNPARSEABLE
 from indexers.factory import available_indexers
 from rerankers import available_rerankers
-from retrieval.search.fusion import RERANKER_PREFIX, FusionModel, reranker_signal
+from retrieval.search.fusion import DESCRIPTIONS, RERANKER_PREFIX, FusionModel, reranker_signal
 
 FUSED = "fused"
 SPLITS = {False: "random", True: "video"}  # group_by_video -> split name
@@ -44,15 +44,17 @@ RELEASE_CONDITIONED = {
 
 
 def signal_name(f: ScoreFile) -> str:
-    """Stable signal name of a score file; unknown folders keep their name (LMM answers get the prefix)."""
-    if f.concept is None:
+    """Stable signal name of a score file; unknown folders keep their name (LMM answers get the prefix). A
+    concept's file named ``descriptions`` is that concept's description similarity, not an LMM's answer."""
+    if f.concept is None or f.model == DESCRIPTIONS:
         return RELEASE_GLOBAL.get(f.model, f.model)
     return RELEASE_CONDITIONED.get(f.model, reranker_signal(f.model))
 
 
 def query_time_signals() -> set[str]:
-    """Signals convis itself computes when it answers a query: indexer cosines and reranker scores."""
-    return {*available_indexers(), *(reranker_signal(r) for r in available_rerankers())}
+    """Signals convis itself computes when it answers a query: indexer cosines, each concept's description
+    similarity and reranker scores."""
+    return {*available_indexers(), DESCRIPTIONS, *(reranker_signal(r) for r in available_rerankers())}
 
 
 def is_reranker(signal: str) -> bool:

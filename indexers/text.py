@@ -11,6 +11,7 @@ import numpy as np
 
 from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
 from indexers.errors import unavailable
+from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.core.scores import unit_similarity
 from retrieval.core.weights import BUNDLED, hub_weights
 
@@ -91,11 +92,13 @@ def build_text(source: str | None, device: str | None = None, protocol: str = "f
 
 
 def read_captions(folder: str | Path) -> dict[str, str]:
-    """`<video stem>.txt` files -> {stem: caption}, whitespace stripped as the reference does."""
+    """`<video stem>.txt` files -> {stem: caption}, whitespace stripped as the reference does. Descriptions of
+    one concept beside them (`<stem>.location.txt`, any ConViS concept) are not captions and are left out."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"caption folder not found: {folder}")
-    return {f.stem: f.read_text(encoding="utf-8").strip() for f in sorted(folder.glob("*.txt"))}
+    return {f.stem: f.read_text(encoding="utf-8").strip() for f in sorted(folder.glob("*.txt"))
+            if Path(f.stem).suffix[1:] not in CONVIS_CONCEPTS}
 
 
 def pair_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:

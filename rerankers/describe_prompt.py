@@ -52,6 +52,19 @@ def describe_requests() -> dict[str, tuple[str, int]]:
 
 DESCRIBE_KEYS: tuple[str, ...] = tuple(describe_requests())
 
+# A concept of the user's own ("camera angle") is asked about in the words of the ConViS requests.
+FREE_REQUEST = "Describe only the {words} in this video. Answer in one short sentence."
+
+
+def concept_request(key: str, words: str) -> str:
+    """The request about one concept: a ConViS concept's own, else ``FREE_REQUEST`` with the user's words."""
+    return CONCEPT_REQUESTS.get(key) or FREE_REQUEST.format(words=" ".join(str(words).split()))
+
+
+def concept_requests(concepts: dict[str, str]) -> dict[str, tuple[str, int]]:
+    """The requests about ``concepts`` (key -> words), in order: key -> (request, max new tokens)."""
+    return {key: (concept_request(key, words), CONCEPT_TOKENS) for key, words in concepts.items()}
+
 
 def _text(text: str) -> dict:
     return {"type": "text", "text": text}

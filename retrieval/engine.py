@@ -15,12 +15,21 @@ import duckdb
 from indexers.auto import default_indexer
 from indexers.base import Indexer, apply_frames
 from indexers.factory import create_indexer
+from rerankers import describe_prompt
 from rerankers.base import Reranker
 from rerankers.factory import create_reranker
-from retrieval.core.concepts import Concept, parse_concepts
+from retrieval.core.concepts import Concept, parse_concept, parse_concepts
 from retrieval.core.errors import one_line
 from retrieval.media.scan import content_hash, find_videos
-from retrieval.pipeline.catalog_settings import PROTOCOL, build_index, configure_faiss, settle_protocol, settle_root
+from retrieval.pipeline.catalog_settings import (
+    CAPTIONER,
+    PROTOCOL,
+    build_index,
+    configure_faiss,
+    settle_protocol,
+    settle_root,
+)
+from retrieval.pipeline.describe_run import DescribeReport, NoCaptionerError, describe_index
 from retrieval.pipeline.distribute import Distributor
 from retrieval.pipeline.executors import open_executor
 from retrieval.pipeline.indexing import Executor, IndexReport, IndexRun, Progress, Scan
@@ -32,7 +41,7 @@ from retrieval.search.anchor import AnchorError as AnchorError  # callers import
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
-from retrieval.store.catalog import Catalog, FileListing, list_files
+from retrieval.store.catalog import Catalog, FileListing, IndexerRow, list_files
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
 from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
@@ -156,12 +165,14 @@ class Engine:
             rows = catalog.indexers()
             specs = list(indexers) or [r.indexer for r in rows] or [self._default_spec(progress)]
             models = run_indexers(specs, rows, self.protocol, lambda spec: self._run_indexer(spec, settings))
-            if settings.captions is not None and not any(m.kind == "text" for m in models):
-                # captions are only useful with a text indexer
+            if (settings.captions is not None or settings.captioner) and not any(m.kind == "text" for m in models):
+                # captions and descriptions are only searchable with a text indexer
                 models += run_indexers(["text"], rows, self.protocol, lambda spec: self._run_indexer(spec, settings))
             configure_faiss(catalog, models, settings.faiss_index, settings.faiss_params)
             # any reranker family describes clips; built once per engine, as for reranking
             captioner = self.reranker(settings.captioner) if settings.captioner else None
+            if settings.captioner:
+                catalog.set_setting(CAPTIONER, settings.captioner)  # what `convis describe` asks by default
             return IndexRun(catalog, self.index_dir, models, executor, settings, progress,
                             captioner=captioner).run(folder, scan)
 
@@ -179,6 +190,40 @@ class Engine:
                 progress("note", {"text": notice})  # before the run starts, where a progress bar shows it
         return spec
 
+    # -- describing ---------------------------------------------------------
+    def describe(self, concepts: Sequence[str] | Sequence[Concept] = (), captioner: str | None = None,
+                 progress: Progress | None = None) -> DescribeReport:
+        """Have a video LMM describe every indexed unit once for ``concepts`` (ConViS or free text; none: the
+        caption and the five ConViS concepts), and embed each concept's descriptions into its own signal.
+        ``captioner``: any reranker spec; default the last one ``index --captioner`` used."""
+        if not self.has_index:
+            raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
+        wanted = _as_concepts(concepts) if concepts else []
+        requests = describe_prompt.concept_requests({c.key: c.words for c in wanted}) if wanted \
+            else describe_prompt.describe_requests()
+        with Catalog(self.catalog_path) as catalog:
+            spec = captioner or catalog.setting(CAPTIONER)
+            if not spec:
+                raise NoCaptionerError("this index has no captioner yet: name one with --captioner (any --reranker "
+                                       "spec, e.g. qwen2-vl)")
+            model = self.reranker(spec)
+            catalog.set_setting(CAPTIONER, spec)
+            self.protocol = catalog.setting(PROTOCOL) or "fast"
+            text = self._text_indexers(catalog)
+            root = Path(catalog.setting("root") or self.index_dir.parent)
+            return describe_index(catalog, self.index_dir, root, model, requests, text, progress)
+
+    def _text_indexers(self, catalog: Catalog) -> list[Indexer]:
+        """The index's text indexers (built when first used), or the default one, registered now: descriptions
+        are searched through one."""
+        rows = [r for r in catalog.indexers() if r.kind == "text"]
+        if rows:
+            return run_indexers([r.indexer for r in rows], rows, self.protocol, self.indexer)
+        model = self.indexer("text")
+        catalog.register_indexer(IndexerRow(model.model_id, model.name, model.source, model.kind, model.dim,
+                                            model.frames_per_unit, None))
+        return [model]
+
     # -- querying -----------------------------------------------------------
     def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = DEFAULT_K,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
@@ -194,41 +239,49 @@ class Engine:
             root = catalog.setting("root") or str(self.index_dir.parent.resolve())
             indexed = {r.name: r.indexer for r in catalog.indexers()}
             self.protocol = catalog.setting(PROTOCOL) or "fast"  # anchors are embedded as the index was
-            chosen = signals.choose_all(concepts, indexed, signal_overrides)
+            described = signals.described_concepts(catalog.description_signals(), indexed)
+            chosen = signals.choose_all(concepts, indexed, signal_overrides, described)
             vectors = AnchorVectors(clip, catalog, self.indexer)
             recalled = vectors.per_concept(chosen, indexed)
-            indices = {m: self._vector_index(catalog, m) for m in set(recalled.signal_of.values())}
-            candidates = sorted(ranking.recall(recalled.vectors, indices, recall_k or max(100, 10 * k)))
+            # a concept with descriptions is recalled and scored by them too, beside its visual signal
+            beside = vectors.descriptions(signals.beside(recalled.signal_of, described, signal_overrides))
+            anchors = {**recalled.vectors, **beside.vectors}
+            indices = {m: self._vector_index(catalog, m) for m in anchors}
+            found_by = ranking.recall(anchors, indices, recall_k or max(100, 10 * k))
+            candidates = sorted(found_by)
             units = catalog.units(candidates)
             # scores come from the catalog's vectors: FAISS only proposes the candidates
-            exact = ranking.stored_vectors(catalog, recalled.signal_of.values(), candidates)
+            exact = ranking.stored_vectors(catalog, anchors, candidates)
             if fusion is not None:
-                every = vectors.every_signal(indexed, recalled.vectors)
+                every = vectors.every_signal(indexed, anchors)
                 exact.update(ranking.stored_vectors(catalog, [m for m in every if m not in exact], candidates))
-        notices = [*self.notices, *recalled.notices]
-        hits = ranking.rank(ranking.score(candidates, recalled.vectors, exact, recalled.signal_of), units,
-                            concepts, keep=lambda unit: not clip.overlaps(unit))  # never the anchor itself
+        notices = [*self.notices, *recalled.notices, *beside.notices]
+        evidence = ranking.evidence(candidates, anchors, exact, recalled.signal_of, beside.signal_of)
+        hits = ranking.rank(evidence, units, concepts, keep=lambda unit: not clip.overlaps(unit),  # never the anchor
+                            recalled_by=found_by)
         if reranker is not None:
             shortlist = self._rerank(clip.clip, hits[:rerank_top], concepts, reranker, mode, symmetric, notices)
         else:
             shortlist = hits[:max(k, rerank_top)] if fusion is not None else hits[:k]
         if fusion is not None:
             shortlist, fusion_notices = fuse(shortlist, concepts, load_fusion(fusion), ranking.similarities(
-                [h.unit_id for h in shortlist], every, exact), self._reranker_name(reranker))
+                [h.unit_id for h in shortlist], every, exact), self._reranker_name(reranker), beside.signal_of)
             notices += fusion_notices
-        notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker)
+        notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker, beside.signal_of)
         return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of, ranking.ranked(shortlist)[:k],
                            notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
                            fusion=None if fusion is None else fusion_label(fusion), root=root, start=start, end=end,
-                           empty_reason=None if hits else _why_empty(candidates, units))
+                           empty_reason=None if hits else _why_empty(candidates, units), beside=beside.signal_of)
 
     def search(self, text: str, k: int = DEFAULT_K, weights: dict[str, float] | None = None,
-               recall_k: int | None = None) -> QueryResult:
+               recall_k: int | None = None, concept: str | None = None) -> QueryResult:
         """Rank indexed units by how well they match ``text``, with every indexed signal that has a text tower
-        (``weights``: indexer name -> weight, else equal; see ``retrieval.search.text_query``)."""
+        (``weights``: indexer name -> weight, else equal), or with ``concept``'s descriptions only (a ConViS
+        concept or free text, as ``describe`` named it); see ``retrieval.search.text_query``."""
+        key = None if concept is None else parse_concept(concept, free_text=True).key
         with self.open_catalog() as catalog:
             self.protocol = catalog.setting(PROTOCOL) or "fast"  # the text towers of the models the index used
-            result = text_query.search(text_query.TextQuery(text, k, weights, recall_k), catalog, self.indexer,
+            result = text_query.search(text_query.TextQuery(text, k, weights, recall_k, key), catalog, self.indexer,
                                        lambda model_id: self._vector_index(catalog, model_id))
         return replace(result, notices=[*self.notices, *result.notices],
                        root=result.root or str(self.index_dir.parent.resolve()))
@@ -389,12 +442,12 @@ class Engine:
 
 
 def _signal_notices(concepts: list[Concept], hits: list[Hit], signal_of: dict[str, str], indexed: dict[str, str],
-                    reranker) -> list[str]:
+                    reranker, beside: dict[str, str]) -> list[str]:
     """What to know about the concepts that indexed signals alone scored (neither reranked nor fused)."""
     if reranker is not None:
         return []
     alone = [c for c in concepts if not any(c.key in hit.contributions for hit in hits)]
-    return signals.scoring_notices(alone, signal_of, indexed)
+    return signals.scoring_notices(alone, signal_of, indexed, beside)
 
 
 def _why_empty(candidates: list[int], units: dict) -> str:

@@ -37,6 +37,16 @@ def video_folder(tmp_path, example_videos) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_index(tmp_path_factory, example_videos) -> Path:
+    """The example clips indexed as `make demo` indexes them: EfficientNet-Lite0, and the captions folder's
+    captions and per-concept descriptions embedded by the text indexer (index dir returned)."""
+    index_dir = tmp_path_factory.mktemp("demo") / ".convis"
+    Engine(index_dir).index(example_videos, ["efficientnet-lite0"],
+                            IndexSettings(captions=example_videos.parent / "captions", workers=1))
+    return index_dir
+
+
+@pytest.fixture(scope="session")
 def example_index(tmp_path_factory, example_videos) -> Path:
     """The example clips indexed once with the real EfficientNet-Lite0 weights (index dir returned)."""
     index_dir = tmp_path_factory.mktemp("example-index") / ".convis"

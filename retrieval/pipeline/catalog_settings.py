@@ -26,6 +26,7 @@ PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the inde
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
 SEGMENT = "segment_seconds"  # catalog setting: the unit length in seconds, "" = one unit per file
 RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hold units of an earlier length
+CAPTIONER = "captioner"  # catalog setting: the last --captioner spec, which `convis describe` asks by default
 
 
 class IndexSettingsError(ValueError):
@@ -144,11 +145,13 @@ def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
 
 
 def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
-    """Derive every indexer's FAISS index from the catalog and replace the files atomically."""
+    """Derive every signal's FAISS index (indexers and description signals) from the catalog and replace the
+    files atomically."""
     built = {}
-    for row in catalog.indexers():
-        index = build_index(catalog, row.indexer)
-        index.save(index_path(index_dir, row.indexer))
-        catalog.set_faiss_factory(row.indexer, index.factory)
-        built[row.indexer] = index
+    signals = [row.indexer for row in catalog.indexers()] + [row.signal for row in catalog.description_signals()]
+    for signal in signals:
+        index = build_index(catalog, signal)
+        index.save(index_path(index_dir, signal))
+        catalog.set_faiss_factory(signal, index.factory)
+        built[signal] = index
     return built

@@ -22,7 +22,6 @@ from rerankers import describe_prompt
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import VideoDecoder
-from retrieval.pipeline.settings import DESCRIBE_TICK
 from retrieval.store.catalog import Catalog, DescriberKey, Description, UnitRow
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
@@ -76,27 +75,38 @@ class DescribeCounts:
 
     @property
     def per_second(self) -> float:
-        return self.calls / self.seconds if self.seconds > 0 else 0.0
+        return captions_per_second(self.calls, self.seconds) or 0.0
+
+
+def captions_per_second(calls: int, seconds: float) -> float | None:
+    """Model answers a second (None before any time was spent): what reports and progress bars show."""
+    return round(calls / seconds, 3) if seconds > 0 else None
 
 
 Note = Callable[[str], None]
+# (event, data): "describe" {total} when the pass starts, "described" {calls, seconds} after each unit
+Progress = Callable[[str, dict], None]
+Requests = dict[str, tuple[str, int]]  # key -> (request, max new tokens), asked in this order
 
 
 class DescribePass:
     """Describe every unit of ``catalog`` that lacks this model's answers; files are read under ``root``."""
 
     def __init__(self, catalog: Catalog, root: Path, model: Describer, note: Note,
-                 decoder: VideoDecoder | None = None, tick: Note | None = None, tick_seconds: float = DESCRIBE_TICK):
-        """``note``: lines for the run's report; ``tick``: passing progress lines, every ``tick_seconds``."""
+                 decoder: VideoDecoder | None = None, progress: Progress | None = None,
+                 requests: Requests | None = None):
+        """``note``: lines for the run's report; ``progress``: events as the pass goes (a progress bar);
+        ``requests``: what to ask of each unit (default: the caption and one request per ConViS concept)."""
         self.catalog, self.root, self.model, self.note = catalog, Path(root), model, note
-        self.tick, self.tick_seconds = tick or (lambda text: None), tick_seconds
+        self.progress = progress or (lambda event, data: None)
+        self.requests = requests if requests is not None else describe_prompt.describe_requests()
         self.key = describer_key(model)
         self.decoder = decoder or VideoDecoder()
         self.counts = DescribeCounts()
 
     def pending(self) -> list[UnitRow]:
         """The units this model has not described (all its answers), one per distinct bytes and span."""
-        return self.catalog.undescribed_units(self.key, describe_prompt.DESCRIBE_KEYS)
+        return self.catalog.undescribed_units(self.key, list(self.requests))
 
     def run(self, units: list[UnitRow] | None = None) -> DescribeCounts:
         """Describe ``units`` (default: every pending one)."""
@@ -104,16 +114,15 @@ class DescribePass:
         if not units:
             return self.counts
         self.note(f"describing {len(units)} unit(s) with {self.model.model_id} "
-                  f"({MODEL_CALLS_PER_UNIT} model calls each)")
+                  f"({len(self.requests)} model call(s) each)")
+        self.progress("describe", {"total": len(units)})
         failures: list[str] = []
-        ticked = time.monotonic()
-        for done, unit in enumerate(units, 1):
+        for unit in units:
+            calls, seconds = self.counts.calls, self.counts.seconds
             reason = self._describe(unit)
             if reason is not None:
                 failures.append(f"{unit.path} {unit.start:g}-{unit.end:g} s: {reason}")
-            if time.monotonic() - ticked >= self.tick_seconds and done < len(units):
-                ticked = time.monotonic()
-                self.tick(f"described {done}/{len(units)} unit(s), {self.counts.per_second:.2f} captions/s")
+            self.progress("described", {"calls": self.counts.calls - calls, "seconds": self.counts.seconds - seconds})
         self._report(failures)
         return self.counts
 
@@ -124,8 +133,9 @@ class DescribePass:
         except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
             self.counts.failed += 1
             return f"not decoded ({one_line(exc, 200)})"
+        have = {d.concept for d in self.catalog.unit_descriptions(unit.unit_id, self.key)}
         try:
-            answers = self._ask(frames.pixels)
+            answers = self._ask(frames.pixels, {k: r for k, r in self.requests.items() if k not in have})
         except Exception as exc:  # out of memory, mostly: nothing stored, a later run asks again
             self.counts.failed += 1
             return f"model error ({one_line(exc, 200)})"
@@ -136,9 +146,10 @@ class DescribePass:
         self.counts.unreadable += sum(a.status != "ok" for a in answers.values())
         return None
 
-    def _ask(self, pixels: np.ndarray) -> dict[str, Answer]:
+    def _ask(self, pixels: np.ndarray, requests: Requests) -> dict[str, Answer]:
+        """The answers to ``requests`` (those this unit lacks: an answer is never asked for twice)."""
         answers = {}
-        for concept, (request, tokens) in describe_prompt.describe_requests().items():
+        for concept, (request, tokens) in requests.items():
             started = time.perf_counter()
             raw = self.model.describe(pixels, request, tokens, prepared=True)
             self.counts.seconds += time.perf_counter() - started

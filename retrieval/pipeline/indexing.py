@@ -34,6 +34,7 @@ from retrieval.media.frames import (
     span_frame_indices,
 )
 from retrieval.media.scan import FoundFile, content_hash, find_videos
+from retrieval.pipeline import description_index
 from retrieval.pipeline.catalog_settings import (
     IndexSettingsError as IndexSettingsError,  # callers import it from here
 )
@@ -47,10 +48,12 @@ from retrieval.pipeline.catalog_settings import (
 from retrieval.pipeline.describe import (
     DescribePass,
     Describer,
+    captions_per_second,
     describer_key,
     embed_generated_captions,
     store_concept_files,
 )
+from retrieval.pipeline.description_index import split_signal
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog, FileRecord, FileState, IndexerRow, UnitRecord
@@ -251,6 +254,9 @@ class IndexReport:
     describe_calls: int = 0  # model calls it made
     describe_unreadable: int = 0  # answers stored as unreadable
     concept_files: int = 0  # files whose per-concept caption files (<stem>.<concept>.txt) were stored
+    describe_seconds: float = 0.0  # time the captioner took
+    description_vectors: int = 0  # descriptions embedded into their concept's signal in this run
+    description_signals: list[str] = field(default_factory=list)  # concepts the index has description signals of
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -260,6 +266,9 @@ class IndexReport:
             "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
             "described": self.described, "describe_calls": self.describe_calls,
             "describe_unreadable": self.describe_unreadable, "concept_files": self.concept_files,
+            "describe_seconds": round(self.describe_seconds, 3),
+            "captions_per_second": captions_per_second(self.describe_calls, self.describe_seconds),
+            "description_vectors": self.description_vectors, "description_signals": self.description_signals,
             "failed": [{"path": p, "error": e} for p, e in self.failed], "failed_earlier": self.failed_earlier,
             "notes": self.notes,
         }
@@ -322,6 +331,7 @@ class IndexRun:
         self._embed(jobs)
         self._caption_pass()
         self._describe_pass(root)
+        self._description_vectors()
         self._register()  # models built during the run: their rows say how they ran
         if resegmenting(self.catalog) and not self._resegment_failed:
             finish_resegmenting(self.catalog)
@@ -456,11 +466,7 @@ class IndexRun:
             self.report.concept_files = store_concept_files(self.catalog, self.settings.captions)
         if self.captioner is None:
             return
-        def tick(text: str) -> None:  # shown as the pass goes, not kept in the report
-            self.progress("note", {"text": text})
-
-        describe = DescribePass(self.catalog, root, self.captioner, self.note, tick=tick,
-                                tick_seconds=self.settings.describe_tick)
+        describe = DescribePass(self.catalog, root, self.captioner, self.note, progress=self.progress)
         units = describe.pending()
         if units:
             self.publish()  # an LMM takes seconds a unit: what was just embedded is searchable meanwhile
@@ -468,9 +474,19 @@ class IndexRun:
         self.report.described += counts.described
         self.report.describe_calls += counts.calls
         self.report.describe_unreadable += counts.unreadable
+        self.report.describe_seconds += counts.seconds
         if self.textual:
             self.report.captioned += embed_generated_captions(self.catalog, describer_key(self.captioner),
                                                               self.textual)
+
+    def _description_vectors(self) -> None:
+        """Text indexers embed each concept's descriptions into that concept's own signal (only what changed)."""
+        if not self.textual:
+            return
+        prefer = [describer_key(self.captioner)] if self.captioner is not None else []
+        counts = description_index.sync(self.catalog, self.textual, prefer)
+        self.report.description_vectors += counts.embedded
+        self.report.description_signals = [split_signal(s)[1] for s in counts.signals]
 
 
 def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],

@@ -16,7 +16,6 @@ DECODE_TIMEOUT = 300.0
 # count, and the run's time and catalog size with it, grows as the inverse of the length (a 2-hour video
 # is 14,400 units at 0.5 s, 7.2 million at 1 ms).
 MIN_SEGMENT_SECONDS = 0.5
-DESCRIBE_TICK = 30.0  # seconds between the progress lines of a describe pass (an LMM takes seconds a unit)
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,6 @@ class IndexSettings:
     prune: bool = False
     retry_failed: bool = False
     captioner: str | None = None
-    describe_tick: float = DESCRIBE_TICK
 
     def __post_init__(self) -> None:
         # a str from a script names a folder all the same; an empty one names none

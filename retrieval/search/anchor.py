@@ -136,6 +136,20 @@ class AnchorVectors:
             vectors[model_id] = vector
         return ConceptSignals(signal_of, vectors, notices)
 
+    def descriptions(self, beside: dict[str, str]) -> ConceptSignals:
+        """The anchor's stored vector of each concept's description signal (``beside``: concept -> signal);
+        an anchor with none (not indexed whole, or not described) is scored without it, with a notice."""
+        signal_of, vectors, missing = {}, {}, []
+        for concept, signal in beside.items():
+            vector = self.stored(signal)
+            if vector is None:
+                missing.append(concept)
+                continue
+            signal_of[concept], vectors[signal] = signal, vector
+        notices = [f"{', '.join(missing)}: the anchor has no description in the index (a new file, a time window, "
+                   "or a unit not yet described), so its description signal is not used"] if missing else []
+        return ConceptSignals(signal_of, vectors, notices)
+
     def every_signal(self, indexed: dict[str, str], known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``known`` and the vector from every other indexed signal that can give one (fusion uses them all)."""
         vectors = dict(known)

@@ -34,6 +34,9 @@ FORMAT = "convis-fusion/1"
 # Signal names convis produces at query time. Global cosine signals are named by indexer (the registry's
 # names) and scored (cos + 1) / 2; LMM concept answers are named "reranker:<registry name>".
 RERANKER_PREFIX = "reranker:"
+# A concept's own descriptions (written at index time), compared by the text indexer: one signal per concept,
+# named alike in every concept's model. No released file has it; `convis bench fusion` fits it from rated pairs.
+DESCRIPTIONS = "descriptions"
 
 
 class FusionError(ValueError):

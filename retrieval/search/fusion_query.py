@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval.core.concepts import RATING_SPAN, Concept, from_rating
-from retrieval.search.fusion import FusedScore, FusionError, FusionModel, default_weights_path, reranker_signal
+from retrieval.search.fusion import (
+    DESCRIPTIONS,
+    FusedScore,
+    FusionError,
+    FusionModel,
+    default_weights_path,
+    reranker_signal,
+)
 from retrieval.search.results import Hit
 
 
@@ -25,21 +32,27 @@ def fusion_label(spec) -> str:
 
 
 def fuse(hits: list[Hit], concepts: list[Concept], model: FusionModel, sims: dict[int, dict[str, float]],
-         reranker: str | None) -> tuple[list[Hit], list[str]]:
+         reranker: str | None, described: dict[str, str] | None = None) -> tuple[list[Hit], list[str]]:
     """Each hit with every concept's score replaced by the fused prediction, and the notices.
 
-    ``sims[unit][model_id]`` are the indexer similarities; the reranker's per-concept 1-5 answer (if any) is
-    the hit's rating. A prediction is a human 1-5 rating: the hit keeps it as its rating and scores it on the
-    0-1 scale every score is on, with contributions in 0-1 points that add up to that score. A concept the
-    weights do not cover keeps its score, with a notice.
+    ``sims[unit][model_id]`` are the indexer similarities, and the similarity of each concept's descriptions
+    (``described``: concept -> its description signal) is that concept's ``descriptions`` signal; the
+    reranker's per-concept 1-5 answer (if any) is the hit's rating. A prediction is a human 1-5 rating: the hit
+    keeps it as its rating and scores it on the 0-1 scale every score is on, with contributions in 0-1 points
+    that add up to that score. A concept the weights do not cover keeps its score, with a notice.
     """
+    described = described or {}
     skipped: set[str] = set()
     fused = []
     for hit in hits:
-        hit_signals = {model_id.split(":")[0]: value for model_id, value in sims.get(hit.unit_id, {}).items()}
+        found = sims.get(hit.unit_id, {})
+        hit_signals = {model_id.split(":")[0]: value for model_id, value in found.items()
+                       if model_id not in described.values()}
         ratings, contributions, inputs = {}, {}, {}
         for c in concepts:
             given = dict(hit_signals)
+            if described.get(c.key) in found:  # this concept's descriptions, compared by the text indexer
+                given[DESCRIPTIONS] = found[described[c.key]]
             if reranker is not None:
                 given[reranker_signal(reranker)] = hit.ratings.get(c.key)
             try:

@@ -18,13 +18,15 @@ from retrieval.store.catalog import Catalog, UnitRow
 from retrieval.store.vectors import VectorIndex
 
 
-def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int) -> set[int]:
-    """Union of the top-``k`` unit ids from every signal's index."""
-    ids: set[int] = set()
-    for model_id, vector in anchors.items():
-        _, found = indices[model_id].search(vector, k)
-        ids.update(int(i) for i in found[0] if i >= 0)
-    return ids
+def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int) -> dict[int, list[str]]:
+    """Union of the top-``k`` unit ids from every signal's index: unit id -> the signals that recalled it."""
+    found_by: dict[int, list[str]] = {}
+    for model_id in sorted(anchors):
+        _, found = indices[model_id].search(anchors[model_id], k)
+        for i in found[0]:
+            if i >= 0:
+                found_by.setdefault(int(i), []).append(model_id)
+    return found_by
 
 
 @dataclass(frozen=True)
@@ -46,17 +48,35 @@ def stored_vectors(catalog: Catalog, signals: Iterable[str], candidates: list[in
 
 
 def score(candidates: list[int], anchors: dict[str, np.ndarray], vectors: dict[str, StoredVectors],
-          signal_of: dict[str, str]) -> dict[int, dict[str, float]]:
+          signal_of: dict[str, str], beside: dict[str, str] | None = None) -> dict[int, dict[str, float]]:
     """Per-candidate, per-concept similarity using each concept's signal (exact dot products of stored vectors).
 
-    A candidate lacking a vector of a signal it needs is left out: no score is made up for it.
+    ``beside``: concept -> a second signal (its description signal) scoring it too; the concept's score is the
+    mean of the two where the candidate has both, else its own signal's. A candidate lacking a vector of a
+    concept's own signal is left out: no score is made up for it.
     """
+    return {u: {c: float(np.mean(list(parts.values()))) for c, parts in per.items()}
+            for u, per in evidence(candidates, anchors, vectors, signal_of, beside).items()}
+
+
+def evidence(candidates: list[int], anchors: dict[str, np.ndarray], vectors: dict[str, StoredVectors],
+             signal_of: dict[str, str], beside: dict[str, str] | None = None) -> dict[int, dict[str, dict[str, float]]]:
+    """unit id -> concept -> signal -> similarity: what each concept's score of each candidate rests on."""
     if not candidates:
         return {}
     ids = np.array(candidates, dtype=np.int64)
-    by_signal = {m: unit_similarity(vectors[m].vectors(ids) @ anchors[m].ravel()) for m in set(signal_of.values())}
-    scored = {int(u): {c: float(by_signal[m][i]) for c, m in signal_of.items()} for i, u in enumerate(ids)}
-    return {u: s for u, s in scored.items() if all(np.isfinite(v) for v in s.values())}
+    used = {*signal_of.values(), *(beside or {}).values()}
+    by_signal = {m: unit_similarity(vectors[m].vectors(ids) @ anchors[m].ravel()) for m in used}
+    out = {}
+    for i, u in enumerate(ids):
+        own = {c: by_signal[m][i] for c, m in signal_of.items()}
+        if not all(np.isfinite(v) for v in own.values()):
+            continue
+        out[int(u)] = {c: {signal_of[c]: float(own[c]),
+                           **{m: float(by_signal[m][i]) for m in [(beside or {}).get(c)]
+                              if m is not None and np.isfinite(by_signal[m][i])}}
+                       for c in signal_of}
+    return out
 
 
 def similarities(candidates: list[int], anchors: dict[str, np.ndarray],
@@ -70,11 +90,13 @@ def similarities(candidates: list[int], anchors: dict[str, np.ndarray],
     return {int(u): {m: float(s[i]) for m, s in by_signal.items() if np.isfinite(s[i])} for i, u in enumerate(ids)}
 
 
-def rank(per_concept: dict[int, dict[str, float]], units: dict[int, UnitRow], concepts: list[Concept],
-         keep: Callable[[UnitRow], bool]) -> list[Hit]:
-    """Combine concepts (Eq. 2), drop units ``keep`` rejects, sort best first (not yet numbered)."""
-    return best_first(Hit.recalled(units[u], scores, concepts)
-                      for u, scores in per_concept.items() if u in units and keep(units[u]))
+def rank(evidence: dict[int, dict[str, dict[str, float]]], units: dict[int, UnitRow], concepts: list[Concept],
+         keep: Callable[[UnitRow], bool], recalled_by: dict[int, list[str]] | None = None) -> list[Hit]:
+    """Each concept's score is the mean of its signals' similarities (``evidence``), the concepts combine by
+    Eq. 2; units ``keep`` rejects are dropped; best first (not yet numbered)."""
+    return best_first(Hit.recalled(units[u], {c: float(np.mean(list(parts.values()))) for c, parts in per.items()},
+                                   concepts, per, tuple((recalled_by or {}).get(u, ())))
+                      for u, per in evidence.items() if u in units and keep(units[u]))
 
 
 def best_first(hits: Iterable[Hit]) -> list[Hit]:

@@ -57,12 +57,15 @@ class Hit:
     ratings: dict[str, float | None] = field(default_factory=dict)  # concept -> the 1-5 rating behind its score
     inputs: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion: concept -> signal -> value given
     recall_total: float | None = None  # the total before reranking or fusion: orders hits whose totals tie
+    evidence: dict[str, dict[str, float]] = field(default_factory=dict)  # recall: concept -> signal -> similarity
+    recalled_by: tuple[str, ...] = ()  # the signals whose FAISS index proposed this unit
 
     @classmethod
-    def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept]) -> Hit:
-        """A recalled unit scored by the indexed signals."""
+    def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept],
+                 evidence: dict[str, dict[str, float]] | None = None, recalled_by: tuple[str, ...] = ()) -> Hit:
+        """A recalled unit scored by the indexed signals (``evidence``: what each concept's score rests on)."""
         return cls(unit.unit_id, unit.path, unit.segment, unit.start, unit.end, scores, combine(scores, concepts),
-                   unit.content_hash)
+                   unit.content_hash, evidence=evidence or {}, recalled_by=recalled_by)
 
     def reranked(self, answers: Mapping[str, PairScore], concepts: list[Concept]) -> Hit:
         """This hit scored by the reranker's 1-5 answers (concept key -> answer), mapped to 0-1; the answers
@@ -95,6 +98,8 @@ class Hit:
             **({"seen": self.seen} if self.seen else {}),
             **({"ratings": _rounded(self.ratings)} if self.ratings else {}),
             **({"inputs": {c: _rounded(values) for c, values in self.inputs.items()}} if self.inputs else {}),
+            **({"evidence": {c: _rounded(parts) for c, parts in self.evidence.items()}} if self.evidence else {}),
+            **({"recalled_by": list(self.recalled_by)} if self.recalled_by else {}),
         }
 
 
@@ -111,12 +116,14 @@ class QueryResult:
     start: float | None = None  # the anchor's window in seconds (None: from its start, to its end)
     end: float | None = None
     empty_reason: str | None = None  # why there are no hits, when there are none
+    beside: dict[str, str] = field(default_factory=dict)  # concept key -> its description signal, scoring it too
 
     def scored_by(self, key: str) -> str:
-        """What gave a concept's scores: "fusion", the reranker's model id, or the indexer's model id."""
+        """What gave a concept's scores: "fusion", the reranker's model id, or the indexed signals' model ids
+        (its own, and its description signal beside it: "dinov2:... + text:...#location")."""
         if any(key in hit.contributions for hit in self.hits):
             return "fusion"
-        return self.reranker or self.signals[key]
+        return self.reranker or " + ".join([self.signals[key], *([self.beside[key]] if key in self.beside else [])])
 
     def as_dict(self) -> dict:
         return {
@@ -124,8 +131,9 @@ class QueryResult:
             "anchor": self.anchor,
             "start": _round(self.start, 3),
             "end": _round(self.end, 3),
-            "concepts": [{**_concept_dict(c), "signal": self.signals[c.key], "scored_by": self.scored_by(c.key)}
-                         for c in self.concepts],
+            "concepts": [{**_concept_dict(c), "signal": self.signals[c.key],
+                          **({"description_signal": self.beside[c.key]} if c.key in self.beside else {}),
+                          "scored_by": self.scored_by(c.key)} for c in self.concepts],
             "signals": self.signals,
             "reranker": self.reranker,
             "fusion": self.fusion,

@@ -44,30 +44,60 @@ def parse_overrides(specs: Iterable[str], free_text: bool = False) -> dict[str, 
 
 
 def short_name(model_id: str) -> str:
-    """The indexer's name in a model id: ``text:sentence-transformers/...`` -> ``text``."""
-    return model_id.split(":")[0]
+    """The indexer's name in a model id: ``text:sentence-transformers/...`` -> ``text``; a description signal
+    keeps its concept: ``text:...#location`` -> ``text#location``."""
+    name = model_id.split(":")[0]
+    _, sep, concept = model_id.rpartition("#")
+    return f"{name}#{concept}" if sep and ":" in model_id else name
 
 
-def choose_all(concepts: list[Concept], available: dict[str, str], overrides: dict[str, str] | None = None
-               ) -> dict[str, str]:
+def choose_all(concepts: list[Concept], available: dict[str, str], overrides: dict[str, str] | None = None,
+               described: dict[str, str] | None = None) -> dict[str, str]:
     """Each concept's indexer (model id); an override for a concept the query does not have is an error, not
     silently unused."""
     keys = [c.key for c in concepts]
     stray = sorted(set(overrides or {}) - set(keys))
     if stray:
         raise SignalError(f"--signal {stray[0]}: not a concept of this query (concepts: {', '.join(keys)})")
-    return {key: choose(key, available, overrides) for key in keys}
+    return {key: choose(key, available, overrides, described) for key in keys}
 
 
-def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str] | None = None) -> str:
-    """Pick the indexer (model id) for a concept. ``available`` maps indexer name -> model id."""
+def described_concepts(rows: Iterable, available: dict[str, str]) -> dict[str, str]:
+    """concept key -> its description signal (a text indexer's vectors of that concept's descriptions), for
+    the text indexer the index has (``rows``: the catalog's ``description_signals()``)."""
+    text = available.get("text")
+    return {row.concept: row.signal for row in rows if row.indexer == text}
+
+
+def beside(chosen: dict[str, str], described: dict[str, str], overrides: dict[str, str] | None = None
+           ) -> dict[str, str]:
+    """concept key -> the description signal that scores it beside its chosen signal: every described concept
+    whose signal the user did not pick (an override is the one signal the user wants)."""
+    return {key: described[key] for key in chosen
+            if key in described and key not in (overrides or {}) and chosen[key] != described[key]}
+
+
+def description_names(described: dict[str, str] | None) -> dict[str, str]:
+    """``text#location`` -> its signal id: how a user names a description signal."""
+    return {f"text#{concept}": signal for concept, signal in (described or {}).items()}
+
+
+def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str] | None = None,
+           described: dict[str, str] | None = None) -> str:
+    """Pick the indexer (model id) for a concept. ``available`` maps indexer name -> model id; ``described``
+    maps concept key -> its description signal: a concept that has one is scored by it beside its best visual
+    signal, which is the one picked here (an override may name a description signal, ``text#location``)."""
     wanted = (overrides or {}).get(concept_key)
     if wanted:
-        for name, model_id in available.items():
+        for name, model_id in {**available, **description_names(described)}.items():
             if wanted in (name, model_id):
                 return model_id
         raise SignalError(f"--signal {concept_key}={wanted}: that indexer is not in this index "
                           f"(indexed: {', '.join(sorted(available)) or 'none'})")
+    if concept_key in (described or {}):
+        visual = {name: m for name, m in available.items() if name != "text"}
+        if visual:
+            return choose(concept_key, visual)
     for name in DEFAULT_ORDER.get(concept_key, FALLBACK_ORDER):
         if name in available:
             return available[name]
@@ -76,17 +106,29 @@ def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str
     raise SignalError("nothing is indexed yet: run `convis index FOLDER` first")
 
 
+def scorer_label(scored_by: str) -> str:
+    """A result's ``scored_by`` in short names: ``dinov2:facebook/... + text:...#location`` -> ``dinov2 +
+    text#location``."""
+    return " + ".join(short_name(part) for part in scored_by.split(" + "))
+
+
 def describe(model_id: str) -> str:
     """What a signal measures, for the user: ``the caption similarity (text)``."""
     indexer = short_name(model_id)
+    if indexer.startswith("text#"):
+        return f"the similarity of the clips' {indexer.partition('#')[2]} descriptions ({indexer})"
     return "the caption similarity (text)" if indexer == "text" else f"the whole-clip similarity of {indexer}"
 
 
-def scoring_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str]) -> list[str]:
+def scoring_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str],
+                    beside: dict[str, str] | None = None) -> list[str]:
     """What to know about ``concepts`` when indexed signals alone score them (no reranker, no fusion): free
-    text measured by a whole-clip signal, and concepts whose scores are equal because they share a signal."""
-    free = [_free_text_notice(c, signal_of[c.key], available) for c in concepts if c.key not in CONVIS_CONCEPTS]
-    return free + _shared_notices(concepts, signal_of, available)
+    text measured by a whole-clip signal, and concepts whose scores are equal because they share a signal (a
+    concept scored by its own descriptions too, ``beside``, shares nothing)."""
+    beside = beside or {}
+    free = [_free_text_notice(c, signal_of[c.key], available) for c in concepts
+            if c.key not in CONVIS_CONCEPTS and c.key not in beside]
+    return free + _shared_notices([c for c in concepts if c.key not in beside], signal_of, available)
 
 
 def _free_text_notice(concept: Concept, model_id: str, available: dict[str, str]) -> str:

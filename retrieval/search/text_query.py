@@ -6,6 +6,10 @@ vectors.  Signals without one (EfficientNet, DINOv2, VideoMAE) cannot compare a 
 skipped.  Each answering signal scores a unit by its (cos + 1) / 2 similarity, and the signals combine like
 the concepts of a query (Eq. 2): equal weights unless weights are given (normalised to sum to 1).
 
+With a concept (``--concept location "a beach"``), only that concept's descriptions answer: the text
+indexer embeds the sentence and compares it with each unit's description of the concept, written at
+index time (``--captioner``, ``convis describe``, or ``<stem>.<concept>.txt`` files).
+
 Each signal's FAISS index proposes candidates; their scores come from the catalog's vectors, as in a query.
 The cost is one text-tower forward pass per answering signal; no LMM is asked.
 """
@@ -23,7 +27,7 @@ from retrieval.core.concepts import Concept, normalise
 from retrieval.core.errors import one_line
 from retrieval.search import ranking
 from retrieval.search.results import QueryResult
-from retrieval.search.signals import SignalError, short_name
+from retrieval.search.signals import SignalError, described_concepts, short_name
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import VectorIndex
 
@@ -125,25 +129,52 @@ class TextQuery:
     k: int
     weights: dict[str, float] | None = None
     recall_k: int | None = None
+    concept: str | None = None  # search this concept's descriptions only (a concept key)
 
 
 def search(query: TextQuery, catalog: Catalog, build: Callable[[str], Indexer],
            vector_index: Callable[[str], VectorIndex]) -> TextResult:
-    """Rank the catalog's units for ``query.text`` with every answering signal (see the module's notes)."""
+    """Rank the catalog's units for ``query.text`` with every answering signal, or with one concept's
+    description signal (see the module's notes)."""
     text = check_text(query.text)
     indexed = {r.name: r.indexer for r in catalog.indexers()}
-    models, notices = text_signals(wanted_signals(indexed, query.weights), build)
-    concepts = signal_concepts(sorted(models), indexed, query.weights)
-    signal_of = {c.key: indexed[c.key] for c in concepts}
-    vectors = {indexed[c.key]: models[c.key].embed_texts([text])[0] for c in concepts}
+    if query.concept is not None:
+        concepts, signal_of, models, notices = _description_signal(query, catalog, indexed, build)
+    else:
+        answering, notices = text_signals(wanted_signals(indexed, query.weights), build)
+        concepts = signal_concepts(sorted(answering), indexed, query.weights)
+        signal_of = {c.key: indexed[c.key] for c in concepts}
+        models = {indexed[name]: model for name, model in answering.items()}
+    vectors = {m: models[m].embed_texts([text])[0] for m in signal_of.values()}
     indices = {m: vector_index(m) for m in vectors}
-    candidates = sorted(ranking.recall(vectors, indices, query.recall_k or max(100, 10 * query.k)))
+    found_by = ranking.recall(vectors, indices, query.recall_k or max(100, 10 * query.k))
+    candidates = sorted(found_by)
     units = catalog.units(candidates)
     exact = ranking.stored_vectors(catalog, vectors, candidates)
-    hits = ranking.rank(ranking.score(candidates, vectors, exact, signal_of), units, concepts, keep=lambda _: True)
+    hits = ranking.rank(ranking.evidence(candidates, vectors, exact, signal_of), units, concepts,
+                        keep=lambda _: True, recalled_by=found_by)
     root = catalog.setting("root")
     return TextResult(text, concepts, signal_of, ranking.ranked(hits[:query.k]), notices, root=root,
                       empty_reason=None if hits else _why_empty(candidates, signal_of), text=text)
+
+
+def _description_signal(query: TextQuery, catalog: Catalog, indexed: dict[str, str],
+                        build: Callable[[str], Indexer]) -> tuple[list[Concept], dict[str, str], dict, list[str]]:
+    """One concept's description signal, and the text indexer that embeds the sentence into its space."""
+    if query.weights:
+        raise SignalError("--signal and --concept do not go together: a concept's descriptions are one signal")
+    described = described_concepts(catalog.description_signals(), indexed)
+    signal = described.get(query.concept)
+    if signal is None:
+        have = ", ".join(sorted(described)) or "none"
+        raise NoTextSignal(f"this index holds no descriptions of {query.concept} (described concepts: {have}); "
+                           f"index with --captioner, or run `convis describe --concept \"{query.concept}\"`")
+    name = f"text#{query.concept}"
+    try:
+        model = build(indexed["text"])
+    except ModelUnavailableError as exc:
+        raise NoTextSignal(f"{name} cannot be searched: {one_line(exc, 200)}") from None
+    return [Concept(name, name, 1.0)], {name: signal}, {signal: model}, []
 
 
 def _why_empty(candidates: list[int], signal_of: dict[str, str]) -> str:

@@ -23,6 +23,7 @@ from retrieval.core.files import atomic_write
 from retrieval.core.timecode import format_span, format_time
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.search.results import CompareResult, Hit, QueryResult
+from retrieval.search.signals import scorer_label
 
 # Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
 # that a 10-result page with 8 frames each stays around a megabyte.
@@ -112,7 +113,7 @@ def score_fraction(value: float | None) -> float:
 
 def scored_by(model_id: str, rating: float | None = None) -> str:
     """What scored a concept, for a row: the indexer's or model's name, and the 1-5 rating behind the score."""
-    name = model_id.split(":")[0]
+    name = scorer_label(model_id)
     return name if rating is None else f"{name}, rating {rating:.3f} of 5"
 
 

@@ -288,6 +288,8 @@ STRIP_N = Query(8, ge=1, le=32)
 SEARCH_TEXT = Query(..., min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.",
                     examples=["a hand holding a cup"])
 SEARCH_K = Query(DEFAULT_K, ge=1, le=MAX_SEARCH_K, description="How many results.")
+SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
+                       "(written at index time), e.g. location.", examples=["location"])
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
@@ -329,8 +331,8 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
-    def search(text: str = SEARCH_TEXT, k: int = SEARCH_K):
-        return run_search(state, text, k)
+    def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT):
+        return run_search(state, text, k, concept)
 
     @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
               responses=responses(400, 403, 404, 422, 503))
@@ -392,9 +394,9 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
     return data
 
 
-def run_search(state: ServerState, text: str, k: int) -> dict:
+def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:
     with state.using_engine() as engine:
-        data = engine.search(text, k).as_dict()
+        data = engine.search(text, k, concept=concept).as_dict()
     for hit in data["hits"]:
         hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)

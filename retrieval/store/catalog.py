@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 import duckdb
 import numpy as np
 
+from rerankers.describe_prompt import CAPTION as CAPTION_KEY
 from retrieval.store.errors import (
     CatalogBusy,
     CatalogDamaged,
@@ -56,6 +57,10 @@ CREATE TABLE IF NOT EXISTS descriptions (
     model VARCHAR NOT NULL, revision VARCHAR NOT NULL, prompt_version VARCHAR NOT NULL, text VARCHAR,
     status VARCHAR NOT NULL, error VARCHAR, created_at TIMESTAMP DEFAULT current_timestamp,
     PRIMARY KEY (content_hash, start_s, end_s, concept, model, revision, prompt_version));
+ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS source VARCHAR;
+CREATE TABLE IF NOT EXISTS description_signals (
+    signal VARCHAR PRIMARY KEY, indexer VARCHAR NOT NULL, concept VARCHAR NOT NULL, dim INTEGER,
+    faiss_factory VARCHAR);
 """
 
 
@@ -110,6 +115,17 @@ class IndexerRow:
     dim: int
     frames: int
     faiss_factory: str | None
+
+
+@dataclass(frozen=True)
+class DescriptionSignal:
+    """A text indexer's vectors of one concept's descriptions: a signal of its own, with its own FAISS index."""
+
+    signal: str  # "<text indexer model id>#<concept key>"
+    indexer: str  # the text indexer's model id
+    concept: str
+    dim: int
+    faiss_factory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -320,10 +336,24 @@ class Catalog:
     def set_faiss_factory(self, indexer: str, factory: str) -> None:
         self._dirty = True
         self.db.execute("UPDATE indexers SET faiss_factory = ? WHERE indexer = ?", [factory, indexer])
+        self.db.execute("UPDATE description_signals SET faiss_factory = ? WHERE signal = ?", [factory, indexer])
 
     def indexers(self) -> list[IndexerRow]:
         rows = self.db.execute("SELECT * FROM indexers ORDER BY indexer").fetchall()
         return [IndexerRow(*r) for r in rows]
+
+    def register_description_signal(self, row: DescriptionSignal) -> None:
+        self._dirty = True
+        self.db.execute(
+            "INSERT INTO description_signals VALUES (?, ?, ?, ?, ?) ON CONFLICT (signal) DO UPDATE SET "
+            "dim = excluded.dim", [row.signal, row.indexer, row.concept, row.dim, row.faiss_factory])
+
+    def description_signals(self) -> list[DescriptionSignal]:
+        """Every concept's description signal (none in a catalog written before they existed)."""
+        if not self._has_table("description_signals"):
+            return []
+        rows = self.db.execute("SELECT * FROM description_signals ORDER BY signal").fetchall()
+        return [DescriptionSignal(*r) for r in rows]
 
     # -- files --------------------------------------------------------------
     def file_states(self) -> dict[str, FileState]:
@@ -363,7 +393,8 @@ class Catalog:
                 )
                 for indexer, matrix in vectors.items():
                     vec = np.ascontiguousarray(matrix[i], dtype=np.float32).tobytes()
-                    self.db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", [unit_id, indexer, vec])
+                    self.db.execute("INSERT INTO embeddings (unit_id, indexer, vector) VALUES (?, ?, ?)",
+                                    [unit_id, indexer, vec])
 
     def add_vectors(self, path: str, vectors: dict[str, np.ndarray]) -> None:
         """Add another indexer's vectors to an already indexed file (same units, same order)."""
@@ -378,7 +409,8 @@ class Catalog:
                 )
                 for unit_id, row in zip(unit_ids, matrix):
                     vec = np.ascontiguousarray(row, dtype=np.float32).tobytes()
-                    self.db.execute("INSERT INTO embeddings VALUES (?, ?, ?)", [unit_id, indexer, vec])
+                    self.db.execute("INSERT INTO embeddings (unit_id, indexer, vector) VALUES (?, ?, ?)",
+                                    [unit_id, indexer, vec])
 
     def record_failure(self, path: str, size: int, mtime: float, error: str, transient: bool = False) -> None:
         """``transient``: the cause may pass (a timeout, a crash, a full disk), so a later run tries the file again."""
@@ -467,6 +499,10 @@ class Catalog:
         found = self._descriptions("d.concept = ?", [concept], key, with_units=True)
         return dict(found)
 
+    def descriptions_of(self, concept: str) -> list[tuple[int, Description]]:
+        """(unit id, answer) for every stored answer about ``concept``, by unit, oldest answer first."""
+        return self._descriptions("d.concept = ?", [concept], None, with_units=True)
+
     def file_descriptions(self, path: str, concept: str, key: DescriberKey) -> list[Description | None]:
         """One file's units in segment order, each with its answer about ``concept`` from ``key`` (None: none)."""
         if not self._has_table("descriptions"):
@@ -502,6 +538,33 @@ class Catalog:
             return [(r[-1], _description(r[:-1])) for r in rows]
         return [_description(r[:-1]) for r in rows]
 
+    def described_concepts(self) -> list[str]:
+        """The concepts some unit has a readable description of (the caption is no concept)."""
+        if not self._has_table("descriptions"):
+            return []
+        rows = self.db.execute("SELECT DISTINCT concept FROM descriptions WHERE status = 'ok' AND concept <> ? "
+                               "ORDER BY concept", [CAPTION_KEY]).fetchall()
+        return [r[0] for r in rows]
+
+    def vector_sources(self, indexer: str) -> dict[int, str | None]:
+        """unit id -> what each of ``indexer``'s vectors was made from (a digest of its text), for derived vectors
+        that are kept in step with their source."""
+        rows = self.db.execute("SELECT unit_id, source FROM embeddings WHERE indexer = ?", [indexer]).fetchall()
+        return {int(u): s for u, s in rows}
+
+    def put_unit_vectors(self, indexer: str, vectors: dict[int, tuple[np.ndarray, str]],
+                         drop: Sequence[int] = ()) -> None:
+        """Set ``indexer``'s vectors of some units (unit id -> (vector, source)) and remove those of ``drop``,
+        in one transaction."""
+        with self._transaction():
+            gone = [*map(int, drop), *map(int, vectors)]
+            self.db.execute("DELETE FROM embeddings WHERE indexer = ? AND unit_id IN (SELECT unnest(?::BIGINT[]))",
+                            [indexer, gone])
+            for unit_id, (vector, source) in vectors.items():
+                vec = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+                self.db.execute("INSERT INTO embeddings (unit_id, indexer, vector, source) VALUES (?, ?, ?, ?)",
+                                [int(unit_id), indexer, vec, source])
+
     def description_count(self) -> int:
         if not self._has_table("descriptions"):
             return 0
@@ -520,7 +583,9 @@ class Catalog:
         ).fetchall()
         if not rows:
             # an indexer with no vectors yet still has its width: queries must fit the empty index
-            dim = self.db.execute("SELECT dim FROM indexers WHERE indexer = ?", [indexer]).fetchone()
+            dim = self.db.execute("SELECT dim FROM indexers WHERE indexer = ?", [indexer]).fetchone() or (
+                self._has_table("description_signals") and self.db.execute(
+                    "SELECT dim FROM description_signals WHERE signal = ?", [indexer]).fetchone())
             return np.zeros(0, np.int64), np.zeros((0, dim[0] if dim else 0), np.float32)
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)

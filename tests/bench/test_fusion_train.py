@@ -224,3 +224,22 @@ def test_cli_tables_and_signal_selection(tmp_path):
     assert bad.exit_code == 2 and bad.stderr.startswith("error: --use nope: no such signal")
     missing = CliRunner().invoke(bench_app(), ["fusion", "--gt", str(tmp_path / "no.json"), "-s", str(root)])
     assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_a_descriptions_file_per_concept_is_that_concepts_descriptions_signal_and_fits(tmp_path):
+    root = write_release(tmp_path)
+    gt = json.loads((root / "gt.json").read_text())
+    pairs = [(g["video1"], g["video2"]) for g in gt]
+    rng = np.random.default_rng(1)
+    for folder, key in (("Main_Action", "MainAction"), ("Location", "Location")):
+        truth = np.array([g["conditioned_similarity"][key] for g in gt])
+        out = root / "computed_conditioned_similarities" / folder / "descriptions"
+        out.mkdir(parents=True)
+        _write_scores(out / f"descriptions_{folder}{SIMILARITIES_SUFFIX}", pairs,
+                      0.4 + 0.1 * truth + 0.05 * rng.standard_normal(len(gt)))
+    table = build_table(discover([root / "computed_conditioned_similarities"], SIMILARITIES_SUFFIX),
+                        load_gt_pairs(root / "gt.json"))
+    assert set(table.signals("location")) == {"descriptions", "reranker:llava-onevision"}
+    assert "descriptions" in query_time_signals()
+    model = fit_fusion(table, ["location", "main-action"], inner_folds=3)
+    assert model.predict("location", {"descriptions": 0.8}).used == ["descriptions"]

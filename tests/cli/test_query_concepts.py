@@ -8,18 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from retrieval.engine import Engine
-from retrieval.pipeline.settings import IndexSettings
 
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory, example_videos):
-    index_dir = tmp_path_factory.mktemp("demo") / ".convis"
-    Engine(index_dir).index(example_videos, ["efficientnet-lite0"],
-                            IndexSettings(captions=example_videos.parent / "captions", workers=1))
-    return index_dir
 
 
 def query(index_dir, anchor, *args):
@@ -33,15 +23,20 @@ def query_json(index_dir, anchor, *args) -> dict:
 
 
 def test_concepts_on_one_signal_are_told_to_the_user_with_the_signal_each_uses(demo_index, example_videos):
-    # box and cup share the action but not the object, yet both concepts are scored by the captions' similarity
-    data = query_json(demo_index, example_videos / "box.mp4", "-c", "main-action=0.6", "-c", "main-objects=0.4")
+    # box and cup share subjects and objects' kind, and no concept descriptions exist for either concept: both
+    # concepts are scored by the captions' similarity
+    data = query_json(demo_index, example_videos / "box.mp4", "-c", "main-subjects=0.6", "-c", "main-objects=0.4")
     assert [c["signal"].split(":")[0] for c in data["concepts"]] == ["text", "text"]
     cup = next(h for h in data["hits"] if h["path"] == "cup.mp4")
-    assert cup["scores"]["main-action"] == cup["scores"]["main-objects"]  # why the user is told
+    assert cup["scores"]["main-subjects"] == cup["scores"]["main-objects"]  # why the user is told
     [notice] = data["notices"]
-    assert notice.startswith("main-action and main-objects both use the caption similarity (text), so their "
+    assert notice.startswith("main-subjects and main-objects both use the caption similarity (text), so their "
                              "scores are identical: without a reranker they cannot be told apart")
     assert "--reranker" in notice and "--signal main-objects=efficientnet-lite0" in notice
+    # main-action has descriptions of its own (examples/captions/*.main-action.txt): scored apart from objects
+    apart = query_json(demo_index, example_videos / "box.mp4", "-c", "main-action", "-c", "main-objects")
+    assert apart["concepts"][0]["description_signal"].endswith("#main-action") and not apart["notices"]
+    assert any(h["scores"]["main-action"] != h["scores"]["main-objects"] for h in apart["hits"])
     table = query(demo_index, example_videos / "box.mp4", "-c", "main-action", "-c", "location")
     assert table.exit_code == 0 and not table.stderr  # concepts on signals of their own: nothing to say
     header = table.stdout.split("┡")[0]
@@ -50,7 +45,8 @@ def test_concepts_on_one_signal_are_told_to_the_user_with_the_signal_each_uses(d
 
 def test_free_text_says_it_is_scored_by_the_signal_location_uses(demo_index, example_videos):
     camera = query_json(demo_index, example_videos / "campus_01.mp4", "-c", "camera angle")
-    location = query_json(demo_index, example_videos / "campus_01.mp4", "-c", "location")
+    location = query_json(demo_index, example_videos / "campus_01.mp4", "-c", "location",
+                          "--signal", "location=efficientnet-lite0")  # its visual signal alone, no descriptions
     assert [h["scores"]["camera-angle"] for h in camera["hits"]] == [h["scores"]["location"] for h in location["hits"]]
     assert camera["notices"] == ["'camera angle' is free text: no indexed signal measures it, so it is scored by "
                                  "the whole-clip similarity of efficientnet-lite0, as location is by default; "
@@ -90,7 +86,8 @@ def test_fusion_puts_every_concept_on_one_scale_with_readable_contributions(demo
 def test_hits_the_fusion_rates_alike_are_ordered_by_their_own_similarity(demo_index, example_videos):
     data = query_json(demo_index, example_videos / "box.mp4", "-c", "main-action", "--fusion", "default")
     tied = [h for h in data["hits"] if h["total"] == data["hits"][-1]["total"]]
-    similarities = [h["inputs"]["main-action"]["text"] for h in tied]
-    assert len(tied) > 2 and len(set(similarities)) == len(tied)  # one fused score for different similarities
-    assert similarities == sorted(similarities, reverse=True)
+    inputs = [tuple(h["inputs"]["main-action"].values()) for h in tied]
+    assert len(tied) > 2 and len(set(inputs)) == len(tied)  # one fused score for different signals
+    similarities = [h["recall_scores"]["main-action"] for h in tied]
+    assert similarities == sorted(similarities, reverse=True)  # ordered by the score before fusion
     assert any(n.startswith(f"main-action: {len(tied)} hits share one fused score") for n in data["notices"])

@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from indexers.text import MINILM
 from tests.paths import ROOT
 
 runner = CliRunner()
@@ -15,15 +16,6 @@ CUP = "a hand holding a cup"
 
 def convis(*args):
     return runner.invoke(app, [*map(str, args)])
-
-
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory, example_videos):
-    """The example clips indexed as `make demo` indexes them (EfficientNet-Lite0 and the captions)."""
-    index_dir = tmp_path_factory.mktemp("demo") / "index"
-    done = convis("index", example_videos, "--captions", CAPTIONS, "--index-dir", index_dir, "--workers", "1")
-    assert done.exit_code == 0, done.output
-    return index_dir
 
 
 def test_search_ranks_the_clip_its_caption_describes_first(demo_index):
@@ -77,3 +69,38 @@ def test_a_weight_for_a_signal_that_cannot_answer_is_one_line_and_a_failure(demo
     assert result.exit_code == 2 and not result.stdout
     [line] = result.stderr.strip().splitlines()  # refused before any text model is loaded
     assert says in line
+
+
+def test_a_location_search_of_the_descriptions_ranks_the_four_campus_pieces_first(demo_index):
+    result = convis("search", "--concept", "location", "the campus square", "--index-dir", demo_index, "--json")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    assert sorted(h["path"] for h in found["hits"][:4]) == [f"campus_0{i}.mp4" for i in range(1, 5)]
+    assert found["signals"] == {"text#location": f"text:{MINILM}#location"}
+    assert all(h["recalled_by"] == [f"text:{MINILM}#location"] for h in found["hits"])
+
+
+def test_a_concept_search_scores_each_unit_by_its_description_as_the_text_indexer_embeds_both(demo_index):
+    from indexers.text import TextIndexer
+    from retrieval.store.catalog import Catalog
+
+    found = json.loads(convis("search", "-c", "main-action", "a hand turns a cup", "--index-dir", demo_index,
+                              "--json").stdout)
+    minilm = TextIndexer()
+    query = minilm.embed_texts(["a hand turns a cup"])[0]
+    with Catalog(demo_index / "catalog.duckdb", read_only=True) as cat:
+        texts = {cat.units([u])[u].path: d.text for u, d in cat.concept_descriptions("main-action").items()}
+    for hit in found["hits"]:
+        expected = (float(query @ minilm.embed_texts([texts[hit["path"]]])[0]) + 1) / 2
+        assert hit["total"] == pytest.approx(expected, abs=1e-4)
+    assert found["hits"][0]["path"] == "cup.mp4"
+
+
+def test_a_concept_without_descriptions_or_with_weights_is_one_line_and_a_failure(demo_index):
+    missing = convis("search", "--concept", "main-objects", "a cup", "--index-dir", demo_index)
+    assert missing.exit_code == 2 and not missing.stdout
+    assert missing.stderr.strip() == (
+        "error: this index holds no descriptions of main-objects (described concepts: location, main-action); "
+        "index with --captioner, or run `convis describe --concept \"main-objects\"`")
+    both = convis("search", "--concept", "location", "a cup", "--signal", "text=1", "--index-dir", demo_index)
+    assert both.exit_code == 2 and "--signal and --concept do not go together" in both.stderr

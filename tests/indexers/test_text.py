@@ -173,3 +173,11 @@ def test_loading_the_text_model_draws_no_progress_bar(capfd):
     TextIndexer()
     assert "Loading weights" not in capfd.readouterr().err
     assert hf_logging.is_progress_bar_enabled()  # switched off for the load only
+
+
+def test_descriptions_of_one_concept_beside_the_captions_are_not_read_as_captions(tmp_path):
+    (tmp_path / "cup.txt").write_text(" A hand holds a cup. \n")
+    (tmp_path / "cup.location.txt").write_text("A kitchen.")
+    (tmp_path / "cup.main-action.txt").write_text("Turning a cup.")
+    (tmp_path / "v1.2.txt").write_text("a stem with a dot")  # not a concept: a caption of v1.2.mp4
+    assert read_captions(tmp_path) == {"cup": "A hand holds a cup.", "v1.2": "a stem with a dot"}

@@ -44,13 +44,14 @@ class Calls:
     """Counts the model's generations; ``answer`` replaces its text, ``stop_after`` simulates a crash."""
 
     def __init__(self, monkeypatch):
-        self.count, self.answer, self.stop_after, self.fail_on = 0, None, None, set()
+        self.count, self.answer, self.stop_after, self.fail_on, self.prompts = 0, None, None, set(), []
         real = InternVLReranker._generate_text
 
         def counted(model, clip, prompt, max_new_tokens):
             if self.stop_after is not None and self.count >= self.stop_after:
                 raise KeyboardInterrupt  # the run dies here, mid-unit
             self.count += 1
+            self.prompts.append(prompt)
             if self.count in self.fail_on:
                 raise RuntimeError("CUDA out of memory")
             text = real(model, clip, prompt, max_new_tokens)
@@ -226,17 +227,19 @@ def test_per_concept_caption_files_are_stored_as_that_concepts_description(tmp_p
     assert len(rows(engine)) == 2
 
 
-def test_a_long_pass_shows_its_progress_without_keeping_it_in_the_report(tmp_path, tiny_models, captioner_folder,
-                                                                        video_folder, calls):
+def test_the_pass_reports_its_progress_as_events_a_bar_shows_without_keeping_them_in_the_report(
+        tmp_path, tiny_models, captioner_folder, video_folder, calls):
     shown = []
-    settings = IndexSettings(captioner=f"internvl:{captioner_folder}", describe_tick=0)
+    settings = IndexSettings(captioner=f"internvl:{captioner_folder}")
     report = Engine(tmp_path / "index").index(video_folder, [f"dinov2:{tiny_models['dinov2']}"], settings,
                                               progress=lambda event, data: shown.append((event, data)),
                                               distributor=SerialDistributor())
-    ticks = [d["text"] for e, d in shown if e == "note" and f"/{UNITS} unit(s)" in d["text"]]
-    assert [t.split(" unit")[0] for t in ticks] == [f"described {n}/{UNITS}" for n in range(1, UNITS)]
-    assert all("captions/s" in t for t in ticks)
-    assert not set(ticks) & set(report.notes)
+    events = [(e, d) for e, d in shown if e in ("describe", "described")]
+    assert events[0] == ("describe", {"total": UNITS})
+    assert [d["calls"] for _, d in events[1:]] == [MODEL_CALLS_PER_UNIT] * UNITS
+    assert all(d["seconds"] > 0 for _, d in events[1:])
+    assert report.as_dict()["captions_per_second"] == pytest.approx(
+        UNITS * MODEL_CALLS_PER_UNIT / report.describe_seconds, rel=1e-2)
     assert any(n.startswith(f"described {UNITS} unit(s): {UNITS * 6} model calls") for n in report.notes)
 
 
@@ -250,3 +253,65 @@ def test_a_catalog_from_before_descriptions_opens_reads_nothing_and_gains_the_ta
     with Catalog(path) as cat:  # a writer adds the table
         assert cat.description_count() == 0
         assert cat._has_table("descriptions")
+
+
+def describe_cli(index_dir, *args):
+    from cli import app
+
+    return CliRunner().invoke(app, ["describe", "--index-dir", str(index_dir), *map(str, args)])
+
+
+def test_describe_asks_a_users_concept_once_a_unit_and_gives_it_a_searchable_signal(index, calls, video_folder):
+    engine, _ = index()
+    calls.count, calls.prompts = 0, []
+    calls.answer = lambda n, text: f"seen from angle {n}"
+    done = describe_cli(engine.index_dir, "--concept", "camera angle", "--json")
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert (report["concepts"], report["described"], report["calls"]) == (["camera-angle"], UNITS, UNITS)
+    assert calls.prompts == [describe_prompt.FREE_REQUEST.format(words="camera angle")] * UNITS
+    assert calls.prompts[0] == "Describe only the camera angle in this video. Answer in one short sentence."
+    assert report["description_vectors"] == UNITS
+    assert sorted(r[7] for r in rows(engine) if r[3] == "camera-angle") == sorted(
+        f"seen from angle {n}" for n in range(1, UNITS + 1))
+    again = describe_cli(engine.index_dir, "--concept", "camera angle", "--json")
+    assert json.loads(again.stdout)["calls"] == 0 and calls.count == UNITS  # never asked twice
+    from cli import app
+
+    queried = CliRunner().invoke(app, ["query", "--anchor", str(video_folder / "cup.mp4"), "-c", "camera angle",
+                                       "--index-dir", str(engine.index_dir), "--json"])
+    assert queried.exit_code == 0, queried.output
+    concept = json.loads(queried.stdout)["concepts"][0]
+    assert concept["description_signal"].endswith("#camera-angle")
+    found = CliRunner().invoke(app, ["search", "-c", "camera angle", "seen from angle 2", "--index-dir",
+                                     str(engine.index_dir), "--json"])
+    assert found.exit_code == 0, found.output
+    assert len(json.loads(found.stdout)["hits"]) == UNITS
+
+
+def test_a_describe_run_killed_mid_way_resumes_with_the_units_left(index, calls):
+    engine, _ = index()
+    calls.count, calls.stop_after = 0, 2
+    killed = describe_cli(engine.index_dir, "--concept", "camera angle")
+    assert killed.exit_code == 130 and "interrupted" in killed.stderr
+    calls.count, calls.stop_after = 0, None
+    resumed = json.loads(describe_cli(engine.index_dir, "--concept", "camera angle", "--json").stdout)
+    assert (resumed["units"], resumed["calls"]) == (UNITS - 2, UNITS - 2)
+
+
+def test_describe_without_a_captioner_is_one_line(tmp_path, tiny_models, video_folder):
+    Engine(tmp_path / "index").index(video_folder, [f"dinov2:{tiny_models['dinov2']}"], IndexSettings(),
+                                     distributor=SerialDistributor())
+    result = describe_cli(tmp_path / "index", "--concept", "camera angle")
+    assert result.exit_code == 2 and not result.stdout
+    assert result.stderr.strip() == ("error: this index has no captioner yet: name one with --captioner (any "
+                                     "--reranker spec, e.g. qwen2-vl)")
+
+
+def test_describe_asks_a_unit_only_for_the_answers_it_lacks(index, calls):
+    engine, _ = index()  # the caption and the five ConViS concepts of every unit
+    calls.count, calls.prompts = 0, []
+    done = describe_cli(engine.index_dir, "-c", "location", "-c", "camera angle", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["calls"] == UNITS == calls.count
+    assert set(calls.prompts) == {describe_prompt.FREE_REQUEST.format(words="camera angle")}

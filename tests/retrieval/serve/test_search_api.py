@@ -55,3 +55,14 @@ def test_an_index_without_a_text_tower_is_a_one_line_400(example_index):
         answer = client.get("/search", params={"text": CUP})
     assert answer.status_code == 400
     assert answer.json()["error"].startswith("no signal here can search by text")
+
+
+def test_search_of_one_concepts_descriptions_ranks_as_the_engine(client, captioned):
+    answer = client.get("/search", params={"text": "a paved square outdoors", "concept": "location", "k": 3})
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    want = Engine(captioned).search("a paved square outdoors", k=3, concept="location").as_dict()
+    assert [(h["path"], h["total"]) for h in data["hits"]] == [(h["path"], h["total"]) for h in want["hits"]]
+    assert data["hits"][0]["path"] == "campus_01.mp4" and list(data["signals"]) == ["text#location"]
+    missing = client.get("/search", params={"text": CUP, "concept": "main-objects"})
+    assert missing.status_code == 400 and "no descriptions of main-objects" in missing.json()["error"]

@@ -1,0 +1,83 @@
+"""``convis describe``: a description pass over an existing index, for the concepts a user names.
+
+reader (the units lacking the captioner's answers to these requests) -> mapper (the captioner) ->
+writer (one transaction a unit), then the text indexer embeds each concept's descriptions into its
+own signal and the FAISS indices and snapshot are published.  Incremental and resumable as an index
+run's pass is: a unit answered once is never asked again, a killed run loses the unit in flight.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from indexers.base import Indexer
+from retrieval.pipeline import description_index
+from retrieval.pipeline.catalog_settings import rebuild_indices
+from retrieval.pipeline.describe import (
+    DescribePass,
+    Describer,
+    Progress,
+    Requests,
+    captions_per_second,
+    describer_key,
+    embed_generated_captions,
+)
+from retrieval.store.catalog import Catalog
+from retrieval.store.snapshots import SNAPSHOT_NAME
+
+
+class NoCaptionerError(ValueError):
+    """No captioner was named and the index never had one."""
+
+
+@dataclass
+class DescribeReport:
+    captioner: str
+    concepts: list[str]
+    units: int = 0  # units that lacked an answer when the run started
+    described: int = 0
+    calls: int = 0
+    unreadable: int = 0
+    failed: int = 0
+    describe_seconds: float = 0.0
+    description_vectors: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"captioner": self.captioner, "concepts": self.concepts, "units": self.units,
+                "described": self.described, "calls": self.calls, "unreadable": self.unreadable,
+                "failed": self.failed, "describe_seconds": round(self.describe_seconds, 3),
+                "captions_per_second": captions_per_second(self.calls, self.describe_seconds),
+                "description_vectors": self.description_vectors, "seconds": round(self.seconds, 3),
+                "notes": self.notes}
+
+
+def describe_index(catalog: Catalog, index_dir: Path, root: Path, model: Describer, requests: Requests,
+                   text_indexers: Sequence[Indexer], progress: Progress | None = None) -> DescribeReport:
+    """Ask ``model`` ``requests`` about every unit lacking its answers; embed and publish what it wrote."""
+    started = time.perf_counter()
+    report = DescribeReport(model.model_id, list(requests))
+
+    def note(text: str) -> None:
+        report.notes.append(text)
+        if progress is not None:
+            progress("note", {"text": text})
+
+    generation = catalog.generation
+    describe = DescribePass(catalog, root, model, note, progress=progress, requests=requests)
+    units = describe.pending()
+    counts = describe.run(units)
+    report.units, report.described, report.calls = len(units), counts.described, counts.calls
+    report.unreadable, report.failed, report.describe_seconds = counts.unreadable, counts.failed, counts.seconds
+    embed_generated_captions(catalog, describer_key(model), text_indexers)
+    synced = description_index.sync(catalog, text_indexers, [describer_key(model)])
+    report.description_vectors = synced.embedded
+    if synced.embedded or synced.removed or catalog.generation != generation:
+        rebuild_indices(catalog, index_dir)
+        catalog.snapshot(index_dir / SNAPSHOT_NAME)
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,95 @@
+"""Per-concept description signals: a text indexer's vectors of each concept's descriptions.
+
+Every concept that some unit has a readable description of (from a captioner, ``convis describe`` or a
+``<stem>.<concept>.txt`` file) becomes a signal of its own, ``<text model id>#<concept>``, with its
+vectors in the catalog and its own FAISS index: a query for that concept, or a text search of it, is a
+vector search, and no model is asked at query time.
+
+The vectors are derived data, kept in step with the descriptions by ``sync``: each vector stores a
+digest of the text it was made from, so only units whose description changed are embedded again, and
+units that lost theirs (forgotten, re-indexed with other units) lose their vector.
+
+When several sources describe a unit, its vector is made from, in order: a ``<stem>.<concept>.txt`` file
+(a person's own words), the models in ``prefer`` (the run's captioner), then the latest stored answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from indexers.base import Indexer
+from retrieval.pipeline.describe import FILE_KEY
+from retrieval.store.catalog import Catalog, DescriberKey, DescriptionSignal
+
+SEPARATOR = "#"  # model ids never hold one: "text:sentence-transformers/all-MiniLM-L6-v2#location"
+CHUNK = 256  # descriptions embedded and committed together: a killed run loses at most one chunk
+
+
+def signal_id(indexer: str, concept: str) -> str:
+    """The signal of ``concept``'s descriptions as the text indexer ``indexer`` (a model id) embeds them."""
+    return f"{indexer}{SEPARATOR}{concept}"
+
+
+def split_signal(signal: str) -> tuple[str, str] | None:
+    """(text indexer model id, concept) of a description signal; None for any other signal."""
+    indexer, sep, concept = signal.rpartition(SEPARATOR)
+    return (indexer, concept) if sep and indexer and concept else None
+
+
+def digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def chosen_texts(catalog: Catalog, concept: str, prefer: Sequence[DescriberKey] = ()) -> dict[int, str]:
+    """unit id -> the description of ``concept`` its vector is made from (see the module's notes)."""
+    order = [FILE_KEY, *prefer]
+    best: dict[int, tuple[int, str]] = {}
+    for unit_id, d in catalog.descriptions_of(concept):  # oldest first: a later answer of equal rank wins
+        if d.status != "ok" or not d.text:
+            continue
+        rank = order.index(d.key) if d.key in order else len(order)
+        if unit_id not in best or rank <= best[unit_id][0]:
+            best[unit_id] = (rank, d.text)
+    return {unit_id: text for unit_id, (_, text) in best.items()}
+
+
+@dataclass
+class SyncCounts:
+    embedded: int = 0  # descriptions embedded
+    removed: int = 0  # vectors removed (their unit lost its description)
+    signals: list[str] = field(default_factory=list)  # the description signals the index now has
+
+
+def sync(catalog: Catalog, text_indexers: Sequence[Indexer], prefer: Sequence[DescriberKey] = ()) -> SyncCounts:
+    """Bring every description signal of ``text_indexers`` in step with the stored descriptions."""
+    counts = SyncCounts()
+    known = {row.signal: row for row in catalog.description_signals()}
+    for ix in text_indexers:
+        mine = {row.concept for row in known.values() if row.indexer == ix.model_id}
+        for concept in sorted(set(catalog.described_concepts()) | mine):
+            _sync_one(catalog, ix, concept, prefer, counts)
+    counts.signals = [row.signal for row in catalog.description_signals()]
+    return counts
+
+
+def _sync_one(catalog: Catalog, ix: Indexer, concept: str, prefer: Sequence[DescriberKey],
+              counts: SyncCounts) -> None:
+    signal = signal_id(ix.model_id, concept)
+    texts = chosen_texts(catalog, concept, prefer)
+    wanted = {unit_id: digest(text) for unit_id, text in texts.items()}
+    stored = catalog.vector_sources(signal)
+    todo = [u for u in sorted(wanted) if stored.get(u) != wanted[u]]
+    drop = [u for u in stored if u not in wanted]
+    if drop:
+        catalog.put_unit_vectors(signal, {}, drop)
+        counts.removed += len(drop)
+    for start in range(0, len(todo), CHUNK):
+        chunk = todo[start:start + CHUNK]
+        matrix = np.asarray(ix.embed_texts([texts[u] for u in chunk]), dtype=np.float32)
+        catalog.register_description_signal(DescriptionSignal(signal, ix.model_id, concept, int(matrix.shape[1])))
+        catalog.put_unit_vectors(signal, {u: (matrix[i], wanted[u]) for i, u in enumerate(chunk)})
+        counts.embedded += len(chunk)
