@@ -175,6 +175,7 @@ def _build_hf_clip(source: str, device: str | None, protocol: str) -> HFClipInde
         "paper": model_card(RULE_TEXT["every"], "full-size decode, bicubic short side 224 + centre crop 224 "
                             "(CLIPProcessor)", "get_image_features per frame, mean over frames", PAPER_DTYPE),
     },
+    text_tower=True,
 )
 def build_clip(source: str, device: str | None = None, protocol: str = "fast", **_):
     if _is_transformers_checkpoint(source):

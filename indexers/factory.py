@@ -7,6 +7,7 @@ families, so nothing below it imports back (timm's layout).
 from __future__ import annotations
 
 from indexers.base import INDEXERS, PROTOCOLS, Indexer
+from retrieval.core.registry import UnknownModelError
 
 
 def create_indexer(spec: str, protocol: str = "fast", **kwargs) -> Indexer:
@@ -19,6 +20,16 @@ def create_indexer(spec: str, protocol: str = "fast", **kwargs) -> Indexer:
         raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     _load_builtin()
     return INDEXERS.create(spec, variant=protocol, protocol=protocol, **kwargs)
+
+
+def has_text_tower(spec: str) -> bool:
+    """Whether the family of ``spec`` (a name, model id, hub id or folder) embeds sentences, without building
+    it: text search then builds only the models that can answer. False for a spec no family takes."""
+    _load_builtin()
+    try:
+        return INDEXERS.resolve(spec).entry.text_tower
+    except UnknownModelError:
+        return False
 
 
 def available_indexers() -> list[str]:

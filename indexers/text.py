@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -13,7 +12,7 @@ from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
 from indexers.errors import unavailable
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.core.scores import unit_similarity
-from retrieval.core.weights import BUNDLED, hub_weights
+from retrieval.core.weights import BUNDLED, hub_weights, quiet_loading
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the paper's SBERT model
 
@@ -40,7 +39,7 @@ class TextIndexer(Indexer):
         self.source = source
         self.batch_size = batch_size
         try:
-            with _quiet_loading():
+            with quiet_loading():
                 self._model = SentenceTransformer(weights_path(source), device=device)
         except OSError as e:  # hub unreachable, unknown id, unreadable folder
             raise unavailable(self.name, source, e) from e
@@ -55,20 +54,6 @@ class TextIndexer(Indexer):
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
         return l2_normalise(vectors)
-
-
-@contextmanager
-def _quiet_loading():
-    """transformers draws a "Loading weights" bar on stderr while a model loads: noise between a command's lines."""
-    from transformers.utils import logging as hf_logging
-
-    was_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_on:
-            hf_logging.enable_progress_bar()
 
 
 def _weights(source: str) -> str:
@@ -86,6 +71,7 @@ def _weights(source: str) -> str:
     card={protocol: {"frames": "none: one caption a video (<stem>.txt)", "size": "-", "pooling": "sentence "
                      "embedding (mean of tokens, as the model defines)", "dtype": "fp32"} for protocol in PROTOCOLS},
     weights=_weights,
+    text_tower=True,
 )
 def build_text(source: str | None, device: str | None = None, protocol: str = "fast", **kwargs) -> TextIndexer:
     return TextIndexer(source or MINILM, device=device, **kwargs)

@@ -22,6 +22,7 @@ from rerankers.frames import processor_frame_size
 from rerankers.prompt import ANSWER_TOKENS, build_chat
 from retrieval.core.device import pick_device
 from retrieval.core.pixels import FixedResize
+from retrieval.core.weights import quiet_loading
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".index.json")
 
@@ -164,8 +165,9 @@ def load_checkpoint(source: str, model_classes: Mapping[str, str], *, family: st
     notices: list[str] = []
     placement = _placement(device, notices)
     try:
-        model = model_class.from_pretrained(source, dtype=dtype, **placement)
-        processor = transformers.AutoProcessor.from_pretrained(source)
+        with quiet_loading():
+            model = model_class.from_pretrained(source, dtype=dtype, **placement)
+            processor = transformers.AutoProcessor.from_pretrained(source)
     except (OSError, ValueError) as err:
         raise _unavailable(family, source, _first_line(err)) from err
     check_processors_agree(processor, family)

@@ -40,6 +40,8 @@ class Entry(Generic[T]):
     card: dict[str, str] = field(default_factory=dict, hash=False)
     # where given weights would come from now (weights.BUNDLED, CACHED...), without downloading
     weights: Callable[[str], str] = hub_weights
+    # the family embeds sentences into the space of its vectors (text search), known before building it
+    text_tower: bool = False
 
     def source_for(self, variant: str | None) -> str | None:
         return self.variant_sources.get(variant or "", self.default_source)
@@ -71,10 +73,11 @@ class Registry(Generic[T]):
         variant_sources: dict[str, str] | None = None,
         card: dict[str, str] | None = None,
         weights: Callable[[str], str] = hub_weights,
+        text_tower: bool = False,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         def decorate(builder: Callable[..., T]) -> Callable[..., T]:
             entry = Entry(name, builder, default_source, aliases, claims, description, variant_sources or {},
-                          card or {}, weights)
+                          card or {}, weights, text_tower)
             for key in (name, *aliases):
                 if key in self._entries:
                     raise ValueError(f"{self.kind} {key!r} is registered twice")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 BUNDLED = "bundled"  # installed with a Python package: works offline
@@ -32,3 +33,18 @@ def hub_weights(source: str) -> str:
     if hub_cached(source):
         return CACHED
     return MISSING if hub_offline() else DOWNLOAD
+
+
+@contextmanager
+def quiet_loading():
+    """transformers draws a "Loading weights" bar on stderr while a model loads: noise between a command's lines
+    (and its own progress bar)."""
+    from transformers.utils import logging as hf_logging  # deferred: only a model load needs it
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()

@@ -23,6 +23,7 @@ import numpy as np
 
 from indexers.base import Indexer
 from indexers.errors import ModelUnavailableError
+from indexers.factory import has_text_tower
 from retrieval.core.concepts import Concept, normalise
 from retrieval.core.errors import one_line
 from retrieval.search import ranking
@@ -82,13 +83,16 @@ def text_signals(indexed: dict[str, str], build: Callable[[str], Indexer]) -> tu
     """Indexer name -> model, for each indexed signal that answers text, and notices of those that cannot;
     NoTextSignal when none answers."""
     models, failed = {}, []
+    mute = sorted(name for name, model_id in indexed.items() if not has_text_tower(model_id))
     for name, model_id in sorted(indexed.items()):
+        if name in mute:
+            continue  # the registry says it has no text tower: not built for nothing
         try:
             models[name] = build(model_id)
         except ModelUnavailableError as exc:  # its weights are gone: the others may still answer
             failed.append(f"{name} not used: {one_line(exc, 200)}")
     answering = {name: m for name, m in models.items() if answers_text(m)}
-    mute = sorted(set(models) - set(answering))
+    mute = sorted({*mute, *(set(models) - set(answering))})
     if not answering:
         why = [f"{', '.join(mute)} {'has' if len(mute) == 1 else 'have'} no text tower"] if mute else []
         raise NoTextSignal(f"no signal here can search by text: {'; '.join(why + failed) or 'nothing is indexed'}; "

@@ -330,3 +330,14 @@ def test_processors_that_agree_load(tiny_folders, tmp_path):
     # Qwen sizes are pixel budgets, different for images and videos by design: not compared
     qwen = create_reranker(str(tiny_folders["qwen2_vl"]))
     assert qwen.processor.image_processor.size != qwen.processor.video_processor.size
+
+
+def test_loading_a_reranker_draws_no_progress_bar(tiny_folders, capfd):
+    from transformers.utils import logging as hf_logging
+
+    from rerankers.factory import create_reranker
+
+    capfd.readouterr()
+    create_reranker(f"internvl:{tiny_folders['internvl']}", device="cpu")
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # switched off for the load only

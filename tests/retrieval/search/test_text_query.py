@@ -114,3 +114,19 @@ def test_signals_that_cannot_load_or_read_text_are_named_in_the_refusal(tmp_path
     message = str(refused.value)
     assert "\n" not in message and "efficientnet-lite0 has no text tower" in message
     assert "clip not used: cannot load clip weights" in message
+
+
+def test_the_registry_says_which_families_have_a_text_tower_as_their_built_models_do(tiny_models):
+    from indexers.factory import has_text_tower
+
+    specs = [f"dinov2:{tiny_models['dinov2']}", f"videomae:{tiny_models['videomae']}",
+             f"clip:{tiny_models['hf_clip']}", f"clip:{tiny_models['open_clip']}", "text", "efficientnet-lite0"]
+    for spec in specs:
+        assert has_text_tower(spec) == tq.answers_text(create_indexer(spec, device="cpu")), spec
+    assert not has_text_tower("no-such-family")
+
+
+def test_a_search_builds_only_the_models_that_can_answer(captioned_index):
+    engine = Engine(captioned_index)
+    engine.search(CUP, k=2)
+    assert [spec.split(":")[0] for spec, _ in engine._models] == ["text"]  # EfficientNet-Lite0 never loaded
