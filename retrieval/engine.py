@@ -169,8 +169,10 @@ class Engine:
                 # captions and descriptions are only searchable with a text indexer
                 models += run_indexers(["text"], rows, self.protocol, lambda spec: self._run_indexer(spec, settings))
             configure_faiss(catalog, models, settings.faiss_index, settings.faiss_params)
-            # any reranker family describes clips; built once per engine, as for reranking
-            captioner = self.reranker(settings.captioner) if settings.captioner else None
+            # any reranker family describes clips; built once per engine, as for reranking (on Ray, the actors
+            # build it: the run's driver never loads it)
+            captioner = self.reranker(settings.captioner) if settings.captioner and not settings.ray_address \
+                else None
             if settings.captioner:
                 catalog.set_setting(CAPTIONER, settings.captioner)  # what `convis describe` asks by default
             return IndexRun(catalog, self.index_dir, models, executor, settings, progress,

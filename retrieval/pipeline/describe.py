@@ -13,7 +13,7 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -89,19 +89,67 @@ Progress = Callable[[str, dict], None]
 Requests = dict[str, tuple[str, int]]  # key -> (request, max new tokens), asked in this order
 
 
+@dataclass(frozen=True)
+class Described:
+    """One unit's answers to the requests it lacked, or why there are none (``reason``), and what it cost."""
+
+    unit: UnitRow
+    answers: dict[str, Answer] | None
+    reason: str | None = None
+    calls: int = 0
+    seconds: float = 0.0
+
+
+def describe_unit(model: Describer, decoder: VideoDecoder, root: Path, unit: UnitRow, requests: Requests
+                  ) -> Described:
+    """Decode one unit with the model's own frames and ask it every request; never raises."""
+    try:
+        frames = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end)
+    except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
+        return Described(unit, None, f"not decoded ({one_line(exc, 200)})")
+    answers, calls, seconds = {}, 0, 0.0
+    try:
+        for key, (request, tokens) in requests.items():
+            started = time.perf_counter()
+            raw = model.describe(frames.pixels, request, tokens, prepared=True)
+            seconds += time.perf_counter() - started
+            calls += 1
+            answers[key] = read_answer(raw)
+    except Exception as exc:  # out of memory, mostly: nothing stored, a later run asks again
+        return Described(unit, None, f"model error ({one_line(exc, 200)})", calls, seconds)
+    return Described(unit, answers, None, calls, seconds)
+
+
+Work = list[tuple[UnitRow, Requests]]  # each unit with the requests it lacks answers to
+Mapper = Callable[[Work], Iterable[Described]]  # the model's answers, unit by unit, in any order
+
+
+class LocalDescriber:
+    """The mapper of a local run: this process asks the model, one unit after another."""
+
+    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None):
+        self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
+
+    def __call__(self, work: Work) -> Iterator[Described]:
+        for unit, requests in work:
+            yield describe_unit(self.model, self.decoder, self.root, unit, requests)
+
+
 class DescribePass:
-    """Describe every unit of ``catalog`` that lacks this model's answers; files are read under ``root``."""
+    """Describe every unit of ``catalog`` that lacks this model's answers: reader (the units and the requests
+    each lacks) -> mapper (the model, here or on Ray actors) -> writer (one transaction a unit)."""
 
     def __init__(self, catalog: Catalog, root: Path, model: Describer, note: Note,
                  decoder: VideoDecoder | None = None, progress: Progress | None = None,
-                 requests: Requests | None = None):
-        """``note``: lines for the run's report; ``progress``: events as the pass goes (a progress bar);
-        ``requests``: what to ask of each unit (default: the caption and one request per ConViS concept)."""
-        self.catalog, self.root, self.model, self.note = catalog, Path(root), model, note
+                 requests: Requests | None = None, mapper: Mapper | None = None):
+        """``model``: whose answers (its id, revision and frames key them); ``note``: lines for the run's report;
+        ``progress``: events as the pass goes (a progress bar); ``requests``: what to ask of each unit (default:
+        the caption and one request per ConViS concept); ``mapper``: who asks (default: this process)."""
+        self.catalog, self.model, self.note = catalog, model, note
         self.progress = progress or (lambda event, data: None)
         self.requests = requests if requests is not None else describe_prompt.describe_requests()
         self.key = describer_key(model)
-        self.decoder = decoder or VideoDecoder()
+        self.mapper = mapper or LocalDescriber(model, root, decoder)
         self.counts = DescribeCounts()
 
     def pending(self) -> list[UnitRow]:
@@ -117,45 +165,36 @@ class DescribePass:
                   f"({len(self.requests)} model call(s) each)")
         self.progress("describe", {"total": len(units)})
         failures: list[str] = []
-        for unit in units:
-            calls, seconds = self.counts.calls, self.counts.seconds
-            reason = self._describe(unit)
+        for done in self.mapper(self._work(units)):
+            reason = self._write(done)
             if reason is not None:
-                failures.append(f"{unit.path} {unit.start:g}-{unit.end:g} s: {reason}")
-            self.progress("described", {"calls": self.counts.calls - calls, "seconds": self.counts.seconds - seconds})
+                failures.append(f"{done.unit.path} {done.unit.start:g}-{done.unit.end:g} s: {reason}")
+            self.progress("described", {"calls": done.calls, "seconds": done.seconds})
         self._report(failures)
         return self.counts
 
-    def _describe(self, unit: UnitRow) -> str | None:
-        """Ask every request about one unit and store the answers together; the reason when it could not."""
-        try:
-            frames = self.decoder.sample_span(self.root / unit.path, self.model.frame_spec, unit.start, unit.end)
-        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
+    def _work(self, units: list[UnitRow]) -> Work:
+        """Each unit with the requests it lacks: an answer is never asked for twice."""
+        work = []
+        for unit in units:
+            have = {d.concept for d in self.catalog.unit_descriptions(unit.unit_id, self.key)}
+            work.append((unit, {k: r for k, r in self.requests.items() if k not in have}))
+        return work
+
+    def _write(self, done: Described) -> str | None:
+        """Store one unit's answers together; the reason when there are none."""
+        self.counts.calls += done.calls
+        self.counts.seconds += done.seconds
+        if done.answers is None:
             self.counts.failed += 1
-            return f"not decoded ({one_line(exc, 200)})"
-        have = {d.concept for d in self.catalog.unit_descriptions(unit.unit_id, self.key)}
-        try:
-            answers = self._ask(frames.pixels, {k: r for k, r in self.requests.items() if k not in have})
-        except Exception as exc:  # out of memory, mostly: nothing stored, a later run asks again
-            self.counts.failed += 1
-            return f"model error ({one_line(exc, 200)})"
+            return done.reason
+        unit = done.unit
         self.catalog.write_descriptions([
             Description(unit.content_hash, unit.start, unit.end, concept, self.key, a.text, a.status, a.error)
-            for concept, a in answers.items()])
+            for concept, a in done.answers.items()])
         self.counts.described += 1
-        self.counts.unreadable += sum(a.status != "ok" for a in answers.values())
+        self.counts.unreadable += sum(a.status != "ok" for a in done.answers.values())
         return None
-
-    def _ask(self, pixels: np.ndarray, requests: Requests) -> dict[str, Answer]:
-        """The answers to ``requests`` (those this unit lacks: an answer is never asked for twice)."""
-        answers = {}
-        for concept, (request, tokens) in requests.items():
-            started = time.perf_counter()
-            raw = self.model.describe(pixels, request, tokens, prepared=True)
-            self.counts.seconds += time.perf_counter() - started
-            self.counts.calls += 1
-            answers[concept] = read_answer(raw)
-        return answers
 
     def _report(self, failures: list[str]) -> None:
         c = self.counts

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol, Sequence
@@ -56,7 +57,7 @@ from retrieval.pipeline.describe import (
 from retrieval.pipeline.description_index import split_signal
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.store.catalog import Catalog, FileRecord, FileState, IndexerRow, UnitRecord
+from retrieval.store.catalog import Catalog, DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
 from retrieval.store.snapshots import SNAPSHOT_NAME
 
 
@@ -315,6 +316,7 @@ class IndexRun:
         self.report = IndexReport([ix.model_id for ix in indexers])
         self.segment_seconds = settings.segment_seconds
         self._resegment_failed = False
+        self._described_by: DescriberKey | None = None  # the captioner's key, once it has run
         self._published = time.monotonic()
 
     def run(self, root: Path, scan: Scan | None = None) -> IndexReport:
@@ -464,26 +466,40 @@ class IndexRun:
         Per-concept caption files (``<stem>.location.txt``) are stored as those concepts' descriptions."""
         if self.settings.captions is not None:
             self.report.concept_files = store_concept_files(self.catalog, self.settings.captions)
-        if self.captioner is None:
-            return
-        describe = DescribePass(self.catalog, root, self.captioner, self.note, progress=self.progress)
-        units = describe.pending()
-        if units:
-            self.publish()  # an LMM takes seconds a unit: what was just embedded is searchable meanwhile
-        counts = describe.run(units)
+        with self._captioner(root) as (model, mapper):
+            if model is None:
+                return
+            describe = DescribePass(self.catalog, root, model, self.note, progress=self.progress, mapper=mapper)
+            units = describe.pending()
+            if units:
+                self.publish()  # an LMM takes seconds a unit: what was just embedded is searchable meanwhile
+            counts = describe.run(units)
+            self._described_by = describer_key(model)
         self.report.described += counts.described
         self.report.describe_calls += counts.calls
         self.report.describe_unreadable += counts.unreadable
         self.report.describe_seconds += counts.seconds
         if self.textual:
-            self.report.captioned += embed_generated_captions(self.catalog, describer_key(self.captioner),
-                                                              self.textual)
+            self.report.captioned += embed_generated_captions(self.catalog, self._described_by, self.textual)
+
+    @contextmanager
+    def _captioner(self, root: Path):
+        """(the captioner, its mapper): on the executor's workers when it has some for it (Ray actors: the
+        model is never loaded here), else this process's model; (None, None) without a captioner."""
+        remote = getattr(self.executor, "describer", None)
+        if remote is not None and self.settings.captioner:
+            with remote(self.settings.captioner, root) as found:
+                yield found
+        elif self.captioner is not None:
+            yield self.captioner, None
+        else:
+            yield None, None
 
     def _description_vectors(self) -> None:
         """Text indexers embed each concept's descriptions into that concept's own signal (only what changed)."""
         if not self.textual:
             return
-        prefer = [describer_key(self.captioner)] if self.captioner is not None else []
+        prefer = [self._described_by] if self._described_by is not None else []
         counts = description_index.sync(self.catalog, self.textual, prefer)
         self.report.description_vectors += counts.embedded
         self.report.description_signals = [split_signal(s)[1] for s in counts.signals]

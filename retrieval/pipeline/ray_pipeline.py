@@ -27,6 +27,7 @@ import pickle
 import shutil
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -54,6 +55,7 @@ from retrieval.pipeline.indexing import (
     is_transient,
     reason_of,
 )
+from retrieval.pipeline.ray_describe import ray_captioner
 from retrieval.pipeline.settings import DECODE_TIMEOUT
 
 SHARDS_DIRNAME = "shards"
@@ -320,6 +322,20 @@ class RayExecutor:
             close = getattr(stream, "close", None)
             if close:
                 close()
+
+    @contextmanager
+    def describer(self, spec: str, root: Path):
+        """(the captioner's identity, a mapper) with the captioner in Ray actors: see ``ray_describe``."""
+        import ray  # ray: optional, only the --ray path pays for importing it
+
+        started = connect(self.options.address, self.options.runtime_env)
+        try:
+            with ray_captioner(spec, root, self.options.device, self.options.trust_remote_code,
+                               cpus=self.options.embed_cpus) as found:
+                yield found
+        finally:
+            if started:
+                ray.shutdown()
 
     def finish(self, report: IndexReport) -> RayIndexReport:
         """All merged: the catalog holds everything the shards did, so they go."""

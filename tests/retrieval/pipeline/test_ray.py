@@ -207,3 +207,25 @@ def test_a_shard_for_other_settings_or_a_damaged_shard_is_recomputed(tmp_path):
     npz = store.manifest()[("0.mp4", 1000, 1.5, None, first.short_side)][0]
     npz.write_bytes(npz.read_bytes()[:40])
     assert ShardStore(tmp_path).find(first, {"m:x": 8}) is None
+
+
+def test_the_captioner_runs_in_ray_actors_and_stores_what_a_local_run_stores(ray_session, tmp_path, video_folder,
+                                                                            spec):
+    from bench.tiny import vlm as tiny_vlm
+
+    captioner = f"internvl:{tiny_vlm.build_internvl(tmp_path / 'internvl')}"
+    local = Engine(tmp_path / "local")
+    local.index(video_folder, [spec], IndexSettings(captioner=captioner), distributor=SerialDistributor())
+    remote = Engine(tmp_path / "ray")
+    report = remote.index(video_folder, [spec], IndexSettings(ray_address="local", captioner=captioner))
+    assert remote._rerankers == {}  # the driver never loaded the LMM: the actors did
+    assert (report.described, report.describe_calls) == (4, 24)
+
+    def answers(engine):
+        with Catalog(engine.catalog_path, read_only=True) as cat:
+            return cat.db.execute("SELECT content_hash, start_s, end_s, concept, model, revision, prompt_version, "
+                                  "text, status FROM descriptions ORDER BY ALL").fetchall()
+
+    assert answers(remote) == answers(local) and len(answers(local)) == 24
+    again = remote.index(video_folder, [spec], IndexSettings(ray_address="local", captioner=captioner))
+    assert again.describe_calls == 0
