@@ -180,12 +180,26 @@ class Reranker(ABC):
         ``prepared``: decoded with ``frame_spec`` already (used as they are); otherwise resampled
         with the family's rule and resized as its preprocessing resizes full-size frames.
         """
+        return self.describe_many([frames], prompt, max_new_tokens, prepared)[0]
+
+    def describe_many(self, videos: Sequence[np.ndarray], prompt: str, max_new_tokens: int,
+                      prepared: bool = False) -> list[str]:
+        """``describe`` for several videos, ``batch_size`` of them a generation where the family batches."""
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
-        video = as_video(frames)
-        if not prepared:
-            video = prepare(video, self.frame_spec, "video")
-        return self._generate_text(resample(video, self.frames_per_video, self.frame_rule), prompt, max_new_tokens)
+        clips = []
+        for frames in videos:
+            video = as_video(frames)
+            if not prepared:
+                video = prepare(video, self.frame_spec, "video")
+            clips.append(resample(video, self.frames_per_video, self.frame_rule))
+        size = max(1, self.batch_size)
+        return [text for start in range(0, len(clips), size)
+                for text in self._generate_texts(clips[start:start + size], prompt, max_new_tokens)]
+
+    def _generate_texts(self, clips: list[np.ndarray], prompt: str, max_new_tokens: int) -> list[str]:
+        """One answer a clip; a family that can batch generation overrides this."""
+        return [self._generate_text(clip, prompt, max_new_tokens) for clip in clips]
 
     def _generate_text(self, clip: np.ndarray, prompt: str, max_new_tokens: int) -> str:
         raise RerankerError(f"{self.name} cannot describe videos")

@@ -375,15 +375,21 @@ class HFVideoReranker(Reranker):
         return self.processor.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
 
     def _generate_text(self, clip: np.ndarray, prompt: str, max_new_tokens: int) -> str:
+        return self._generate_texts([clip], prompt, max_new_tokens)[0]
+
+    def _generate_texts(self, clips: list[np.ndarray], prompt: str, max_new_tokens: int) -> list[str]:
+        """One generation for every clip: rows padded on the left, so each one's answer starts where the
+        prompt ends; padding and end tokens are dropped from the text."""
         import torch
 
-        videos, video_kwargs = self._video_inputs([clip])
-        inputs = self.processor(text=[self.render_request(prompt)], videos=videos, return_tensors="pt",
-                                **video_kwargs)
+        videos, video_kwargs = self._video_inputs(clips)
+        inputs = self.processor(text=[self.render_request(prompt)] * len(clips), videos=videos, padding=True,
+                                padding_side="left", return_tensors="pt", **video_kwargs)
         with torch.inference_mode():
             out = self.model.generate(**self._to_device(inputs), generation_config=self._text_config(max_new_tokens))
-        new_tokens = out[0, inputs["input_ids"].shape[1]:].tolist()
-        return self.processor.tokenizer.decode(new_tokens, skip_special_tokens=True).strip()
+        start = inputs["input_ids"].shape[1]
+        decode = self.processor.tokenizer.decode
+        return [decode(row[start:].tolist(), skip_special_tokens=True).strip() for row in out]
 
     def _text_config(self, max_new_tokens: int):
         # as the score's config (the checkpoint's own, greedy), but free text of up to ``max_new_tokens``

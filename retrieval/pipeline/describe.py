@@ -40,6 +40,9 @@ class Describer(Protocol):
 
     def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str: ...
 
+    def describe_many(self, videos: Sequence[np.ndarray], prompt: str, max_new_tokens: int,
+                      prepared: bool = False) -> list[str]: ...
+
 
 def describer_key(model: Describer) -> DescriberKey:
     return DescriberKey(model.model_id, model.revision, model.describe_version)
@@ -100,24 +103,34 @@ class Described:
     seconds: float = 0.0
 
 
-def describe_unit(model: Describer, decoder: VideoDecoder, root: Path, unit: UnitRow, requests: Requests
-                  ) -> Described:
-    """Decode one unit with the model's own frames and ask it every request; never raises."""
-    try:
-        frames = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end)
-    except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
-        return Described(unit, None, f"not decoded ({one_line(exc, 200)})")
-    answers, calls, seconds = {}, 0, 0.0
-    try:
-        for key, (request, tokens) in requests.items():
-            started = time.perf_counter()
-            raw = model.describe(frames.pixels, request, tokens, prepared=True)
-            seconds += time.perf_counter() - started
-            calls += 1
-            answers[key] = read_answer(raw)
-    except Exception as exc:  # out of memory, mostly: nothing stored, a later run asks again
-        return Described(unit, None, f"model error ({one_line(exc, 200)})", calls, seconds)
-    return Described(unit, answers, None, calls, seconds)
+def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Work) -> list[Described]:
+    """Decode each unit with the model's own frames, then ask each request of every unit lacking it in one
+    ``describe_many`` (the family batches what it can); never raises: a unit that failed says why."""
+    pixels, failed = {}, {}
+    for i, (unit, _) in enumerate(work):
+        try:
+            pixels[i] = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end).pixels
+        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
+            failed[i] = f"not decoded ({one_line(exc, 200)})"
+    answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
+    seconds = {i: 0.0 for i in pixels}
+    keys = list(dict.fromkeys(k for _, requests in work for k in requests))
+    for key in keys:
+        asked = [i for i in pixels if key in work[i][1] and i not in failed]
+        if not asked:
+            continue
+        request, tokens = work[asked[0]][1][key]
+        started = time.perf_counter()
+        try:
+            raws = model.describe_many([pixels[i] for i in asked], request, tokens, prepared=True)
+        except Exception as exc:  # out of memory, mostly: nothing stored for these units, a later run asks again
+            failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
+            continue
+        share = (time.perf_counter() - started) / len(asked)
+        for i, raw in zip(asked, raws):
+            answers[i][key], seconds[i] = read_answer(raw), seconds[i] + share
+    return [Described(unit, None, failed[i]) if i in failed else
+            Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
 
 
 Work = list[tuple[UnitRow, Requests]]  # each unit with the requests it lacks answers to
@@ -125,14 +138,16 @@ Mapper = Callable[[Work], Iterable[Described]]  # the model's answers, unit by u
 
 
 class LocalDescriber:
-    """The mapper of a local run: this process asks the model, one unit after another."""
+    """The mapper of a local run: this process asks the model, the model's ``batch_size`` units at a time (what
+    a run killed mid-way can lose)."""
 
     def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None):
         self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
 
     def __call__(self, work: Work) -> Iterator[Described]:
-        for unit, requests in work:
-            yield describe_unit(self.model, self.decoder, self.root, unit, requests)
+        size = max(1, int(getattr(self.model, "batch_size", 1)))
+        for start in range(0, len(work), size):
+            yield from describe_units(self.model, self.decoder, self.root, work[start:start + size])
 
 
 class DescribePass:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from retrieval.core.sampling import FrameSpec
-from retrieval.pipeline.describe import Described, Work, describe_unit
+from retrieval.pipeline.describe import Described, Work, describe_units
 
 DESCRIBE_BATCH = 4  # units per actor call: amortises the call, small enough to spread over the actors
 
@@ -30,6 +30,9 @@ class RemoteModel:
     frame_spec: FrameSpec
 
     def describe(self, frames, prompt: str, max_new_tokens: int, prepared: bool = False) -> str:
+        raise RuntimeError("the captioner runs in the Ray actors, not here")
+
+    def describe_many(self, videos, prompt: str, max_new_tokens: int, prepared: bool = False) -> list[str]:
         raise RuntimeError("the captioner runs in the Ray actors, not here")
 
 
@@ -52,7 +55,7 @@ class _Captioner:
         return RemoteModel(m.model_id, m.revision, m.describe_version, m.frame_spec)
 
     def describe(self, root: str, work: Work) -> list[Described]:
-        return [describe_unit(self.model, self.decoder, Path(root), unit, requests) for unit, requests in work]
+        return describe_units(self.model, self.decoder, Path(root), work)
 
 
 @contextmanager

@@ -133,6 +133,20 @@ def test_the_answer_is_greedy_text_of_at_most_the_token_budget(captioners, famil
         model.describe(clip, CAPTION_REQUEST, 0)
 
 
+@pytest.mark.parametrize("family", ["qwen", "llava", "internvl"])
+def test_several_clips_are_described_in_one_generation_as_each_alone(captioners, family):
+    model = captioners[family]
+    rng = np.random.default_rng(2)
+    clips = [rng.integers(0, 256, (12, 48, 64, 3), dtype=np.uint8),
+             rng.integers(0, 256, (12, 64, 48, 3), dtype=np.uint8),  # another shape: rows of other lengths
+             rng.integers(0, 256, (12, 48, 64, 3), dtype=np.uint8)]
+    alone = [model.describe(clip, CAPTION_REQUEST, 6) for clip in clips]
+    spy = spied(model)
+    assert model.describe_many(clips, CAPTION_REQUEST, 6) == alone
+    assert [len(kwargs["text"]) for kwargs, _ in spy.calls] == [min(len(clips), model.batch_size), *(
+        [len(clips) - model.batch_size] if len(clips) > model.batch_size else [])]
+
+
 def test_the_cache_version_names_the_prompts_and_the_frames(captioners):
     assert captioners["llava"].describe_version == f"{DESCRIBE_PROMPT_VERSION}|frames=linspace:16"
     assert captioners["internvl"].describe_version == f"{DESCRIBE_PROMPT_VERSION}|frames=midpoints:16"

@@ -41,23 +41,28 @@ def short_answers(monkeypatch):
 
 
 class Calls:
-    """Counts the model's generations; ``answer`` replaces its text, ``stop_after`` simulates a crash."""
+    """Counts the answers the model generates (a batched generation counts one a unit); ``answer`` replaces
+    the n-th answer's text, ``stop_after`` simulates a crash in the generation that would pass that count,
+    ``fail_on`` an error in the one holding that answer; ``batches`` are the generations' sizes."""
 
     def __init__(self, monkeypatch):
         self.count, self.answer, self.stop_after, self.fail_on, self.prompts = 0, None, None, set(), []
-        real = InternVLReranker._generate_text
+        self.batches = []
+        real = InternVLReranker._generate_texts
 
-        def counted(model, clip, prompt, max_new_tokens):
-            if self.stop_after is not None and self.count >= self.stop_after:
+        def counted(model, clips, prompt, max_new_tokens):
+            if self.stop_after is not None and self.count + len(clips) > self.stop_after:
                 raise KeyboardInterrupt  # the run dies here, mid-unit
-            self.count += 1
-            self.prompts.append(prompt)
-            if self.count in self.fail_on:
+            first = self.count + 1
+            self.count += len(clips)
+            self.prompts += [prompt] * len(clips)
+            self.batches.append(len(clips))
+            if set(range(first, self.count + 1)) & self.fail_on:
                 raise RuntimeError("CUDA out of memory")
-            text = real(model, clip, prompt, max_new_tokens)
-            return self.answer(self.count, text) if self.answer else text
+            texts = real(model, clips, prompt, max_new_tokens)
+            return [self.answer(first + k, t) if self.answer else t for k, t in enumerate(texts)]
 
-        monkeypatch.setattr(InternVLReranker, "_generate_text", counted)
+        monkeypatch.setattr(InternVLReranker, "_generate_texts", counted)
 
 
 @pytest.fixture
@@ -67,8 +72,9 @@ def calls(monkeypatch):
 
 @pytest.fixture
 def index(tmp_path, tiny_models, captioner_folder, video_folder):
-    def run(*extra, folder=video_folder):
-        engine = Engine(tmp_path / "index")
+    # one unit a generation unless asked: each unit's answers are then committed before the next is asked
+    def run(*extra, folder=video_folder, batch=1):
+        engine = Engine(tmp_path / "index", rerank_batch=batch)
         specs = [f"dinov2:{tiny_models['dinov2']}", *extra]
         report = engine.index(folder, specs, IndexSettings(captioner=f"internvl:{captioner_folder}"),
                               distributor=SerialDistributor())
@@ -292,11 +298,24 @@ def test_describe_asks_a_users_concept_once_a_unit_and_gives_it_a_searchable_sig
 def test_a_describe_run_killed_mid_way_resumes_with_the_units_left(index, calls):
     engine, _ = index()
     calls.count, calls.stop_after = 0, 2
-    killed = describe_cli(engine.index_dir, "--concept", "camera angle")
+    killed = describe_cli(engine.index_dir, "--concept", "camera angle")  # the family's batch: 4 units a call
     assert killed.exit_code == 130 and "interrupted" in killed.stderr
+    assert not [r for r in rows(engine) if r[3] == "camera-angle"]  # the batch in flight is all it lost
     calls.count, calls.stop_after = 0, None
     resumed = json.loads(describe_cli(engine.index_dir, "--concept", "camera angle", "--json").stdout)
-    assert (resumed["units"], resumed["calls"]) == (UNITS - 2, UNITS - 2)
+    assert (resumed["units"], resumed["calls"]) == (UNITS, UNITS) and calls.batches[-1] == UNITS
+
+
+def test_units_are_asked_in_batches_and_answer_as_one_at_a_time(tmp_path, index, calls):
+    one, _ = index()
+    singles = rows(one)
+    assert set(calls.batches) == {1}
+    shutil.rmtree(one.index_dir)
+    calls.batches = []
+    batched, report = index(batch=4)
+    assert calls.batches == [UNITS] * MODEL_CALLS_PER_UNIT  # one generation a request for all four units
+    assert report.describe_calls == UNITS * MODEL_CALLS_PER_UNIT
+    assert rows(batched) == singles
 
 
 def test_describe_without_a_captioner_is_one_line(tmp_path, tiny_models, video_folder):
