@@ -334,3 +334,42 @@ def test_describe_asks_a_unit_only_for_the_answers_it_lacks(index, calls):
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["calls"] == UNITS == calls.count
     assert set(calls.prompts) == {describe_prompt.FREE_REQUEST.format(words="camera angle")}
+
+
+KILLED_RUN = """
+import os, signal, sys
+from rerankers.internvl import InternVLReranker
+from retrieval.engine import Engine
+from retrieval.pipeline.distribute import SerialDistributor
+from retrieval.pipeline.settings import IndexSettings
+
+index_dir, videos, dinov2, captioner, after = sys.argv[1:]
+real, seen = InternVLReranker._generate_texts, []
+
+def dies(model, clips, prompt, tokens):
+    if len(seen) == int(after):
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finally: the process is gone
+    seen.append(prompt)
+    return real(model, clips, prompt, 3)
+
+InternVLReranker._generate_texts = dies
+Engine(index_dir, rerank_batch=1).index(videos, [dinov2], IndexSettings(captioner=captioner),
+                                        distributor=SerialDistributor())
+"""
+
+
+def test_a_run_sigkilled_mid_captioning_keeps_the_units_it_committed_and_asks_only_for_the_rest(
+        tmp_path, tiny_models, captioner_folder, video_folder, index, calls):
+    import subprocess
+    import sys
+
+    from tests.paths import ROOT
+
+    after = 2 * MODEL_CALLS_PER_UNIT + 3  # two units answered, the third killed half-way
+    killed = subprocess.run([sys.executable, "-c", KILLED_RUN, str(tmp_path / "index"), str(video_folder),
+                             f"dinov2:{tiny_models['dinov2']}", f"internvl:{captioner_folder}", str(after)],
+                            cwd=ROOT, capture_output=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    engine, report = index()  # the same index, resumed in this process
+    assert report.described == UNITS - 2 and calls.count == (UNITS - 2) * MODEL_CALLS_PER_UNIT
+    assert len(rows(engine)) == UNITS * len(DESCRIBE_KEYS)
