@@ -364,11 +364,12 @@ def describe(
     if as_json:
         print_json(report.as_dict())
     else:
-        rate = f", {report.calls / report.describe_seconds:.2f} captions/s" if report.describe_seconds else ""
-        out.print(f"described {report.described} of {report.units} unit(s) lacking {', '.join(report.concepts)}: "
-                  f"{report.calls} model calls{rate}; {report.description_vectors} description(s) embedded; "
+        c = report.counts
+        rate = f", {c.per_second:.2f} captions/s" if c.seconds else ""
+        out.print(f"described {c.described} of {report.units} unit(s) lacking {', '.join(report.concepts)}: "
+                  f"{c.calls} model calls{rate}; {report.description_vectors} description(s) embedded; "
                   f"{report.seconds:.1f} s", highlight=False, markup=False)
-    if report.failed:  # left for a later run, which asks for them again
+    if report.counts.failed:  # left for a later run, which asks for them again
         raise typer.Exit(1)
 
 

@@ -17,6 +17,7 @@ from indexers.base import Indexer
 from retrieval.pipeline import description_index
 from retrieval.pipeline.catalog_settings import rebuild_indices
 from retrieval.pipeline.describe import (
+    DescribeCounts,
     DescribePass,
     Describer,
     Progress,
@@ -38,20 +39,16 @@ class DescribeReport:
     captioner: str
     concepts: list[str]
     units: int = 0  # units that lacked an answer when the run started
-    described: int = 0
-    calls: int = 0
-    unreadable: int = 0
-    failed: int = 0
-    describe_seconds: float = 0.0
+    counts: DescribeCounts = field(default_factory=DescribeCounts)  # what the pass did
     description_vectors: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
+        c = self.counts
         return {"captioner": self.captioner, "concepts": self.concepts, "units": self.units,
-                "described": self.described, "calls": self.calls, "unreadable": self.unreadable,
-                "failed": self.failed, "describe_seconds": round(self.describe_seconds, 3),
-                "captions_per_second": captions_per_second(self.calls, self.describe_seconds),
+                "described": c.described, "calls": c.calls, "unreadable": c.unreadable, "failed": c.failed,
+                "describe_seconds": round(c.seconds, 3), "captions_per_second": captions_per_second(c.calls, c.seconds),
                 "description_vectors": self.description_vectors, "seconds": round(self.seconds, 3),
                 "notes": self.notes}
 
@@ -70,9 +67,7 @@ def describe_index(catalog: Catalog, index_dir: Path, root: Path, model: Describ
     generation = catalog.generation
     describe = DescribePass(catalog, root, model, note, progress=progress, requests=requests)
     units = describe.pending()
-    counts = describe.run(units)
-    report.units, report.described, report.calls = len(units), counts.described, counts.calls
-    report.unreadable, report.failed, report.describe_seconds = counts.unreadable, counts.failed, counts.seconds
+    report.units, report.counts = len(units), describe.run(units)
     embed_generated_captions(catalog, describer_key(model), text_indexers)
     synced = description_index.sync(catalog, text_indexers, [describer_key(model)])
     report.description_vectors = synced.embedded

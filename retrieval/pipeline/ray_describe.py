@@ -29,12 +29,6 @@ class RemoteModel:
     describe_version: str
     frame_spec: FrameSpec
 
-    def describe(self, frames, prompt: str, max_new_tokens: int, prepared: bool = False) -> str:
-        raise RuntimeError("the captioner runs in the Ray actors, not here")
-
-    def describe_many(self, videos, prompt: str, max_new_tokens: int, prepared: bool = False) -> list[str]:
-        raise RuntimeError("the captioner runs in the Ray actors, not here")
-
 
 class _Captioner:
     """A Ray actor holding the captioner; describes a few units per call."""

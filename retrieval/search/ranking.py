@@ -55,8 +55,12 @@ def score(candidates: list[int], anchors: dict[str, np.ndarray], vectors: dict[s
     mean of the two where the candidate has both, else its own signal's. A candidate lacking a vector of a
     concept's own signal is left out: no score is made up for it.
     """
-    return {u: {c: float(np.mean(list(parts.values()))) for c, parts in per.items()}
-            for u, per in evidence(candidates, anchors, vectors, signal_of, beside).items()}
+    return {u: concept_scores(per) for u, per in evidence(candidates, anchors, vectors, signal_of, beside).items()}
+
+
+def concept_scores(per: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Each concept's score: the mean of its signals' similarities (one signal: that similarity)."""
+    return {c: float(np.mean(list(parts.values()))) for c, parts in per.items()}
 
 
 def evidence(candidates: list[int], anchors: dict[str, np.ndarray], vectors: dict[str, StoredVectors],
@@ -94,8 +98,7 @@ def rank(evidence: dict[int, dict[str, dict[str, float]]], units: dict[int, Unit
          keep: Callable[[UnitRow], bool], recalled_by: dict[int, list[str]] | None = None) -> list[Hit]:
     """Each concept's score is the mean of its signals' similarities (``evidence``), the concepts combine by
     Eq. 2; units ``keep`` rejects are dropped; best first (not yet numbered)."""
-    return best_first(Hit.recalled(units[u], {c: float(np.mean(list(parts.values()))) for c, parts in per.items()},
-                                   concepts, per, tuple((recalled_by or {}).get(u, ())))
+    return best_first(Hit.recalled(units[u], concept_scores(per), concepts, per, tuple((recalled_by or {}).get(u, ())))
                       for u, per in evidence.items() if u in units and keep(units[u]))
 
 
