@@ -1,4 +1,7 @@
-"""What every reranker is: pairs of frame clips and a concept in, one 1-5 similarity per pair out."""
+"""What every reranker is: pairs of frame clips and a concept in, one 1-5 similarity per pair out.
+
+Besides that, one clip can be described (captions) or asked a yes/no question (P("Yes"), for VQAScore).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import numpy as np
 from rerankers.describe_prompt import DESCRIBE_PROMPT_VERSION
 from rerankers.frames import as_video, concat_pair, prepare, resample
 from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
+from rerankers.vqa_prompt import VQA_PROMPT_VERSION
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
@@ -129,9 +133,17 @@ class Reranker(ABC):
     @property
     def cache_tag(self) -> str:
         """Everything besides the pair, concept and mode that a cached score depends on."""
+        return self._tag(f"prompt={PROMPT_VERSION}")
+
+    @property
+    def vqa_tag(self) -> str:
+        """Everything besides the clip and the question that a cached VQAScore depends on."""
+        return self._tag(f"vqa={VQA_PROMPT_VERSION}")
+
+    def _tag(self, prompt: str) -> str:
         spec = self.frame_spec
         size = spec.resize.describe() if spec.resize is not None else "fast"
-        return f"{self.model_id}@{self.revision}|prompt={PROMPT_VERSION}|frames={spec.rule}:{spec.count}|size={size}"
+        return f"{self.model_id}@{self.revision}|{prompt}|frames={spec.rule}:{spec.count}|size={size}"
 
     def score_pairs(
         self, pairs: Iterable[Pair], concept_words: str, mode: str = "expected", prepared: bool = False
@@ -187,15 +199,17 @@ class Reranker(ABC):
         """``describe`` for several videos, ``batch_size`` of them a generation where the family batches."""
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
-        clips = []
-        for frames in videos:
-            video = as_video(frames)
-            if not prepared:
-                video = prepare(video, self.frame_spec, "video")
-            clips.append(resample(video, self.frames_per_video, self.frame_rule))
+        clips = [self._one_clip(frames, prepared) for frames in videos]
         size = max(1, self.batch_size)
         return [text for start in range(0, len(clips), size)
                 for text in self._generate_texts(clips[start:start + size], prompt, max_new_tokens)]
+
+    def _one_clip(self, frames: np.ndarray, prepared: bool) -> np.ndarray:
+        """One video as the model sees it alone: the family's frames of it, at its size."""
+        video = as_video(frames)
+        if not prepared:
+            video = prepare(video, self.frame_spec, "video")
+        return resample(video, self.frames_per_video, self.frame_rule)
 
     def _generate_texts(self, clips: list[np.ndarray], prompt: str, max_new_tokens: int) -> list[str]:
         """One answer a clip; a family that can batch generation overrides this."""
@@ -203,6 +217,33 @@ class Reranker(ABC):
 
     def _generate_text(self, clip: np.ndarray, prompt: str, max_new_tokens: int) -> str:
         raise RerankerError(f"{self.name} cannot describe videos")
+
+    # -- yes/no questions about one clip (VQAScore) ---------------------------------------------------
+    def yes_probabilities(self, videos: Sequence[np.ndarray], questions: Sequence[str],
+                          prepared: bool = False) -> list[float | None]:
+        """P("Yes") as the first answer token, for each video (T, H, W, 3) uint8 RGB asked its own question.
+
+        The probability is the softmax over the whole vocabulary (rerankers.vqa_prompt).  Videos are
+        prepared as ``describe`` prepares them; ``batch_size`` of them go in a forward pass.  A video
+        whose logits are not finite gets None (and a line in the notices), never an exception.
+        """
+        videos, questions = list(videos), [str(q) for q in questions]
+        if len(videos) != len(questions):
+            raise ValueError(f"{len(videos)} videos but {len(questions)} questions; need one question a video")
+        if any(not q.strip() for q in questions):
+            raise ValueError("a question is empty")
+        probs: list[float | None] = []
+        while len(probs) < len(videos):
+            # the batch size is read each time: running out of GPU memory can lower it mid-way
+            start, stop = len(probs), len(probs) + max(1, self.batch_size)
+            # build clips one batch at a time, as score_pairs does
+            clips = [self._one_clip(frames, prepared) for frames in videos[start:stop]]
+            probs.extend(self._yes_probabilities(clips, questions[start:stop]))
+        return probs
+
+    def _yes_probabilities(self, clips: list[np.ndarray], questions: list[str]) -> list[float | None]:
+        """One batch: each clip is (frames_per_video, H, W, 3), asked the question at its index."""
+        raise RerankerError(f"{self.name} cannot answer yes/no questions")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, revision={self.revision!r})"

@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 import numpy as np
 
@@ -20,11 +20,15 @@ from rerankers.base import RERANKERS, NextToken, Reranker, RerankerError, Rerank
 from rerankers.describe_prompt import describe_chat
 from rerankers.frames import processor_frame_size
 from rerankers.prompt import ANSWER_TOKENS, build_chat
+from rerankers.vqa_prompt import YES
 from retrieval.core.device import pick_device
 from retrieval.core.pixels import FixedResize
 from retrieval.core.weights import quiet_loading
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".index.json")
+
+Row = TypeVar("Row")
+Out = TypeVar("Out")
 
 
 def resolve_dtype(dtype, device, *, fp16_safe: bool = True, family: str = "this model", notices=None):
@@ -220,13 +224,15 @@ def _frame_size(proc) -> tuple[int, int] | None:
 
 def answer_token_ids(tokenizer) -> list[int]:
     """Vocabulary ids of "1".."5"; each must be one token, or the expected score is meaningless."""
-    ids = []
-    for answer in ANSWER_TOKENS:
-        encoded = tokenizer.encode(answer, add_special_tokens=False)
-        if len(encoded) != 1:
-            raise RerankerError(f"the tokenizer splits the answer {answer!r} into {len(encoded)} tokens")
-        ids.append(encoded[0])
-    return ids
+    return [single_token_id(tokenizer, answer) for answer in ANSWER_TOKENS]
+
+
+def single_token_id(tokenizer, answer: str) -> int:
+    """The vocabulary id of ``answer``, which must be one token: its probability is read at that id alone."""
+    encoded = tokenizer.encode(answer, add_special_tokens=False)
+    if len(encoded) != 1:
+        raise RerankerError(f"the tokenizer splits the answer {answer!r} into {len(encoded)} tokens")
+    return encoded[0]
 
 
 class HFVideoReranker(Reranker):
@@ -262,6 +268,7 @@ class HFVideoReranker(Reranker):
         self.processor = checkpoint.processor
         self.revision = checkpoint.revision
         self.answer_ids = answer_token_ids(self.processor.tokenizer)
+        self._yes_id: int | None = None  # looked up on first use: a model that is never asked yes/no needs none
         if frames_per_video is not None:
             if frames_per_video < 1:
                 raise ValueError("frames_per_video must be >= 1")
@@ -311,45 +318,51 @@ class HFVideoReranker(Reranker):
         return moved
 
     def _next_tokens(self, clips: list[np.ndarray], concept_words: str) -> list[NextToken]:
-        return self._fitted(clips, self.render_prompt(concept_words))
+        prompt = self.render_prompt(concept_words)
+        return self._fitted(lambda batch: self._run(batch, prompt), clips)
 
-    def _fitted(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
-        """Run ``clips``, halving the batch each time the GPU runs out of memory."""
+    def _fitted(self, run: Callable[[list[Row]], list[Out]], rows: list[Row], unit: str = "pair") -> list[Out]:
+        """``run(rows)``, one output a row, halving the batch each time the GPU runs out of memory.
+
+        ``unit`` names what a row is (a pair, a video) in the messages.
+        """
         import torch
 
         size = max(1, self.batch_size)
-        if len(clips) > size:  # an earlier batch already found this many pairs too many
-            chunks = [clips[start : start + size] for start in range(0, len(clips), size)]
-            return [token for chunk in chunks for token in self._fitted(chunk, prompt)]
+        if len(rows) > size:  # an earlier batch already found this many rows too many
+            chunks = [rows[start : start + size] for start in range(0, len(rows), size)]
+            return [out for chunk in chunks for out in self._fitted(run, chunk, unit)]
         try:
-            return self._run(clips, prompt)
+            return run(rows)
         except torch.cuda.OutOfMemoryError as err:
-            if len(clips) == 1:
+            if len(rows) == 1:
                 raise RerankerError(
-                    f"out of GPU memory even for one pair at {self.frames_per_video} frames a video; "
+                    f"out of GPU memory even for one {unit} at {self.frames_per_video} frames a video; "
                     "use fewer frames or a smaller model"
                 ) from err
         # past the except block the failed batch's tensors are unreferenced, so the cache can let them go
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        half = (len(clips) + 1) // 2
-        self._shrink_batch(half)
-        return self._fitted(clips[:half], prompt) + self._fitted(clips[half:], prompt)
+        half = (len(rows) + 1) // 2
+        self._shrink_batch(half, unit)
+        return self._fitted(run, rows[:half], unit) + self._fitted(run, rows[half:], unit)
 
-    def _shrink_batch(self, size: int) -> None:
+    def _shrink_batch(self, size: int, unit: str = "pair") -> None:
         # later batches start at the size that fitted, instead of running out of memory again
         if size < self.batch_size:
             self.notices.append(
-                f"{self.name}: out of GPU memory at {self.batch_size} pairs a batch; continuing with {size}"
+                f"{self.name}: out of GPU memory at {self.batch_size} {unit}s a batch; continuing with {size}"
             )
             self.batch_size = size
 
-    def _run(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
+    def _first_token(self, clips: list[np.ndarray], texts: list[str]):
+        """One greedy step over the batch, each clip with its own text; ``out.logits[0]`` holds the
+        raw (unprocessed) logits of each row's first new token: the model's own answer distribution."""
         import torch
 
         videos, video_kwargs = self._video_inputs(clips)
         inputs = self.processor(
-            text=[prompt] * len(clips),
+            text=texts,
             videos=videos,
             padding=True,
             padding_side="left",  # generation reads the last position of every row
@@ -357,11 +370,13 @@ class HFVideoReranker(Reranker):
             **video_kwargs,
         )
         with torch.inference_mode():
-            out = self.model.generate(
+            return self.model.generate(
                 **self._to_device(inputs),
                 generation_config=self._generation_config,
             )
-        # raw (unprocessed) logits of the first new token: the model's own answer distribution
+
+    def _run(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
+        out = self._first_token(clips, [prompt] * len(clips))
         answer_logits = out.logits[0][:, self.answer_ids].float().cpu().numpy()
         greedy = out.sequences[:, -1].tolist()
         decode = self.processor.tokenizer.decode
@@ -403,10 +418,39 @@ class HFVideoReranker(Reranker):
         if np.all(np.isfinite(answer_logits)):
             return NextToken(answer_logits, text)
         # a numerical overflow in this row only: it scores as unreadable, the rest of the batch stands
-        notice = f"{self.name}: some pairs gave non-finite answer logits ({self.dtype}); scored as unreadable"
+        self._notice(f"{self.name}: some pairs gave non-finite answer logits ({self.dtype}); scored as unreadable")
+        return unreadable()
+
+    def _notice(self, notice: str) -> None:
+        # said once, not once a batch
         if notice not in self.notices:
             self.notices.append(notice)
-        return unreadable()
+
+    # -- yes/no questions about one clip (VQAScore) ---------------------------------------------------
+    @property
+    def yes_id(self) -> int:
+        """The vocabulary id of "Yes"; RerankerError if the tokenizer splits it."""
+        if self._yes_id is None:
+            self._yes_id = single_token_id(self.processor.tokenizer, YES)
+        return self._yes_id
+
+    def _yes_probabilities(self, clips: list[np.ndarray], questions: list[str]) -> list[float | None]:
+        return self._fitted(self._run_yes, list(zip(clips, questions)), unit="video")
+
+    def _run_yes(self, rows: list[tuple[np.ndarray, str]]) -> list[float | None]:
+        """Each clip asked its own question in the family's one-video chat; P("Yes") over the whole vocabulary."""
+        import torch
+
+        yes_id = self.yes_id  # before the forward pass: a tokenizer that splits "Yes" costs no GPU time
+        out = self._first_token([clip for clip, _ in rows], [self.render_request(q) for _, q in rows])
+        logits = out.logits[0].float()
+        finite = torch.isfinite(logits).all(dim=-1).tolist()
+        probs = torch.softmax(logits, dim=-1)[:, yes_id].tolist()
+        if not all(finite):
+            # a numerical overflow in a row costs that video's answer only, never the batch
+            self._notice(f"{self.name}: some videos gave non-finite logits ({self.dtype}); "
+                         "their yes/no answers are unreadable")
+        return [p if ok else None for p, ok in zip(probs, finite)]
 
 
 def unreadable() -> NextToken:

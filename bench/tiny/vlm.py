@@ -4,8 +4,9 @@ Each builder writes a real transformers checkpoint folder (config, safetensors w
 tokenizer, processor configs, chat template) so the code under test loads it through the same
 ``from_pretrained`` / processor / chat-template / ``generate`` paths as a hub model.
 
-The tokenizer is byte-level with no merges: every byte is one token (so "1".."5" are single
-tokens and any text encodes), plus the special tokens the processors and templates use.
+The tokenizer is byte-level: every byte is one token (so "1".."5" are single tokens and any text
+encodes), plus merges that make "Yes" one token as real vocabularies do (a VQAScore is read at its
+id), plus the special tokens the processors and templates use.
 """
 
 from __future__ import annotations
@@ -54,8 +55,23 @@ SPECIAL_TOKENS = [
 ]
 
 
+# words that must be single tokens beyond the bytes: each is built by merging its bytes left to right
+WORD_TOKENS = ("Yes",)
+
+
+def _word_merges(words) -> list[tuple[str, str]]:
+    """BPE merges that join each word's bytes left to right ("Y"+"e", then "Ye"+"s")."""
+    merges: list[tuple[str, str]] = []
+    for word in words:
+        for end in range(2, len(word) + 1):
+            pair = (word[: end - 1], word[end - 1])
+            if pair not in merges:
+                merges.append(pair)
+    return merges
+
+
 def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = None):
-    """A byte-level BPE tokenizer without merges, wrapped for transformers.
+    """A byte-level BPE tokenizer whose only merges make ``WORD_TOKENS`` single tokens, wrapped for transformers.
 
     ``named_tokens`` become tokenizer attributes (``tokenizer.video_token`` etc.), as processors
     such as InternVL's read them.
@@ -65,7 +81,9 @@ def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = Non
 
     named_tokens = named_tokens or {}
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    core = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
+    merges = _word_merges(WORD_TOKENS)  # the words are ASCII letters: their byte-level form is themselves
+    vocab = {token: i for i, token in enumerate([*alphabet, *(a + b for a, b in merges)])}
+    core = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     specials = dict.fromkeys([*SPECIAL_TOKENS, *named_tokens.values()])

@@ -1,6 +1,8 @@
-"""Stand-ins that record what a reranker hands its processor."""
+"""Stand-ins that record what a reranker hands its processor, or fix what its model answers."""
 
 from __future__ import annotations
+
+import torch
 
 
 class ProcessorSpy:
@@ -16,4 +18,20 @@ class ProcessorSpy:
     def __call__(self, *args, **kwargs):
         out = self._inner(*args, **kwargs)
         self.calls.append((kwargs, out))
+        return out
+
+
+class KnownHead(torch.nn.Module):
+    """Stands in for an lm_head: one known logit vector at every position, except ``value`` everywhere
+    on the batch ``rows`` given (NaN or inf for a row that overflows)."""
+
+    def __init__(self, logits: torch.Tensor, rows: tuple[int, ...] = (), value: float = 0.0):
+        super().__init__()
+        self.register_buffer("logits", logits)
+        self.rows, self.value = list(rows), value
+        self.out_features = len(logits)
+
+    def forward(self, hidden):
+        out = self.logits.to(hidden.dtype).expand(*hidden.shape[:-1], -1).clone()
+        out[self.rows] = self.value
         return out
