@@ -1,4 +1,5 @@
-"""InternVideo-family video encoders: a unit's frames are embedded together as one clip.
+"""InternVideo-family video encoders: a unit's frames are embedded together as one clip, and a caption
+through the same checkpoint's text tower (the cross-modal CLIPScore compares the two).
 
 Two kinds of source:
 
@@ -6,15 +7,19 @@ Two kinds of source:
   ``OpenGVLab/ViCLIP-L-14-hf``, is ViCLIP ViT-L/14, the video CLIP trained on InternVid for the
   InternVideo family: its config.json maps AutoModel to the bundled ``viclip.ViCLIP``, which embeds
   (B, T, 3, H, W) clips of 8 frames at 224 px with ImageNet mean/std through ``get_vid_features``
-  (768-d). Its code imports einops, timm, ftfy, regex and pkg_resources (``pip install einops timm ftfy
-  regex "setuptools<81"``); it was written for transformers 4, so the loader below bridges what it assumes.
+  (768-d); captions go one at a time through ``get_text_features(text, model.tokenizer)``, which
+  tokenises with its CLIP BPE (truncated to its text context) and encodes with its text tower. Its code
+  imports einops, timm, ftfy, regex and pkg_resources (``pip install einops timm ftfy regex
+  "setuptools<81"``); it was written for transformers 4, so the loader below bridges what it assumes.
   The InternVideo2 hub repos (``InternVideo2-Stage2_1B-224p-f4``, ``InternVideo2-CLIP-1B-224p-f8``,
   ``InternVideo2_distillation_models``) hold bare ``.pt``/``.pth`` files without a config or code that
   transformers could load.
 * The paper's checkpoint, InternVideo v1 ``InternVideo-MM-L-14.ckpt`` (ConViS-Bench's InternVideo
   baseline), given as a file path. The ``InternVideo`` package from the InternVideo repository loads it
   (``InternVideo.load_model(path)``) and embeds with ``model.encode_video`` on (B, 3, T, H, W) clips:
-  8 frames, short side 256, centre crop 224, CLIP mean/std, fp32 -- the benchmark's own recipe.
+  8 frames, short side 256, centre crop 224, CLIP mean/std, fp32 -- the benchmark's own recipe. Captions
+  go through ``InternVideo.tokenize(texts, truncate=True)`` (CLIP BPE, 77 tokens) and ``model.encode_text``,
+  as the benchmark's CLIPScore does.
 
 Using the paper's checkpoint::
 
@@ -37,10 +42,12 @@ import inspect
 import re
 import shutil
 from pathlib import Path
+from typing import Sequence
 
+import numpy as np
 import torch
 
-from indexers.base import INDEXERS, model_card
+from indexers.base import INDEXERS, l2_normalise, model_card
 from indexers.clip import CLIP_MEAN, CLIP_STD
 from indexers.errors import ModelUnavailableError, unavailable
 from indexers.hf import image_transform
@@ -76,6 +83,21 @@ class InternVideoIndexer(VideoIndexer):
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         return video_features(self.model, pixels)
 
+    @torch.inference_mode()
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """The checkpoint's ``get_text_features`` of each caption (its own tokeniser), L2-normalised."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        encode = getattr(self.model, "get_text_features", None)
+        if encode is None:
+            raise ModelUnavailableError(f"internvideo checkpoint {self.source!r} has no text tower "
+                                        "(its model class defines no get_text_features)")
+        tokenizer = getattr(self.model, "tokenizer", None)
+        # one caption a call: ViCLIP formats its input as one string. Its cache argument defaults to a dict
+        # shared by every call in the process; a fresh one keeps each caption's features from piling up there
+        rows = [encode(text, tokenizer, {}).reshape(1, -1) for text in texts]
+        return l2_normalise(torch.cat(rows).float().cpu().numpy())
+
 
 class InternVideoV1Indexer(VideoIndexer):
     """The InternVideo package's VideoIntern model, run in fp32 as the benchmark ran it."""
@@ -89,6 +111,16 @@ class InternVideoV1Indexer(VideoIndexer):
 
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.encode_video(pixels.permute(0, 2, 1, 3, 4))  # encode_video takes (B, 3, T, H, W)
+
+    @torch.inference_mode()
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """``encode_text`` of the package's tokens (77, long captions truncated), L2-normalised."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        # truncate=True as the benchmark's CLIPScore: without it the package refuses captions over 77 tokens.
+        # One batch equals one caption a call there: every row is padded to 77 and the text tower is causal
+        tokens = _import_v1().tokenize(list(texts), truncate=True).to(self.device)
+        return l2_normalise(self.model.encode_text(tokens).float().cpu().numpy())
 
 
 # -- failures as one line ---------------------------------------------------------------------------
@@ -277,8 +309,8 @@ def _check_local(source: str) -> Path | None:
     default_source=DEFAULT_SOURCE,
     aliases=("internvideo2",),
     claims=("internvideo",),
-    description="InternVideo-family video encoder: ViCLIP, or the paper's InternVideo v1 .ckpt "
-                "(runs code not shipped with convis: needs --trust-remote-code)",
+    description="InternVideo-family video encoder with its text tower: ViCLIP, or the paper's InternVideo v1 "
+                ".ckpt (runs code not shipped with convis: needs --trust-remote-code)",
     card={
         "fast": model_card("8 a unit: " + RULE_TEXT["linspace"], "decoder-scaled to short side 256, then resize + "
                            "centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: CLIP mean/std)", POOLING, DTYPE),
@@ -286,6 +318,7 @@ def _check_local(source: str) -> Path | None:
                             "nearest short side 256 + centre crop 224, CLIP mean/std (the package's load_video)",
                             POOLING, DTYPE),
     },
+    text_tower=True,
 )
 def build_internvideo(source: str, device: str | None = None, trust_remote_code: bool = False,
                       protocol: str = "fast", **_):

@@ -24,7 +24,9 @@ CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 HUB_ID = "OpenGVLab/ViCLIP-L-14-hf"
 
 # A checkpoint shaped like OpenGVLab/ViCLIP-L-14-hf: an auto_map to its own module, a tokenizer path relative to
-# the repo, a text tower that opens its vocabulary beside its module file, and no post_init() call.
+# the repo, a text tower that opens its vocabulary beside its module file, and no post_init() call. Its
+# get_text_features has ViCLIP's signature (one caption, the model's tokenizer, a cache dict defaulting to one
+# shared by every call) and records what it was given and what it returned.
 TINY_MODULE = '''
 import os
 
@@ -47,6 +49,14 @@ class TinyViCLIP(PreTrainedModel):
         self.video_input_num_frames = 8
         self.inputs_image_res = 32
         self.proj = nn.Linear(3, 6)
+        self.tokenizer = object()
+        self.text_calls = []
+
+    def get_text_features(self, input_text, tokenizer, text_feature_dict={{}}):
+        codes = torch.tensor([len(input_text), input_text.count(" "), sum(map(ord, input_text)) % 97])
+        out = self.proj(codes.to(self.proj.weight))[None]
+        self.text_calls.append((input_text, tokenizer, text_feature_dict, out.clone()))
+        return out
 
     def encode_vision(self, frames, test=False):
         raise AssertionError("masks patches unless test=True; get_vid_features must be preferred")
@@ -234,17 +244,46 @@ def test_other_failures_of_checkpoint_code_are_one_line(hub_raises):
 
 
 # -- the paper's InternVideo v1 .ckpt ------------------------------------------------------------------------------
+SOT, EOT = 49406, 49407  # CLIP BPE's <|startoftext|> and <|endoftext|>
+
+
 class FakeVideoIntern(torch.nn.Module):
-    """Stands in for InternVideo's VideoIntern: records what encode_video receives."""
+    """Stands in for InternVideo's VideoIntern: records what encode_video and encode_text receive and return."""
 
     def __init__(self):
         super().__init__()
         self.proj = torch.nn.Linear(3, 16)
+        self.words = torch.nn.Embedding(EOT + 1, 16)
         self.seen: list[torch.Tensor] = []
+        self.videos: list[torch.Tensor] = []
+        self.texts: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def encode_video(self, video: torch.Tensor) -> torch.Tensor:
         self.seen.append(video.detach().clone())
-        return self.proj(video.mean(dim=(2, 3, 4)))
+        out = self.proj(video.mean(dim=(2, 3, 4)))
+        self.videos.append(out.detach().clone())
+        return out
+
+    def encode_text(self, text: torch.Tensor) -> torch.Tensor:
+        out = self.words(text).sum(dim=1)
+        self.texts.append((text.detach().clone(), out.detach().clone()))
+        return out
+
+
+def fake_tokenize(texts, context_length=77, truncate=False):
+    """InternVideo.tokenize's contract, one token a character: int32 (n, 77), SOT ... EOT, zero padded; a
+    caption over the context raises unless truncated, and a truncated one still ends in EOT."""
+    texts = [texts] if isinstance(texts, str) else texts
+    result = torch.zeros(len(texts), context_length, dtype=torch.int)
+    for i, text in enumerate(texts):
+        tokens = [SOT, *(ord(c) % SOT for c in text), EOT]
+        if len(tokens) > context_length:
+            if not truncate:
+                raise RuntimeError(f"Input {text} is too long for context length {context_length}")
+            tokens = tokens[:context_length]
+            tokens[-1] = EOT
+        result[i, :len(tokens)] = torch.tensor(tokens)
+    return result
 
 
 @pytest.fixture
@@ -257,7 +296,13 @@ def fake_internvideo(monkeypatch):
         package.model = FakeVideoIntern()
         return package.model
 
+    def tokenize(texts, context_length=77, truncate=False):
+        package.tokenized.append((texts, context_length, truncate))
+        return fake_tokenize(texts, context_length, truncate)
+
     package.load_model = load_model
+    package.tokenize = tokenize
+    package.tokenized = []
     monkeypatch.setitem(sys.modules, "InternVideo", package)
     return package
 
@@ -358,3 +403,86 @@ def test_v1_ckpt_under_the_paper_protocol_sees_the_packages_frames(fake_internvi
     assert [media.read_numbered_frame(f)[1] for f in frames.pixels] == list(frames.indices)
     ix.embed_units([frames.pixels])
     assert fake_internvideo.model.seen[-1].shape == (1, 3, 8, 224, 224)  # no second resize in the model's path
+
+
+# -- text towers -------------------------------------------------------------------------------------------------
+def unit_rows(x: torch.Tensor) -> np.ndarray:
+    x = x.double().numpy()
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+LONG_CAPTION = "a person slowly lifts a red cup from the table, then puts it down again beside a plate"
+
+
+def test_v1_text_tower_is_the_packages_truncated_tokens_through_encode_text(fake_internvideo, ckpt):
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu")
+    captions = ["a hand holds a cup", LONG_CAPTION]
+    assert len(LONG_CAPTION) + 2 > 77  # the package refuses it unless told to truncate
+    out = ix.embed_texts(captions)
+    # the benchmark's call: InternVideo.tokenize(caption, truncate=True), context 77
+    assert fake_internvideo.tokenized == [(captions, 77, True)]
+    tokens, encoded = fake_internvideo.model.texts[-1]
+    assert torch.equal(tokens, fake_tokenize(captions, truncate=True))
+    assert tokens[1, -1].item() == EOT
+    assert out.shape == (2, 16) and out.dtype == np.float32
+    np.testing.assert_allclose(out, unit_rows(encoded), rtol=0, atol=1e-6)
+    assert not np.allclose(out[0], out[1])
+
+
+def test_v1_caption_vectors_give_the_benchmarks_clipscore(fake_internvideo, ckpt):
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu")
+    rng = np.random.default_rng(1)
+    videos = ix.embed_units([rng.integers(0, 255, (8, 224, 224, 3), dtype=np.uint8) for _ in range(2)])
+    raw_videos = fake_internvideo.model.videos[-1]
+    captions = ix.embed_texts(["a dog runs", "a cat sleeps on a sofa"])
+    raw_captions = fake_internvideo.model.texts[-1][1]
+    # compute_similarities.py: mean of cos(video 1, caption 2) and cos(video 2, caption 1), then (s + 1) / 2
+    cos = torch.nn.CosineSimilarity(dim=1, eps=1e-6)
+    reference = ((cos(raw_videos[:1], raw_captions[1:]) + cos(raw_videos[1:], raw_captions[:1])) / 2 + 1) / 2
+    ours = ((videos[0] @ captions[1] + videos[1] @ captions[0]) / 2 + 1) / 2
+    assert ours == pytest.approx(reference.item(), abs=1e-6)
+
+
+def test_no_captions_embed_to_an_empty_matrix(fake_internvideo, ckpt, remote_code, tmp_path):
+    v1 = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu")
+    viclip = create_indexer(f"internvideo:{tiny_viclip(tmp_path / 'tiny-viclip')}", trust_remote_code=True,
+                            device="cpu")
+    for ix, dim in ((v1, 16), (viclip, 6)):
+        out = ix.embed_texts([])
+        assert out.shape == (0, dim) and out.dtype == np.float32
+    assert fake_internvideo.tokenized == [] and fake_internvideo.model.texts == []
+    assert viclip.model.text_calls == []
+
+
+def test_viclip_text_tower_is_get_text_features_one_caption_at_a_time(remote_code, tmp_path):
+    ix = create_indexer(f"internvideo:{tiny_viclip(tmp_path / 'tiny-viclip')}", trust_remote_code=True,
+                        device="cpu")
+    captions = ["a cup", "two hands lift a cup"]
+    out = ix.embed_texts(captions)
+    calls = ix.model.text_calls
+    assert [text for text, *_ in calls] == captions
+    assert all(tokenizer is ix.model.tokenizer for _, tokenizer, _, _ in calls)
+    shared = type(ix.model).get_text_features.__defaults__[0]
+    assert all(cache is not shared for _, _, cache, _ in calls) and shared == {}
+    assert out.shape == (2, 6) and out.dtype == np.float32
+    np.testing.assert_allclose(out, unit_rows(torch.cat([features for *_, features in calls])), rtol=0, atol=1e-6)
+    assert not np.allclose(out[0], out[1])
+
+
+def test_checkpoint_without_a_text_tower_says_so_in_one_line(remote_code, tmp_path, monkeypatch):
+    ix = create_indexer(f"internvideo:{tiny_viclip(tmp_path / 'tiny-viclip')}", trust_remote_code=True,
+                        device="cpu")
+    monkeypatch.delattr(type(ix.model), "get_text_features")
+    with pytest.raises(ModelUnavailableError) as err:
+        ix.embed_texts(["a cup"])
+    assert "has no text tower" in one_line(err) and "get_text_features" in str(err.value)
+
+
+def test_the_registry_and_both_kinds_agree_there_is_a_text_tower(fake_internvideo, ckpt, remote_code, tmp_path):
+    from indexers.factory import has_text_tower
+    from retrieval.search.text_query import answers_text
+
+    viclip = tiny_viclip(tmp_path / "tiny-viclip")
+    assert has_text_tower("internvideo") and has_text_tower(f"internvideo:{ckpt}")
+    for spec in (f"internvideo:{ckpt}", f"internvideo:{viclip}"):
+        assert answers_text(create_indexer(spec, trust_remote_code=True, device="cpu")), spec
