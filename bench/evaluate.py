@@ -36,8 +36,24 @@ class CorrelationRow:
     paper_decimals: int = 2
     path: str = ""
 
+    @property
+    def paper_delta_rho(self) -> float | None:
+        """Ours minus the paper's rho, None where the paper has no value."""
+        return _delta(self.scores.rho, self.paper_rho)
+
+    @property
+    def paper_delta_tau(self) -> float | None:
+        return _delta(self.scores.tau, self.paper_tau)
+
     def record(self) -> dict:
-        return _flat(self)
+        head = _flat(self, drop=("paper_name", "paper_decimals", "path"))
+        deltas = {"paper_delta_rho": self.paper_delta_rho, "paper_delta_tau": self.paper_delta_tau}
+        tail = {"paper_name": self.paper_name, "paper_decimals": self.paper_decimals, "path": self.path}
+        return {**head, **deltas, **tail}
+
+
+def _delta(ours: float, theirs: float | None) -> float | None:
+    return None if theirs is None else ours - theirs
 
 
 ALL_ANCHORS = "all"  # every anchor and candidate the ground truth ranks

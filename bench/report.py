@@ -34,12 +34,15 @@ def _concepts_of(rows: Sequence[Any]) -> list[str]:
 # ---------------------------------------------------------------- tables
 
 
-def correlation_tables(rows: Sequence[CorrelationRow]) -> list[RenderableType]:
-    """One table per concept: rho and tau x100, each next to the paper's value when the model is in it; then
-    one note on how they are laid out. A single model gets one table with a row per concept instead.
+def correlation_tables(rows: Sequence[CorrelationRow], side_by_side: bool = False) -> list[RenderableType]:
+    """One table per concept: rho and tau x100, each next to the paper's value and ours minus it (Δ) when the
+    model is in it; then one note on how they are laid out. A single model gets one table with a row per concept
+    instead, and so do several with ``side_by_side``, their columns next to each other.
     """
     if len({(r.kind, r.model) for r in rows}) == 1:
         return [_model_table(rows)]
+    if side_by_side:
+        return [_side_by_side_table(rows), _footer(_pairs_note(rows))]
     tables = [_correlation_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
     return [*tables, _footer(["concept-conditioned answers first, then global signals; "
                              "model = paper's name when it has one"])]
@@ -65,15 +68,67 @@ def _add_correlation_columns(t: Table) -> None:
     for name in ("rho", "tau"):
         t.add_column(name, justify="right")
         t.add_column("paper", justify="right", style=PAPER_STYLE)
+        t.add_column("Δ", justify="right")
     t.add_column("pairs", justify="right")
 
 
 def _correlation_cells(r: CorrelationRow) -> tuple[str, ...]:
-    return (
-        _fmt(r.scores.rho), _fmt(r.paper_rho, r.paper_decimals),
-        _fmt(r.scores.tau), _fmt(r.paper_tau, r.paper_decimals),
-        f"{r.scores.n}/{r.n_gt}",
-    )
+    return (*_metric_cells(r, with_paper=True), f"{r.scores.n}/{r.n_gt}")
+
+
+def _metric_cells(r: CorrelationRow, with_paper: bool) -> tuple[str, ...]:
+    """rho then tau; each followed by the paper's value and ours minus it when ``with_paper``."""
+    cells: list[str] = []
+    for ours, theirs, delta in ((r.scores.rho, r.paper_rho, r.paper_delta_rho),
+                                (r.scores.tau, r.paper_tau, r.paper_delta_tau)):
+        cells.append(_fmt(ours))
+        if with_paper:
+            cells += [_fmt(theirs, r.paper_decimals), signed(delta, r.paper_decimals)]
+    return tuple(cells)
+
+
+def signed(delta: float | None, decimals: int) -> str:
+    """A difference as the paper prints its values, with its sign: '+0.3', '-1.2'; '' without one."""
+    if delta is None:
+        return ""
+    if not math.isfinite(delta):
+        return "n/a"
+    # a difference that rounds to zero is '+0.0', not '-0.0'
+    return f"{round(delta, decimals) + 0.0:+.{decimals}f}"
+
+
+def _side_by_side_table(rows: Sequence[CorrelationRow]) -> Table:
+    """Rows = concepts; a column per model with its 'rho / tau', then the paper's and Δ where it has the model."""
+    models = list(dict.fromkeys((r.kind, r.model) for r in rows))
+    by = {(r.kind, r.model, r.concept): r for r in rows}
+    with_paper = {m: any(r.paper_rho is not None for r in rows if (r.kind, r.model) == m) for m in models}
+    t = Table(title="correlation with human ratings (x100), rho / tau", title_justify="left")
+    t.add_column("concept")
+    for m in models:
+        t.add_column(escape(m[1]), justify="right")
+        if with_paper[m]:
+            t.add_column("paper", justify="right", style=PAPER_STYLE)
+            t.add_column("Δ", justify="right")
+    for concept in _concepts_of(rows):
+        cells = [_pair_cells(by.get((*m, concept)), with_paper[m]) for m in models]
+        t.add_row(CONVIS_CONCEPTS[concept], *(c for group in cells for c in group))
+    return t
+
+
+def _pair_cells(r: CorrelationRow | None, with_paper: bool) -> tuple[str, ...]:
+    """'rho / tau' of ours, then of the paper and of ours minus the paper when ``with_paper``."""
+    if r is None:  # a concept this model has no row for
+        return ("",) * (3 if with_paper else 1)
+    cells = _metric_cells(r, with_paper=True)  # rho, paper, Δ, tau, paper, Δ
+    pairs = [f"{a} / {b}" if a or b else "" for a, b in zip(cells[:3], cells[3:])]
+    return tuple(pairs if with_paper else pairs[:1])
+
+
+def _pairs_note(rows: Sequence[CorrelationRow]) -> list[str]:
+    models = dict.fromkeys(r.model for r in rows)
+    counts = {m: [r for r in rows if r.model == m] for m in models}
+    scored = ", ".join(f"{m} {_span(r.scores.n for r in c)}/{_span(r.n_gt for r in c)}" for m, c in counts.items())
+    return [f"pairs scored / rated: {scored}", "Δ = ours - paper, where the paper has the model"]
 
 
 def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:

@@ -9,7 +9,7 @@ from bench.report import records
 
 CORRELATION_COLUMNS = [
     "model", "kind", "concept", "rho", "tau", "n", "n_gt",
-    "paper_rho", "paper_tau", "paper_name", "paper_decimals", "path",
+    "paper_rho", "paper_tau", "paper_delta_rho", "paper_delta_tau", "paper_name", "paper_decimals", "path",
 ]
 RETRIEVAL_COLUMNS = [
     "model", "concept", "recall", "precision", "f1", "bottom_recall", "bottom_precision", "bottom_f1",
@@ -22,6 +22,10 @@ def test_correlation_record_is_flat_in_column_order():
     record = row.record()
     assert list(record) == CORRELATION_COLUMNS
     assert (record["rho"], record["tau"], record["n"], record["n_gt"]) == (57.4, 41.7, 600, 610)
+    assert record["paper_delta_rho"] == 57.4 - 57.0 and record["paper_delta_tau"] == 41.7 - 41.0
+    without_paper = CorrelationRow("m", paper.GLOBAL, "location", Correlation(57.4, 41.7, 600), 610).record()
+    assert list(without_paper) == CORRELATION_COLUMNS
+    assert (without_paper["paper_delta_rho"], without_paper["paper_delta_tau"]) == (None, None)
 
 
 def test_retrieval_record_spreads_the_paper_triple():
