@@ -7,7 +7,7 @@ DEMO   := out/demo-index
 # The bundled demo and the tests run offline; a hub lookup would only stall.
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install browser demo test clean
+.PHONY: install browser demo bench-demo test clean
 
 install: $(VENV)/.installed
 
@@ -24,6 +24,14 @@ demo: install
 		--index-dir $(DEMO) -k 5
 	$(CONVIS) search "a hand holding a cup" --index-dir $(DEMO) -k 3
 	$(CONVIS) search --concept location "the campus square" --index-dir $(DEMO) -k 5
+
+# Every Table 3 family from one `bench run`, on a ConViS-Bench-shaped folder of the example clips, with tiny
+# random models (offline): it shows the files and tables, not model quality
+bench-demo: install
+	$(PY) -m bench.tiny out/bench-demo
+	$(CONVIS) bench run --dataset out/bench-demo/dataset --out out/bench-demo/run --protocol paper \
+		-i efficientnet-lite0 -i clip:out/bench-demo/models/clip/tiny \
+		--captioner out/bench-demo/models/qwen2-vl/tiny --vqascore out/bench-demo/models/llava-onevision/tiny
 
 # The browser test drives Debian's Chromium (no browser download happens anywhere).
 browser:

@@ -38,6 +38,7 @@ from rerankers.factory import available_rerankers
 from retrieval.core.concepts import Concept, ConceptError, parse_concepts
 from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
+from retrieval.core.signal_kinds import SIGNALS
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
 from retrieval.engine import DEFAULT_K, INDEX_DIRNAME, Engine, NoIndexError, find_index_dir, locate_index
@@ -394,12 +395,15 @@ def query(
     start: Optional[str] = typer.Option(None, metavar="TIME", help=f"Use only the anchor from this time "
                                         f"({TIME_EXAMPLES})."),
     end: Optional[str] = typer.Option(None, metavar="TIME", help="Use only the anchor up to this time."),
-    signal: List[str] = typer.Option([], metavar="CONCEPT=INDEXER", help="Override the indexer used for a concept."),
+    signal: List[str] = typer.Option([], metavar="CONCEPT=SIGNAL", help="Score a concept with one signal: an "
+                                     "indexer (dinov2), its descriptions (text#location), clipscore[:MODEL] or "
+                                     "vqascore[:LMM] (asked of the --rerank-top shortlist)."),
     reranker: Optional[str] = typer.Option(None, "--reranker", "-r", metavar="NAME",
                                            help="LMM that rescores the recalled "
                                            "candidates per concept (qwen2.5-vl, llava-onevision, llava-video, "
                                            "internvl, a hub id or a local folder)."),
-    rerank_top: int = typer.Option(20, min=1, metavar="N", help="How many recalled candidates the reranker rescores."),
+    rerank_top: int = typer.Option(20, min=1, metavar="N", help="How many recalled candidates the reranker (or "
+                                   "VQAScore) rescores."),
     mode: str = typer.Option("expected", metavar="expected|greedy",
                              help="Reranker scoring: expected (mean of P(1..5)) or greedy "
                              "(the paper's parsed single token)."),
@@ -678,6 +682,8 @@ def info(
         count = summary["vectors"].get(row["indexer"], 0)
         out.print(f"  {row['indexer']}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss {row['faiss']}",
                   highlight=False)
+    for signal in summary["cross_modal_signals"]:
+        out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False)
     for failure in summary["failures"]:
         out.print(f"  [red]failed[/] {escape(failure['path'])}: {escape(failure['error'] or '')}", highlight=False)
 
@@ -740,14 +746,15 @@ def models(
                               "pooling, precision."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON (always complete)."),
 ):
-    """List the registered indexers and rerankers: default weights, and what each is fed (frames, decode size,
-    pooling, precision), before anything is downloaded."""
+    """List the registered indexers, rerankers and pair signals: default weights, and what each is fed (frames,
+    decode size, pooling, precision), before anything is downloaded."""
     with user_errors():
         if protocol not in PROTOCOLS:
             raise UserError(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     rows = [_model_row("indexer", INDEXERS.entry(n), protocol, INDEXERS.entry(n).card.get(protocol, {}))
             for n in available_indexers()]
     rows += [_model_row("reranker", RERANKERS.entry(n), None, RERANKERS.entry(n).card) for n in available_rerankers()]
+    rows += [_signal_row(SIGNALS.entry(n)) for n in SIGNALS.names()]
     if as_json:
         print_json(rows)
         return
@@ -759,6 +766,15 @@ def models(
     for row in rows:
         table.add_row(*(escape(str(row.get(c, ""))) for c in columns))
     out.print(table)
+
+
+def _signal_row(entry) -> dict:
+    """A registered pair signal (CLIPScore, VQAScore): the model it asks by default and its definition."""
+    kind = entry.builder(None)
+    return {"kind": "signal", "name": entry.name, "default": kind.model or "the index's first CLIP-family indexer",
+            "weights": "-", "description": kind.definition, "family": kind.family, "cost": kind.cost,
+            # what it is fed is its model's: the CLIP-family indexer's frames, the LMM's own frame rule
+            **{field: "its model's" for field in ("frames", "size", "pooling", "dtype")}}
 
 
 def _model_row(kind: str, entry, variant: str | None, card: dict) -> dict:

@@ -9,15 +9,14 @@ import typer
 from rich.console import Console
 
 from bench import report
+from bench.captions_cli import register as register_captions
 from bench.console import GtPairsOpt, JsonOpt, MorePaths, PlainUsage, SimilaritiesOpt, fail, note, user_errors
-from bench.evaluate import correlation_rows, file_correlation, random_rows, retrieval_rows
+from bench.evaluate import correlation_rows, random_rows, retrieval_rows
 from bench.fusion_cli import register as register_fusion
 from bench.loaders import (
     RANKING_SUFFIX,
     SIMILARITIES_SUFFIX,
-    BenchDataError,
     ScoreFile,
-    base_name,
     discover,
     load_gt_pairs,
     load_ranked,
@@ -27,8 +26,6 @@ from bench.run import BenchRun, load_dataset
 from bench.split import make_split
 from indexers.base import PROTOCOLS
 from indexers.errors import ModelUnavailableError
-from indexers.factory import create_indexer
-from indexers.text import MINILM, pair_similarity, read_captions
 from rerankers.base import RerankerError
 from retrieval.core.registry import UnknownModelError
 from retrieval.store.errors import CatalogBusy
@@ -42,6 +39,7 @@ app = typer.Typer(
 
 register_fusion(app)
 register_perf(app)
+register_captions(app)
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
@@ -138,74 +136,6 @@ def make_split_command(
 
 
 @app.command(cls=PlainUsage)
-def captions(
-    captions_dir: Annotated[Path, typer.Option("--captions", help="Folder of <video stem>.txt captions.")],
-    pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
-    out: Annotated[Path, typer.Option("--out", help="Where to write the pair similarities (release format).")],
-    model: Annotated[
-        str, typer.Option("--model", help="Text indexer spec: text, a sentence-transformers id or folder.")
-    ] = "text",
-    device: Annotated[Optional[str], typer.Option("--device", help="torch device, e.g. cpu or cuda.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Embed captions, write pair scores (cos+1)/2, and print their correlation (paper Table 3, SBERT row)."""
-    with user_errors():
-        gt = load_gt_pairs(pairs)
-        texts = _read_captions(captions_dir)
-        indexer = _text_indexer(model, device)
-        scores = _caption_scores(gt, texts, indexer)
-        report.write_json(
-            out, [{"video1": gt[k].video1, "video2": gt[k].video2, "similarity": s} for k, s in scores.items()]
-        )
-        note(f"wrote {out}: {len(scores)} pairs")
-        rows = file_correlation(ScoreFile(out, _caption_model_name(captions_dir, indexer), None), scores, gt)
-        _emit(rows, report.correlation_tables(rows), as_json, None, None, {}, "", {"gt": str(pairs)})
-
-
-def _read_captions(folder: Path) -> dict[str, str]:
-    texts = read_captions(folder)
-    if not texts:
-        raise BenchDataError(f"no .txt captions in {folder}")
-    return texts
-
-
-def _text_indexer(spec: str, device: str | None):
-    # a bare folder is read as sentence-transformers weights, whatever its config calls itself
-    spec = f"text:{spec}" if Path(spec).expanduser().is_dir() else spec
-    try:
-        indexer = create_indexer(spec, device=device)
-    except (UnknownModelError, ModelUnavailableError) as e:
-        raise BenchDataError(str(e)) from None
-    if indexer.kind != "text":
-        raise BenchDataError(f"{spec} is a {indexer.kind} model; captions need a text model")
-    return indexer
-
-
-def stem(video: str) -> str:
-    """`videos_trimmed/1754_007.mp4` -> `1754_007`, the caption file's name."""
-    return Path(base_name(video)).stem
-
-
-def _caption_scores(gt, texts: dict[str, str], indexer) -> dict:
-    keys = [k for k in gt if stem(k[0]) in texts and stem(k[1]) in texts]
-    if not keys:
-        raise BenchDataError("no pair has captions for both videos")
-    if len(keys) < len(gt):
-        note(f"warning: {len(gt) - len(keys)} of {len(gt)} pairs lack a caption and are skipped")
-    names = sorted({stem(v) for k in keys for v in k})
-    vectors = indexer.embed_texts([texts[n] for n in names])
-    row = {n: i for i, n in enumerate(names)}
-    sims = pair_similarity(vectors[[row[stem(k[0])] for k in keys]], vectors[[row[stem(k[1])] for k in keys]])
-    return {k: float(s) for k, s in zip(keys, sims)}
-
-
-def _caption_model_name(captions_dir: Path, indexer) -> str:
-    """The caption folder names the row, as in the release; another text model is added to the name."""
-    folder = captions_dir.resolve().name
-    return folder if indexer.source == MINILM else f"{Path(indexer.source).name}_{folder}"
-
-
-@app.command(cls=PlainUsage)
 def run(
     dataset: Annotated[Path, typer.Option("--dataset", help="ConViS-Bench folder: videos, "
                                           "gt_conditioned_similarities.json, optional to_be_ranked.json, "
@@ -220,8 +150,13 @@ def run(
     mode: Annotated[str, typer.Option("--mode", help="Reranker scoring: expected or greedy (the paper's).")] = (
         "expected"),
     symmetric: Annotated[bool, typer.Option("--symmetric", help="Average (a, b) and (b, a).")] = False,
-    captions: Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text "
-                                                     "indexer (default: DATASET/captions).")] = None,
+    captions: Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text-to-text "
+                                                     "and cross-modal signals (default: DATASET/captions).")] = None,
+    captioner: Annotated[Optional[str], typer.Option("--captioner", help="Video LMM that captions every video "
+                                                     "(\"Describe this video in detail.\", the reference's request) "
+                                                     "instead of reading caption files.")] = None,
+    vqascore: Annotated[Optional[str], typer.Option("--vqascore", help="Video LMM for the VQAScore signal "
+                                                    "(default: the --captioner; 'none' to skip).")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")] = None,
     device: Annotated[Optional[str], typer.Option("--device", help="torch device.")] = None,
     protocol: Annotated[str, typer.Option("--protocol", help="How indexers see the videos: 'paper' (the "
@@ -231,7 +166,8 @@ def run(
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,
 ) -> None:
-    """Run convis on a ConViS-Bench folder: write its scores in the released formats and evaluate them."""
+    """Run convis on a ConViS-Bench folder: every Table 3 signal (video-to-video, text-to-text, cross-modal) and
+    the LMM's concept scores, written in the released formats and evaluated."""
     if protocol not in PROTOCOLS:
         fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     with user_errors(*MODEL_ERRORS):
@@ -242,7 +178,8 @@ def run(
         rows, retrieval_rows_ = [], []
         for count in counts:
             result = BenchRun(data, out, list(indexer or ["efficientnet-lite0"]), reranker, count, mode,
-                              symmetric, workers, device, note, protocol).run()
+                              symmetric, workers, device, note, protocol, captioner,
+                              _vqa_model(vqascore, captioner)).run()
             for path, reason in result.failed_videos:
                 note(f"skipped {path}: {reason}")
             # a non-default frame count is part of each model's folder name, so sweep rows stay apart
@@ -253,6 +190,13 @@ def run(
         _emit(rows + retrieval_rows_, tables, as_json, csv_path, chart,
               {"rho": "Spearman rho x100", "tau": "Kendall tau x100"}, "convis on ConViS-Bench",
               {"dataset": str(dataset), "out": str(out), "retrieval_ground_truth": data.human_source})
+
+
+def _vqa_model(vqascore: str | None, captioner: str | None) -> str | None:
+    """The LMM VQAScore asks: the one named, else the captioner; 'none' turns the signal off."""
+    if vqascore is not None and vqascore.strip().lower() == "none":
+        return None
+    return vqascore or captioner
 
 
 def _frame_counts(text: str | None) -> list[int | None]:

@@ -20,6 +20,7 @@ from bench.loaders import BenchDataError, GtPair, PairKey, ScoreFile, gt_concept
 from bench.metrics import UNPARSEABLE
 from indexers.factory import available_indexers
 from rerankers import available_rerankers
+from retrieval.core.signal_kinds import CLIPSCORE, VQASCORE
 from retrieval.search.fusion import DESCRIPTIONS, RERANKER_PREFIX, FusionModel, reranker_signal
 
 FUSED = "fused"
@@ -53,8 +54,9 @@ def signal_name(f: ScoreFile) -> str:
 
 def query_time_signals() -> set[str]:
     """Signals convis itself computes when it answers a query: indexer cosines, each concept's description
-    similarity and reranker scores."""
-    return {*available_indexers(), DESCRIPTIONS, *(reranker_signal(r) for r in available_rerankers())}
+    similarity, CLIPScore and VQAScore (with captions in the index) and reranker scores."""
+    return {*available_indexers(), DESCRIPTIONS, CLIPSCORE, VQASCORE,
+            *(reranker_signal(r) for r in available_rerankers())}
 
 
 def is_reranker(signal: str) -> bool:

@@ -3,17 +3,22 @@
 A dataset folder holds the videos (anywhere below it, matched by base name), the pair
 ratings ``gt_conditioned_similarities.json``, optionally the retrieval split
 (``to_be_ranked.json``), the human partial orders (``ranked.json``) and a caption folder.
-The run indexes the videos with convis, scores every rated pair (global cosine per
-indexer; per-concept LMM scores with a reranker) and every split anchor's candidates,
-and writes
+The run indexes the videos with convis, captions them (``captioner``, or reads the caption
+folder), scores every rated pair and every split anchor's candidates with every Table 3
+family -- video-to-video (each indexer's cosine), text-to-text (SBERT over the captions),
+cross-modal (CLIPScore of each CLIP-family indexer, VQAScore of an LMM) -- and per concept
+with a reranker, and writes
 
-    OUT/computed_similarities/<model>/<model>_similarities.json
+    OUT/captions/<captioner>/<video id>.txt                          (captions it wrote)
+    OUT/computed_similarities/<model>/<model>_similarities.json        (video-to-video)
+    OUT/computed_similarities/<captions>/<captions>_similarities.json  (SBERT)
+    OUT/computed_similarities/<model>_<captions>/<model>_similarities.json   (CLIPScore, VQAScore)
     OUT/computed_conditioned_similarities/<Concept>/<model>/<model>_<Concept>_similarities.json
     OUT/computed_retrieval_scores/<Concept>/<model>/<model>_<Concept>_ranking.json
 
-which ``convis bench correlation`` / ``retrieval`` (and this command) then evaluate.
-Unreadable greedy answers are written as 0.0, the release's convention; the metrics
-treat them as the paper does.
+the release's layout (cross-modal folders carry the caption set's name, as the release's do), which
+``convis bench correlation`` / ``retrieval`` (and this command) then evaluate. Unreadable greedy
+answers are written as 0.0, the release's convention; the metrics treat them as the paper does.
 """
 
 from __future__ import annotations
@@ -24,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
+from bench.indexed_videos import IndexedVideos, captions_by_video
 from bench.loaders import (
     BenchDataError,
     GtPair,
@@ -38,27 +42,38 @@ from bench.loaders import (
 )
 from bench.split import make_split
 from indexers.base import INDEXERS, takes_frame_count
+from indexers.text import MINILM
 from rerankers.base import RERANKERS
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
-from retrieval.core.scores import unit_similarity
+from retrieval.core.scores import clipscore, unit_similarity
+from retrieval.core.signal_kinds import caption_signal
 from retrieval.engine import Engine
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.rerank import ClipRef
+from retrieval.search.vqascore import Captioned
+from retrieval.store.catalog import IndexerRow
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"
 RANKED_NAME = "ranked.json"
 CONCEPT_FOLDERS = {c: w.replace(" ", "_") for c, w in CONVIS_CONCEPTS.items()}  # Main_Action, ...
 
-# hub ids whose rows the paper reports, so results print next to the paper's value
+# hub ids (or checkpoint file names) whose rows the paper reports, so results print next to the paper's value
 PAPER_FOLDERS = {
     "facebook/dinov2-large": "dinov2-large",
+    "MCG-NJU/videomae-large": "videomae-large",
+    "openai/clip-vit-large-patch14": "clip-vit-large-patch14",
+    "InternVideo-MM-L-14.ckpt": "InternVideo-MM-L-14",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision-Qwen2-7B",
     "llava-hf/llava-onevision-qwen2-0.5b-ov-hf": "LLaVA-OneVision-Qwen2-0.5B",
+    "llava-hf/LLaVA-Video-7B-Qwen2-hf": "LLaVA-NeXT-Video-7B",
     "Qwen/Qwen2.5-VL-7B-Instruct": "Qwen2.5-VL-7B-Instruct",
+    "OpenGVLab/InternVL2_5-8B-MPO-hf": "InternVL2_5-8B",
 }
+# the release names its VQAScore folder by the model family alone: LLaVA-OneVision_<captions>
+PAPER_VQA_FOLDERS = {"llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision"}
 
 
 @dataclass(frozen=True)
@@ -125,7 +140,7 @@ def model_folder(registry, name: str, source: str, frames: int, default_frames: 
     """The folder a model's scores go in: the paper's name when it has one (plus ``suffix`` when not run
     as the paper ran it), else the registry name (plus the weights' name when they are not the default);
     a non-default frame count is added."""
-    label = PAPER_FOLDERS.get(source)
+    label = PAPER_FOLDERS.get(source) or PAPER_FOLDERS.get(Path(source).name)
     if label is not None:
         label += suffix
     else:
@@ -137,53 +152,116 @@ def model_folder(registry, name: str, source: str, frames: int, default_frames: 
 class BenchRun:
     def __init__(self, dataset: Dataset, out: Path, indexers: list[str], reranker: str | None, frames: int | None,
                  mode: str = "expected", symmetric: bool = False, workers: int | None = None,
-                 device: str | None = None, note: Callable[[str], None] = lambda m: None, protocol: str = "fast"):
+                 device: str | None = None, note: Callable[[str], None] = lambda m: None, protocol: str = "fast",
+                 captioner: str | None = None, vqascore: str | None = None):
         self.dataset, self.out, self.frames, self.protocol = dataset, out, frames, protocol
         self.indexers, self.reranker_spec = indexers, reranker
         self.mode, self.symmetric, self.workers, self.note = mode, symmetric, workers, note
+        self.captioner, self.vqascore = captioner, vqascore
         # one index per protocol and frame count: an index keeps the protocol it was built with
         self.engine = Engine(out / f"index-{protocol}-f{frames or 'default'}", device=device)
         self.result = RunResult()
+        self.caption_set: str | None = None  # the captions' name: their folder, or the captioner's
 
     def run(self) -> RunResult:
-        settings = IndexSettings(captions=self.dataset.captions, workers=self.workers, frames=self.frames,
-                                 protocol=self.protocol)
+        # a captioner's captions stand alone: caption files would win over them (a person's words first)
+        captions = None if self.captioner else self.dataset.captions
+        settings = IndexSettings(captions=captions, workers=self.workers, frames=self.frames, protocol=self.protocol)
         report = self.engine.index(self.dataset.root, self.indexers, settings)
         self.result.failed_videos = report.failed
-        vectors = self._vectors()
-        for model_id, by_video in vectors.items():
-            self._write_global(model_id, by_video)
+        self.caption_set = self._caption() if self.captioner else captions and captions.resolve().name
+        videos = self._read_index()
+        for row in videos.rows:
+            self._write_global(row, videos)
+        if self.vqascore and self.caption_set:
+            self._write_vqascore(videos.captions)
+        elif self.vqascore:
+            self.note("VQAScore needs captions (--captioner or a captions folder): not computed")
         if self.reranker_spec:
             self._write_conditioned()
         return self.result
 
-    # -- global signals -----------------------------------------------------
-    def _vectors(self) -> dict[tuple[str, str, int], dict[str, np.ndarray]]:
-        """(name, source, frames) of each indexer -> base name -> the video's vector."""
+    # -- captions -----------------------------------------------------------
+    def _caption(self) -> str:
+        """Caption every video with the captioner (the reference's request); the captions are written in the
+        release's layout too. Returns the caption set's name."""
+        report = self.engine.describe(captioner=self.captioner, caption_only=True)
+        for text in report.notes:
+            self.note(text)
+        model = self.engine.reranker(self.captioner)
+        name = model_folder(RERANKERS, model.name, model.source, model.frames_per_video,
+                            type(model).frames_per_video)
         with self.engine.open_catalog() as catalog:
-            rows = catalog.indexers()
-            paths = [p for p, s in catalog.file_states().items() if s.status == "ok"]
-            return {
-                (r.name, r.source, r.frames): {base_name(p): v[0] for p in paths
-                                               if len(v := catalog.unit_vectors(p, r.indexer))}
-                for r in rows
-            }
+            captions = captions_by_video(catalog)
+        folder = self.out / "captions" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for video, text in captions.items():
+            (folder / f"{Path(video).stem}.txt").write_text(text + "\n", encoding="utf-8")
+        self.note(f"{len(captions)} captions by {model.model_id} in {folder}")
+        return name
 
-    def _write_global(self, model: tuple[str, str, int], by_video: dict[str, np.ndarray]) -> None:
-        name, source, frames = model
-        indexer = self.engine.indexer(f"{name}:{source}")
+    # -- global signals -----------------------------------------------------
+    def _read_index(self) -> IndexedVideos:
+        with self.engine.open_catalog() as catalog:
+            return IndexedVideos.read(catalog)
+
+    def _write_global(self, row: IndexerRow, videos: IndexedVideos) -> None:
+        """An indexer's cosine (the text indexer's: SBERT over the captions), and a CLIP-family indexer's
+        CLIPScore when it embedded the captions."""
+        by_video = videos.vectors[row.indexer]
+        label = self._indexer_label(row)
+        if row.kind == "text":
+            if not self.caption_set:
+                return
+            label = self.caption_set if row.source == MINILM else f"{label}_{self.caption_set}"
+        self._write_signal(label, label, lambda a, b: float(unit_similarity(by_video[a] @ by_video[b])),
+                           set(by_video))
+        texts = videos.vectors.get(caption_signal(row.indexer), {})
+        if texts and self.caption_set:
+            both = set(by_video) & set(texts)
+            self._write_signal(f"{label}_{self.caption_set}", label,
+                               lambda a, b: clipscore(by_video[a], texts[a], by_video[b], texts[b]), both)
+
+    def _indexer_label(self, row: IndexerRow) -> str:
+        indexer = self.engine.indexer(f"{row.name}:{row.source}")
         overridden = self.frames is not None and takes_frame_count(indexer)  # the run's --frames applied to it
-        folder = model_folder(INDEXERS, name, source, frames, -1 if overridden else frames, self._suffix())
-        def sim(a: str, b: str) -> float:
-            return float(unit_similarity(by_video[a] @ by_video[b]))
+        return model_folder(INDEXERS, row.name, row.source, row.frames, -1 if overridden else row.frames,
+                            self._suffix())
 
-        pairs = [(g, sim(*k)) for k, g in self.dataset.pairs.items() if k[0] in by_video and k[1] in by_video]
+    def _write_vqascore(self, captions: dict[str, str]) -> None:
+        """VQAScore of every rated pair and split candidate whose videos both have a caption (batched, cached)."""
+        model = self.engine.reranker(self.vqascore)
+        clips = self._clips()
+        have = {v for v in clips if v in captions}
+        wanted = list(dict.fromkeys([*((a, b) for a, b in self.dataset.pairs),
+                                     *((a, c) for a, cands in self.dataset.split.items() for c in cands)]))
+        wanted = [(a, b) for a, b in wanted if a in have and b in have]
+        scorer = self.engine.vqa_scorer(model)
+        values = dict(zip(wanted, scorer.score([(Captioned(clips[a], captions[a]), Captioned(clips[b], captions[b]))
+                                                for a, b in wanted])))
+        unreadable = {k for k, v in values.items() if v is None}
+        if unreadable:
+            self.note(f"VQAScore: {len(unreadable)} pair(s) had unreadable logits and are not scored")
+        label = PAPER_VQA_FOLDERS.get(model.source) or model_folder(RERANKERS, model.name, model.source,
+                                                                    model.frames_per_video,
+                                                                    type(model).frames_per_video)
+        self._write_signal(f"{label}_{self.caption_set}", label, lambda a, b: values[(a, b)],
+                           have, skip=unreadable)
+        self.note(f"VQAScore ({model.model_id}): {scorer.questions_asked} questions asked, the rest from the cache")
+
+    def _write_signal(self, folder: str, stem: str, sim: Callable[[str, str], float], have: set[str],
+                      skip: set = frozenset()) -> None:
+        """One global signal's scores of every rated pair, and of each split anchor's candidates, as released."""
+        def ok(a: str, b: str) -> bool:
+            return a in have and b in have and (a, b) not in skip
+
+        pairs = [(g, sim(*k)) for k, g in self.dataset.pairs.items() if ok(*k)]
         self._note_missing(len(pairs), folder)
-        path = self.out / "computed_similarities" / folder / f"{folder}_similarities.json"
+        path = self.out / "computed_similarities" / folder / f"{stem}_similarities.json"
         _write(path, [{"video1": g.video1, "video2": g.video2, "similarity": s} for g, s in pairs])
         self.result.files.append(ScoreFile(path, folder, None))
-        ranking = {a: {c: sim(a, c) for c in cands if c in by_video} for a, cands in self.dataset.split.items()
-                   if a in by_video}
+        ranking = {a: {c: sim(a, c) for c in cands if ok(a, c)} for a, cands in self.dataset.split.items()
+                   if a in have}
         for concept in self.dataset.human:
             self._write_ranking(folder, concept, ranking)
 

@@ -50,6 +50,11 @@ def describe_requests() -> dict[str, tuple[str, int]]:
             **{key: (text, CONCEPT_TOKENS) for key, text in CONCEPT_REQUESTS.items()}}
 
 
+def caption_requests() -> dict[str, tuple[str, int]]:
+    """The caption request alone: what the ConViS-Bench reference asked its captioners."""
+    return {CAPTION: (CAPTION_REQUEST, CAPTION_TOKENS)}
+
+
 DESCRIBE_KEYS: tuple[str, ...] = tuple(describe_requests())
 
 # A concept of the user's own ("camera angle") is asked about in the words of the ConViS requests.

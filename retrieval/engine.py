@@ -14,12 +14,13 @@ import duckdb
 
 from indexers.auto import default_indexer
 from indexers.base import Indexer, apply_frames
-from indexers.factory import create_indexer
+from indexers.factory import create_indexer, has_text_tower
 from rerankers import describe_prompt
 from rerankers.base import Reranker
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import Concept, parse_concept, parse_concepts
 from retrieval.core.errors import one_line
+from retrieval.core.signal_kinds import CAPTION, parse_signal, vqascore_id
 from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     CAPTIONER,
@@ -39,8 +40,11 @@ from retrieval.search import ranking, signals, text_query
 from retrieval.search.anchor import Anchor, AnchorVectors, check_file
 from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
+from retrieval.search.pair_signals import PairSignals
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
+from retrieval.search.vqascore import VqaScorer
+from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, FileListing, IndexerRow, list_files
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
 from retrieval.store.repair import Restored, restore_snapshot
@@ -194,15 +198,16 @@ class Engine:
 
     # -- describing ---------------------------------------------------------
     def describe(self, concepts: Sequence[str] | Sequence[Concept] = (), captioner: str | None = None,
-                 progress: Progress | None = None) -> DescribeReport:
+                 progress: Progress | None = None, caption_only: bool = False) -> DescribeReport:
         """Have a video LMM describe every indexed unit once for ``concepts`` (ConViS or free text; none: the
-        caption and the five ConViS concepts), and embed each concept's descriptions into its own signal.
-        ``captioner``: any reranker spec; default the last one ``index --captioner`` used."""
+        caption and the five ConViS concepts; ``caption_only``: the caption alone), and embed each concept's
+        descriptions into its own signal. ``captioner``: any reranker spec; default the last one
+        ``index --captioner`` used."""
         if not self.has_index:
             raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
         wanted = _as_concepts(concepts) if concepts else []
         requests = describe_prompt.concept_requests({c.key: c.words for c in wanted}) if wanted \
-            else describe_prompt.describe_requests()
+            else describe_prompt.caption_requests() if caption_only else describe_prompt.describe_requests()
         with Catalog(self.catalog_path) as catalog:
             spec = captioner or catalog.setting(CAPTIONER)
             if not spec:
@@ -211,9 +216,9 @@ class Engine:
             model = self.reranker(spec)
             catalog.set_setting(CAPTIONER, spec)
             self.protocol = catalog.setting(PROTOCOL) or "fast"
-            text = self._text_indexers(catalog)
+            embedders = self._text_indexers(catalog) + self._caption_towers(catalog)
             root = Path(catalog.setting("root") or self.index_dir.parent)
-            return describe_index(catalog, self.index_dir, root, model, requests, text, progress)
+            return describe_index(catalog, self.index_dir, root, model, requests, embedders, progress)
 
     def _text_indexers(self, catalog: Catalog) -> list[Indexer]:
         """The index's text indexers (built when first used), or the default one, registered now: descriptions
@@ -226,6 +231,11 @@ class Engine:
                                             model.frames_per_unit, None))
         return [model]
 
+    def _caption_towers(self, catalog: Catalog) -> list[Indexer]:
+        """The index's CLIP-family indexers (built when first used): they embed the captions for CLIPScore."""
+        rows = [r for r in catalog.indexers() if r.kind != "text" and has_text_tower(r.name)]
+        return run_indexers([r.indexer for r in rows], rows, self.protocol, self.indexer)
+
     # -- querying -----------------------------------------------------------
     def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = DEFAULT_K,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
@@ -237,16 +247,20 @@ class Engine:
         combination of every available signal."""
         concepts = _as_concepts(concepts)
         clip = Anchor.of(anchor, start, end)
+        vector_overrides, pair_overrides = signals.split_pair_signals(signal_overrides or {})
         with self.open_catalog() as catalog:
             root = catalog.setting("root") or str(self.index_dir.parent.resolve())
             indexed = {r.name: r.indexer for r in catalog.indexers()}
             self.protocol = catalog.setting(PROTOCOL) or "fast"  # anchors are embedded as the index was
             described = signals.described_concepts(catalog.description_signals(), indexed)
-            chosen = signals.choose_all(concepts, indexed, signal_overrides, described)
+            clipscores = signal_vectors.clipscore_signals(catalog)
+            signals.check_concepts(pair_overrides, concepts)
+            chosen = signals.choose_all(concepts, indexed, vector_overrides, described,
+                                        signals.clipscore_names(clipscores))
             vectors = AnchorVectors(clip, catalog, self.indexer)
             recalled = vectors.per_concept(chosen, indexed)
             # a concept with descriptions is recalled and scored by them too, beside its visual signal
-            beside = vectors.descriptions(signals.beside(recalled.signal_of, described, signal_overrides))
+            beside = vectors.descriptions(signals.beside(recalled.signal_of, described, vector_overrides))
             anchors = {**recalled.vectors, **beside.vectors}
             indices = {m: self._vector_index(catalog, m) for m in anchors}
             found_by = ranking.recall(anchors, indices, recall_k or max(100, 10 * k))
@@ -255,25 +269,50 @@ class Engine:
             # scores come from the catalog's vectors: FAISS only proposes the candidates
             exact = ranking.stored_vectors(catalog, anchors, candidates)
             if fusion is not None:
-                every = vectors.every_signal(indexed, anchors)
+                every = vectors.every_signal(indexed, anchors, clipscores.values())
                 exact.update(ranking.stored_vectors(catalog, [m for m in every if m not in exact], candidates))
+            captions = catalog.chosen_texts(CAPTION) if pair_overrides else {}
+            anchor_caption = vectors.caption(captions) if pair_overrides else None
         notices = [*self.notices, *recalled.notices, *beside.notices]
         evidence = ranking.evidence(candidates, anchors, exact, recalled.signal_of, beside.signal_of)
         hits = ranking.rank(evidence, units, concepts, keep=lambda unit: not clip.overlaps(unit),  # never the anchor
                             recalled_by=found_by)
+        pair = PairSignals(clip.clip, anchor_caption, captions, concepts)
+        if pair_overrides:
+            hits = self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices)
         if reranker is not None:
             shortlist = self._rerank(clip.clip, hits[:rerank_top], concepts, reranker, mode, symmetric, notices)
         else:
             shortlist = hits[:max(k, rerank_top)] if fusion is not None else hits[:k]
         if fusion is not None:
-            shortlist, fusion_notices = fuse(shortlist, concepts, load_fusion(fusion), ranking.similarities(
-                [h.unit_id for h in shortlist], every, exact), self._reranker_name(reranker), beside.signal_of)
+            sims = ranking.similarities([h.unit_id for h in shortlist], every, exact)
+            shortlist, fusion_notices = fuse(shortlist, concepts, load_fusion(fusion), pair.with_values(sims),
+                                             self._reranker_name(reranker), beside.signal_of)
             notices += fusion_notices
         notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker, beside.signal_of)
         return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of, ranking.ranked(shortlist)[:k],
                            notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
                            fusion=None if fusion is None else fusion_label(fusion), root=root, start=start, end=end,
-                           empty_reason=None if hits else _why_empty(candidates, units), beside=beside.signal_of)
+                           empty_reason=None if hits else _why_empty(candidates, units), beside=beside.signal_of,
+                           pair_signals=pair.used)
+
+    def _pair_signals(self, pair: PairSignals, hits: list[Hit], wanted: dict[str, str], notices: list[str]
+                      ) -> list[Hit]:
+        """``hits`` with each concept in ``wanted`` (concept -> ``vqascore[:MODEL]``) scored by that pair signal;
+        a concept whose anchor has no caption keeps its recall scores, with a notice."""
+        if pair.anchor_caption is None:
+            notices.append(f"{', '.join(wanted)}: VQAScore asks about the anchor's caption, and the anchor has none "
+                           "in the index (a new file, a time window, or not captioned); scored by its recall signal")
+            return hits
+        for key, spec in wanted.items():
+            kind = parse_signal(spec)
+            scorer = self.vqa_scorer(kind.model, notices)
+            hits = pair.score(hits, key, vqascore_id(kind.model), scorer, self.root)
+            self._model_notices(notices, scorer.model)
+        if pair.uncaptioned:
+            notices.append(f"{pair.uncaptioned} candidate(s) have no caption in the index, so no VQAScore: they "
+                           "rank last (index with --captions or --captioner)")
+        return hits
 
     def search(self, text: str, k: int = DEFAULT_K, weights: dict[str, float] | None = None,
                recall_k: int | None = None, concept: str | None = None) -> QueryResult:
@@ -301,10 +340,10 @@ class Engine:
             self._rerankers[spec] = create_reranker(spec, device=self.device, batch_size=self.rerank_batch)
         return self._rerankers[spec]
 
-    def _model_notices(self, notices: list[str]) -> None:
+    def _model_notices(self, notices: list[str], model=None) -> None:
         """The reranker's own lines (precision fallback, smaller batches after running out of memory)."""
-        if self.scorer is not None:
-            notices.extend(n for n in getattr(self.scorer.reranker, "notices", []) if n not in notices)
+        model = model or (self.scorer.reranker if self.scorer is not None else None)
+        notices.extend(n for n in getattr(model, "notices", []) if n not in notices)
 
     def pair_scorer(self, spec, mode: str, symmetric: bool, notices: list[str]) -> PairScorer:
         model = self.reranker(spec)
@@ -312,6 +351,11 @@ class Engine:
                 != (mode, symmetric):
             self.scorer = PairScorer(model, self._score_cache(notices), self.frames, mode, symmetric)
         return self.scorer
+
+    def vqa_scorer(self, spec, notices: list[str] | None = None) -> VqaScorer:
+        """VQAScore with the LMM ``spec`` (or a Reranker), sharing this engine's score cache and decoded frames."""
+        return VqaScorer(self.reranker(spec), self._score_cache(self.notices if notices is None else notices),
+                         self.frames)
 
     def _score_cache(self, notices: list[str]) -> ScoreCache | None:
         if self._scores is None:
@@ -369,7 +413,7 @@ class Engine:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
         saved = VectorIndex.load(index_path(self.index_dir, model_id))
         if saved is not None and saved.generation == catalog.generation and \
-                saved.size == catalog.vector_count(model_id):
+                saved.size == signal_vectors.count(catalog, model_id):
             return saved
         return build_index(catalog, model_id)
 
@@ -381,6 +425,8 @@ class Engine:
                 {"indexer": r.indexer, "kind": r.kind, "dim": r.dim, "frames": r.frames, "faiss": r.faiss_factory}
                 for r in catalog.indexers()
             ]
+            # signals made from two stored ones (a CLIP-family model's video and caption vectors)
+            summary["cross_modal_signals"] = sorted(signal_vectors.clipscore_signals(catalog).values())
             summary["root"] = catalog.setting("root")
             summary["protocol"] = catalog.setting(PROTOCOL) or "fast"
             segment = summary.get("segment_seconds")

@@ -44,3 +44,11 @@ def test_models_json_says_what_each_model_is_fed():
     assert paper[("reranker", "internvl")]["frames"].startswith("16 a video: midpoints")
     assert paper[("reranker", "qwen2.5-vl")]["frames"].startswith("8 a video: 1 frame a second")
     assert "fp16 overflows" in paper[("reranker", "qwen2.5-vl")]["dtype"]
+
+
+def test_models_lists_the_pair_signals_with_their_definitions():
+    rows = {(r["kind"], r["name"]): r for r in json.loads(CliRunner().invoke(app, ["models", "--json"]).stdout)}
+    clipscore, vqascore = rows[("signal", "clipscore")], rows[("signal", "vqascore")]
+    assert clipscore["family"] == vqascore["family"] == "cross-modal"
+    assert "cos(video 1, caption 2)" in clipscore["description"] and vqascore["default"] == "llava-onevision"
+    assert 'P("Yes")' in vqascore["description"]

@@ -54,12 +54,18 @@ OPEN_CLIP_CFG = {
 }
 
 
-def tiny_open_clip(folder: Path, with_weights: bool = True) -> Path:
+def tiny_open_clip(folder: Path, with_weights: bool = True, vocab: int | None = None) -> Path:
+    """``vocab``: tokens in the text tower (open_clip's own tokenizer needs 49408 to embed text; the default
+    100 keeps the checkpoint tiny where only images are embedded)."""
+    import copy
+
     import open_clip
     from safetensors.torch import save_file
 
+    cfg = copy.deepcopy(OPEN_CLIP_CFG)
+    cfg["text_cfg"]["vocab_size"] = vocab or cfg["text_cfg"]["vocab_size"]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": OPEN_CLIP_CFG, "preprocess_cfg": {}}))
+    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": {}}))
     if with_weights:
         seed_torch(0)
         model = open_clip.create_model(f"local-dir:{folder}")

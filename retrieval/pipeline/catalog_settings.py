@@ -18,6 +18,7 @@ from retrieval.core.errors import one_line
 from retrieval.media.frames import spans
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.plan import gone, needs_prune
+from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
 
@@ -134,7 +135,7 @@ def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
     A configured index that cannot be built yet (an IVF needs more vectors than it has lists
     to train) is replaced by the automatic one until the collection is large enough.
     """
-    ids, matrix = catalog.vectors(indexer)
+    ids, matrix = signal_vectors.vectors(catalog, indexer)
     factory, params = catalog.setting(FAISS_FACTORY) or None, catalog.setting(FAISS_PARAMS) or None
     if factory or params:
         try:
@@ -145,10 +146,11 @@ def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
 
 
 def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
-    """Derive every signal's FAISS index (indexers and description signals) from the catalog and replace the
-    files atomically."""
+    """Derive every signal's FAISS index (indexers, description signals and CLIPScore) from the catalog and
+    replace the files atomically."""
     built = {}
     signals = [row.indexer for row in catalog.indexers()] + [row.signal for row in catalog.description_signals()]
+    signals += list(signal_vectors.clipscore_signals(catalog).values())
     for signal in signals:
         index = build_index(catalog, signal)
         index.save(index_path(index_dir, signal))

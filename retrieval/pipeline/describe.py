@@ -22,12 +22,11 @@ from rerankers import describe_prompt
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import VideoDecoder
-from retrieval.store.catalog import Catalog, DescriberKey, Description, UnitRow
+from retrieval.store.catalog import FILE_KEY, Catalog, DescriberKey, Description, UnitRow
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
+FILE_MAX_CHARS = 20_000  # a caption file may be long (released captions run to 5,000 characters); not a book
 MODEL_CALLS_PER_UNIT = len(describe_prompt.DESCRIBE_KEYS)  # the caption and one request per concept
-# descriptions read from ``<stem>.<concept>.txt`` files: written by a person or another tool, not asked
-FILE_KEY = DescriberKey("file", "", "file")
 
 
 class Describer(Protocol):
@@ -55,7 +54,7 @@ class Answer:
     error: str | None = None
 
 
-def read_answer(raw) -> Answer:
+def read_answer(raw, max_chars: int = MAX_CHARS) -> Answer:
     """An answer as stored: clean text, or "unreadable" with the reason (never an exception)."""
     if not isinstance(raw, str):
         return Answer(None, "unreadable", f"not text: {type(raw).__name__}")
@@ -63,8 +62,8 @@ def read_answer(raw) -> Answer:
     text = "".join(c for c in raw if c in "\n\t" or unicodedata.category(c)[0] != "C").strip()
     if not text:
         return Answer(None, "unreadable", "empty answer")
-    if len(text) > MAX_CHARS:
-        return Answer(None, "unreadable", f"{len(text)} characters, more than {MAX_CHARS}")
+    if len(text) > max_chars:
+        return Answer(None, "unreadable", f"{len(text)} characters, more than {max_chars}")
     return Answer(text)
 
 
@@ -239,15 +238,15 @@ def embed_generated_captions(catalog: Catalog, key: DescriberKey, indexers: Sequ
 
 
 def store_concept_files(catalog: Catalog, captions: Path) -> int:
-    """``<stem>.<concept>.txt`` files of the captions folder become that concept's description of every unit of
-    the file (model "file"); a file whose text changed replaces the old one. Returns the files stored."""
+    """Text files of the captions folder become descriptions of every unit of their video (model "file"):
+    ``<stem>.txt`` its caption, ``<stem>.<concept>.txt`` that concept's description; a file whose text changed
+    replaces the old one. Returns the videos with a file stored."""
     stored = 0
     for rel, state in catalog.file_states().items():
         if state.status != "ok" or not state.content_hash:
             continue
         rows = []
-        for concept in describe_prompt.CONCEPT_REQUESTS:
-            source = captions / f"{Path(rel).stem}.{concept}.txt"
+        for concept, source in _text_files(captions, Path(rel).stem):
             if source.is_file():
                 rows += _file_rows(catalog, rel, state.content_hash, concept, source)
         if rows:
@@ -256,10 +255,16 @@ def store_concept_files(catalog: Catalog, captions: Path) -> int:
     return stored
 
 
+def _text_files(captions: Path, stem: str) -> list[tuple[str, Path]]:
+    """(concept key, file) of every text file a video may have in the captions folder."""
+    return [(describe_prompt.CAPTION, captions / f"{stem}.txt"),
+            *((concept, captions / f"{stem}.{concept}.txt") for concept in describe_prompt.CONCEPT_REQUESTS)]
+
+
 def _file_rows(catalog: Catalog, rel: str, content_hash: str, concept: str, source: Path) -> list[Description]:
     """The rows ``source`` gives each unit of ``rel``, unless they are stored already as they are."""
     try:
-        answer = read_answer(source.read_text(encoding="utf-8", errors="replace"))
+        answer = read_answer(source.read_text(encoding="utf-8", errors="replace"), FILE_MAX_CHARS)
     except OSError as exc:  # unreadable file: said in the row, never a crash
         answer = Answer(None, "unreadable", one_line(exc, 200))
     spans = [(u.start, u.end) for u in catalog.file_units(rel)]

@@ -54,8 +54,9 @@ class DescribeReport:
 
 
 def describe_index(catalog: Catalog, index_dir: Path, root: Path, model: Describer, requests: Requests,
-                   text_indexers: Sequence[Indexer], progress: Progress | None = None) -> DescribeReport:
-    """Ask ``model`` ``requests`` about every unit lacking its answers; embed and publish what it wrote."""
+                   indexers: Sequence[Indexer], progress: Progress | None = None) -> DescribeReport:
+    """Ask ``model`` ``requests`` about every unit lacking its answers; embed and publish what it wrote
+    (``indexers``: the index's text indexers and CLIP-family ones, which embed the captions)."""
     started = time.perf_counter()
     report = DescribeReport(model.model_id, list(requests))
 
@@ -68,9 +69,11 @@ def describe_index(catalog: Catalog, index_dir: Path, root: Path, model: Describ
     describe = DescribePass(catalog, root, model, note, progress=progress, requests=requests)
     units = describe.pending()
     report.units, report.counts = len(units), describe.run(units)
-    embed_generated_captions(catalog, describer_key(model), text_indexers)
-    synced = description_index.sync(catalog, text_indexers, [describer_key(model)])
+    embed_generated_captions(catalog, describer_key(model), [ix for ix in indexers if ix.kind == "text"])
+    synced = description_index.sync(catalog, indexers, [describer_key(model)])
     report.description_vectors = synced.embedded
+    for text in synced.notes:
+        note(text)
     if synced.embedded or synced.removed or catalog.generation != generation:
         rebuild_indices(catalog, index_dir)
         catalog.snapshot(index_dir / SNAPSHOT_NAME)

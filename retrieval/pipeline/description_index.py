@@ -22,7 +22,10 @@ from typing import Sequence
 import numpy as np
 
 from indexers.base import Indexer
-from retrieval.pipeline.describe import FILE_KEY
+from indexers.errors import ModelUnavailableError
+from indexers.factory import has_text_tower
+from retrieval.core.errors import one_line
+from retrieval.core.signal_kinds import CAPTION
 from retrieval.store.catalog import Catalog, DescriberKey, DescriptionSignal
 
 SEPARATOR = "#"  # model ids never hold one: "text:sentence-transformers/all-MiniLM-L6-v2#location"
@@ -46,33 +49,38 @@ def digest(text: str) -> str:
 
 def chosen_texts(catalog: Catalog, concept: str, prefer: Sequence[DescriberKey] = ()) -> dict[int, str]:
     """unit id -> the description of ``concept`` its vector is made from (see the module's notes)."""
-    order = [FILE_KEY, *prefer]
-    best: dict[int, tuple[int, str]] = {}
-    for unit_id, d in catalog.descriptions_of(concept):  # oldest first: a later answer of equal rank wins
-        if d.status != "ok" or not d.text:
-            continue
-        rank = order.index(d.key) if d.key in order else len(order)
-        if unit_id not in best or rank <= best[unit_id][0]:
-            best[unit_id] = (rank, d.text)
-    return {unit_id: text for unit_id, (_, text) in best.items()}
+    return catalog.chosen_texts(concept, prefer)
 
 
 @dataclass
 class SyncCounts:
     embedded: int = 0  # descriptions embedded
     removed: int = 0  # vectors removed (their unit lost its description)
-    signals: list[str] = field(default_factory=list)  # the description signals the index now has
+    signals: list[str] = field(default_factory=list)  # the concept description signals the index now has
+    caption_signals: list[str] = field(default_factory=list)  # CLIP-family text vectors of the captions
+    notes: list[str] = field(default_factory=list)  # models that could not embed text, and why
 
 
-def sync(catalog: Catalog, text_indexers: Sequence[Indexer], prefer: Sequence[DescriberKey] = ()) -> SyncCounts:
-    """Bring every description signal of ``text_indexers`` in step with the stored descriptions."""
+def sync(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[DescriberKey] = ()) -> SyncCounts:
+    """Bring every description signal of ``indexers`` in step with the stored descriptions: a text indexer
+    embeds each concept's descriptions; a CLIP-family indexer (a visual one with a text tower) embeds the
+    captions, CLIPScore's text half. Other indexers have none."""
     counts = SyncCounts()
     known = {row.signal: row for row in catalog.description_signals()}
-    for ix in text_indexers:
-        mine = {row.concept for row in known.values() if row.indexer == ix.model_id}
-        for concept in sorted(set(catalog.described_concepts()) | mine):
-            _sync_one(catalog, ix, concept, prefer, counts)
-    counts.signals = [row.signal for row in catalog.description_signals()]
+    for ix in indexers:
+        if ix.kind == "text":
+            mine = {row.concept for row in known.values() if row.indexer == ix.model_id}
+            for concept in sorted(set(catalog.described_concepts()) | mine):
+                _sync_one(catalog, ix, concept, prefer, counts)
+        elif has_text_tower(ix.name):
+            try:
+                _sync_one(catalog, ix, CAPTION, prefer, counts)
+            except ModelUnavailableError as exc:  # weights without a usable text tower: the run goes on
+                counts.notes.append(f"{ix.model_id} cannot embed the captions, so it gives no CLIPScore: "
+                                    f"{one_line(exc, 200)}")
+    rows = catalog.description_signals()
+    counts.signals = [row.signal for row in rows if row.concept != CAPTION]
+    counts.caption_signals = [row.signal for row in rows if row.concept == CAPTION]
     return counts
 
 

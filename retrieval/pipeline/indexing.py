@@ -254,10 +254,11 @@ class IndexReport:
     described: int = 0  # units a captioner described in this run (each: a caption and one answer per concept)
     describe_calls: int = 0  # model calls it made
     describe_unreadable: int = 0  # answers stored as unreadable
-    concept_files: int = 0  # files whose per-concept caption files (<stem>.<concept>.txt) were stored
+    concept_files: int = 0  # files whose caption or concept text files (<stem>.txt, <stem>.location.txt) were stored
     describe_seconds: float = 0.0  # time the captioner took
     description_vectors: int = 0  # descriptions embedded into their concept's signal in this run
     description_signals: list[str] = field(default_factory=list)  # concepts the index has description signals of
+    caption_signals: list[str] = field(default_factory=list)  # CLIP-family text vectors of the captions (CLIPScore)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -270,6 +271,7 @@ class IndexReport:
             "describe_seconds": round(self.describe_seconds, 3),
             "captions_per_second": captions_per_second(self.describe_calls, self.describe_seconds),
             "description_vectors": self.description_vectors, "description_signals": self.description_signals,
+            "caption_signals": self.caption_signals,
             "failed": [{"path": p, "error": e} for p, e in self.failed], "failed_earlier": self.failed_earlier,
             "notes": self.notes,
         }
@@ -496,13 +498,15 @@ class IndexRun:
             yield None, None
 
     def _description_vectors(self) -> None:
-        """Text indexers embed each concept's descriptions into that concept's own signal (only what changed)."""
-        if not self.textual:
-            return
+        """Text indexers embed each concept's descriptions into that concept's own signal, CLIP-family indexers the
+        captions (only what changed)."""
         prefer = [self._described_by] if self._described_by is not None else []
-        counts = description_index.sync(self.catalog, self.textual, prefer)
+        counts = description_index.sync(self.catalog, [*self.textual, *self.visual], prefer)
         self.report.description_vectors += counts.embedded
         self.report.description_signals = [split_signal(s)[1] for s in counts.signals]
+        self.report.caption_signals = counts.caption_signals
+        for text in counts.notes:
+            self.note(text)
 
 
 def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],

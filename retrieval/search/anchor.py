@@ -11,17 +11,19 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
 from indexers.base import Indexer
 from retrieval.core.sampling import FrameSpec
+from retrieval.core.signal_kinds import clipscore_parts
 from retrieval.core.timecode import format_time
 from retrieval.media.frames import DecodeError, SpanError, VideoDecoder
 from retrieval.media.scan import content_hash
 from retrieval.search import signals
 from retrieval.search.rerank import ClipRef
+from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, UnitRow
 
 
@@ -113,8 +115,13 @@ class AnchorVectors:
     def stored(self, model_id: str) -> np.ndarray | None:
         if self.stored_path is None:
             return None
-        vectors = self.catalog.unit_vectors(self.stored_path, model_id)
+        vectors = signal_vectors.query_vectors(self.catalog, self.stored_path, model_id)
         return vectors[0] if len(vectors) == 1 else None  # a segmented file is no single anchor
+
+    def caption(self, captions: dict[int, str]) -> str | None:
+        """The anchor's caption from ``captions`` (unit id -> caption), when it is indexed whole as one unit."""
+        ids = self.catalog.unit_ids(self.stored_path) if self.stored_path is not None else []
+        return captions.get(ids[0]) if len(ids) == 1 else None
 
     def embedded(self, model_id: str) -> np.ndarray:
         model = self.indexer(model_id)
@@ -126,7 +133,7 @@ class AnchorVectors:
         for concept, model_id in chosen.items():
             vector = self.stored(model_id)
             if vector is None:
-                if self.indexer(model_id).kind == "text":  # a new anchor has no caption
+                if self._needs_caption(model_id):  # a new anchor has no caption
                     replacement = self._best_visual(concept, indexed)
                     notices.append(f"{concept}: the anchor has no caption, scored with {replacement} "
                                    f"instead of {model_id}")
@@ -150,9 +157,14 @@ class AnchorVectors:
                    "or a unit not yet described), so its description signal is not used"] if missing else []
         return ConceptSignals(signal_of, vectors, notices)
 
-    def every_signal(self, indexed: dict[str, str], known: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``known`` and the vector from every other indexed signal that can give one (fusion uses them all)."""
+    def every_signal(self, indexed: dict[str, str], known: dict[str, np.ndarray],
+                     captioned: Iterable[str] = ()) -> dict[str, np.ndarray]:
+        """``known`` and the vector from every other indexed signal that can give one (fusion uses them all;
+        ``captioned``: signals only an indexed anchor has a vector of, CLIPScore)."""
         vectors = dict(known)
+        for signal in captioned:
+            if signal not in vectors and (vector := self.stored(signal)) is not None:
+                vectors[signal] = vector
         for model_id in indexed.values():
             if model_id in vectors:
                 continue
@@ -162,6 +174,10 @@ class AnchorVectors:
             if vector is not None:
                 vectors[model_id] = vector
         return vectors
+
+    def _needs_caption(self, signal: str) -> bool:
+        """Whether ``signal`` compares captions (the text indexer, CLIPScore): a new anchor has none."""
+        return clipscore_parts(signal) is not None or self.indexer(signal).kind == "text"
 
     def _best_visual(self, concept: str, indexed: dict[str, str]) -> str:
         visual = {name: model_id for name, model_id in indexed.items() if self.indexer(model_id).kind != "text"}

@@ -14,6 +14,7 @@ import numpy as np
 from retrieval.core.concepts import Concept
 from retrieval.core.scores import unit_similarity
 from retrieval.search.results import Hit
+from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, UnitRow
 from retrieval.store.vectors import VectorIndex
 
@@ -44,7 +45,7 @@ class StoredVectors:
 
 def stored_vectors(catalog: Catalog, signals: Iterable[str], candidates: list[int]) -> dict[str, StoredVectors]:
     """The catalog's vectors of ``candidates`` for each signal: what scores are computed from."""
-    return {m: StoredVectors(catalog.vectors_of(m, candidates)) for m in set(signals)}
+    return {m: StoredVectors(signal_vectors.vectors_of(catalog, m, candidates)) for m in set(signals)}
 
 
 def score(candidates: list[int], anchors: dict[str, np.ndarray], vectors: dict[str, StoredVectors],

@@ -75,6 +75,15 @@ class Hit:
                        ratings={key: answer.score for key, answer in answers.items()}, recall_total=self.total,
                        seen={key: answer.evidence for key, answer in answers.items() if answer.evidence})
 
+    def pair_scored(self, key: str, signal: str, value: float | None, concepts: list[Concept]) -> Hit:
+        """This hit with concept ``key`` scored by a pair signal (VQAScore) instead of its recall signals; the
+        recall scores kept beside. ``value`` None: the model's answer was unreadable (ranked last)."""
+        scores = {**self.scores, key: value}
+        return replace(self, scores=scores, total=combine(scores, concepts),
+                       recall_scores=self.recall_scores or dict(self.scores),
+                       recall_total=self.recall_total if self.recall_scores else self.total,
+                       evidence={**self.evidence, key: {} if value is None else {signal: value}})
+
     def fused(self, ratings: dict[str, float], contributions: dict[str, dict[str, float]],
               inputs: dict[str, dict[str, float]], concepts: list[Concept]) -> Hit:
         """This hit with each fused concept's 1-5 prediction (``ratings``) as its 0-1 score, the 0-1
@@ -117,12 +126,15 @@ class QueryResult:
     end: float | None = None
     empty_reason: str | None = None  # why there are no hits, when there are none
     beside: dict[str, str] = field(default_factory=dict)  # concept key -> its description signal, scoring it too
+    pair_signals: dict[str, str] = field(default_factory=dict)  # concept key -> the pair signal (VQAScore) scoring it
 
     def scored_by(self, key: str) -> str:
         """What gave a concept's scores: "fusion", the reranker's model id, or the indexed signals' model ids
         (its own, and its description signal beside it: "dinov2:... + text:...#location")."""
         if any(key in hit.contributions for hit in self.hits):
             return "fusion"
+        if self.reranker is None and key in self.pair_signals:
+            return self.pair_signals[key]
         return self.reranker or " + ".join([self.signals[key], *([self.beside[key]] if key in self.beside else [])])
 
     def as_dict(self) -> dict:
@@ -133,6 +145,7 @@ class QueryResult:
             "end": _round(self.end, 3),
             "concepts": [{**_concept_dict(c), "signal": self.signals[c.key],
                           **({"description_signal": self.beside[c.key]} if c.key in self.beside else {}),
+                          **({"pair_signal": self.pair_signals[c.key]} if c.key in self.pair_signals else {}),
                           "scored_by": self.scored_by(c.key)} for c in self.concepts],
             "signals": self.signals,
             "reranker": self.reranker,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept
+from retrieval.core.signal_kinds import CLIPSCORE, CLIPSCORE_MODELS, clipscore_parts, is_vqascore
 
 DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
     "location": ("dinov2", "clip", "efficientnet-lite0", "internvideo", "videomae", "text"),
@@ -45,21 +46,44 @@ def parse_overrides(specs: Iterable[str], free_text: bool = False) -> dict[str, 
 
 def short_name(model_id: str) -> str:
     """The indexer's name in a model id: ``text:sentence-transformers/...`` -> ``text``; a description signal
-    keeps its concept: ``text:...#location`` -> ``text#location``."""
+    keeps its concept: ``text:...#location`` -> ``text#location``, CLIPScore its model: ``clipscore:clip``."""
     name = model_id.split(":")[0]
+    parts = clipscore_parts(model_id)
+    if parts is not None:  # which model's CLIPScore: ``clipscore:clip``
+        return f"{CLIPSCORE}:{short_name(parts[0])}"
     _, sep, concept = model_id.rpartition("#")
     return f"{name}#{concept}" if sep and ":" in model_id else name
 
 
 def choose_all(concepts: list[Concept], available: dict[str, str], overrides: dict[str, str] | None = None,
-               described: dict[str, str] | None = None) -> dict[str, str]:
+               described: dict[str, str] | None = None, cross: dict[str, str] | None = None) -> dict[str, str]:
     """Each concept's indexer (model id); an override for a concept the query does not have is an error, not
-    silently unused."""
+    silently unused. ``cross``: the index's CLIPScore signals (``clipscore_names``)."""
+    check_concepts(overrides or {}, concepts)
+    return {c.key: choose(c.key, available, overrides, described, cross) for c in concepts}
+
+
+def check_concepts(overrides: dict[str, str], concepts: list[Concept]) -> None:
+    """An override for a concept the query does not have is an error, not silently unused."""
     keys = [c.key for c in concepts]
-    stray = sorted(set(overrides or {}) - set(keys))
+    stray = sorted(set(overrides) - set(keys))
     if stray:
         raise SignalError(f"--signal {stray[0]}: not a concept of this query (concepts: {', '.join(keys)})")
-    return {key: choose(key, available, overrides, described) for key in keys}
+
+
+def clipscore_names(clipscores: dict[str, str]) -> dict[str, str]:
+    """How a user names the index's CLIPScore signals (``clipscores``: indexer name -> signal id):
+    ``clipscore:clip``, and ``clipscore`` alone for the first in Table 3's order."""
+    names = {f"{CLIPSCORE}:{name}": signal for name, signal in clipscores.items()}
+    first = [clipscores[n] for n in CLIPSCORE_MODELS if n in clipscores] + sorted(clipscores.values())
+    return {**names, CLIPSCORE: first[0]} if first else names
+
+
+def split_pair_signals(overrides: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(vector signal overrides, concept -> the VQAScore spec asked for it): VQAScore asks an LMM about each
+    pair, so it scores the recalled shortlist instead of recalling."""
+    pair = {key: spec for key, spec in overrides.items() if is_vqascore(spec)}
+    return {key: spec for key, spec in overrides.items() if key not in pair}, pair
 
 
 def described_concepts(rows: Iterable, available: dict[str, str]) -> dict[str, str]:
@@ -83,15 +107,19 @@ def description_names(described: dict[str, str] | None) -> dict[str, str]:
 
 
 def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str] | None = None,
-           described: dict[str, str] | None = None) -> str:
+           described: dict[str, str] | None = None, cross: dict[str, str] | None = None) -> str:
     """Pick the indexer (model id) for a concept. ``available`` maps indexer name -> model id; ``described``
     maps concept key -> its description signal: a concept that has one is scored by it beside its best visual
     signal, which is the one picked here (an override may name a description signal, ``text#location``)."""
     wanted = (overrides or {}).get(concept_key)
     if wanted:
-        for name, model_id in {**available, **description_names(described)}.items():
+        for name, model_id in {**available, **description_names(described), **(cross or {})}.items():
             if wanted in (name, model_id):
                 return model_id
+        if wanted.split(":")[0] == CLIPSCORE:
+            raise SignalError(f"--signal {concept_key}={wanted}: this index has no such CLIPScore; it needs a "
+                              f"CLIP-family indexer ({', '.join(CLIPSCORE_MODELS)}) and captions (index with "
+                              f"--captions or --captioner){_known(cross)}")
         raise SignalError(f"--signal {concept_key}={wanted}: that indexer is not in this index "
                           f"(indexed: {', '.join(sorted(available)) or 'none'})")
     if concept_key in (described or {}):
@@ -106,6 +134,10 @@ def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str
     raise SignalError("nothing is indexed yet: run `convis index FOLDER` first")
 
 
+def _known(cross: dict[str, str] | None) -> str:
+    return f" (it has: {', '.join(sorted(cross))})" if cross else ""
+
+
 def scorer_label(scored_by: str) -> str:
     """A result's ``scored_by`` in short names: ``dinov2:facebook/... + text:...#location`` -> ``dinov2 +
     text#location``."""
@@ -117,6 +149,8 @@ def describe(model_id: str) -> str:
     indexer = short_name(model_id)
     if indexer.startswith("text#"):
         return f"the similarity of the clips' {indexer.partition('#')[2]} descriptions ({indexer})"
+    if indexer.startswith(f"{CLIPSCORE}:"):
+        return f"each clip against the other's caption ({indexer})"
     return "the caption similarity (text)" if indexer == "text" else f"the whole-clip similarity of {indexer}"
 
 

@@ -155,6 +155,10 @@ class Description:
     error: str | None = None
 
 
+# descriptions read from ``<stem>.txt`` / ``<stem>.<concept>.txt`` files: written by a person or another tool
+FILE_KEY = DescriberKey("file", "", "file")
+
+
 def span_key(seconds: float) -> float:
     # spans are keyed to the millisecond: the same unit read again never misses its rows by a rounding
     return round(float(seconds), 3)
@@ -523,6 +527,12 @@ class Catalog:
                WHERE f.path = ? ORDER BY u.segment""", [path]).fetchall()
         return [UnitRecord(r[0], r[1], r[2], tuple(r[3] or ())) for r in rows]
 
+    def unit_ids(self, path: str) -> list[int]:
+        """One indexed file's unit ids, in segment order."""
+        rows = self.db.execute("SELECT u.unit_id FROM units u JOIN files f USING (file_id) WHERE f.path = ? "
+                               "ORDER BY u.segment", [path]).fetchall()
+        return [int(r[0]) for r in rows]
+
     def _descriptions(self, where: str, args: list, key: DescriberKey | None, with_units: bool = False):
         if not self._has_table("descriptions"):
             return []
@@ -537,6 +547,20 @@ class Catalog:
         if with_units:
             return [(r[-1], _description(r[:-1])) for r in rows]
         return [_description(r[:-1]) for r in rows]
+
+    def chosen_texts(self, concept: str, prefer: Sequence[DescriberKey] = ()) -> dict[int, str]:
+        """unit id -> the one readable description of ``concept`` (``caption``: the caption) that stands for the
+        unit, when several sources describe it: a file (a person's own words), then the models in ``prefer``
+        (a run's captioner), then the latest stored answer."""
+        order = [FILE_KEY, *prefer]
+        best: dict[int, tuple[int, str]] = {}
+        for unit_id, d in self.descriptions_of(concept):  # oldest first: a later answer of equal rank wins
+            if d.status != "ok" or not d.text:
+                continue
+            rank = order.index(d.key) if d.key in order else len(order)
+            if unit_id not in best or rank <= best[unit_id][0]:
+                best[unit_id] = (rank, d.text)
+        return {unit_id: text for unit_id, (_, text) in best.items()}
 
     def described_concepts(self) -> list[str]:
         """The concepts some unit has a readable description of (the caption is no concept)."""

@@ -148,6 +148,8 @@ def test_release_folders_map_to_stable_signal_names(convis_bench, convis_bench_g
     assert set(table.signals("location")) == {
         "dinov2", "text", "clipscore", "vqascore", "reranker:llava-onevision", "reranker:llava-onevision-0.5b",
         "reranker:llava-video", "reranker:qwen2.5-vl", "reranker:internvl2.5", "reranker:mplug-owl3",
+        # SBERT on the other two caption sets: no convis signal of their own, so they keep their folder name
+        "InternVL2_5-8B", "Qwen2.5-VL-7B-Instruct",
     }
     # unparseable LMM answers (0.0) are missing, not a score of 0
     assert np.isnan(table.columns["location"]["reranker:llava-onevision-0.5b"]).sum() == 43

@@ -3,45 +3,24 @@
 import json
 import shutil
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from bench.loaders import load_pair_scores, load_retrieval_scores
 from bench.run import model_folder
+from bench.tiny.dataset import CLIPS, build_dataset
 from bench.tiny.vlm import build_qwen_vl
 from cli import app
 from indexers.base import INDEXERS
 from indexers.factory import available_indexers
 from retrieval.store.catalog import Catalog
 
-CLIPS = {"campus_01": "campus", "campus_02": "campus", "campus_03": "campus", "box": "hands", "cup": "hands",
-         "bikes": "street"}
-SAME_PLACE = {"campus"}
-
-
-def rating(a: str, b: str) -> dict:
-    same = CLIPS[a] == CLIPS[b]
-    location = 5.0 if same and CLIPS[a] in SAME_PLACE else (3.0 if same else 1.0)
-    action = 4.5 if same else 1.5
-    return {"MainAction": action, "MainSubjects": action, "MainObjects": 2.0 + (a[0] == b[0]),
-            "Location": location, "OrderOfActions": action - 0.5}
-
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory, example_videos):
     root = tmp_path_factory.mktemp("convis-bench")
-    for name, domain in CLIPS.items():
-        target = root / "videos_trimmed" / domain / f"{name}.mp4"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(example_videos / f"{name}.mp4", target)
-    names = list(CLIPS)
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    gt = [{"video1": f"videos_trimmed/{a}.mp4", "video2": f"videos_trimmed/{b}.mp4",
-           "conditioned_similarity": rating(a, b)} for a, b in pairs]
-    (root / "gt_conditioned_similarities.json").write_text(json.dumps(gt))
-    split = {"campus_01.mp4": ["campus_02.mp4", "box.mp4", "bikes.mp4"], "box.mp4": ["cup.mp4", "campus_03.mp4"]}
-    (root / "to_be_ranked.json").write_text(json.dumps(split))
-    return root, len(pairs)
+    return root, build_dataset(root, example_videos)
 
 
 def run(*args):
@@ -104,3 +83,100 @@ def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(d
     assert model_folder(INDEXERS, "dinov2", "facebook/dinov2-large", 8, 8, "-fast") == "dinov2-large-fast"
     bad = CliRunner().invoke(app, ["bench", "run", "--dataset", str(root), "--protocol", "exact"])
     assert bad.exit_code == 2 and "--protocol" in bad.stderr
+
+
+# ---------------------------------------------------------------- every Table 3 family
+
+
+@pytest.fixture(scope="module")
+def table3_run(dataset, tmp_path_factory):
+    """One run computing every family: captions by a tiny Qwen2-VL, EfficientNet and a tiny CLIP (video-to-video),
+    SBERT over the captions (text-to-text), CLIPScore and VQAScore with a tiny LLaVA-OneVision (cross-modal)."""
+    from bench.tiny.vlm import build_llava_onevision
+    from tests.indexers.test_clip import _open_clip_with_vocabulary
+
+    root, n_pairs = dataset
+    base = tmp_path_factory.mktemp("table3")
+    clip = _open_clip_with_vocabulary(base / "clip", 49408)
+    qwen, llava = build_qwen_vl(base / "qwen"), build_llava_onevision(base / "llava")
+    out = base / "out"
+    data = run("--dataset", root, "--out", out, "-i", "efficientnet-lite0", "-i", f"clip:{clip}",
+               "--captioner", qwen, "--vqascore", llava)
+    return out, data, n_pairs, clip
+
+
+def test_one_run_writes_every_table3_family_in_the_released_layout(table3_run):
+    out, data, n_pairs, _ = table3_run
+    captions = out / "captions" / "qwen2-vl-qwen"
+    assert len(list(captions.glob("*.txt"))) == len(CLIPS)  # the captioner's captions, as the release has them
+    sims = out / "computed_similarities"
+    # video-to-video and SBERT folders are named alone; cross-modal ones carry the caption set's name
+    assert sorted(str(p.relative_to(sims)) for p in sims.rglob("*_similarities.json")) == sorted([
+        "efficientnet-lite0/efficientnet-lite0_similarities.json",
+        "clip-clip/clip-clip_similarities.json",
+        "qwen2-vl-qwen/qwen2-vl-qwen_similarities.json",
+        "clip-clip_qwen2-vl-qwen/clip-clip_similarities.json",
+        "llava-onevision-llava_qwen2-vl-qwen/llava-onevision-llava_similarities.json",
+    ])
+    for path in sims.rglob("*_similarities.json"):
+        released = json.loads(path.read_text())
+        assert [set(r) for r in released] == [{"video1", "video2", "similarity"}] * n_pairs
+        assert all(0.0 <= r["similarity"] <= 1.0 for r in released)
+    models = {r["model"] for r in data["results"] if "rho" in r}
+    assert {"clip-clip_qwen2-vl-qwen", "llava-onevision-llava_qwen2-vl-qwen", "qwen2-vl-qwen"} <= models
+
+
+def test_clipscore_and_sbert_files_hold_the_references_formulas(table3_run):
+    from sentence_transformers import SentenceTransformer
+
+    from indexers.text import MINILM, weights_path
+
+    out, _, _, clip = table3_run
+    captions = {p.stem: p.read_text().strip() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")}
+    with Catalog(out / "index-fast-fdefault" / "catalog.duckdb", read_only=True) as catalog:
+        video = {p.split("/")[-1][:-4]: catalog.unit_vectors(p, f"clip:{clip}")[0] for p in catalog.file_states()}
+        text = {p.split("/")[-1][:-4]: catalog.unit_vectors(p, f"clip:{clip}#caption")[0]
+                for p in catalog.file_states()}
+    sbert = SentenceTransformer(weights_path(MINILM), device="cpu")
+    for row in json.loads((out / "computed_similarities" / "clip-clip_qwen2-vl-qwen"
+                           / "clip-clip_similarities.json").read_text()):
+        a, b = (v.split("/")[-1][:-4] for v in (row["video1"], row["video2"]))
+        cos = lambda x, y: float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))  # noqa: E731
+        assert row["similarity"] == pytest.approx(((cos(video[a], text[b]) + cos(video[b], text[a])) / 2 + 1) / 2,
+                                                  abs=1e-5)
+    for row in json.loads((out / "computed_similarities" / "qwen2-vl-qwen"
+                           / "qwen2-vl-qwen_similarities.json").read_text())[:5]:
+        a, b = (captions[v.split("/")[-1][:-4]] for v in (row["video1"], row["video2"]))
+        va, vb = sbert.encode([a, b])
+        assert row["similarity"] == pytest.approx((cos(va, vb) + 1) / 2, abs=1e-5)
+
+
+def test_bench_correlation_reads_every_written_file_back(table3_run, dataset):
+    out, data, n_pairs, _ = table3_run
+    root, _ = dataset
+    result = CliRunner().invoke(app, ["bench", "correlation", "--gt", str(root / "gt_conditioned_similarities.json"),
+                                      "--similarities", str(out / "computed_similarities"), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["results"]
+    ran = {(r["model"], r["concept"]): (r["rho"], r["tau"]) for r in data["results"] if "rho" in r}
+    read = {(r["model"], r["concept"]): (r["rho"], r["tau"]) for r in rows}
+    assert read == ran and len({m for m, _ in read}) == 5 and all(r["n"] == n_pairs for r in rows)
+
+
+def test_captions_from_a_folder_name_the_text_and_cross_modal_rows(dataset, tmp_path):
+    """Released-style captions (captions/<set>/<id>.txt): the SBERT row is the set's name, CLIPScore's folder too."""
+    from tests.indexers.test_clip import _open_clip_with_vocabulary
+
+    root, n_pairs = dataset
+    copy = tmp_path / "ds"
+    shutil.copytree(root, copy)
+    folder = copy / "captions" / "mPLUG-Owl3-7B-240728"
+    folder.mkdir(parents=True)
+    for name in CLIPS:
+        (folder / f"{name}.txt").write_text(f"a video of {name.replace('_', ' ')} in the {CLIPS[name]}\n")
+    clip = _open_clip_with_vocabulary(tmp_path / "clip", 49408)
+    run("--dataset", copy, "--out", tmp_path / "out", "-i", f"clip:{clip}", "--vqascore", "none")
+    sims = tmp_path / "out" / "computed_similarities"
+    assert sorted(p.parent.name for p in sims.rglob("*_similarities.json")) == [
+        "clip-clip", "clip-clip_mPLUG-Owl3-7B-240728", "mPLUG-Owl3-7B-240728"]
+    assert len(load_pair_scores(sims / "mPLUG-Owl3-7B-240728" / "mPLUG-Owl3-7B-240728_similarities.json")) == n_pairs

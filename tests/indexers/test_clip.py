@@ -1,7 +1,6 @@
 """open_clip tags must build the activation their weights were trained with (QuickGELU vs GELU); both CLIP
 families embed text with their own text tower."""
 
-import copy
 import json
 import shutil
 import string
@@ -12,8 +11,8 @@ import numpy as np
 import open_clip
 import pytest
 import torch
-from safetensors.torch import save_file
 
+from bench.tiny import vision as tm
 from bench.tiny.vision import OPEN_CLIP_CFG
 from indexers import clip as clip_indexer
 from indexers import create_indexer
@@ -142,14 +141,7 @@ def test_hf_clip_without_a_tokenizer_says_it_cannot_embed_text(tiny_models):
 
 def _open_clip_with_vocabulary(folder: Path, vocab: int) -> Path:
     """The tiny open_clip config with ``vocab`` tokens in its text tower (open_clip's tokenizer uses 49408)."""
-    cfg = copy.deepcopy(OPEN_CLIP_CFG)
-    cfg["text_cfg"]["vocab_size"] = vocab
-    folder.mkdir()
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": {}}))
-    torch.manual_seed(0)
-    model = open_clip.create_model(f"local-dir:{folder}")
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "open_clip_model.safetensors"))
-    return folder
+    return tm.tiny_open_clip(folder, vocab=vocab)
 
 
 def test_open_clip_embeds_text_with_encode_text_of_its_tokens(tmp_path):

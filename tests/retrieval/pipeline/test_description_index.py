@@ -15,9 +15,8 @@ import pytest
 from indexers.text import MINILM
 from retrieval.engine import Engine
 from retrieval.pipeline import description_index
-from retrieval.pipeline.describe import FILE_KEY
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.store.catalog import Catalog, DescriberKey, Description
+from retrieval.store.catalog import FILE_KEY, Catalog, DescriberKey, Description
 from retrieval.store.vectors import VectorIndex, index_path
 from tests.paths import EXAMPLES
 

@@ -1,0 +1,42 @@
+"""What a benchmark run reads back from its index: each video's vectors per signal, and its caption."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.loaders import base_name
+from retrieval.core.signal_kinds import CAPTION
+from retrieval.store.catalog import Catalog, IndexerRow
+
+
+@dataclass(frozen=True)
+class IndexedVideos:
+    rows: list[IndexerRow]  # the index's indexers
+    vectors: dict[str, dict[str, np.ndarray]]  # signal id -> video base name -> its vector (one unit a video)
+    captions: dict[str, str]  # video base name -> the caption its text signals were made from
+
+    @classmethod
+    def read(cls, catalog: Catalog) -> IndexedVideos:
+        rows = catalog.indexers()
+        signals = [r.indexer for r in rows] + [r.signal for r in catalog.description_signals() if r.concept == CAPTION]
+        paths = ok_paths(catalog)
+        vectors = {signal: {base_name(p): v[0] for p in paths if len(v := catalog.unit_vectors(p, signal))}
+                   for signal in signals}
+        return cls(rows, vectors, captions_by_video(catalog))
+
+
+def ok_paths(catalog: Catalog) -> list[str]:
+    return [p for p, s in catalog.file_states().items() if s.status == "ok"]
+
+
+def captions_by_video(catalog: Catalog) -> dict[str, str]:
+    """Video base name -> its caption (a caption file's, else the latest captioner's), one unit a video."""
+    texts = catalog.chosen_texts(CAPTION)
+    out = {}
+    for path in ok_paths(catalog):
+        ids = catalog.unit_ids(path)
+        if ids and ids[0] in texts:
+            out[base_name(path)] = texts[ids[0]]
+    return out

@@ -1,0 +1,79 @@
+"""A signal's vectors as recall and scoring read them: stored ones as they are, CLIPScore's composed.
+
+Every vector signal scores a pair by ``(q . s + 1) / 2``, ``q`` the anchor's query vector and ``s`` the
+candidate's stored vector. For an indexer or a description signal both are the stored vector. CLIPScore
+(``clipscore:<model id>``) is made from two stored signals of one CLIP-family model, the video vectors ``v``
+and the caption text vectors ``t``:
+
+    s = [t, v] / sqrt(2)        q = [v, t] / sqrt(2)        q . s = (v_a . t_b + t_a . v_b) / 2
+
+which is exactly the reference's mean of cos(video 1, caption 2) and cos(video 2, caption 1) (all vectors are
+unit length). So one FAISS index of ``s`` recalls by the exact CLIPScore, and nothing beyond the two stored
+signals is kept in the catalog: a unit lacking either has no CLIPScore vector.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from retrieval.core.signal_kinds import CAPTION, clipscore_id, clipscore_parts
+from retrieval.store.catalog import Catalog
+
+HALF = np.float32(1 / np.sqrt(2))  # keeps the composed vectors unit length
+
+
+def stored_side(video: np.ndarray, text: np.ndarray) -> np.ndarray:
+    """A candidate's CLIPScore vector(s) from its video and caption text vector(s)."""
+    return np.concatenate([text, video], axis=-1).astype(np.float32) * HALF
+
+
+def query_side(video: np.ndarray, text: np.ndarray) -> np.ndarray:
+    """An anchor's CLIPScore query vector(s): the halves swapped."""
+    return np.concatenate([video, text], axis=-1).astype(np.float32) * HALF
+
+
+def vectors(catalog: Catalog, signal: str) -> tuple[np.ndarray, np.ndarray]:
+    """(unit ids, matrix) of every stored-side vector of ``signal`` (what its FAISS index holds)."""
+    parts = clipscore_parts(signal)
+    if parts is None:
+        return catalog.vectors(signal)
+    (video_ids, video), (text_ids, text) = catalog.vectors(parts[0]), catalog.vectors(parts[1])
+    both, vi, ti = np.intersect1d(video_ids, text_ids, return_indices=True)
+    if not len(both):
+        return np.zeros(0, np.int64), np.zeros((0, video.shape[1] + text.shape[1]), np.float32)
+    return both.astype(np.int64), stored_side(video[vi], text[ti])
+
+
+def vectors_of(catalog: Catalog, signal: str, unit_ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """Stored-side vectors of ``unit_ids`` (those that have one): the exact values scores are computed from."""
+    parts = clipscore_parts(signal)
+    if parts is None:
+        return catalog.vectors_of(signal, unit_ids)
+    video, text = (catalog.vectors_of(p, unit_ids) for p in parts)
+    return {u: stored_side(video[u], text[u]) for u in video if u in text}
+
+
+def query_vectors(catalog: Catalog, path: str, signal: str) -> np.ndarray:
+    """One query-side vector per unit of the indexed file ``path`` (none when a unit lacks a part)."""
+    parts = clipscore_parts(signal)
+    if parts is None:
+        return catalog.unit_vectors(path, signal)
+    video, text = (catalog.unit_vectors(path, p) for p in parts)
+    if not len(video) or len(video) != len(text):
+        return np.zeros((0, 0), np.float32)
+    return query_side(video, text)
+
+
+def count(catalog: Catalog, signal: str) -> int:
+    """How many units ``signal`` has a vector of (a saved FAISS index holding another number is stale)."""
+    return len(vectors(catalog, signal)[0]) if clipscore_parts(signal) else catalog.vector_count(signal)
+
+
+def clipscore_signals(catalog: Catalog) -> dict[str, str]:
+    """Indexer name -> CLIPScore signal id, for each visual indexer whose text vectors of the captions the
+    catalog holds."""
+    visual = {row.indexer: row.name for row in catalog.indexers() if row.kind != "text"}
+    return {visual[row.indexer]: clipscore_id(row.indexer) for row in catalog.description_signals()
+            if row.concept == CAPTION and row.indexer in visual}
