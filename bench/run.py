@@ -158,8 +158,10 @@ class BenchRun:
         self.indexers, self.reranker_spec = indexers, reranker
         self.mode, self.symmetric, self.workers, self.note = mode, symmetric, workers, note
         self.captioner, self.vqascore = captioner, vqascore
-        # one index per protocol and frame count: an index keeps the protocol it was built with
-        self.engine = Engine(out / f"index-{protocol}-f{frames or 'default'}", device=device)
+        # one index per protocol, frame count and caption source: an index keeps the protocol it was built with,
+        # and captions of one source must never stand in for another's (a caption file wins over any captioner)
+        by = f"-by-{re.sub(r'[^A-Za-z0-9._-]+', '_', captioner).strip('_')}" if captioner else ""
+        self.engine = Engine(out / f"index-{protocol}-f{frames or 'default'}{by}", device=device)
         self.result = RunResult()
         self.caption_set: str | None = None  # the captions' name: their folder, or the captioner's
 

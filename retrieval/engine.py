@@ -20,7 +20,7 @@ from rerankers.base import Reranker
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import Concept, parse_concept, parse_concepts
 from retrieval.core.errors import one_line
-from retrieval.core.signal_kinds import CAPTION, parse_signal, vqascore_id
+from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
 from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     CAPTIONER,
@@ -98,6 +98,7 @@ class Engine:
         self.protocol = "fast"  # the index's (catalog setting "protocol"), read when it is opened
         self.notices: list[str] = []  # one-line messages for the user (e.g. a fallback model)
         self._rerankers: dict = {}
+        self._vqa: dict[int, VqaScorer] = {}  # reranker object id -> its VQAScore scorer
         self._scores: ScoreCache | None = None
         self.frames = FrameCache()  # each clip decoded once per engine (one command)
         self.scorer: PairScorer | None = None
@@ -245,9 +246,18 @@ class Engine:
         ``rerank_top`` candidates by the LMM's per-concept scores and return them reordered; with
         ``fusion`` (a FusionModel, a weights file or "default"), score each concept by the learned
         combination of every available signal."""
+        return self._query(anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
+                           symmetric, fusion)
+
+    def _query(self, anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
+               symmetric, fusion, only: str | None = None) -> QueryResult:
+        """``query``; ``only``: keep the units of this content hash alone (``compare`` scores one pair)."""
         concepts = _as_concepts(concepts)
         clip = Anchor.of(anchor, start, end)
         vector_overrides, pair_overrides = signals.split_pair_signals(signal_overrides or {})
+        if pair_overrides and reranker is not None:
+            raise signals.SignalError(f"--signal {next(iter(pair_overrides))}=vqascore and --reranker both rescore "
+                                      "the shortlist, and the reranker would overwrite VQAScore: use one of them")
         with self.open_catalog() as catalog:
             root = catalog.setting("root") or str(self.index_dir.parent.resolve())
             indexed = {r.name: r.indexer for r in catalog.indexers()}
@@ -268,18 +278,19 @@ class Engine:
             units = catalog.units(candidates)
             # scores come from the catalog's vectors: FAISS only proposes the candidates
             exact = ranking.stored_vectors(catalog, anchors, candidates)
-            if fusion is not None:
-                every = vectors.every_signal(indexed, anchors, clipscores.values())
+            if fusion is not None:  # the fusion's one `clipscore` input: the one `--signal C=clipscore` means
+                preferred = signals.clipscore_names(clipscores).get(CLIPSCORE)
+                every = vectors.every_signal(indexed, anchors, [preferred] if preferred else [])
                 exact.update(ranking.stored_vectors(catalog, [m for m in every if m not in exact], candidates))
             captions = catalog.chosen_texts(CAPTION) if pair_overrides else {}
             anchor_caption = vectors.caption(captions) if pair_overrides else None
         notices = [*self.notices, *recalled.notices, *beside.notices]
         evidence = ranking.evidence(candidates, anchors, exact, recalled.signal_of, beside.signal_of)
-        hits = ranking.rank(evidence, units, concepts, keep=lambda unit: not clip.overlaps(unit),  # never the anchor
-                            recalled_by=found_by)
+        hits = ranking.rank(evidence, units, concepts, recalled_by=found_by,  # never the anchor itself
+                            keep=lambda unit: not clip.overlaps(unit) and only in (None, unit.content_hash))
         pair = PairSignals(clip.clip, anchor_caption, captions, concepts)
-        if pair_overrides:
-            hits = self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices)
+        if pair_overrides:  # the shortlist, best first by its new scores: what is cut at k next
+            hits = ranking.best_first(self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices))
         if reranker is not None:
             shortlist = self._rerank(clip.clip, hits[:rerank_top], concepts, reranker, mode, symmetric, notices)
         else:
@@ -353,9 +364,13 @@ class Engine:
         return self.scorer
 
     def vqa_scorer(self, spec, notices: list[str] | None = None) -> VqaScorer:
-        """VQAScore with the LMM ``spec`` (or a Reranker), sharing this engine's score cache and decoded frames."""
-        return VqaScorer(self.reranker(spec), self._score_cache(self.notices if notices is None else notices),
-                         self.frames)
+        """VQAScore with the LMM ``spec`` (or a Reranker), built once per engine, sharing its score cache and
+        decoded frames (its ``questions_asked`` counts this engine's model calls)."""
+        model = self.reranker(spec)
+        if id(model) not in self._vqa:
+            self._vqa[id(model)] = VqaScorer(model, self._score_cache(self.notices if notices is None else notices),
+                                             self.frames)
+        return self._vqa[id(model)]
 
     def _score_cache(self, notices: list[str]) -> ScoreCache | None:
         if self._scores is None:
@@ -402,12 +417,16 @@ class Engine:
             if not catalog.files_by_hash(wanted):
                 raise signals.SignalError(f"{Path(b).name} is not in the index at {self.index_dir}, so its "
                                           "signals cannot score it: index it, or ask an LMM (--reranker)")
-        result = self.query(a, concepts, units, *a_span, overrides, recall_k=units)  # every unit: b's rank too
+        # every unit recalled, so b's rank too; a pair signal (an LMM per pair) is asked about b's units alone
+        asks_model = bool(signals.split_pair_signals(overrides or {})[1])
+        result = self._query(a, concepts, units, *a_span, overrides, units, None, units, "expected", False, None,
+                             only=wanted if asks_model else None)
         hit = next((h for h in result.hits if h.content_hash == wanted and
                     (b_start is None or abs(h.start - b_start) < 1e-3)), None)  # best first: b's best unit
         if hit is None:
             raise signals.SignalError(f"{Path(b).name} is not an indexed clip other than the anchor")
-        return CompareResult.from_query(result.anchor, shown_path(b, result.root), result, hit)
+        compared = CompareResult.from_query(result.anchor, shown_path(b, result.root), result, hit)
+        return replace(compared, rank=None) if asks_model else compared  # ranked among b's units only
 
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""

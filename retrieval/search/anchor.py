@@ -135,7 +135,8 @@ class AnchorVectors:
             if vector is None:
                 if self._needs_caption(model_id):  # a new anchor has no caption
                     replacement = self._best_visual(concept, indexed)
-                    notices.append(f"{concept}: the anchor has no caption, scored with {replacement} "
+                    notices.append(f"{concept}: the anchor has no caption of its own in the index (a new file, a "
+                                   f"time window, or a file indexed in segments), scored with {replacement} "
                                    f"instead of {model_id}")
                     model_id = replacement
                 vector = self.embedded(model_id)

@@ -212,7 +212,8 @@ class CompareResult:
     @classmethod
     def from_query(cls, a: str, b: str, result: QueryResult, hit: Hit) -> CompareResult:
         """b's scores in a query for a: exactly what that query shows for it."""
-        rows = tuple(ConceptScore(c, hit.scores[c.key], signal=result.signals[c.key]) for c in result.concepts)
+        rows = tuple(ConceptScore(c, hit.scores[c.key], signal=result.pair_signals.get(c.key, result.signals[c.key]))
+                     for c in result.concepts)
         return cls(a, b, None, None, False, rows, hit.total, 0, tuple(result.notices), hit.rank, hit.start, hit.end,
                    result.root)
 

@@ -59,7 +59,8 @@ class VqaScorer:
             self.questions_asked += len(missing)
             for (clip, question), p in zip(missing, probabilities):
                 found[(clip, question)] = PairScore(p, MODE)
-                if self.cache is not None:
+                # an unreadable answer (non-finite logits) is asked again next time, never kept
+                if self.cache is not None and p is not None:
                     self.cache.put(tag, VQASCORE, MODE, clip.key, question_key(question), found[(clip, question)])
         return {ask: score.score for ask, score in found.items()}
 

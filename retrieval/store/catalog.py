@@ -623,6 +623,11 @@ class Catalog:
         ).fetchall()
         return {int(u): np.frombuffer(v, dtype=np.float32) for u, v in rows}
 
+    def vector_count_both(self, first: str, second: str) -> int:
+        """How many units have a vector from both signals (a signal composed of the two has that many)."""
+        return self.db.execute("SELECT count(*) FROM embeddings a JOIN embeddings b USING (unit_id) "
+                               "WHERE a.indexer = ? AND b.indexer = ?", [first, second]).fetchone()[0]
+
     def vector_count(self, indexer: str) -> int:
         return self.db.execute("SELECT count(*) FROM embeddings WHERE indexer = ?", [indexer]).fetchone()[0]
 

@@ -56,19 +56,24 @@ def vectors_of(catalog: Catalog, signal: str, unit_ids: Sequence[int]) -> dict[i
 
 
 def query_vectors(catalog: Catalog, path: str, signal: str) -> np.ndarray:
-    """One query-side vector per unit of the indexed file ``path`` (none when a unit lacks a part)."""
+    """The query-side vectors of the indexed file ``path``'s units, in segment order; for CLIPScore only the
+    units that have both parts (matched by unit id)."""
     parts = clipscore_parts(signal)
     if parts is None:
         return catalog.unit_vectors(path, signal)
-    video, text = (catalog.unit_vectors(path, p) for p in parts)
-    if not len(video) or len(video) != len(text):
+    ids = catalog.unit_ids(path)
+    video, text = (catalog.vectors_of(p, ids) for p in parts)
+    both = [u for u in ids if u in video and u in text]
+    if not both:
         return np.zeros((0, 0), np.float32)
-    return query_side(video, text)
+    return query_side(np.stack([video[u] for u in both]), np.stack([text[u] for u in both]))
 
 
 def count(catalog: Catalog, signal: str) -> int:
-    """How many units ``signal`` has a vector of (a saved FAISS index holding another number is stale)."""
-    return len(vectors(catalog, signal)[0]) if clipscore_parts(signal) else catalog.vector_count(signal)
+    """How many units ``signal`` has a vector of (a saved FAISS index holding another number is stale): counted
+    in the catalog, never by loading the vectors."""
+    parts = clipscore_parts(signal)
+    return catalog.vector_count_both(*parts) if parts else catalog.vector_count(signal)
 
 
 def clipscore_signals(catalog: Catalog) -> dict[str, str]:

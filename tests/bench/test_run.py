@@ -133,7 +133,8 @@ def test_clipscore_and_sbert_files_hold_the_references_formulas(table3_run):
 
     out, _, _, clip = table3_run
     captions = {p.stem: p.read_text().strip() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")}
-    with Catalog(out / "index-fast-fdefault" / "catalog.duckdb", read_only=True) as catalog:
+    (index,) = out.glob("index-fast-fdefault-by-*")  # the captioner's own index
+    with Catalog(index / "catalog.duckdb", read_only=True) as catalog:
         video = {p.split("/")[-1][:-4]: catalog.unit_vectors(p, f"clip:{clip}")[0] for p in catalog.file_states()}
         text = {p.split("/")[-1][:-4]: catalog.unit_vectors(p, f"clip:{clip}#caption")[0]
                 for p in catalog.file_states()}
@@ -163,20 +164,60 @@ def test_bench_correlation_reads_every_written_file_back(table3_run, dataset):
     assert read == ran and len({m for m, _ in read}) == 5 and all(r["n"] == n_pairs for r in rows)
 
 
+def captioned_copy(root, tmp_path, caption_set: str, caption) -> object:
+    """A copy of the dataset with ``captions/<caption_set>/<id>.txt`` files, ``caption(id)`` each."""
+    copy = tmp_path / "ds"
+    shutil.copytree(root, copy)
+    folder = copy / "captions" / caption_set
+    folder.mkdir(parents=True)
+    for name in CLIPS:
+        (folder / f"{name}.txt").write_text(caption(name) + "\n")
+    return copy
+
+
 def test_captions_from_a_folder_name_the_text_and_cross_modal_rows(dataset, tmp_path):
     """Released-style captions (captions/<set>/<id>.txt): the SBERT row is the set's name, CLIPScore's folder too."""
     from tests.indexers.test_clip import _open_clip_with_vocabulary
 
     root, n_pairs = dataset
-    copy = tmp_path / "ds"
-    shutil.copytree(root, copy)
-    folder = copy / "captions" / "mPLUG-Owl3-7B-240728"
-    folder.mkdir(parents=True)
-    for name in CLIPS:
-        (folder / f"{name}.txt").write_text(f"a video of {name.replace('_', ' ')} in the {CLIPS[name]}\n")
+    copy = captioned_copy(root, tmp_path, "mPLUG-Owl3-7B-240728",
+                          lambda name: f"a video of {name.replace('_', ' ')} in the {CLIPS[name]}")
     clip = _open_clip_with_vocabulary(tmp_path / "clip", 49408)
     run("--dataset", copy, "--out", tmp_path / "out", "-i", f"clip:{clip}", "--vqascore", "none")
     sims = tmp_path / "out" / "computed_similarities"
     assert sorted(p.parent.name for p in sims.rglob("*_similarities.json")) == [
         "clip-clip", "clip-clip_mPLUG-Owl3-7B-240728", "mPLUG-Owl3-7B-240728"]
     assert len(load_pair_scores(sims / "mPLUG-Owl3-7B-240728" / "mPLUG-Owl3-7B-240728_similarities.json")) == n_pairs
+
+
+def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions(table3_run, dataset):
+    from rerankers.factory import create_reranker
+    from rerankers.vqa_prompt import pair_questions
+    from retrieval.media.frames import VideoDecoder
+
+    out, _, _, _ = table3_run
+    root, _ = dataset
+    llava = next(p for p in out.parent.iterdir() if p.name == "llava")
+    model = create_reranker(str(llava), device="cpu")
+    captions = {p.stem: p.read_text().strip() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")}
+    files = {p.stem: p for p in root.rglob("*.mp4")}
+    decoder = VideoDecoder()
+    rows = json.loads((out / "computed_similarities" / "llava-onevision-llava_qwen2-vl-qwen"
+                       / "llava-onevision-llava_similarities.json").read_text())
+    for row in rows[:3]:
+        a, b = (v.split("/")[-1][:-4] for v in (row["video1"], row["video2"]))
+        q1, q2 = pair_questions(captions[a], captions[b])  # video 1 asked about caption 2, video 2 about caption 1
+        frames = [decoder.sample_span(files[v], model.frame_spec, 0.0, None).pixels for v in (a, b)]
+        p1, p2 = model.yes_probabilities(frames, [q1, q2], prepared=True)
+        assert row["similarity"] == pytest.approx((p1 + p2) / 2, abs=1e-6)
+
+
+def test_a_captioners_run_never_reads_caption_files_of_an_earlier_run(dataset, tmp_path):
+    root, _ = dataset
+    copy = captioned_copy(root, tmp_path, "files", lambda name: f"FILE CAPTION of {name}")
+    out = tmp_path / "out"
+    run("--dataset", copy, "--out", out, "-i", "efficientnet-lite0", "--vqascore", "none")
+    run("--dataset", copy, "--out", out, "-i", "efficientnet-lite0", "--captioner", build_qwen_vl(tmp_path / "qwen"),
+        "--vqascore", "none")
+    written = [p.read_text() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")]
+    assert len(written) == len(CLIPS) and not any("FILE CAPTION" in text for text in written)

@@ -152,10 +152,45 @@ def test_a_concept_scored_by_vqascore_is_the_mean_yes_probability_of_the_two_cro
         assert "location" in hit.recall_scores  # the recall score stays beside
     concept = result.as_dict()["concepts"][0]
     assert concept["pair_signal"] == f"vqascore:{llava}" and concept["scored_by"] == f"vqascore:{llava}"
+    assert engine.vqa_scorer(str(llava)).questions_asked == 6  # two questions a pair, none cached yet
     # a repeated query reads every answer from the score cache
     again = Engine(videos / ".convis")
     again.query(videos / "cup.mp4", ["location"], k=3, rerank_top=3, signal_overrides={"location": f"vqascore:{llava}"})
     assert again.vqa_scorer(str(llava)).questions_asked == 0
+
+
+def test_vqascore_reorders_the_shortlist_before_it_is_cut_to_k(vqa_setup):
+    videos, llava = vqa_setup
+    asked = {"location": f"vqascore:{llava}"}
+    three = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
+                                             signal_overrides=asked)
+    best = max(three.hits, key=lambda h: h.scores["location"])
+    one = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=1, rerank_top=3,
+                                           signal_overrides=asked)
+    assert [h.path for h in one.hits] == [best.path]
+    assert [h.path for h in three.hits] == sorted((h.path for h in three.hits),
+                                                  key=lambda p: -next(h.scores["location"] for h in three.hits
+                                                                      if h.path == p))
+
+
+def test_vqascore_with_a_reranker_is_one_clear_error(vqa_setup):
+    videos, llava = vqa_setup
+    with pytest.raises(SignalError, match="use one of them"):
+        Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], reranker=str(llava),
+                                         signal_overrides={"location": f"vqascore:{llava}"})
+
+
+def test_compare_by_vqascore_asks_about_that_pair_alone(vqa_setup):
+    videos, llava = vqa_setup
+    engine = Engine(videos / ".convis")
+    compared = engine.compare(videos / "cup.mp4", videos / "box.mp4", ["location"],
+                              signal_overrides={"location": f"vqascore:{llava}"})
+    assert engine.vqa_scorer(str(llava)).questions_asked in (0, 2)  # box's two questions at most (maybe cached)
+    query = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
+                                             signal_overrides={"location": f"vqascore:{llava}"})
+    box = next(h for h in query.hits if h.path == "box.mp4")
+    assert compared.concepts[0].score == pytest.approx(box.scores["location"], abs=1e-9)
+    assert compared.as_dict()["scored_by"] == "recall similarity (location: vqascore)" and compared.rank is None
 
 
 def test_vqascore_for_an_anchor_without_a_caption_keeps_the_recall_score_and_says_why(vqa_setup, tmp_path):
@@ -206,3 +241,25 @@ def test_fusion_takes_vqascore_as_an_input(vqa_setup):
     for hit in result.hits:
         assert {"vqascore", "text"} <= set(hit.inputs["location"]) and "vqascore" in hit.contributions["location"]
         assert hit.inputs["location"]["vqascore"] == pytest.approx(vqa[hit.path], abs=1e-9)
+
+
+def test_composed_vectors_skip_units_that_lack_a_part(clip_index, tmp_path):
+    from retrieval.store import signal_vectors
+
+    videos, folder, _ = clip_index
+    copy = tmp_path / "videos"
+    shutil.copytree(videos, copy)
+    model_id = f"clip:{folder}"
+    with Catalog(copy / ".convis" / "catalog.duckdb") as catalog:
+        (box,) = catalog.unit_ids("box.mp4")
+        catalog.put_unit_vectors(caption_signal(model_id), {}, [box])  # box loses its caption vector
+        signal = f"clipscore:{model_id}"
+        ids, matrix = signal_vectors.vectors(catalog, signal)
+        assert box not in ids and len(ids) == len(CLIPS) - 1 == signal_vectors.count(catalog, signal)
+        assert set(signal_vectors.vectors_of(catalog, signal, [box, *ids])) == set(ids.tolist())
+        assert signal_vectors.query_vectors(catalog, "box.mp4", signal).shape[0] == 0
+        (cup,) = catalog.unit_ids("cup.mp4")
+        video, text = catalog.unit_vectors("cup.mp4", model_id)[0], catalog.unit_vectors(
+            "cup.mp4", caption_signal(model_id))[0]
+        row = list(ids).index(cup)
+        assert np.allclose(matrix[row], np.concatenate([text, video]) / np.sqrt(2), atol=1e-6)
