@@ -7,9 +7,9 @@ DEMO   := out/demo-index
 # The bundled demo and the tests run offline; a hub lookup would only stall.
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install browser demo bench-demo test clean
+.PHONY: install ffmpeg browser demo bench-demo test clean
 
-install: $(VENV)/.installed
+install: ffmpeg $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ bench-demo: install
 	$(CONVIS) bench run --dataset out/bench-demo/dataset --out out/bench-demo/run --protocol paper \
 		-i efficientnet-lite0 -i clip:out/bench-demo/models/clip/tiny \
 		--captioner out/bench-demo/models/qwen2-vl/tiny --vqascore out/bench-demo/models/llava-onevision/tiny
+
+# torchcodec decodes with the system's FFmpeg shared libraries (Debian's ffmpeg package brings them); OpenCV,
+# which the shot detector imports, needs libGL and GLib
+ffmpeg:
+	(test -x /usr/bin/ffmpeg && ldconfig -p | grep -q 'libGL.so.1 ' && ldconfig -p | grep -q libgthread-2.0) || \
+		(apt-get update -qq && apt-get install -y -qq ffmpeg libgl1 libglib2.0-0)
 
 # The browser test drives Debian's Chromium (no browser download happens anywhere).
 browser:

@@ -1,4 +1,4 @@
-"""Decode sampled frames of a video: decord first, PyAV as fallback.
+"""Decode sampled frames of a video: decord first, PyAV as fallback; torchcodec first when decoding on a GPU.
 
 Only the frames a unit needs are decoded (seek + decode up to each target), and
 they are resized inside the decoder, so memory depends on the sample count and
@@ -8,6 +8,8 @@ the output size, never on the stream's length or resolution.
 from __future__ import annotations
 
 import bisect
+import importlib
+import logging
 import math
 import os
 import re
@@ -379,23 +381,83 @@ def _reorder(unique: list[int], pixels: np.ndarray, times: np.ndarray, wanted: S
     return Frames(np.ascontiguousarray(pixels[order]), times[order], tuple(wanted))
 
 
-def _available_backends() -> list[Callable[[], Backend]]:
-    return [DecordBackend, PyAVBackend]
+class BackendUnavailable(ImportError):
+    """A decoder is installed but cannot load (torchcodec without its FFmpeg libraries, or with ones it does not
+    support)."""
+
+
+_NOTICES: list[str] = []
+
+
+def notice(text: str) -> None:
+    """Say ``text`` once in this process: logged as a warning (on stderr where logging is not set up) and kept
+    for ``decode_notices``."""
+    if text not in _NOTICES:
+        _NOTICES.append(text)
+        logging.getLogger("retrieval.media").warning(text)
+
+
+def decode_notices() -> list[str]:
+    """What decoding has had to say in this process (a GPU fallback, a decoder that cannot load), each once."""
+    return list(_NOTICES)
+
+
+class TorchCodecFactory:
+    """Makes a ``retrieval.media.torchcodec_backend.TorchCodecBackend``: that module builds on this one (its
+    types and errors), so it is found by name, as a plugin, and imported only when a backend is made (it
+    imports neither torch nor torchcodec itself; making the backend does)."""
+
+    name = "torchcodec"
+    module = "retrieval.media.torchcodec_backend"
+
+    def __new__(cls, device: str | None = None, threads: int = 1):
+        return importlib.import_module(cls.module).TorchCodecBackend(device=device, threads=threads)
+
+
+def _available_backends() -> list[Callable[..., Backend]]:
+    return [DecordBackend, PyAVBackend, TorchCodecFactory]
+
+
+# The CPU's default order, by measurement (docs/performance.md, "Decoders"): torchcodec decodes no faster than
+# decord or PyAV on the CPU, and loading it costs a decode process torch (seconds, and 0.7 GB resident), so it
+# is used on the CPU only when named.  Decoding on a GPU (``device="cuda"``) puts it first: only it can.
+CPU_BACKENDS = ("decord", "pyav")
+GPU_BACKENDS = ("torchcodec", "decord", "pyav")
+
+
+def default_backends(device: str | None = None) -> tuple[str, ...]:
+    return GPU_BACKENDS if _on_gpu(device) else CPU_BACKENDS
+
+
+def _on_gpu(device: str | None) -> bool:
+    return bool(device) and str(device).startswith("cuda")
 
 
 class VideoDecoder:
-    """Probe a file and read sampled frames, trying each backend in turn."""
+    """Probe a file and read sampled frames, trying each backend in turn.
 
-    def __init__(self, short_side: int = DEFAULT_SHORT_SIDE, backends: Sequence[str] | None = None):
+    ``backends``: the names to try (default ``default_backends(device)``); ``device``: where torchcodec
+    decodes ("cuda", "cuda:N"; None or "cpu": the CPU). A CUDA device that cannot be used (no GPU, torchcodec
+    missing or unable to load, NVDEC failing) means decoding on the CPU, said once per process
+    ("decode on cuda unavailable (<reason>); decoding on cpu").
+    """
+
+    def __init__(self, short_side: int = DEFAULT_SHORT_SIDE, backends: Sequence[str] | None = None,
+                 device: str | None = None):
         self.short_side = short_side
+        self.device = device
         self.backends: list[Backend] = []
-        for factory in _available_backends():
-            if backends is not None and factory.name not in backends:
+        factories, order = _available_backends(), GPU_BACKENDS if _on_gpu(device) else (*CPU_BACKENDS, "torchcodec")
+        wanted = set(backends if backends is not None else default_backends(device))
+        if backends is None and not any(f.name in wanted for f in factories):
+            wanted = {f.name for f in factories}  # the decoders were narrowed to others (bench.perf.decoders)
+        for factory in sorted(factories, key=lambda f: order.index(f.name) if f.name in order else len(order)):
+            if factory.name not in wanted:
                 continue
             try:
-                self.backends.append(factory())
-            except ImportError:
-                continue  # decord is optional (x86_64 Linux only)
+                self.backends.append(factory(device=device) if factory.name == "torchcodec" else factory())
+            except ImportError as exc:
+                _unavailable(factory.name, exc, device)  # decord is optional (x86_64 Linux only), torchcodec too
         if not self.backends:
             raise RuntimeError("no video decoder is installed (install decord or av)")
 
@@ -457,12 +519,27 @@ class VideoDecoder:
 
 
     def _order(self, resize, path: Path) -> list[Backend]:
-        """Full-size frames come from PyAV first: decord decodes ahead of a slow reader (each frame is
-        resized before the next is asked for) and held 2.2 GB of 4K frames where PyAV held 0.3 GB. So do
-        containers decord seeks in inexactly (``INEXACT_SEEK_FORMATS``)."""
-        if resize.in_decoder and not inexact_seek_container(path):
+        """Full-size frames come from PyAV before decord: decord decodes ahead of a slow reader (each frame is
+        resized before the next is asked for) and held 2.2 GB of 4K frames where PyAV held 0.3 GB; torchcodec,
+        which decodes a few frames at a time, keeps its place. Containers decord seeks in inexactly
+        (``INEXACT_SEEK_FORMATS``) go to PyAV first of all."""
+        if inexact_seek_container(path):
+            return sorted(self.backends, key=lambda backend: backend.name != "pyav")
+        if resize.in_decoder:
             return self.backends
-        return sorted(self.backends, key=lambda backend: backend.name != "pyav")
+        return sorted(self.backends, key=lambda backend: backend.name == "decord")
+
+
+def _unavailable(name: str, exc: ImportError, device: str | None) -> None:
+    """A backend that cannot be made: decord or torchcodec not installed is no news, unless decoding on a GPU
+    was asked for; torchcodec installed but unable to load is said once."""
+    if name != "torchcodec":
+        return
+    if _on_gpu(device):
+        reason = str(exc) if isinstance(exc, BackendUnavailable) else "torchcodec is not installed"
+        notice(f"decode on cuda unavailable ({reason}); decoding on cpu")
+    elif isinstance(exc, BackendUnavailable):
+        notice(f"{exc}; decoding with the other decoders")
 
 
 # Containers whose seeks land away from their target (MPEG transport and program streams, ASF/WMV): decord

@@ -22,6 +22,7 @@ from typing import Callable, Iterator, Mapping, Protocol, Sequence
 import numpy as np
 
 from indexers.base import Indexer
+from retrieval.core.defaults import WINDOW_FRAMES
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec, as_spec
 from retrieval.media.frames import (
@@ -70,6 +71,7 @@ class DecodeJob:
     short_side: int = DEFAULT_SHORT_SIDE
     # which window of the file's units to read (see ``unit_windows``); None: every unit at once
     window: int | None = None
+    decode_device: str | None = None  # "cuda": decode on the GPU where torchcodec can (else CPU, said once)
 
     @property
     def hashes(self) -> bool:
@@ -78,11 +80,6 @@ class DecodeJob:
         return not self.window
 
 
-# Sampled frames one decode task reads at most (every frame spec together; a unit with more is read
-# alone): about 35 MB of 224-px frames, so a worker's memory and a task's time stay bounded however long
-# the video is.  Each window is held up to three times at once (in the worker, on its way back, being
-# embedded): a 2-hour file in 10 s units peaked at 1.9 GB with windows of 256 frames, 1.7 GB with 128.
-WINDOW_FRAMES = 128
 
 
 def unit_windows(info: VideoInfo, units: Sequence[Span], specs: Sequence[FrameSpec]) -> list[tuple[int, int]]:
@@ -148,7 +145,7 @@ UNITS_ONLY = as_spec(1)
 
 
 def _decode(job: DecodeJob, digest: str, identity: tuple[int, ...]) -> DecodedFile:
-    decoder = VideoDecoder(short_side=job.short_side)
+    decoder = VideoDecoder(short_side=job.short_side, device=job.decode_device)
     frames: dict[FrameSpec, list[Frames]] = {}
     info, spans, windows = None, [], [0]
     specs = job.frame_specs or (UNITS_ONLY,)
@@ -382,7 +379,7 @@ class IndexRun:
         if todo.resegment:
             self.note(f"{len(todo.resegment)} indexed file(s) get {_units(self.segment_seconds)}; each keeps its "
                       "old units until its new ones are committed")
-        return _jobs(todo, known, indexed, self._frame_specs, self.segment_seconds)
+        return _jobs(todo, known, indexed, self._frame_specs, self.segment_seconds, self.settings.decode_device)
 
     def _resegment(self) -> set[str]:
         """Indexed files to cut into the run's units: all whose units differ, while the length is changing."""
@@ -510,7 +507,8 @@ class IndexRun:
 
 
 def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
-          specs_for: Callable[[set[str]], tuple[FrameSpec, ...]], segment_seconds: float | None) -> list[FileJob]:
+          specs_for: Callable[[set[str]], tuple[FrameSpec, ...]], segment_seconds: float | None,
+          decode_device: str | None = None) -> list[FileJob]:
     """The plan's work as jobs, in its order: new and changed files need every indexer, so do files indexed
     with units of another length, an indexed file the indexers it lacks.  Each decode samples the frames of
     every indexer the run needs, which ``specs_for`` says (building them: only called when there is work)."""
@@ -522,7 +520,8 @@ def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
     if not work:
         return []
     specs = specs_for({m for _, ids, _ in work for m in ids})
-    return [FileJob(DecodeJob(f, specs, segment_seconds), ids, **flags) for f, ids, flags in work]
+    return [FileJob(DecodeJob(f, specs, segment_seconds, decode_device=decode_device), ids, **flags)
+            for f, ids, flags in work]
 
 
 def _units(segment_seconds: float | None) -> str:

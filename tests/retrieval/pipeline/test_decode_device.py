@@ -1,0 +1,50 @@
+"""``decode_device`` reaches the decode workers: a GPU decode where torchcodec can, else the CPU, said once."""
+
+import pytest
+
+from retrieval.core.sampling import as_spec
+from retrieval.media import frames
+from retrieval.media.scan import FoundFile
+from retrieval.pipeline.indexing import DecodeJob, _jobs, decode_job
+from retrieval.pipeline.plan import Plan
+from tests.paths import EXAMPLES
+
+CUP = EXAMPLES / "cup.mp4"
+
+
+def _found() -> FoundFile:
+    stat = CUP.stat()
+    return FoundFile(str(CUP), CUP.name, stat.st_size, stat.st_mtime)
+
+
+def test_every_planned_job_carries_the_runs_decode_device():
+    todo = Plan(new=[_found()], changed=[], missing_vectors=[], unchanged=[], deleted=[], failed=[], resegment=[])
+    jobs = _jobs(todo, {}, {"m:x": set()}, lambda ids: (as_spec(2),), None, "cuda")
+    assert [job.decode.decode_device for job in jobs] == ["cuda"]
+
+
+def test_a_cuda_decode_without_a_gpu_falls_back_to_the_cpu_and_says_so(monkeypatch):
+    pytest.importorskip("torchcodec")
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(frames, "_NOTICES", [])  # what earlier tests in this process said does not count
+    on_cuda = decode_job(DecodeJob(_found(), (as_spec(4),), None, decode_device="cuda"))
+    on_cpu = decode_job(DecodeJob(_found(), (as_spec(4),), None))
+    # the same frames of the same units, whichever decoder read them
+    assert [list(f.indices) for f in on_cuda.frames[as_spec(4)]] == [list(f.indices) for f in on_cpu.frames[as_spec(4)]]
+    assert any(n.startswith("decode on cuda unavailable") and n.endswith("decoding on cpu")
+               for n in frames.decode_notices())
+
+
+def test_the_cli_refuses_an_unknown_decode_device_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "cup.mp4").write_bytes(CUP.read_bytes())
+    result = CliRunner().invoke(app, ["index", str(videos), "--decode-device", "gpu0"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "decode device must be cpu, cuda or cuda:N" in result.output and not (videos / ".convis").exists()
