@@ -11,15 +11,12 @@ import socket
 import sys
 import time
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import TYPE_CHECKING, Annotated, List, Optional
 
-import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -28,42 +25,54 @@ try:  # typer carries its own copy of click since 0.22
 except ImportError:
     from click import exceptions as click_errors
 
-from bench.cli import app as bench_app
 from bench.console import PlainUsage
-from indexers.base import INDEXERS, PROTOCOLS
-from indexers.errors import ModelUnavailableError
-from indexers.factory import available_indexers
-from rerankers.base import MODES, RERANKERS, RerankerError
-from rerankers.factory import available_rerankers
-from retrieval.core.concepts import Concept, ConceptError, parse_concepts
+from retrieval.core.concepts import Concept, parse_concepts
+from retrieval.core.defaults import (
+    DEFAULT_K,
+    INDEX_DIRNAME,
+    MAX_UPLOAD_BYTES,
+    MIN_SEGMENT_SECONDS,
+    UPLOAD_QUOTA_BYTES,
+    WINDOW_FRAMES,
+    WORKER_MEMORY_MB,
+    MiB,
+)
 from retrieval.core.errors import one_line
-from retrieval.core.registry import UnknownModelError
-from retrieval.core.signal_kinds import SIGNALS
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
-from retrieval.engine import DEFAULT_K, INDEX_DIRNAME, Engine, NoIndexError, find_index_dir, locate_index
-from retrieval.pipeline.describe_run import NoCaptionerError
-from retrieval.pipeline.indexing import WINDOW_FRAMES, IndexSettingsError
-from retrieval.pipeline.local import WORKER_MEMORY_MB
-from retrieval.pipeline.ray_pipeline import RayUnavailable
-from retrieval.pipeline.settings import MIN_SEGMENT_SECONDS, IndexSettings
-from retrieval.search import signals
-from retrieval.search.anchor import AnchorError, AnchorSpanError
-from retrieval.search.fusion import RERANKER_PREFIX, FusionError
-from retrieval.search.results import CompareResult, QueryResult
-from retrieval.search.signals import SignalError, parse_overrides
-from retrieval.search.text_query import parse_weights
-from retrieval.serve.gallery import write_compare_html, write_query_html
-from retrieval.serve.server import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
-from retrieval.serve.server import serve as run_server
-from retrieval.store.errors import CatalogBusy, CatalogDamaged, is_damage
+
+if TYPE_CHECKING:
+    from retrieval.search.results import CompareResult, QueryResult
+
+# Start-up is most of what `convis --help`, `query` (an indexed anchor), `info` and `ls` cost, so this module
+# imports only what every command needs; each command imports the engine, and the engine what it uses
+# (models, decoders, FastAPI, the bench commands' SciPy are imported by the commands that run them).
+# `convis bench perf --section cli` measures it; tests/cli/test_light_imports.py checks what is imported.
+BENCH_HELP = "Reproduce ConViS-Bench metrics and measure convis on them."
 
 EXIT_CODES = ("exit codes: 0 done, 1 nothing usable came out of the run or the system refused (disk full, "
               "permission), 2 usage or input error, 130 interrupted")
 
 
 class OneLineErrors(TyperGroup):
-    """Usage errors (unknown option, missing value, bad choice) as one line on stderr, exit code 2."""
+    """Usage errors (unknown option, missing value, bad choice) as one line on stderr, exit code 2.
+
+    The ``bench`` sub-app is loaded when a command line names it: until then it is a placeholder carrying its
+    one-line help, which is all ``convis --help`` shows of it."""
+
+    _listing = False  # True while the help lists the commands: the placeholder's help is enough
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name == "bench" and not self._listing and getattr(self.commands.get(cmd_name), "placeholder", False):
+            self.commands[cmd_name] = _bench_group()
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode: bool = True, **extra):
         try:
@@ -100,25 +109,48 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """The engine's failures a user can fix: imported when something failed, not at start-up."""
+    from indexers.errors import ModelUnavailableError
+    from rerankers.base import RerankerError
+    from retrieval.core.concepts import ConceptError
+    from retrieval.core.registry import UnknownModelError
+    from retrieval.engine import NoIndexError
+    from retrieval.pipeline.describe_run import NoCaptionerError
+    from retrieval.pipeline.indexing import IndexSettingsError
+    from retrieval.pipeline.ray_pipeline import RayUnavailable
+    from retrieval.search.anchor import AnchorError
+    from retrieval.search.fusion import FusionError
+    from retrieval.search.signals import SignalError
+    from retrieval.store.errors import CatalogBusy, CatalogDamaged
+
+    return (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
+            IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
+            RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError)
+
+
 @contextmanager
 def user_errors():
     """Turn the engine's expected failures into one line and a non-zero exit, never a traceback."""
-    expected = (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
-                IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-                RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError)
     try:
         yield
-    except expected as exc:
-        fail(str(exc).strip() or type(exc).__name__)
-    except duckdb.Error as exc:
-        if not is_damage(exc):
-            raise
-        fail(f"the index's catalog is damaged ({one_line(exc, 160)}); `convis repair` restores its snapshot", 1)
-    except OSError as exc:  # the system refused: a full disk, a permission, a file where a folder should be
-        where = f": {exc.filename}" if exc.filename else ""
-        fail(f"{exc.strerror or one_line(exc, 200)}{where}", 1)
     except KeyboardInterrupt:
         fail("interrupted; what was committed stays indexed, run the same command to resume", 130)
+    except Exception as exc:
+        import duckdb
+
+        from retrieval.store.errors import is_damage
+
+        if isinstance(exc, _expected_errors()):
+            fail(str(exc).strip() or type(exc).__name__)
+        if isinstance(exc, duckdb.Error):
+            if not is_damage(exc):
+                raise
+            fail(f"the index's catalog is damaged ({one_line(exc, 160)}); `convis repair` restores its snapshot", 1)
+        if isinstance(exc, OSError):  # the system refused: a full disk, a permission, a file where a folder should be
+            where = f": {exc.filename}" if exc.filename else ""
+            fail(f"{exc.strerror or one_line(exc, 200)}{where}", 1)
+        raise
 
 
 def parse_duration(text: str | None, allow_zero: bool = False, option: str = "duration") -> float | None:
@@ -137,6 +169,8 @@ def parse_duration(text: str | None, allow_zero: bool = False, option: str = "du
 def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
     """``--index-dir`` (an index folder or the video folder holding one), else the nearest index above ``near``
     or the current folder."""
+    from retrieval.engine import locate_index
+
     return locate_index(index_dir, *[p.parent if p.is_file() else p for p in near], Path.cwd())
 
 
@@ -147,6 +181,8 @@ def check_page(html: Optional[Path]) -> None:
 
 
 def check_mode(mode: str) -> None:
+    from rerankers.base import MODES
+
     if mode not in MODES:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
 
@@ -211,9 +247,15 @@ def index(
                                             "once: a caption and one description per ConViS concept, 6 model "
                                             "calls a unit, stored in the index and never asked again for the "
                                             "same bytes; a text indexer embeds the captions."),
+    decode_device: Optional[str] = typer.Option(None, metavar="cpu|cuda|cuda:N", help="Decode on the GPU with "
+                                                "torchcodec (NVDEC); without one, decoding stays on the CPU and "
+                                                "a notice says why."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
+    from retrieval.engine import Engine
+    from retrieval.pipeline.settings import IndexSettings
+
     with user_errors():
         if captions is not None and not captions.is_dir():
             raise UserError(f"captions folder not found: {captions}")
@@ -221,7 +263,7 @@ def index(
                                  timeout=timeout, publish_every=publish_every, ray_address=ray,
                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol,
                                  move_root=move_root, prune=prune, retry_failed=retry_failed,
-                                 captioner=captioner)
+                                 captioner=captioner, decode_device=decode_device)
         engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
         with _index_progress(disable=as_json) as progress:
             report = engine.index(folder, indexer, settings, progress=progress)
@@ -266,7 +308,7 @@ class _IndexProgress:
     """The run's notes, printed as they come, then a bar that appears once the run knows its files, and one
     for the captioner's pass when there is one."""
 
-    def __init__(self, bar: Progress, describing: Progress | None = None):
+    def __init__(self, bar, describing=None):  # rich.progress.Progress bars
         self.bar, self.task, self.noted = bar, None, []
         self.describing, self.described = describing, None
         self.calls, self.seconds = 0, 0.0
@@ -307,6 +349,8 @@ class _IndexProgress:
 
 @contextmanager
 def _index_progress(disable: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = [TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TextColumn("{task.fields[frames]} frames"), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                TextColumn("{task.fields[current]}")]
@@ -357,6 +401,8 @@ def describe(
     """Describe every indexed unit by more concepts (one model call a unit and concept, never asked twice) and
     embed each concept's descriptions into its own signal, which `query --concept` and `search --concept` use.
     Resumable: a killed run keeps what it wrote."""
+    from retrieval.engine import Engine
+
     with user_errors():
         concepts = parse_concepts(concept, free_text) if concept else []
         engine = Engine(resolve_index_dir(index_dir or where), device=device, trust_remote_code=trust_remote_code)
@@ -418,6 +464,10 @@ def query(
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
+    from retrieval.engine import Engine
+    from retrieval.search.anchor import AnchorSpanError
+    from retrieval.search.signals import parse_overrides
+
     with user_errors():
         check_page(html)
         concepts = concepts_to_score(concept, mode, free_text)
@@ -452,6 +502,9 @@ def search(
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
     text-tower pass per signal; no LMM is asked."""
+    from retrieval.engine import Engine
+    from retrieval.search.text_query import parse_weights
+
     with user_errors():
         check_page(html)
         weights = parse_weights(signal)
@@ -527,7 +580,9 @@ def _anchor_title(result: QueryResult) -> str:
 
 
 def _scorer_name(model_id: str) -> str:
-    return signals.scorer_label(model_id)
+    from retrieval.search.signals import scorer_label
+
+    return scorer_label(model_id)
 
 
 def _contribution_line(hit, concept: str) -> str:
@@ -540,6 +595,8 @@ def _contribution_line(hit, concept: str) -> str:
 
 def _signal_input(signal: str, value) -> str:
     """A fusion input as a reader knows it: an indexer's similarity, or an LMM's 1-5 answer."""
+    from retrieval.search.fusion import RERANKER_PREFIX
+
     if value is None:
         return signal
     if signal.startswith(RERANKER_PREFIX):
@@ -579,6 +636,9 @@ def compare(
 ):
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
     index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker."""
+    from retrieval.engine import Engine
+    from retrieval.search.signals import parse_overrides
+
     with user_errors():
         check_page(html)
         concepts = concepts_to_score(concept, mode, free_text)
@@ -592,6 +652,8 @@ def compare(
 
 def _compare_index(index_dir: Optional[Path], a: Path, reranker: Optional[str]) -> Optional[Path]:
     """The index a comparison uses: its signals score the pair; an LMM only keeps its score cache there."""
+    from retrieval.engine import find_index_dir
+
     if index_dir is not None:
         return resolve_index_dir(index_dir, a)
     found = find_index_dir(a.parent, Path.cwd())
@@ -630,10 +692,10 @@ def serve(
     allowed_host: List[str] = typer.Option([], "--allowed-host", metavar="NAME", help="Also answer requests for "
                                            "this host name (repeatable); by default only loopback names and "
                                            "--host are answered, so no other site can reach the app."),
-    max_upload_mb: int = typer.Option(MAX_UPLOAD_BYTES >> 20, "--max-upload-mb", min=1, metavar="MB",
+    max_upload_mb: int = typer.Option(MAX_UPLOAD_BYTES // MiB, "--max-upload-mb", min=1, metavar="MB",
                                       help="Largest anchor clip a client may upload; a bigger upload is cut off "
                                            "while it streams (413)."),
-    upload_quota_mb: int = typer.Option(UPLOAD_QUOTA_BYTES >> 20, "--upload-quota-mb", min=1, metavar="MB",
+    upload_quota_mb: int = typer.Option(UPLOAD_QUOTA_BYTES // MiB, "--upload-quota-mb", min=1, metavar="MB",
                                         help="Disk space uploads may take together; past it the oldest uploads "
                                              "are removed. Uploads that are not videos are refused (415); all "
                                              "are removed when the server stops."),
@@ -668,6 +730,8 @@ def info(
     as_json: JsonOpt = False,
 ):
     """Show what is indexed, by which indexers, and what failed."""
+    from retrieval.engine import Engine
+
     with user_errors():
         engine = Engine(resolve_index_dir(index_dir or folder))
         summary = engine.info()
@@ -695,6 +759,8 @@ def repair(
     as_json: JsonOpt = False,
 ):
     """Restore a damaged catalog from the index's last snapshot (the damaged file is kept aside, renamed)."""
+    from retrieval.engine import Engine
+
     with user_errors():
         where = resolve_index_dir(index_dir or folder)
         restored = Engine(where).repair()
@@ -714,6 +780,8 @@ def list_files(
     as_json: JsonOpt = False,
 ):
     """List the indexed files: duration, units, status (with the reason a file failed), caption."""
+    from retrieval.engine import Engine
+
     with user_errors():
         engine = Engine(resolve_index_dir(index_dir or folder))
         files = [f for f in engine.files() if not failed or f.status != "ok"]
@@ -748,6 +816,12 @@ def models(
 ):
     """List the registered indexers, rerankers and pair signals: default weights, and what each is fed (frames,
     decode size, pooling, precision), before anything is downloaded."""
+    from indexers.base import INDEXERS, PROTOCOLS
+    from indexers.factory import available_indexers
+    from rerankers.base import RERANKERS
+    from rerankers.factory import available_rerankers
+    from retrieval.core.signal_kinds import SIGNALS
+
     with user_errors():
         if protocol not in PROTOCOLS:
             raise UserError(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
@@ -782,7 +856,41 @@ def _model_row(kind: str, entry, variant: str | None, card: dict) -> dict:
             "weights": entry.weights_for(variant), "description": entry.description, **card}
 
 
-app.add_typer(bench_app, name="bench", help="Reproduce ConViS-Bench metrics and measure convis on them.")
+class _BenchPlaceholder(TyperGroup):
+    """Stands for ``bench`` in the command list; OneLineErrors.get_command swaps in the real group."""
+
+    placeholder = True
+
+
+app.add_typer(typer.Typer(), name="bench", help=BENCH_HELP, cls=_BenchPlaceholder)
+
+
+def _bench_group():
+    """The ``bench`` sub-app as a click group, built as ``app.add_typer(bench_app, ...)`` would build it."""
+    from bench.cli import app as bench_app  # SciPy, the perf harness: only `convis bench ...` pays for them
+
+    holder = typer.Typer(rich_markup_mode=app.rich_markup_mode, add_completion=False)
+    holder.add_typer(bench_app, name="bench", help=BENCH_HELP)
+    return typer.main.get_group(holder).commands["bench"]
+
+
+def run_server(*args, **kwargs) -> None:
+    """retrieval.serve.server.serve, imported when a server starts (FastAPI takes a second to import)."""
+    from retrieval.serve.server import serve
+
+    serve(*args, **kwargs)
+
+
+def write_query_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_query_html as write  # decoders: only a page pays for them
+
+    return write(*args, **kwargs)
+
+
+def write_compare_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_compare_html as write
+
+    return write(*args, **kwargs)
 
 
 def _print_version(value: bool) -> None:
@@ -792,6 +900,8 @@ def _print_version(value: bool) -> None:
 
 
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("convis")
     except metadata.PackageNotFoundError:  # run from a checkout that was never installed

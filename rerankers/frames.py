@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from PIL import Image
 
 from retrieval.core.sampling import FrameSpec, rule_indices, uniform_indices
 
@@ -35,6 +34,8 @@ def resample(frames: np.ndarray, wanted: int, rule: str = "per-second") -> np.nd
 
 def resize_video(frames: np.ndarray, height: int, width: int) -> np.ndarray:
     """Bicubic resize of every frame (PIL, as the reference resizes)."""
+    from PIL import Image  # only a pair of differently sized videos needs it
+
     if frames.shape[1:3] == (height, width):
         return frames
     return np.stack([np.asarray(Image.fromarray(f).resize((width, height), Image.BICUBIC)) for f in frames])

@@ -8,17 +8,16 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import duckdb
 
-from indexers.auto import default_indexer
-from indexers.base import Indexer, apply_frames
-from indexers.factory import create_indexer, has_text_tower
-from rerankers import describe_prompt
-from rerankers.base import Reranker
-from rerankers.factory import create_reranker
+# What a query, `info` and `ls` need is imported here; what only indexing, describing, reranking, text search
+# or building a model needs is imported where it is used, so that a query whose anchor is indexed imports no
+# model code (torch, transformers) and no decoder (`convis bench perf` measures the CLI's start-up).
+from indexers.factory import create_indexer, has_text_tower  # the registry; a family's module loads when built
 from retrieval.core.concepts import Concept, parse_concept, parse_concepts
+from retrieval.core.defaults import DEFAULT_K, INDEX_DIRNAME
 from retrieval.core.errors import one_line
 from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
 from retrieval.media.scan import content_hash, find_videos
@@ -30,20 +29,13 @@ from retrieval.pipeline.catalog_settings import (
     settle_protocol,
     settle_root,
 )
-from retrieval.pipeline.describe_run import DescribeReport, NoCaptionerError, describe_index
-from retrieval.pipeline.distribute import Distributor
-from retrieval.pipeline.executors import open_executor
-from retrieval.pipeline.indexing import Executor, IndexReport, IndexRun, Progress, Scan
-from retrieval.pipeline.models import run_indexers
-from retrieval.pipeline.settings import IndexSettings
-from retrieval.search import ranking, signals, text_query
+from retrieval.search import ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, check_file
 from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.pair_signals import PairSignals
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
-from retrieval.search.vqascore import VqaScorer
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, FileListing, IndexerRow, list_files
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
@@ -51,8 +43,14 @@ from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
 from retrieval.store.vectors import VectorIndex, check_folder, index_path
 
-INDEX_DIRNAME = ".convis"
-DEFAULT_K = 10  # results a query returns unless asked otherwise (CLI, API and web app alike)
+if TYPE_CHECKING:
+    from indexers.base import Indexer
+    from retrieval.pipeline.describe_run import DescribeReport
+    from retrieval.pipeline.distribute import Distributor
+    from retrieval.pipeline.indexing import Executor, IndexReport, Progress, Scan
+    from retrieval.pipeline.settings import IndexSettings
+    from retrieval.search.vqascore import VqaScorer
+
 
 
 class NoIndexError(FileNotFoundError):
@@ -135,6 +133,10 @@ class Engine:
         ``distributor`` decodes instead of this machine's worker processes.  The report's ``seconds`` is
         this call's wall time.  A folder without videos changes nothing: no index is created, an existing
         one is left as it was, and the report says ``found`` 0."""
+        from retrieval.pipeline.executors import open_executor
+        from retrieval.pipeline.indexing import IndexReport
+        from retrieval.pipeline.settings import IndexSettings
+
         started = time.perf_counter()
         settings = settings or IndexSettings()
         if self.index_dir is None:
@@ -161,6 +163,9 @@ class Engine:
 
     def _index(self, folder: Path, scan: Scan, indexers: Sequence[str], settings: IndexSettings,
                executor: Executor, progress: Progress | None) -> IndexReport:
+        from retrieval.pipeline.indexing import IndexRun
+        from retrieval.pipeline.models import run_indexers
+
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with Catalog(self.catalog_path) as catalog:
             # a new index records its root here; an existing one is checked again, as another run may have
@@ -185,11 +190,15 @@ class Engine:
 
     def _run_indexer(self, spec: str, settings: IndexSettings) -> Indexer:
         """The model for ``spec`` as this run samples with it."""
+        from indexers.base import apply_frames
+
         model = self.indexer(spec)
         apply_frames([model], settings.frames)
         return model
 
     def _default_spec(self, progress: Progress | None) -> str:
+        from indexers.auto import default_indexer
+
         spec, notice = default_indexer()
         if notice:
             self.notices.append(notice)
@@ -204,6 +213,9 @@ class Engine:
         caption and the five ConViS concepts; ``caption_only``: the caption alone), and embed each concept's
         descriptions into its own signal. ``captioner``: any reranker spec; default the last one
         ``index --captioner`` used."""
+        from rerankers import describe_prompt
+        from retrieval.pipeline.describe_run import NoCaptionerError, describe_index
+
         if not self.has_index:
             raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
         wanted = _as_concepts(concepts) if concepts else []
@@ -224,6 +236,8 @@ class Engine:
     def _text_indexers(self, catalog: Catalog) -> list[Indexer]:
         """The index's text indexers (built when first used), or the default one, registered now: descriptions
         are searched through one."""
+        from retrieval.pipeline.models import run_indexers
+
         rows = [r for r in catalog.indexers() if r.kind == "text"]
         if rows:
             return run_indexers([r.indexer for r in rows], rows, self.protocol, self.indexer)
@@ -234,6 +248,8 @@ class Engine:
 
     def _caption_towers(self, catalog: Catalog) -> list[Indexer]:
         """The index's CLIP-family indexers (built when first used): they embed the captions for CLIPScore."""
+        from retrieval.pipeline.models import run_indexers
+
         rows = [r for r in catalog.indexers() if r.kind != "text" and has_text_tower(r.name)]
         return run_indexers([r.indexer for r in rows], rows, self.protocol, self.indexer)
 
@@ -330,6 +346,8 @@ class Engine:
         """Rank indexed units by how well they match ``text``, with every indexed signal that has a text tower
         (``weights``: indexer name -> weight, else equal), or with ``concept``'s descriptions only (a ConViS
         concept or free text, as ``describe`` named it); see ``retrieval.search.text_query``."""
+        from retrieval.search import text_query
+
         key = None if concept is None else parse_concept(concept, free_text=True).key
         with self.open_catalog() as catalog:
             self.protocol = catalog.setting(PROTOCOL) or "fast"  # the text towers of the models the index used
@@ -345,6 +363,9 @@ class Engine:
     # -- reranking ----------------------------------------------------------
     def reranker(self, spec):
         """A Reranker built once per engine (specs are names, hub ids or folders)."""
+        from rerankers.base import Reranker
+        from rerankers.factory import create_reranker
+
         if isinstance(spec, Reranker):
             return spec
         if spec not in self._rerankers:
@@ -366,6 +387,8 @@ class Engine:
     def vqa_scorer(self, spec, notices: list[str] | None = None) -> VqaScorer:
         """VQAScore with the LMM ``spec`` (or a Reranker), built once per engine, sharing its score cache and
         decoded frames (its ``questions_asked`` counts this engine's model calls)."""
+        from retrieval.search.vqascore import VqaScorer
+
         model = self.reranker(spec)
         if id(model) not in self._vqa:
             self._vqa[id(model)] = VqaScorer(model, self._score_cache(self.notices if notices is None else notices),

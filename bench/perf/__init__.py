@@ -14,13 +14,13 @@ from bench.perf.markdown import markdown
 from bench.perf.measuring import machine_info, measure
 from bench.perf.memory import PeakRss
 from bench.perf.report import PerfReport, checks, combine
-from bench.perf.results import IndexingResult, RecallResult, RerankResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
 from bench.perf.run import SECTIONS, Section, run, section_names
 from bench.perf.search import mixture
 
 __all__ = [
-    "DEFAULT_SIZES", "SECTIONS", "Footage", "IndexingResult", "PeakRss", "PerfConfig", "PerfReport", "Progress",
-    "RecallResult", "RerankResult", "Section", "checks", "clip_job", "combine", "every_frame", "machine_info",
-    "make_clips", "markdown", "measure", "measure_decode", "mixture", "only_decoder", "run", "section_names",
-    "streamed_frames", "write_test_video",
+    "DEFAULT_SIZES", "SECTIONS", "CliResult", "Footage", "IndexingResult", "PeakRss", "PerfConfig", "PerfReport",
+    "Progress", "RecallResult", "RerankResult", "Section", "checks", "clip_job", "combine", "every_frame",
+    "machine_info", "make_clips", "markdown", "measure", "measure_decode", "mixture", "only_decoder", "run",
+    "section_names", "streamed_frames", "write_test_video",
 ]

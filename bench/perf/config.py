@@ -28,7 +28,7 @@ class PerfConfig:
     reranker: str | None = None  # None: the tiny random Qwen2-VL
     long_video: Path | None = None
     segment: float | None = None  # for the long video
-    sections: tuple[str, ...] = ("indexing", "recall", "rerank")
+    sections: tuple[str, ...] = ("indexing", "recall", "rerank", "cli")
     isolate: bool = True
     smoke: bool = False
 

@@ -100,3 +100,51 @@ def _resize(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     if (rgb.shape[1], rgb.shape[0]) == size:
         return rgb
     return np.asarray(Image.fromarray(rgb).resize(size, Image.BILINEAR))
+
+
+def time_sampled_decoding(paths: Sequence[Path], decoder: str, frames_per_unit: int, segment_seconds: float | None,
+                          threads: int = 1) -> dict:
+    """One backend's sampled decoding of ``paths`` (decoder-scaled, as ``convis index`` reads), in this process:
+    wall and CPU seconds, frames, and the seconds making the backend took (torchcodec's: importing torch).
+    ``threads``: torchcodec's FFmpeg threads (0: FFmpeg chooses); decord and PyAV decode on one."""
+    import resource
+    import time
+
+    from retrieval.media import frames
+
+    factories = {f.name: f for f in frames._available_backends()}
+    if decoder not in factories:
+        raise ValueError(f"unknown decoder {decoder!r}; known: {', '.join(factories)}")
+    started = time.perf_counter()
+    backend = factories[decoder](threads=threads) if decoder == "torchcodec" else factories[decoder]()
+    made = time.perf_counter() - started
+    reader = VideoDecoder(backends=["pyav"])
+    reader.backends = [backend]  # the one made above, already timed
+    count = 0
+    with clock() as timed:
+        for path in paths:
+            _, units = reader.sample(path, frames_per_unit, segment_seconds)
+            count += sum(len(f.indices) for _, f in units)
+    return {"decoder": decoder, "threads": threads, "files": len(paths), "frames": count, "make_s": round(made, 2),
+            "wall_s": round(timed["seconds"], 2), "cpu_s": round(timed["cpu_s"], 2),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m bench.perf.decode PATH... --decoder NAME [--threads N] [--frames 10] [--segment 10]``: one line
+    of JSON; run each decoder in a fresh process (torchcodec's torch import stays in the process)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m bench.perf.decode")
+    parser.add_argument("paths", nargs="+", type=Path)
+    parser.add_argument("--decoder", required=True)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--frames", type=int, default=10, help="frames per unit (1 fps, then uniform)")
+    parser.add_argument("--segment", type=float, default=None, help="unit length in seconds (default: whole file)")
+    args = parser.parse_args(argv)
+    print(json.dumps(time_sampled_decoding(args.paths, args.decoder, args.frames, args.segment, args.threads)))
+
+
+if __name__ == "__main__":
+    main()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import IndexingResult, RecallResult, RerankResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
 from bench.perf.targets import find_row, measured_settings
 
 _INDEXING_HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min",
@@ -15,6 +15,7 @@ _RATIO_HEAD = ["decoder", "torch threads", "decode: every frame / sampled",
                "end-to-end / min(decode, embed)"]
 _RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "queries", "threads", "p50 ms", "p95 ms",
                 "recall@100", "build s", "peak RSS MB"]
+_CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "max RSS MB"]
 _RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms",
                 "speed-up", "model pairs on repeat", "peak RSS MB"]
 
@@ -30,6 +31,8 @@ def markdown(report: PerfReport) -> str:
         parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
+    if report.cli:
+        parts += ["## Command-line start-up\n", _table(_CLI_HEAD, [_cli_row(r) for r in report.cli])]
     found = checks(report)
     if found:
         parts += ["## Targets\n", _table(["target", "measured", "met"],
@@ -75,6 +78,11 @@ def _ratio_rows(rows: list[IndexingResult]) -> list[list]:
 def _recall_row(r: RecallResult) -> list:
     return [f"{r.vectors:,}", r.index, r.factory, r.params or "-", r.batch, r.queries, r.threads,
             f"{r.p50_ms:.2f}", f"{r.p95_ms:.2f}", f"{r.recall_at_100:.4f}", f"{r.build_s:.1f}", f"{r.peak_rss_mb:.0f}"]
+
+
+def _cli_row(r: CliResult) -> list:
+    return [f"`{r.command}`", r.runs, f"{r.median_s:.3f}", f"{r.min_s:.3f}", f"{r.max_s:.3f}", f"{r.cpu_s:.3f}",
+            f"{r.peak_rss_mb:.0f}"]
 
 
 def _rerank_row(r: RerankResult) -> list:

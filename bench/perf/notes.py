@@ -31,6 +31,13 @@ def notes(config: PerfConfig) -> list[str]:
         "and leaves FAISS's value for fewer; "
         "the `exact, FAISS's BLAS threshold` row repeats the exact batch with the value FAISS ships.",
     ]
+    if "cli" in config.sections:
+        out.append("Command-line start-up: each command is `python cli.py ...` (the `convis` entry point) in a fresh "
+                   "process, timed from start to exit " + ("once (smoke: `--help` only)" if config.smoke else
+                   f"{max(5, config.repeat)} times") + "; the median wall seconds, the median CPU seconds and the "
+                   "largest max RSS (the process's own ru_maxrss, from wait4) are shown. The query's anchor is the "
+                   "first clip, indexed (with the example captions when the clips are examples/videos), so it reads "
+                   "the catalog, hashes the file and searches FAISS; no model is built.")
     if config.reranker is None:
         out.append("Reranking uses a tiny randomly initialised Qwen2-VL (bench/tiny/vlm.py) on the CPU: it measures "
                    "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "

@@ -48,6 +48,17 @@ class RecallResult:
 
 
 @dataclass(frozen=True)
+class CliResult:
+    command: str  # what was run, e.g. "convis --help"
+    runs: int  # fresh processes timed
+    median_s: float  # wall seconds, start to exit
+    min_s: float
+    max_s: float
+    cpu_s: float  # median CPU seconds (user + system)
+    peak_rss_mb: float  # the largest max RSS of the runs
+
+
+@dataclass(frozen=True)
 class RerankResult:
     reranker: str
     pairs: int

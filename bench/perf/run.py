@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from bench.perf.cli_start import run_cli
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.footage import list_clips, make_clips
 from bench.perf.indexing import run_indexing
@@ -40,6 +41,8 @@ SECTIONS: dict[str, Section] = {
     "recall": Section(run_recall, "vector search latency and recall@100 of each index kind at every size",
                       needs_clips=False),
     "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
+    "cli": Section(run_cli, "start-up of `convis --help`, and of `query` (an indexed anchor), `info` and `ls` on "
+                            "an index of the clips: median wall seconds and max RSS of fresh processes"),
     "long_video": Section(run_long_video, "peak memory of indexing one long video, whole and in segments",
                           needs_clips=False, chosen_by=lambda config: config.long_video is not None),
 }

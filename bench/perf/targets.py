@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from bench.perf.results import IndexingResult, RecallResult, RerankResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
 
 TARGET_PIPELINE = 0.8  # end-to-end throughput over the slower of decode-only and embed-only
 TARGET_SAMPLED_SPEEDUP = 10.0
@@ -12,6 +12,9 @@ TARGET_P50_MS = 5.0
 TARGET_RECALL = 0.95
 TARGET_LONG_VIDEO_MB = 1536  # one long video, whole or in segments: flat in its length
 TARGET_CACHE_SPEEDUP = 100.0
+TARGET_HELP_S = 0.3  # `convis --help`: imports no model code
+TARGET_QUERY_S = 0.5  # `convis query` with an indexed anchor, `info`, `ls`: a catalog read and a FAISS search
+TARGET_QUERY_MB = 250
 
 Check = tuple[str, str, bool]
 
@@ -68,6 +71,21 @@ def rerank_checks(rows: list[RerankResult]) -> list[Check]:
                       f"{r.repeat_s * 1e3:.1f} ms)", r.speedup >= TARGET_CACHE_SPEEDUP and r.repeat_model_pairs == 0))
         found.append(("rerank decodes each clip once per command", f"{r.decodes} decodes for {r.pairs + 1} clips",
                       r.decodes == r.pairs + 1 and r.repeat_decodes == 0))
+    return found
+
+
+def cli_checks(rows: list[CliResult]) -> list[Check]:
+    found = []
+    for r in rows:
+        measured = (f"median {r.median_s:.3f} s of {r.runs} ({r.min_s:.3f}-{r.max_s:.3f}), "
+                    f"max RSS {r.peak_rss_mb:.0f} MB")
+        if r.command == "convis --help":
+            found.append((f"`convis --help` median <= {TARGET_HELP_S:g} s", measured, r.median_s <= TARGET_HELP_S))
+        else:
+            name = r.command.split(" --")[0]
+            found.append((f"`{name}`{' (indexed anchor)' if 'query' in name else ''} median <= {TARGET_QUERY_S:g} s, "
+                          f"max RSS <= {TARGET_QUERY_MB} MB", measured,
+                          r.median_s <= TARGET_QUERY_S and r.peak_rss_mb <= TARGET_QUERY_MB))
     return found
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 from indexers.base import Indexer
+from retrieval.core.defaults import WORKER_MEMORY_MB
 from retrieval.media.frames import FileChanged
 from retrieval.pipeline.distribute import Distributor, ProcessDistributor
 from retrieval.pipeline.guard import check_main_guard
@@ -32,10 +33,6 @@ from retrieval.pipeline.indexing import (
     join_windows,
 )
 from retrieval.pipeline.settings import IndexSettings
-
-# What one decode worker may hold: a window of frames (about 35 MB), its copy on the way back, the
-# decoders' buffers and the interpreter with PyAV and decord imported (about 150 MB).
-WORKER_MEMORY_MB = 512
 
 
 class LocalExecutor:

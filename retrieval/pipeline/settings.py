@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrieval.core.defaults import MIN_SEGMENT_SECONDS
 from retrieval.pipeline.catalog_settings import IndexSettingsError
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units
 # (at most ``indexing.WINDOW_FRAMES`` sampled frames), so a long file has as many limits as windows
 DECODE_TIMEOUT = 300.0
-# The shortest --segment: a unit shorter than half a second holds a frame or two at common rates (12 at
-# 24 fps, 1 at 1 fps sampling), which no video model can tell apart from its neighbour, while the unit
-# count, and the run's time and catalog size with it, grows as the inverse of the length (a 2-hour video
-# is 14,400 units at 0.5 s, 7.2 million at 1 ms).
-MIN_SEGMENT_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -33,7 +30,9 @@ class IndexSettings:
     (a run that would forget more than half of them is refused without it); ``retry_failed``: try again every
     file that failed before and has not changed since (by default only those whose failure may have passed);
     ``captioner``: a video LMM spec (any reranker) that describes every unit once, a caption and one answer
-    per ConViS concept, stored in the catalog (a text indexer embeds the captions).
+    per ConViS concept, stored in the catalog (a text indexer embeds the captions); ``decode_device``: where
+    videos are decoded, "cuda" or "cuda:N" for NVDEC through torchcodec (None or "cpu": the CPU; an unusable GPU
+    falls back to the CPU, said once), passed to ``retrieval.media.frames.VideoDecoder(device=...)``.
     """
 
     segment_seconds: float | None = None
@@ -50,8 +49,11 @@ class IndexSettings:
     prune: bool = False
     retry_failed: bool = False
     captioner: str | None = None
+    decode_device: str | None = None
 
     def __post_init__(self) -> None:
+        if self.decode_device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", self.decode_device):
+            raise IndexSettingsError(f"decode device must be cpu, cuda or cuda:N, not {self.decode_device!r}")
         # a str from a script names a folder all the same; an empty one names none
         object.__setattr__(self, "captions", Path(self.captions) if self.captions else None)
         if self.segment_seconds and self.segment_seconds < MIN_SEGMENT_SECONDS:

@@ -46,9 +46,17 @@ class FrameCache:
     """Decode each (clip, frame spec) once per command."""
 
     def __init__(self, decoder: VideoDecoder | None = None):
-        self.decoder = decoder or VideoDecoder()
+        self._decoder = decoder
         self._frames: dict[tuple[str, FrameSpec], Frames] = {}
         self.decodes = 0
+
+    @property
+    def decoder(self) -> VideoDecoder:
+        """Made at the first decode: making one imports the decoders (PyAV, decord), which a command that
+        decodes nothing (a query whose anchor is indexed) never needs."""
+        if self._decoder is None:
+            self._decoder = VideoDecoder()
+        return self._decoder
 
     def get(self, clip: ClipRef, spec: FrameSpec | int) -> Frames:
         key = (f"{clip.path}|{clip.key}", spec)

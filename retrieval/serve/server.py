@@ -40,6 +40,7 @@ from starlette.exceptions import HTTPException
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError
 from retrieval.core.concepts import CloseToConcept, Concept, ConceptError, parse_concepts
+from retrieval.core.defaults import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
 from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
 from retrieval.engine import DEFAULT_K, Engine, NoIndexError
@@ -51,11 +52,9 @@ from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
 from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
-from retrieval.serve.uploads import MiB, UploadStore
+from retrieval.serve.uploads import UploadStore
 from retrieval.store.errors import CatalogBusy
 
-MAX_UPLOAD_BYTES = 512 * MiB  # an anchor clip, not a film archive
-UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the oldest go first
 RETRY_SECONDS = 5
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
 # bounds on what one request may ask: a path no filesystem has, or thousands of concepts holding the engine

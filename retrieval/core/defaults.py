@@ -1,0 +1,30 @@
+"""Defaults that the command line's help shows, in a module that imports nothing.
+
+They belong to the modules that use them (each imports its own from here), but ``convis --help`` must show
+them without importing those modules: their imports (models, decoders, the web server) are most of what a
+command's start-up costs.
+"""
+
+MiB = 1 << 20
+
+INDEX_DIRNAME = ".convis"  # an index's folder, beside the videos it covers
+DEFAULT_K = 10  # results a query returns unless asked otherwise (CLI, API and web app alike)
+
+# The shortest --segment: a unit shorter than half a second holds a frame or two at common rates (12 at
+# 24 fps, 1 at 1 fps sampling), which no video model can tell apart from its neighbour, while the unit
+# count, and the run's time and catalog size with it, grows as the inverse of the length (a 2-hour video
+# is 14,400 units at 0.5 s, 7.2 million at 1 ms).
+MIN_SEGMENT_SECONDS = 0.5
+
+# Sampled frames one decode task reads at most (every frame spec together; a unit with more is read
+# alone): about 35 MB of 224-px frames, so a worker's memory and a task's time stay bounded however long
+# the video is.  Each window is held up to three times at once (in the worker, on its way back, being
+# embedded): a 2-hour file in 10 s units peaked at 1.9 GB with windows of 256 frames, 1.7 GB with 128.
+WINDOW_FRAMES = 128
+
+# What one decode worker may hold: a window of frames (about 35 MB), its copy on the way back, the
+# decoders' buffers and the interpreter with PyAV and decord imported (about 150 MB).
+WORKER_MEMORY_MB = 512
+
+MAX_UPLOAD_BYTES = 512 * MiB  # an anchor clip, not a film archive
+UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the oldest go first
