@@ -442,8 +442,9 @@ class Engine:
                                           "signals cannot score it: index it, or ask an LMM (--reranker)")
         # every unit recalled, so b's rank too; a pair signal (an LMM per pair) is asked about b's units alone
         asks_model = bool(signals.split_pair_signals(overrides or {})[1])
-        result = self._query(a, concepts, units, *a_span, overrides, units, None, units, "expected", False, None,
-                             only=wanted if asks_model else None)
+        result = self._query(a, concepts, k=units, start=a_span[0], end=a_span[1], signal_overrides=overrides,
+                             recall_k=units, reranker=None, rerank_top=units, mode="expected", symmetric=False,
+                             fusion=None, only=wanted if asks_model else None)
         hit = next((h for h in result.hits if h.content_hash == wanted and
                     (b_start is None or abs(h.start - b_start) < 1e-3)), None)  # best first: b's best unit
         if hit is None:
