@@ -38,6 +38,7 @@ from retrieval.core.defaults import (
     MiB,
 )
 from retrieval.core.errors import one_line
+from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
 
@@ -212,10 +213,18 @@ def index(
                                       "folder; repeat for several. Default: what the index already uses, else "
                                       "dinov2 when its weights are available, else efficientnet-lite0."),
     index_dir: Optional[Path] = typer.Option(None, help="Where the index lives (default FOLDER/.convis)."),
-    segment: Optional[str] = typer.Option(None, help="Split videos into fixed-length units, e.g. 10s or 1m (at "
-                                          f"least {MIN_SEGMENT_SECONDS:g}s); 'off': one unit per file. Kept for "
-                                          "later runs; a new length re-indexes the files whose units change (each "
-                                          "keeps its old units until then)."),
+    segment: Optional[str] = typer.Option(None, help="Split videos into units: fixed-length, e.g. 10s or 1m (at "
+                                          f"least {MIN_SEGMENT_SECONDS:g}s); 'shots' (shot units: TransNetV2 on a "
+                                          "CUDA GPU, else PySceneDetect's content detector), 'shots:transnet' or "
+                                          "'shots:content'; 'off': one unit per file. Kept for later runs; a new "
+                                          "way re-indexes the files whose units change (each keeps its old units "
+                                          "until then)."),
+    shot_min: Optional[float] = typer.Option(None, min=0, help="With --segment shots: shots shorter than this many "
+                                             "seconds are merged into the previous one (default "
+                                             f"{DEFAULT_SHOT_MIN_SECONDS:g})."),
+    shot_max: Optional[float] = typer.Option(None, min=0, help="With --segment shots: shots longer than this many "
+                                             "seconds are split into equal parts (default "
+                                             f"{DEFAULT_SHOT_MAX_SECONDS:g}; 0: never split)."),
     captions: Optional[Path] = typer.Option(None, help="Folder of <video stem>.txt captions for the text indexer."),
     workers: Optional[int] = typer.Option(None, min=1, help="Decoder processes (default: half the cores; at most "
                                           f"one per core and per {WORKER_MEMORY_MB} MB of available memory)."),
@@ -259,7 +268,8 @@ def index(
     with user_errors():
         if captions is not None and not captions.is_dir():
             raise UserError(f"captions folder not found: {captions}")
-        settings = IndexSettings(segment_seconds=_segment_seconds(segment), captions=captions, workers=workers,
+        seconds, shots = _units_option(segment, shot_min, shot_max)
+        settings = IndexSettings(segment_seconds=seconds, shots=shots, captions=captions, workers=workers,
                                  timeout=timeout, publish_every=publish_every, ray_address=ray,
                                  faiss_index=faiss_index, faiss_params=faiss_params, protocol=protocol,
                                  move_root=move_root, prune=prune, retry_failed=retry_failed,
@@ -282,11 +292,23 @@ def index(
         raise typer.Exit(1)  # nothing usable came out of this folder
 
 
-def _segment_seconds(segment: str | None) -> float | None:
-    """``--segment``: a length, or 'off' for one unit per file (0); None keeps the index's own."""
+def _units_option(segment: str | None, shot_min: float | None, shot_max: float | None):
+    """(unit length, shot rule) from ``--segment`` and the shot lengths: a length, 'off' for one unit per file
+    (0), or shots; (None, None) keeps the index's own."""
+    from retrieval.core.segmentation import SegmentationError, ShotRule, parse_segment
+
+    try:
+        shots = parse_segment(segment) if segment is not None else None
+        if shots is None and (shot_min is not None or shot_max is not None):
+            raise UserError("--shot-min and --shot-max go with --segment shots")
+        if shots is not None:
+            return None, ShotRule(shots.detector, shots.min_seconds if shot_min is None else shot_min,
+                                  shots.max_seconds if shot_max is None else (shot_max or None))
+    except SegmentationError as exc:
+        raise UserError(f"--segment: {exc}") from None
     if segment is not None and segment.strip().lower() == "off":
-        return 0.0
-    return parse_duration(segment, option="--segment")
+        return 0.0, None
+    return parse_duration(segment, option="--segment"), None
 
 
 def _command_seconds(fallback: float) -> float:
@@ -740,8 +762,14 @@ def info(
         print_json(summary)
         return
     out.print(f"index {summary['index_dir']} of {summary['root']} (protocol {summary['protocol']})", highlight=False)
-    out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']}",
-              highlight=False)
+    out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']} "
+              f"({summary['units_by']})", highlight=False)
+    if summary.get("shots"):
+        shots = summary["shots"]
+        confidence = shots["mean_cut_confidence"]
+        out.print(f"  shots: {shots['cuts']} cut(s) (mean confidence "
+                  f"{'n/a' if confidence is None else f'{confidence:.2f}'}), {shots['splits']} split(s) of long "
+                  f"shots, mean unit {shots['mean_unit_seconds']} s", highlight=False)
     for row in summary["indexers"]:
         count = summary["vectors"].get(row["indexer"], 0)
         out.print(f"  {row['indexer']}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss {row['faiss']}",
@@ -803,7 +831,18 @@ def list_files(
 def _listing_record(f) -> dict:
     return {"path": f.path, "status": f.status, "error": f.error, "duration": f.duration, "width": f.width,
             "height": f.height, "captioned": f.captioned,
-            "units": [{"segment": seg, "start": start, "end": end} for seg, start, end in f.units]}
+            "units_by": f.units_by or None,
+            "units": [{"segment": seg, "start": start, "end": end, **_cut_record(f, i)}
+                      for i, (seg, start, end) in enumerate(f.units)]}
+
+
+def _cut_record(f, i: int) -> dict:
+    """A shot unit's boundary (what starts it: start, cut or split) and the cut's confidence; nothing for fixed
+    units."""
+    if i >= len(f.cuts) or f.cuts[i][0] is None:
+        return {}
+    boundary, confidence = f.cuts[i]
+    return {"boundary": boundary, "confidence": None if confidence is None else round(confidence, 4)}
 
 
 @app.command(cls=PlainUsage)

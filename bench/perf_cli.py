@@ -67,7 +67,8 @@ def perf(
     reranker: Annotated[Optional[str], typer.Option("--reranker", "-r", help="Reranker spec (default: a tiny "
                                                     "random Qwen2-VL, which measures the pipeline only).")] = None,
     long_video: Annotated[Optional[Path], typer.Option("--long-video", help="Also index this one (long) video "
-                                                       "alone and report its peak memory.")] = None,
+                                                       "alone and report its peak memory; the scaling section "
+                                                       "decodes it with 1..N workers.")] = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
     from_json: Annotated[Optional[list[Path]], typer.Option(

@@ -19,6 +19,8 @@ from indexers.factory import create_indexer, has_text_tower  # the registry; a f
 from retrieval.core.concepts import Concept, parse_concept, parse_concepts
 from retrieval.core.defaults import DEFAULT_K, INDEX_DIRNAME
 from retrieval.core.errors import one_line
+from retrieval.core.segmentation import describe as describe_units
+from retrieval.core.segmentation import from_label, segmentation_label
 from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
 from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
@@ -472,8 +474,11 @@ class Engine:
             summary["cross_modal_signals"] = sorted(signal_vectors.clipscore_signals(catalog).values())
             summary["root"] = catalog.setting("root")
             summary["protocol"] = catalog.setting(PROTOCOL) or "fast"
-            segment = summary.get("segment_seconds")
-            summary["segment_seconds"] = float(segment) if segment else None  # null: one unit per file
+            seconds, shots = from_label(summary.pop("segment_seconds", None))
+            summary["segment_seconds"] = seconds  # null: one unit per file, or shot units
+            summary["segmentation"] = segmentation_label(seconds, shots)
+            summary["units_by"] = describe_units(seconds, shots)
+            summary["shots"] = catalog.shot_summary() if shots is not None else None
         summary["index_dir"] = str(self.index_dir.resolve())
         return summary
 

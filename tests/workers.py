@@ -39,3 +39,8 @@ def decode_bytes(data: bytes):
         except DecodeError as exc:
             return f"error: {exc}"
     return [u.pixels.shape for _, u in units]
+
+
+def worker_pid(_item):
+    """The process that ran the task."""
+    return os.getpid()

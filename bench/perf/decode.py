@@ -106,7 +106,7 @@ def time_sampled_decoding(paths: Sequence[Path], decoder: str, frames_per_unit: 
                           threads: int = 1) -> dict:
     """One backend's sampled decoding of ``paths`` (decoder-scaled, as ``convis index`` reads), in this process:
     wall and CPU seconds, frames, and the seconds making the backend took (torchcodec's: importing torch).
-    ``threads``: torchcodec's FFmpeg threads (0: FFmpeg chooses); decord and PyAV decode on one."""
+    ``threads``: PyAV's and torchcodec's FFmpeg threads (0: FFmpeg chooses); decord decodes on one."""
     import resource
     import time
 
@@ -116,7 +116,7 @@ def time_sampled_decoding(paths: Sequence[Path], decoder: str, frames_per_unit: 
     if decoder not in factories:
         raise ValueError(f"unknown decoder {decoder!r}; known: {', '.join(factories)}")
     started = time.perf_counter()
-    backend = factories[decoder](threads=threads) if decoder == "torchcodec" else factories[decoder]()
+    backend = factories[decoder](threads=threads) if decoder != "decord" else factories[decoder]()
     made = time.perf_counter() - started
     reader = VideoDecoder(backends=["pyav"])
     reader.backends = [backend]  # the one made above, already timed

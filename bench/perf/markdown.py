@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
 from bench.perf.targets import find_row, measured_settings
 
 _INDEXING_HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min",
@@ -15,6 +15,8 @@ _RATIO_HEAD = ["decoder", "torch threads", "decode: every frame / sampled",
                "end-to-end / min(decode, embed)"]
 _RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "queries", "threads", "p50 ms", "p95 ms",
                 "recall@100", "build s", "peak RSS MB"]
+_SCALING_HEAD = ["video", "workers", "segment s", "units", "windows", "frames", "seconds", "speed-up",
+                 "worker peak RSS MB"]
 _CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "max RSS MB"]
 _RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms",
                 "speed-up", "model pairs on repeat", "peak RSS MB"]
@@ -27,6 +29,8 @@ def markdown(report: PerfReport) -> str:
         parts += [_table(_RATIO_HEAD, _ratio_rows(report.indexing))]
     if report.long_video:
         parts += ["## One long video\n", _table(_INDEXING_HEAD, [_indexing_row(r) for r in report.long_video])]
+    if report.scaling:
+        parts += ["## One long file on every core\n", _table(_SCALING_HEAD, [_scaling_row(r) for r in report.scaling])]
     if report.recall:
         parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
     if report.rerank:
@@ -78,6 +82,11 @@ def _ratio_rows(rows: list[IndexingResult]) -> list[list]:
 def _recall_row(r: RecallResult) -> list:
     return [f"{r.vectors:,}", r.index, r.factory, r.params or "-", r.batch, r.queries, r.threads,
             f"{r.p50_ms:.2f}", f"{r.p95_ms:.2f}", f"{r.recall_at_100:.4f}", f"{r.build_s:.1f}", f"{r.peak_rss_mb:.0f}"]
+
+
+def _scaling_row(r: ScalingResult) -> list:
+    return [r.video, r.workers, f"{r.segment_s:g}", r.units, r.windows, r.frames, f"{r.seconds:.2f}",
+            f"{r.speedup:.2f}x", f"{r.worker_peak_mb:.0f}"]
 
 
 def _cli_row(r: CliResult) -> list:

@@ -7,11 +7,12 @@ import resource
 import threading
 
 
-def _rss_kb(pid: int) -> int:
+def _rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident memory now (``VmHWM``: its peak so far), in KiB."""
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1])
     except (OSError, ValueError):
         pass  # the process ended between listing and reading
@@ -50,7 +51,8 @@ def _cpu_s(pid: int) -> float:
 
 class PeakRss:
     """Samples the process tree in a thread: ``mb`` is the highest total RSS seen, ``cpu_s`` the CPU
-    time the tree used meanwhile (workers included, counted up to their last sample).
+    time the tree used meanwhile (workers included, counted up to their last sample), ``child_mb`` the
+    highest peak RSS (VmHWM) of any one process under this one (a decode worker).
 
     Sampling (every 10 ms) can miss a spike shorter than that; ``ru_maxrss`` of this process
     is taken as a floor, which is exact when the measurement has a process of its own.
@@ -58,6 +60,7 @@ class PeakRss:
 
     def __init__(self, interval: float = 0.01, own_process: bool = False):
         self.interval, self.own_process, self.mb, self.cpu_s = interval, own_process, 0.0, 0.0
+        self.child_mb = 0.0
         self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -79,6 +82,7 @@ class PeakRss:
     def _once(self) -> None:
         pids = _tree(os.getpid())
         self.mb = max(self.mb, sum(_rss_kb(p) for p in pids) / 1024)
+        self.child_mb = max([self.child_mb, *(_rss_kb(p, "VmHWM") / 1024 for p in pids[1:])])
         for pid in pids:
             self._cpu[pid] = max(self._cpu.get(pid, 0.0), _cpu_s(pid))
 

@@ -38,6 +38,14 @@ def notes(config: PerfConfig) -> list[str]:
                    "largest max RSS (the process's own ru_maxrss, from wait4) are shown. The query's anchor is the "
                    "first clip, indexed (with the example captions when the clips are examples/videos), so it reads "
                    "the catalog, hashes the file and searches FAISS; no model is built.")
+    if "scaling" in config.sections:
+        out.append("One long file on every core: the decode stage as an index run drives it (`LocalExecutor` over "
+                   "N decode worker processes, the file cut into windows by `unit_windows`: its first unit alone, "
+                   "then about 3 windows a worker, each decoded from the keyframe before it), fast-protocol frames "
+                   "(1 fps, 8 a unit), no model. Workers are started and their imports done before the clock starts. "
+                   "Each worker count is timed in a fresh process" + ("" if config.isolate else " (smoke: in-process)")
+                   + f", the fastest of {config.repeat} run(s); worker peak RSS is the largest VmHWM of any process "
+                   "under the measuring one, sampled every 10 ms.")
     if config.reranker is None:
         out.append("Reranking uses a tiny randomly initialised Qwen2-VL (bench/tiny/vlm.py) on the CPU: it measures "
                    "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
 from bench.perf.targets import (
     Check,
     cli_checks,
@@ -15,9 +15,10 @@ from bench.perf.targets import (
     pipeline_checks,
     recall_checks,
     rerank_checks,
+    scaling_checks,
 )
 
-PARTS = ("indexing", "recall", "rerank", "long_video", "cli")  # the report's row lists, in measuring order
+PARTS = ("indexing", "recall", "rerank", "long_video", "scaling", "cli")  # the report's row lists, in measuring order
 
 
 @dataclass
@@ -28,6 +29,7 @@ class PerfReport:
     recall: list[RecallResult] = field(default_factory=list)
     rerank: list[RerankResult] = field(default_factory=list)
     long_video: list[IndexingResult] = field(default_factory=list)
+    scaling: list[ScalingResult] = field(default_factory=list)
     cli: list[CliResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)  # each run that measured a part: machine facts + command
@@ -39,6 +41,7 @@ class PerfReport:
             "recall": [asdict(r) for r in self.recall],
             "rerank": [{**asdict(r), "per_pair_s": r.per_pair_s, "speedup": r.speedup} for r in self.rerank],
             "long_video": [_with_rates(r) for r in self.long_video],
+            "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
             "checks": [dict(zip(("target", "measured", "met"), c)) for c in checks(self)],
         }
@@ -52,8 +55,8 @@ class PerfReport:
         rates = ("frames_per_s", "clips_per_min")
         return cls(data["machine"], data["config"], rows(IndexingResult, "indexing", rates),
                    rows(RecallResult, "recall"), rows(RerankResult, "rerank", ("per_pair_s", "speedup")),
-                   rows(IndexingResult, "long_video", rates), rows(CliResult, "cli"), list(data.get("notes", [])),
-                   list(data.get("runs") or [data["machine"]]))
+                   rows(IndexingResult, "long_video", rates), rows(ScalingResult, "scaling"), rows(CliResult, "cli"),
+                   list(data.get("notes", [])), list(data.get("runs") or [data["machine"]]))
 
 
 def _with_rates(r: IndexingResult) -> dict:
@@ -68,7 +71,7 @@ def checks(report: PerfReport) -> list[Check]:
     for decoder, threads in measured_settings(report.indexing):
         found += pipeline_checks(report.indexing, decoder, threads)
     return found + recall_checks(report.recall) + rerank_checks(report.rerank) + long_video_checks(report.long_video) \
-        + cli_checks(report.cli)
+        + scaling_checks(report.scaling) + cli_checks(report.cli)
 
 
 def combine(reports: Sequence[PerfReport]) -> PerfReport:

@@ -77,3 +77,17 @@ class RerankResult:
     @property
     def speedup(self) -> float:
         return self.first_s / self.repeat_s if self.repeat_s > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class ScalingResult:
+    video: str
+    workers: int  # decode worker processes sharing the one file
+    segment_s: float
+    units: int
+    windows: int  # decode tasks the file was cut into
+    frames: int  # sampled frames decoded
+    seconds: float  # wall, file handed over to last window back
+    worker_peak_mb: float  # the highest peak RSS (VmHWM) of any one worker
+    speedup: float = 0.0  # one worker's seconds over these
+    peak_rss_mb: float = 0.0  # the measuring process itself

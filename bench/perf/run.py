@@ -16,6 +16,7 @@ from bench.perf.measuring import load_average, machine_info
 from bench.perf.notes import notes
 from bench.perf.report import PARTS, PerfReport
 from bench.perf.rerank import run_rerank
+from bench.perf.scaling import run_scaling
 from bench.perf.search import run_recall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +44,9 @@ SECTIONS: dict[str, Section] = {
     "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
     "cli": Section(run_cli, "start-up of `convis --help`, and of `query` (an indexed anchor), `info` and `ls` on "
                             "an index of the clips: median wall seconds and max RSS of fresh processes"),
+    "scaling": Section(run_scaling, "one long file decoded by 1..N workers (N: the cores): wall seconds, speed-up "
+                                    "and the largest worker's peak RSS (--long-video, else a generated 10-minute "
+                                    "720p file; --segment units, default 10 s)", needs_clips=False),
     "long_video": Section(run_long_video, "peak memory of indexing one long video, whole and in segments",
                           needs_clips=False, chosen_by=lambda config: config.long_video is not None),
 }

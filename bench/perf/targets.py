@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
 
 TARGET_PIPELINE = 0.8  # end-to-end throughput over the slower of decode-only and embed-only
 TARGET_SAMPLED_SPEEDUP = 10.0
@@ -15,6 +15,8 @@ TARGET_CACHE_SPEEDUP = 100.0
 TARGET_HELP_S = 0.3  # `convis --help`: imports no model code
 TARGET_QUERY_S = 0.5  # `convis query` with an indexed anchor, `info`, `ls`: a catalog read and a FAISS search
 TARGET_QUERY_MB = 250
+TARGET_TWO_WORKER_SPEEDUP = 1.8  # one long file, 2 decode workers against 1
+TARGET_WORKER_MB = 1024  # peak RSS of any one decode worker
 
 Check = tuple[str, str, bool]
 
@@ -92,3 +94,17 @@ def cli_checks(rows: list[CliResult]) -> list[Check]:
 def long_video_checks(rows: list[IndexingResult]) -> list[Check]:
     return [(f"long video ({r.decoder}) peaks below {TARGET_LONG_VIDEO_MB / 1024:g} GB RSS", f"{r.peak_rss_mb:.0f} MB",
              r.peak_rss_mb < TARGET_LONG_VIDEO_MB) for r in rows]
+
+
+def scaling_checks(rows: list[ScalingResult]) -> list[Check]:
+    found = []
+    two = next((r for r in rows if r.workers == 2), None)
+    if two is not None:
+        found.append((f"one long file: 2 decode workers >= {TARGET_TWO_WORKER_SPEEDUP:g}x faster than 1",
+                      f"{two.speedup:.2f}x ({two.seconds:.2f} s against {two.seconds * two.speedup:.2f} s)",
+                      two.speedup >= TARGET_TWO_WORKER_SPEEDUP))
+    if rows:
+        peak = max(r.worker_peak_mb for r in rows)
+        found.append((f"one long file: every decode worker peaks below {TARGET_WORKER_MB / 1024:g} GB RSS",
+                      f"{peak:.0f} MB at most", peak < TARGET_WORKER_MB))
+    return found

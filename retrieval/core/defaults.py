@@ -22,6 +22,13 @@ MIN_SEGMENT_SECONDS = 0.5
 # embedded): a 2-hour file in 10 s units peaked at 1.9 GB with windows of 256 frames, 1.7 GB with 128.
 WINDOW_FRAMES = 128
 
+# A file this long (seconds) is shared by every decode worker: cut into about WINDOWS_PER_WORKER windows a
+# worker (at most WINDOW_FRAMES frames each), so that all of them finish it at about the same time. Each
+# window costs opening the file again and decoding from the keyframe before it (measured in `convis bench perf
+# --sections scaling`); a shorter file is one window a worker, as many files are decoded side by side anyway.
+PARALLEL_SECONDS = 120.0
+WINDOWS_PER_WORKER = 3
+
 # What one decode worker may hold: a window of frames (about 35 MB), its copy on the way back, the
 # decoders' buffers and the interpreter with PyAV and decord imported (about 150 MB).
 WORKER_MEMORY_MB = 512

@@ -1,4 +1,4 @@
-"""Decode sampled frames of a video: decord first, PyAV as fallback; torchcodec first when decoding on a GPU.
+"""Decode sampled frames of a video: PyAV first, decord as fallback; torchcodec first when decoding on a GPU.
 
 Only the frames a unit needs are decoded (seek + decode up to each target), and
 they are resized inside the decoder, so memory depends on the sample count and
@@ -70,11 +70,19 @@ class Frames:
 
 @dataclass(frozen=True)
 class Span:
-    """A retrievable unit of a video: the whole file or a fixed-length segment."""
+    """A retrievable unit of a video: the whole file, a fixed-length segment or a shot.
+
+    A shot knows its frames exactly (``frames``: first, stop), where a time range is rounded to frames;
+    ``boundary`` says what starts it ("cut": a detected cut, with the detector's ``confidence``; "split": a
+    long shot split at the longest unit length; "start": the video's start); None for fixed units.
+    """
 
     segment: int
     start: float
     end: float
+    frames: tuple[int, int] | None = None
+    boundary: str | None = None
+    confidence: float | None = None
 
 
 def output_size(width: int, height: int, short_side: int = DEFAULT_SHORT_SIDE) -> tuple[int, int]:
@@ -102,6 +110,9 @@ def spans(duration: float, segment_seconds: float | None) -> list[Span]:
 
 def span_frame_indices(info: VideoInfo, span: Span, spec: FrameSpec | int) -> list[int]:
     """Frame numbers to decode for one unit: the spec's rule applied to the frames inside the span."""
+    if span.frames is not None:
+        first, last = span.frames[0], max(span.frames[0] + 1, min(info.frame_count, span.frames[1]))
+        return [first + i for i in as_spec(spec).indices(last - first, info.fps)]
     first = min(info.frame_count - 1, int(math.floor(span.start * info.fps)))
     # a unit that runs to the end has every remaining frame: end * fps undercounts variable-rate clips
     end = info.frame_count if span.end >= info.duration else int(math.ceil(span.end * info.fps))
@@ -173,12 +184,15 @@ class DecordBackend:
 
 
 class PyAVBackend:
+    """``threads``: FFmpeg's decoding threads (None: its own choice, slice threads on every core)."""
+
     name = "pyav"
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
         import av
 
         av.logging.set_level(av.logging.PANIC)
+        self.threads = threads
 
     def probe(self, path: Path) -> VideoInfo:
         import av
@@ -202,10 +216,10 @@ class PyAVBackend:
         import av
 
         unique = sorted(set(indices))
-        small = _frame_converter(info, resize)
+        small = frame_converter(info, resize)
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
-            frame_times, keyframes = _packet_times(container, stream)
+            frame_times, keyframes = _packet_times(container, stream, upto=unique[-1])
             seekable = container.format.name.split(",")[0] not in INEXACT_SEEK_FORMATS
         # times are the stream's own, which need not start at 0 (MPEG-TS starts at 1.4 s, often); the
         # times recorded count from its first frame, as players show them
@@ -215,8 +229,10 @@ class PyAVBackend:
         exact = frame_times is not None and len(frame_times) > unique[-1]
         targets = [frame_times[i] if exact else origin + i / info.fps for i in unique]
         early = 1e-6 if exact else 0.5 / info.fps
-        with av.open(str(path)) as container:  # afresh: demuxing the packets' times read to the end
+        with av.open(str(path)) as container:  # afresh: demuxing the packets' times moved it on
             stream = container.streams.video[0]
+            if self.threads:
+                stream.codec_context.thread_count = self.threads
             # where seeking lands after its target, only decoding from the start finds each frame
             grabbed = _grab_frames(container, stream, targets, early, keyframes if seekable else [], small,
                                    exact, seek=seekable)
@@ -230,7 +246,7 @@ def _start_time(stream) -> float:
     return float(stream.start_time * stream.time_base) if stream.start_time and stream.time_base else 0.0
 
 
-def _frame_converter(info: VideoInfo, resize) -> Callable:
+def frame_converter(info: VideoInfo, resize) -> Callable:
     """frame -> (upright RGB array at the policy's size, its time), applied as soon as it is decoded."""
     turns = info.rotation // 90
     if resize.in_decoder:
@@ -334,8 +350,14 @@ class _Decoded:
         return found if found is not None else self.last  # past the end: the final frame stands in
 
 
-def _packet_times(container, stream) -> tuple[list[float] | None, list[float] | None]:
-    """Presentation times of every frame and of the keyframes, from the packets (no decoding).
+# Packets demuxed past the last wanted frame: presentation order differs from decoding order by at most the
+# B-frame reordering depth (H.264 allows 16), so the first N frame times are known once N + this many are read.
+REORDER_SLACK = 64
+
+
+def _packet_times(container, stream, upto: int | None = None) -> tuple[list[float] | None, list[float] | None]:
+    """Presentation times of every frame (up to frame ``upto``, and a few past it) and of the keyframes among
+    them, from the packets (no decoding): a window early in a long file does not read the file to its end.
 
     None where unknown: a packet without a time, or a damaged index (then seek for every target,
     as a decoder without an index must).
@@ -343,6 +365,8 @@ def _packet_times(container, stream) -> tuple[list[float] | None, list[float] | 
     frames, keys = [], []
     try:
         for packet in container.demux(stream):
+            if upto is not None and len(frames) > upto + REORDER_SLACK:
+                break
             if packet.size == 0:
                 continue  # the demuxer's end-of-stream marker
             if packet.pts is None:
@@ -402,27 +426,28 @@ def decode_notices() -> list[str]:
     return list(_NOTICES)
 
 
-class TorchCodecFactory:
-    """Makes a ``retrieval.media.torchcodec_backend.TorchCodecBackend``: that module builds on this one (its
-    types and errors), so it is found by name, as a plugin, and imported only when a backend is made (it
-    imports neither torch nor torchcodec itself; making the backend does)."""
+def _torchcodec(device: str | None = None, threads: int = 1) -> Backend:
+    """A ``retrieval.media.torchcodec_backend.TorchCodecBackend``: that module builds on this one (its types and
+    errors), so it is found by name, as a plugin, and imported only when a backend is made (it imports neither
+    torch nor torchcodec itself; making the backend does)."""
+    return importlib.import_module("retrieval.media.torchcodec_backend").TorchCodecBackend(device=device,
+                                                                                           threads=threads)
 
-    name = "torchcodec"
-    module = "retrieval.media.torchcodec_backend"
 
-    def __new__(cls, device: str | None = None, threads: int = 1):
-        return importlib.import_module(cls.module).TorchCodecBackend(device=device, threads=threads)
+_torchcodec.name = "torchcodec"  # as the backend classes say theirs
 
 
 def _available_backends() -> list[Callable[..., Backend]]:
-    return [DecordBackend, PyAVBackend, TorchCodecFactory]
+    return [DecordBackend, PyAVBackend, _torchcodec]
 
 
-# The CPU's default order, by measurement (docs/performance.md, "Decoders"): torchcodec decodes no faster than
-# decord or PyAV on the CPU, and loading it costs a decode process torch (seconds, and 0.7 GB resident), so it
-# is used on the CPU only when named.  Decoding on a GPU (``device="cuda"``) puts it first: only it can.
-CPU_BACKENDS = ("decord", "pyav")
-GPU_BACKENDS = ("torchcodec", "decord", "pyav")
+# The CPU's default order, by measurement (docs/performance.md, "Decoders"): PyAV on one thread decoded the
+# 10-minute 720p file faster than decord (whose reader keeps a second thread busy: 1.5 cores for one decode), so
+# decode workers sharing a long file scale with PyAV and not with decord; decord reads what PyAV cannot.
+# torchcodec decodes no faster on the CPU, and loading it costs a decode process torch (seconds, and 0.7 GB
+# resident), so it is used on the CPU only when named.  Decoding on a GPU (``device="cuda"``) puts it first.
+CPU_BACKENDS = ("pyav", "decord")
+GPU_BACKENDS = ("torchcodec", "pyav", "decord")
 
 
 def default_backends(device: str | None = None) -> tuple[str, ...]:
@@ -437,13 +462,14 @@ class VideoDecoder:
     """Probe a file and read sampled frames, trying each backend in turn.
 
     ``backends``: the names to try (default ``default_backends(device)``); ``device``: where torchcodec
-    decodes ("cuda", "cuda:N"; None or "cpu": the CPU). A CUDA device that cannot be used (no GPU, torchcodec
-    missing or unable to load, NVDEC failing) means decoding on the CPU, said once per process
+    decodes ("cuda", "cuda:N"; None or "cpu": the CPU); ``threads``: decoding threads per file (None: each
+    decoder's default; decode workers ask for 1, a worker being a core). A CUDA device that cannot be used
+    (no GPU, torchcodec missing or unable to load, NVDEC failing) means decoding on the CPU, said once per process
     ("decode on cuda unavailable (<reason>); decoding on cpu").
     """
 
     def __init__(self, short_side: int = DEFAULT_SHORT_SIDE, backends: Sequence[str] | None = None,
-                 device: str | None = None):
+                 device: str | None = None, threads: int | None = None):
         self.short_side = short_side
         self.device = device
         self.backends: list[Backend] = []
@@ -455,27 +481,28 @@ class VideoDecoder:
             if factory.name not in wanted:
                 continue
             try:
-                self.backends.append(factory(device=device) if factory.name == "torchcodec" else factory())
+                self.backends.append(_make(factory, device, threads))
             except ImportError as exc:
                 _unavailable(factory.name, exc, device)  # decord is optional (x86_64 Linux only), torchcodec too
         if not self.backends:
             raise RuntimeError("no video decoder is installed (install decord or av)")
 
     def sample(self, path: str | Path, spec: FrameSpec | int, segment_seconds: float | None = None,
-               units: Callable[[VideoInfo, list[Span]], slice] | None = None):
+               units: Callable[[VideoInfo, list[Span]], slice] | None = None, cut: Sequence[Span] | None = None):
         """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason.
 
         ``spec`` says which frames and at what size (a bare count: 1 fps then uniform, decoder-scaled).
+        The file's units are ``cut`` when given (its shots), else ``spans(duration, segment_seconds)``.
         ``units`` picks, once the file is probed, which of its units to read (default: all), so that a
         long file can be read a window of units at a time and memory never grows with its length.
         """
         spec = as_spec(spec)
 
         def read(backend, info):
-            every_unit = spans(info.duration, segment_seconds)
+            every_unit = list(cut) if cut is not None else spans(info.duration, segment_seconds)
             chosen = every_unit if units is None else every_unit[units(info, every_unit)]
             wanted = [span_frame_indices(info, span, spec) for span in chosen]
-            _check_frame_count(spec, wanted)
+            check_frame_count(spec, wanted)
             # one read for every unit read: the file is opened and indexed once, decoded in one forward pass
             every = backend.read(Path(path), info, [i for indices in wanted for i in indices], self._resize(spec))
             bounds = np.cumsum([0, *map(len, wanted)])
@@ -493,7 +520,7 @@ class VideoDecoder:
             if start >= stop:
                 raise SpanError(start, stop, info.duration)
             indices = span_frame_indices(info, Span(0, start, stop), spec)
-            _check_frame_count(spec, [indices])
+            check_frame_count(spec, [indices])
             return backend.read(Path(path), info, indices, self._resize(spec))
 
         return self._with_backends(path, read, self._resize(spec))[1]
@@ -503,7 +530,7 @@ class VideoDecoder:
 
     def _with_backends(self, path, read, resize):
         path = Path(path)
-        _check_not_empty(path)
+        check_not_empty(path)
         errors = []
         for backend in self._order(resize, path):
             try:
@@ -528,6 +555,14 @@ class VideoDecoder:
         if resize.in_decoder:
             return self.backends
         return sorted(self.backends, key=lambda backend: backend.name == "decord")
+
+
+def _make(factory: Callable[..., Backend], device: str | None, threads: int | None) -> Backend:
+    if factory.name == "torchcodec":
+        return factory(device=device, threads=threads or 1)
+    if factory.name == "pyav":
+        return factory(threads=threads)
+    return factory()  # decord: one thread always (its threaded decoding corrupts VP9 frames)
 
 
 def _unavailable(name: str, exc: ImportError, device: str | None) -> None:
@@ -584,7 +619,7 @@ def plain_reason(errors: Sequence[tuple[str, str]]) -> str:
     return "; ".join(f"{name}: {message}" for name, message in errors)
 
 
-def _check_not_empty(path: Path) -> None:
+def check_not_empty(path: Path) -> None:
     try:
         empty = path.stat().st_size == 0
     except OSError:
@@ -593,7 +628,7 @@ def _check_not_empty(path: Path) -> None:
         raise DecodeError("empty file (0 bytes)")
 
 
-def _check_frame_count(spec: FrameSpec, wanted: list[list[int]]) -> None:
+def check_frame_count(spec: FrameSpec, wanted: list[list[int]]) -> None:
     longest = max(map(len, wanted), default=0)
     if spec.rule == "every" and longest > EVERY_FRAME_LIMIT:
         raise DecodeError(f"every frame of a unit is wanted and one has {longest} (limit {EVERY_FRAME_LIMIT}); "

@@ -48,8 +48,10 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-DEFAULT_MIN_SECONDS = 1.0
-DEFAULT_MAX_SECONDS = 60.0
+from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
+
+DEFAULT_MIN_SECONDS = DEFAULT_SHOT_MIN_SECONDS
+DEFAULT_MAX_SECONDS = DEFAULT_SHOT_MAX_SECONDS
 CONTENT_WIDTH = 256  # scenedetect's DEFAULT_MIN_WIDTH: the width its auto-downscale aims at
 CONTENT_THRESHOLD = 27.0  # ContentDetector's default
 TRANSNET_SIZE = (48, 27)  # (width, height) the network was trained on
@@ -79,6 +81,7 @@ class ShotResult:
 
 class Detector(Protocol):
     name: str
+    interpolation: str  # PyAV's scaler for its small frames
 
     def frame_size(self, width: int, height: int) -> tuple[int, int]:
         """(width, height) the frames should be decoded at for this detector."""
@@ -91,6 +94,7 @@ class ContentDetector:
     """PySceneDetect's ContentDetector, fed frame by frame."""
 
     name = "content"
+    interpolation = "AREA"  # how its frames are scaled down: as OpenCV's downscale, which scenedetect uses
 
     def __init__(self, threshold: float = CONTENT_THRESHOLD, min_scene_len: int = 15):
         self.threshold = threshold
@@ -128,6 +132,7 @@ class TransNetDetector:
     """TransNetV2 with its released weights; torch is imported only when it runs."""
 
     name = "transnet"
+    interpolation = "BICUBIC"  # ffmpeg's default scaler, which the original inference code decodes with
 
     def __init__(self, threshold: float = TRANSNET_THRESHOLD, device: str | None = None):
         self.threshold = threshold
@@ -349,8 +354,8 @@ def detect_shots(path: str | Path, detector: str = "auto", min_seconds: float = 
 
     def frames() -> Iterator[np.ndarray]:
         nonlocal count
-        interpolation = "BICUBIC" if name == "transnet" else "AREA"  # ffmpeg's default scaler; cv2's downscale
-        for count, (_, frame) in enumerate(every_frame(path, chosen.frame_size(width, height), interpolation), 1):
+        size = chosen.frame_size(width, height)
+        for count, (_, frame) in enumerate(every_frame(path, size, chosen.interpolation), 1):
             yield frame
 
     began = time.perf_counter()

@@ -9,12 +9,13 @@ Every FAISS index is derived from the catalog, never the reverse.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from indexers.base import PROTOCOLS, Indexer
 from retrieval.core.errors import one_line
+from retrieval.core.segmentation import ShotRule, from_label, segmentation_label
 from retrieval.media.frames import spans
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.plan import gone, needs_prune
@@ -25,7 +26,9 @@ from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, in
 ROOT = "root"  # catalog setting: the folder the index covers (catalog paths are relative to it)
 PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
-SEGMENT = "segment_seconds"  # catalog setting: the unit length in seconds, "" = one unit per file
+# catalog setting: how units are cut (``retrieval.core.segmentation`` label): "" one unit per file, "10" units of
+# 10 s, "shots:content:1:60" shot units; the key keeps its first name so older indexes read the same
+SEGMENT = "segment_seconds"
 RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hold units of an earlier length
 CAPTIONER = "captioner"  # catalog setting: the last --captioner spec, which `convis describe` asks by default
 
@@ -67,19 +70,38 @@ def settle_protocol(catalog: Catalog, wanted: str | None) -> str:
     return stored
 
 
-def settle_segments(catalog: Catalog, asked: float | None) -> float | None:
-    """The unit length this run indexes with: the one asked for (0: one unit per file), else the index's.
+def settle_segments(catalog: Catalog, asked: float | None,
+                    shots: ShotRule | None = None) -> tuple[float | None, ShotRule | None]:
+    """How this run cuts units, as (unit length, shot rule): the shot rule asked for, else the length asked for
+    (0: one unit per file), else the index's own.  ``shots`` must name its detector ("auto" resolved);
+    ``auto_shots`` keeps the detector the index records.
 
-    A new length is recorded at once and the index marked as re-segmenting until every file has
+    A new way is recorded at once and the index marked as re-segmenting until every file has
     its new units: a run stopped half-way leaves the rest with their old ones, and the next run,
     with or without ``--segment``, carries on.
     """
     stored = catalog.setting(SEGMENT)
-    wanted = stored if asked is None and stored is not None else ("" if not asked else f"{asked:g}")
+    if shots is not None:
+        wanted = shots.label
+    elif asked is None and stored is not None:
+        wanted = stored
+    else:
+        wanted = segmentation_label(asked, None)
     if stored is not None and stored != wanted:
         catalog.set_setting(RESEGMENTING, "1")
     catalog.set_setting(SEGMENT, wanted)
-    return float(wanted) if wanted else None
+    return from_label(wanted)
+
+
+def auto_shots(catalog: Catalog, rule: ShotRule, choose: Callable[[], str]) -> ShotRule:
+    """An "auto" shot rule with its detector: the one the index was cut with (same lengths), so that a run on
+    another machine does not re-cut every file; else ``choose()``."""
+    if rule.detector != "auto":
+        return rule
+    _, stored = from_label(catalog.setting(SEGMENT))
+    if stored is not None and (stored.min_seconds, stored.max_seconds) == (rule.min_seconds, rule.max_seconds):
+        return stored
+    return rule.resolved(choose())
 
 
 def resegmenting(catalog: Catalog) -> bool:
@@ -90,10 +112,15 @@ def finish_resegmenting(catalog: Catalog) -> None:
     catalog.set_setting(RESEGMENTING, "")
 
 
-def stale_units(catalog: Catalog, seconds: float | None) -> set[str]:
-    """Indexed files whose units are not the ones ``seconds`` cuts them into (an earlier unit length)."""
+def stale_units(catalog: Catalog, seconds: float | None, shots: ShotRule | None = None) -> set[str]:
+    """Indexed files whose units are not the ones this run cuts: shot units by another rule, or fixed units of
+    another length (files cut at shots are stale for any fixed length)."""
     stale = set()
-    for path, (duration, units) in catalog.unit_spans().items():
+    for path, (duration, units, cut_by) in catalog.unit_spans().items():
+        if shots is not None or cut_by.startswith("shots"):
+            if cut_by != segmentation_label(seconds, shots):
+                stale.add(path)
+            continue
         wanted = [(span.start, span.end) for span in spans(duration, seconds)]
         if len(wanted) != len(units) or not np.allclose(wanted, units, rtol=0, atol=1e-6):
             stale.add(path)

@@ -110,8 +110,12 @@ class ProcessDistributor:
     waits for the caller to come back for more.
     """
 
-    def __init__(self, workers: int = 1, timeout: float = 300.0, prefetch: int | None = None):
+    def __init__(self, workers: int = 1, timeout: float = 300.0, prefetch: int | None = None,
+                 keep_warm: bool = False):
         self.workers = max(1, workers)
+        # keep_warm: a map that ends with every task settled leaves its workers to the next map (until
+        # ``close``): a run that maps twice (a long file's first window, then the rest) starts them once
+        self.keep_warm = keep_warm
         self.timeout = timeout
         self.prefetch = self.workers if prefetch is None else max(0, prefetch)
         # forkserver: workers start from a clean process, not a fork of one holding torch threads
@@ -140,6 +144,7 @@ class ProcessDistributor:
         pool, self._started = self._started or self._pool(), None
         running: dict[Future, _Task] = {}  # in submission order: the pool starts tasks in this order
         fruitless = 0  # pool restarts since the last result: bounds a crash loop
+        settled_all = False
         try:
             while queue or running or suspects:
                 broken = not self._submit(pool, running, queue, suspects, fn)
@@ -155,8 +160,12 @@ class ProcessDistributor:
                 if fruitless > MAX_FRUITLESS_RESTARTS:
                     settled += self._give_up(queue, suspects)
                 yield from settled
+            settled_all = True
         finally:
-            self._kill(pool)
+            if settled_all and self.keep_warm:
+                self._started = pool  # idle and whole: the next map takes it over
+            else:
+                self._kill(pool)
 
     def _submit(self, pool, running, queue, suspects, fn) -> bool:
         """Hand the pool what it may take now; False if the pool broke (a worker died while idle or busy)."""

@@ -12,19 +12,22 @@ rebuilt from the catalog when the run publishes.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from indexers.base import Indexer
-from retrieval.core.defaults import WINDOW_FRAMES
+from retrieval.core.defaults import PARALLEL_SECONDS, WINDOW_FRAMES, WINDOWS_PER_WORKER
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec, as_spec
+from retrieval.core.segmentation import ShotRule, segmentation_label
+from retrieval.core.segmentation import describe as describe_units
 from retrieval.media.frames import (
     DEFAULT_SHORT_SIDE,
     DecodeError,
@@ -33,14 +36,18 @@ from retrieval.media.frames import (
     Span,
     VideoDecoder,
     VideoInfo,
+    decode_notices,
     span_frame_indices,
 )
 from retrieval.media.scan import FoundFile, content_hash, find_videos
+from retrieval.media.shot_units import cut_shots
+from retrieval.media.shots import choose_detector
 from retrieval.pipeline import description_index
 from retrieval.pipeline.catalog_settings import (
     IndexSettingsError as IndexSettingsError,  # callers import it from here
 )
 from retrieval.pipeline.catalog_settings import (
+    auto_shots,
     finish_resegmenting,
     rebuild_indices,
     resegmenting,
@@ -72,6 +79,14 @@ class DecodeJob:
     # which window of the file's units to read (see ``unit_windows``); None: every unit at once
     window: int | None = None
     decode_device: str | None = None  # "cuda": decode on the GPU where torchcodec can (else CPU, said once)
+    shots: ShotRule | None = None  # units follow shots (a resolved detector); segment_seconds is then unused
+    cut: tuple[Span, ...] | None = None  # the file's shot units, as its first window found them
+    parts: int = 1  # how many workers may decode this file at once (``unit_windows``)
+
+    @property
+    def units_label(self) -> str:
+        """How this job cuts the file's units, as the catalog records it."""
+        return segmentation_label(self.segment_seconds, self.shots)
 
     @property
     def hashes(self) -> bool:
@@ -82,16 +97,51 @@ class DecodeJob:
 
 
 
-def unit_windows(info: VideoInfo, units: Sequence[Span], specs: Sequence[FrameSpec]) -> list[tuple[int, int]]:
-    """Consecutive (first, stop) unit ranges of a file, each with at most ``WINDOW_FRAMES`` sampled frames."""
-    windows, first, total = [], 0, 0
-    for i, span in enumerate(units):
-        count = sum(len(span_frame_indices(info, span, spec)) for spec in specs)
-        if i > first and total + count > WINDOW_FRAMES:
+def unit_windows(info: VideoInfo, units: Sequence[Span], specs: Sequence[FrameSpec],
+                 parts: int = 1) -> list[tuple[int, int]]:
+    """Consecutive (first, stop) unit ranges of a file, each with at most ``WINDOW_FRAMES`` sampled frames.
+
+    ``parts``: how many workers may decode this file at once. A file of ``PARALLEL_SECONDS`` or more is
+    then cut into about ``WINDOWS_PER_WORKER`` windows a worker, so that they share it evenly; its first
+    window is its first unit alone, since the others are handed out only once it is decoded (it is what
+    finds how many there are). Each window's decode seeks to the keyframe before its first frame.
+    """
+    counts = [sum(len(span_frame_indices(info, span, spec)) for spec in specs) for span in units]
+    total = sum(counts)
+    parallel = parts > 1 and info.duration >= PARALLEL_SECONDS and len(units) > 2
+    if total <= WINDOW_FRAMES and not parallel:
+        return [(0, len(units))]
+    if not parallel:
+        return _windows_of(counts, 0, WINDOW_FRAMES)
+    wanted = max(parts * WINDOWS_PER_WORKER, math.ceil((total - counts[0]) / WINDOW_FRAMES))
+    return [(0, 1), *_even_windows(counts, 1, wanted)]
+
+
+def _even_windows(counts: Sequence[int], start: int, wanted: int) -> list[tuple[int, int]]:
+    """Units from ``start`` on in ``wanted`` consecutive windows of about equal frame counts (each unit goes to
+    the window its middle frame falls in), none over ``WINDOW_FRAMES``."""
+    rest = counts[start:]
+    total, before, ids = max(1, sum(rest)), 0, []
+    for count in rest:
+        ids.append(min(wanted - 1, int(wanted * (before + count / 2) / total)))
+        before += count
+    windows, first = [], start
+    for i in range(start + 1, len(counts) + 1):
+        if i == len(counts) or ids[i - start] != ids[i - 1 - start]:
+            windows += [(first + a, first + b) for a, b in _windows_of(counts[first:i], 0, WINDOW_FRAMES)]
+            first = i
+    return windows
+
+
+def _windows_of(counts: Sequence[int], start: int, limit: int) -> list[tuple[int, int]]:
+    """Units from ``start`` on, in consecutive windows of at most ``limit`` frames (a bigger unit alone)."""
+    windows, first, total = [], start, 0
+    for i in range(start, len(counts)):
+        if i > first and total + counts[i] > limit:
             windows.append((first, i))
             first, total = i, 0
-        total += count
-    return [*windows, (first, len(units))]
+        total += counts[i]
+    return [*windows, (first, len(counts))]
 
 
 DECODER_MODULES = ("retrieval.pipeline.indexing", "decord", "av")  # what a decode worker imports before its first file
@@ -103,6 +153,8 @@ class DecodedFile:
     content_hash: str
     spans: list[Span]
     frames: dict[FrameSpec, list[Frames]]  # frame spec -> one Frames per span
+    # what decoding had to say in the worker that decoded it (a GPU fallback), for the run's report
+    notices: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 @dataclass
@@ -113,6 +165,7 @@ class DecodedWindow(DecodedFile):
     window: int = 0
     windows: int = 1
     identity: tuple[int, ...] = ()  # the file's inode, size and times as it was read: each window must match
+    cut: tuple[Span, ...] | None = None  # every shot unit of the file (first window): the later windows read them
 
 
 CHANGE_RETRIES = 3  # decodes of a file that keeps being written before it is left for a later run
@@ -125,11 +178,13 @@ def decode_job(job: DecodeJob) -> DecodedFile:
     identity (inode, size, change time) must be the same after, else it is decoded again; the change time
     moves with every write, even one that puts the modification time back.
     """
+    said = len(decode_notices())  # each is said once a process: those said while decoding this file are its own
     for _ in range(CHANGE_RETRIES):
         before = _identity(job.file.path)
         digest = content_hash(job.file.path) if job.hashes else ""
         decoded = _decode(job, digest, before)
         if _identity(job.file.path) == before:
+            decoded.notices = tuple(decode_notices()[said:])
             return decoded
     raise FileChanged(f"the file changed while it was decoded, {CHANGE_RETRIES} times; a later run tries again")
 
@@ -139,32 +194,43 @@ def _identity(path: str) -> tuple[int, ...]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
+# A decode worker is one core: FFmpeg's own threads (slice threads on every core, PyAV's default) made a 720p
+# H.264 decode 15% faster for 1.5 cores, so workers sharing a file's windows slowed each other down (2 workers:
+# 1.6x one, against 1.9x with one thread each; `convis bench perf --sections scaling`).
+WORKER_THREADS = 1
+
 # what is decoded of a file when no indexer of the run looks at frames (captions only): one frame a unit,
 # enough to learn the video's length and cut its units
 UNITS_ONLY = as_spec(1)
 
 
 def _decode(job: DecodeJob, digest: str, identity: tuple[int, ...]) -> DecodedFile:
-    decoder = VideoDecoder(short_side=job.short_side, device=job.decode_device)
+    specs = job.frame_specs or (UNITS_ONLY,)
+    cut = job.cut
+    if job.shots is not None and cut is None:  # the file's first window: find its shots
+        found = cut_shots(job.file.path, job.shots, specs, job.short_side, job.decode_device, threads=WORKER_THREADS)
+        if found.frames is not None:  # sampled in the same decode: the whole file at once
+            return DecodedFile(found.info, digest, found.units, found.frames)
+        cut = tuple(found.units)
+    decoder = VideoDecoder(short_side=job.short_side, device=job.decode_device, threads=WORKER_THREADS)
     frames: dict[FrameSpec, list[Frames]] = {}
     info, spans, windows = None, [], [0]
-    specs = job.frame_specs or (UNITS_ONLY,)
 
     def pick(info: VideoInfo, units: list[Span]) -> slice:
         if job.window is None:
             return slice(None)
-        windows[:] = unit_windows(info, units, specs)
+        windows[:] = unit_windows(info, units, specs, job.parts)
         if job.window >= len(windows):  # fewer units than when its first window was read
             raise FileChanged("the video changed while it was indexed")
         return slice(*windows[job.window])
 
     for spec in specs:
-        info, units = decoder.sample(job.file.path, spec, job.segment_seconds, pick)
+        info, units = decoder.sample(job.file.path, spec, job.segment_seconds, pick, cut=cut)
         spans = [span for span, _ in units]
         frames[spec] = [f for _, f in units]
     if job.window is None:
         return DecodedFile(info, digest, spans, frames)
-    return DecodedWindow(info, digest, spans, frames, job.window, len(windows), identity)
+    return DecodedWindow(info, digest, spans, frames, job.window, len(windows), identity, cut)
 
 
 # -- the embed stage --------------------------------------------------------------------------------
@@ -191,7 +257,8 @@ def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedF
     except Exception as exc:
         vectors, error = {}, reason_of(exc)
     frames = {spec: [Frames(NO_PIXELS, f.timestamps, f.indices) for f in fs] for spec, fs in decoded.frames.items()}
-    return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error)
+    return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error,
+                        notices=decoded.notices)
 
 
 def join_windows(parts: Sequence[EmbeddedFile]) -> EmbeddedFile:
@@ -201,7 +268,9 @@ def join_windows(parts: Sequence[EmbeddedFile]) -> EmbeddedFile:
     error = next((p.error for p in parts if p.error is not None), None)
     frames = {spec: [f for p in parts for f in p.frames[spec]] for spec in first.frames}
     vectors = {} if error else {m: np.concatenate([p.vectors[m] for p in parts]) for m in first.vectors}
-    return EmbeddedFile(first.info, first.content_hash, [s for p in parts for s in p.spans], frames, vectors, error)
+    notices = tuple(dict.fromkeys(n for p in parts for n in p.notices))
+    return EmbeddedFile(first.info, first.content_hash, [s for p in parts for s in p.spans], frames, vectors, error,
+                        notices=notices)
 
 
 # -- what the run asks of an executor ---------------------------------------------------------------
@@ -313,7 +382,7 @@ class IndexRun:
         self.executor, self.settings = executor, settings
         self.progress = progress or (lambda event, data: None)
         self.report = IndexReport([ix.model_id for ix in indexers])
-        self.segment_seconds = settings.segment_seconds
+        self.segment_seconds, self.shots = settings.segment_seconds, settings.shots
         self._resegment_failed = False
         self._described_by: DescriberKey | None = None  # the captioner's key, once it has run
         self._published = time.monotonic()
@@ -321,7 +390,7 @@ class IndexRun:
     def run(self, root: Path, scan: Scan | None = None) -> IndexReport:
         """Index ``root`` (``scan``: its ``find_videos`` result, when the caller has it already)."""
         started = time.perf_counter()
-        self.segment_seconds = settle_segments(self.catalog, self.settings.segment_seconds)
+        self._settle_units()
         self._register()
         found, problems = scan if scan is not None else find_videos(root, skip=self.index_dir.resolve())
         self.report.found = len(found)
@@ -339,6 +408,18 @@ class IndexRun:
         self.publish()
         self.report.seconds = time.perf_counter() - started
         return self.executor.finish(self.report)
+
+    def _settle_units(self) -> None:
+        """How this run cuts units (an "auto" shot detector chosen now, once), said in a note for shot units."""
+        asked, shots, why = self.settings.shots, None, "as this index records"
+        if asked is not None:
+            chosen, why = choose_detector(asked.detector)
+            shots = auto_shots(self.catalog, asked, lambda: chosen)
+            if shots.detector != chosen:
+                why = "auto: the detector this index was cut with"
+        self.segment_seconds, self.shots = settle_segments(self.catalog, self.settings.segment_seconds, shots)
+        if self.shots is not None:
+            self.note(f"{describe_units(None, self.shots)}: {why}")
 
     def publish(self) -> None:
         """Make the committed state visible to readers: FAISS indices, then a catalog snapshot."""
@@ -377,13 +458,17 @@ class IndexRun:
         if todo.retry:
             self.note(f"{len(todo.retry)} file(s) that failed in an earlier run are tried again")
         if todo.resegment:
-            self.note(f"{len(todo.resegment)} indexed file(s) get {_units(self.segment_seconds)}; each keeps its "
-                      "old units until its new ones are committed")
-        return _jobs(todo, known, indexed, self._frame_specs, self.segment_seconds, self.settings.decode_device)
+            self.note(f"{len(todo.resegment)} indexed file(s) get {describe_units(self.segment_seconds, self.shots)}; "
+                      "each keeps its old units until its new ones are committed")
+        decode = DecodeJob(FoundFile("", "", 0, 0.0), (), self.segment_seconds,
+                           decode_device=self.settings.decode_device, shots=self.shots)
+        return _jobs(todo, known, indexed, self._frame_specs, decode)
 
     def _resegment(self) -> set[str]:
         """Indexed files to cut into the run's units: all whose units differ, while the length is changing."""
-        return stale_units(self.catalog, self.segment_seconds) if resegmenting(self.catalog) else set()
+        if not resegmenting(self.catalog):
+            return set()
+        return stale_units(self.catalog, self.segment_seconds, self.shots)
 
     def _frame_specs(self, indexers: set[str]) -> tuple[FrameSpec, ...]:
         # only asked once the plan has work, and what it asks builds the models: the executor gets ready now
@@ -394,6 +479,9 @@ class IndexRun:
         return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual if ix.model_id in indexers))
 
     def _write(self, job: FileJob, result: FileResult) -> None:
+        for text in getattr(result, "notices", ()):
+            if text not in self.report.notes:
+                self.note(text)  # e.g. decoding on the CPU because the GPU could not be used
         found = job.file
         if isinstance(result, BaseException):
             if not os.path.lexists(found.path):
@@ -423,7 +511,7 @@ class IndexRun:
         if job.lacks_vectors:
             self.catalog.add_vectors(found.rel, vectors)
         else:
-            self.catalog.commit_file(_file_record(found, done), _unit_records(done), vectors)
+            self.catalog.commit_file(_file_record(found, done, job.decode.units_label), _unit_records(done), vectors)
         frames = sum(len(f.indices) for fs in done.frames.values() for f in fs)
         self.report.indexed += 1
         self.report.units += len(done.spans)
@@ -507,11 +595,11 @@ class IndexRun:
 
 
 def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
-          specs_for: Callable[[set[str]], tuple[FrameSpec, ...]], segment_seconds: float | None,
-          decode_device: str | None = None) -> list[FileJob]:
+          specs_for: Callable[[set[str]], tuple[FrameSpec, ...]], decode: DecodeJob) -> list[FileJob]:
     """The plan's work as jobs, in its order: new and changed files need every indexer, so do files indexed
     with units of another length, an indexed file the indexers it lacks.  Each decode samples the frames of
-    every indexer the run needs, which ``specs_for`` says (building them: only called when there is work)."""
+    every indexer the run needs, which ``specs_for`` says (building them: only called when there is work);
+    ``decode`` is every job's decode but for its file and frame specs."""
     every = tuple(indexed)
     work = [(f, every, {"known_hash": _known_hash(known, f.rel)}) for f in todo.new + todo.changed + todo.retry]
     work += [(f, every, {"new_units": True}) for f in todo.resegment]
@@ -520,12 +608,7 @@ def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
     if not work:
         return []
     specs = specs_for({m for _, ids, _ in work for m in ids})
-    return [FileJob(DecodeJob(f, specs, segment_seconds, decode_device=decode_device), ids, **flags)
-            for f, ids, flags in work]
-
-
-def _units(segment_seconds: float | None) -> str:
-    return f"{segment_seconds:g} s units" if segment_seconds else "one unit per file"
+    return [FileJob(replace(decode, file=f, frame_specs=specs), ids, **flags) for f, ids, flags in work]
 
 
 def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
@@ -533,16 +616,16 @@ def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
     return state.content_hash if state is not None else None
 
 
-def _file_record(found: FoundFile, d: DecodedFile) -> FileRecord:
+def _file_record(found: FoundFile, d: DecodedFile, units_by: str) -> FileRecord:
     i = d.info
     return FileRecord(found.rel, found.size, found.mtime, d.content_hash, i.duration, i.fps, i.width,
-                      i.height, i.frame_count, i.decoder)
+                      i.height, i.frame_count, i.decoder, units_by)
 
 
 def _unit_records(d: DecodedFile) -> list[UnitRecord]:
     # the unit's frame times from the sparsest decode (an every-frame decode would list them all)
     sample = min(d.frames.values(), key=lambda units: sum(len(f.indices) for f in units))
-    return [UnitRecord(s.segment, s.start, s.end, tuple(float(t) for t in f.timestamps))
+    return [UnitRecord(s.segment, s.start, s.end, tuple(float(t) for t in f.timestamps), s.boundary, s.confidence)
             for s, f in zip(d.spans, sample)]
 
 

@@ -5,6 +5,7 @@ queued) while this process embeds the previous one, so decode and model work ove
 models get the cores the decode workers leave.  A file is decoded a window of units at a time
 (``indexing.unit_windows``): its first window says how many it has, the others are queued after
 every file's first, and each is embedded as it arrives, so only vectors are held for a long file.
+A long file's windows are sized so that every worker gets a share of it: one file uses all of them.
 """
 
 from __future__ import annotations
@@ -55,13 +56,15 @@ class LocalExecutor:
         held: dict[str, _Parts] = {}  # a long file's embedded windows, until all are in
         rest: list[DecodeJob] = []
         with cpu_threads(models, self.threads):
-            for decode, decoded in self.distributor.map(decode_job, [replace(j.decode, window=0) for j in jobs]):
+            parts = max(1, int(getattr(self.distributor, "workers", 1)))  # a long file is shared by every worker
+            first = [replace(j.decode, window=0, parts=parts) for j in jobs]
+            for decode, decoded in self.distributor.map(decode_job, first):
                 job = by_path[decode.file.rel]
                 result = _embedded(job, decoded, by_id)
                 windows = getattr(decoded, "windows", 1)
                 if windows > 1 and _goes_on(job, result):
                     held[job.file.rel] = _Parts(windows, decoded.identity, {0: result})
-                    rest += [replace(decode, window=k) for k in range(1, windows)]
+                    rest += [replace(decode, window=k, cut=decoded.cut) for k in range(1, windows)]
                 else:
                     yield job, result
             for decode, decoded in self.distributor.map(decode_job, rest) if rest else ():
@@ -122,7 +125,7 @@ def decode_workers(settings: IndexSettings) -> Iterator[ProcessDistributor]:
     """Decode worker processes: they start when the run has work (``LocalExecutor.prepare``), not before."""
     check_main_guard()  # a script that would start workers unguarded is stopped before anything is written
     count, note = worker_count(settings.workers)
-    workers = ProcessDistributor(count, settings.timeout)
+    workers = ProcessDistributor(count, settings.timeout, keep_warm=True)
     workers.notes = [note] if note else []
     try:
         yield workers

@@ -41,6 +41,7 @@ from indexers.base import Indexer, apply_frames
 from indexers.factory import create_indexer
 from retrieval.core.errors import one_line
 from retrieval.core.files import atomic_write_bytes
+from retrieval.core.segmentation import segmentation_label
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor
 from retrieval.pipeline.indexing import (
@@ -150,7 +151,7 @@ def _quiet_ray_data() -> None:
 # -- the shard store --------------------------------------------------------------------------------
 def _file_key(job: DecodeJob) -> tuple:
     f = job.file
-    return f.rel, f.size, f.mtime, job.segment_seconds, job.short_side
+    return f.rel, f.size, f.mtime, segmentation_label(job.segment_seconds, job.shots), job.short_side
 
 
 class ShardStore:
@@ -209,9 +210,15 @@ def _entry(job: DecodeJob, done: EmbeddedFile, per_indexer: dict[str, int]) -> d
     frames = [[[np.asarray(f.timestamps).tolist(), list(f.indices)] for f in fs] for fs in done.frames.values()]
     return {
         "key": list(_file_key(job)), "content_hash": done.content_hash, "info": asdict(done.info),
-        "spans": [[s.segment, s.start, s.end] for s in done.spans], "frames": frames,
+        "spans": [[s.segment, s.start, s.end, s.frames, s.boundary, s.confidence] for s in done.spans],
+        "frames": frames,
         "order": list(done.vectors), "vectors": {m: per_indexer[m] for m in done.vectors},
     }
+
+
+def _span(segment, start, end, frames=None, boundary=None, confidence=None) -> Span:
+    """A unit as a shard lists it (older shards: segment, start and end only)."""
+    return Span(int(segment), float(start), float(end), tuple(frames) if frames else None, boundary, confidence)
 
 
 def _from_entry(npz: Path, pos: int, entry: dict, need: dict[str, int]) -> EmbeddedFile:
@@ -220,7 +227,7 @@ def _from_entry(npz: Path, pos: int, entry: dict, need: dict[str, int]) -> Embed
     groups = entry["frames"].values() if isinstance(entry["frames"], dict) else entry["frames"]  # dict: older shards
     frames = {n: [Frames(NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
               for n, units in enumerate(groups)}
-    spans = [Span(int(s), float(a), float(b)) for s, a, b in entry["spans"]]
+    spans = [_span(*fields) for fields in entry["spans"]]
     return EmbeddedFile(VideoInfo(**entry["info"]), entry["content_hash"], spans, frames, vectors)
 
 

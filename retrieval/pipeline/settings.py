@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval.core.defaults import MIN_SEGMENT_SECONDS
+from retrieval.core.segmentation import ShotRule
 from retrieval.pipeline.catalog_settings import IndexSettingsError
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
@@ -32,7 +33,9 @@ class IndexSettings:
     ``captioner``: a video LMM spec (any reranker) that describes every unit once, a caption and one answer
     per ConViS concept, stored in the catalog (a text indexer embeds the captions); ``decode_device``: where
     videos are decoded, "cuda" or "cuda:N" for NVDEC through torchcodec (None or "cpu": the CPU; an unusable GPU
-    falls back to the CPU, said once), passed to ``retrieval.media.frames.VideoDecoder(device=...)``.
+    falls back to the CPU, said once), passed to ``retrieval.media.frames.VideoDecoder(device=...)``;
+    ``shots``: units follow shots (``retrieval.core.segmentation.ShotRule``; detector "auto": TransNetV2 on a
+    CUDA GPU, PySceneDetect's content detector otherwise), kept for later runs as a unit length is.
     """
 
     segment_seconds: float | None = None
@@ -50,8 +53,11 @@ class IndexSettings:
     retry_failed: bool = False
     captioner: str | None = None
     decode_device: str | None = None
+    shots: ShotRule | None = None
 
     def __post_init__(self) -> None:
+        if self.shots is not None and self.segment_seconds:
+            raise IndexSettingsError("units follow either shots or a fixed length, not both")
         if self.decode_device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", self.decode_device):
             raise IndexSettingsError(f"decode device must be cpu, cuda or cuda:N, not {self.decode_device!r}")
         # a str from a script names a folder all the same; an empty one names none

@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS descriptions (
     status VARCHAR NOT NULL, error VARCHAR, created_at TIMESTAMP DEFAULT current_timestamp,
     PRIMARY KEY (content_hash, start_s, end_s, concept, model, revision, prompt_version));
 ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS source VARCHAR;
+ALTER TABLE units ADD COLUMN IF NOT EXISTS boundary VARCHAR;
+ALTER TABLE units ADD COLUMN IF NOT EXISTS confidence DOUBLE;
+ALTER TABLE files ADD COLUMN IF NOT EXISTS units_by VARCHAR;
 CREATE TABLE IF NOT EXISTS description_signals (
     signal VARCHAR PRIMARY KEY, indexer VARCHAR NOT NULL, concept VARCHAR NOT NULL, dim INTEGER,
     faiss_factory VARCHAR);
@@ -87,6 +90,7 @@ class FileRecord:
     height: int
     frame_count: int
     decoder: str
+    units_by: str = ""  # how its units were cut (``retrieval.core.segmentation`` label); "" when not recorded
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,11 @@ class UnitRecord:
     start: float
     end: float
     frame_times: tuple[float, ...]
+    boundary: str | None = None  # shot units: "start", "cut" or "split"; None: fixed units
+    confidence: float | None = None  # of the detected cut that starts the unit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UnitRow(UnitRecord):
     """A stored unit as recall reads it back: the record, with its id and its file."""
 
@@ -375,13 +381,14 @@ class Catalog:
         ).fetchall()
         return {r[0] for r in rows}
 
-    def unit_spans(self) -> dict[str, tuple[float, list[tuple[float, float]]]]:
-        """Every indexed file's duration and its units' (start, end) seconds, in segment order."""
+    def unit_spans(self) -> dict[str, tuple[float, list[tuple[float, float]], str]]:
+        """Every indexed file's duration, its units' (start, end) seconds in segment order, and how they were cut
+        (the label it was indexed with, "" when not recorded)."""
         rows = self.db.execute(
             """SELECT f.path, any_value(f.duration), list(u.start_s ORDER BY u.segment),
-                      list(u.end_s ORDER BY u.segment)
+                      list(u.end_s ORDER BY u.segment), any_value(coalesce(f.units_by, ''))
                FROM files f JOIN units u USING (file_id) WHERE f.status = 'ok' GROUP BY f.path""").fetchall()
-        return {path: (duration, list(zip(starts, ends))) for path, duration, starts, ends in rows}
+        return {path: (duration, list(zip(starts, ends)), by) for path, duration, starts, ends, by in rows}
 
     def commit_file(self, record: FileRecord, units: Sequence[UnitRecord],
                     vectors: dict[str, np.ndarray]) -> None:
@@ -392,8 +399,10 @@ class Catalog:
             for i, unit in enumerate(units):
                 unit_id = self.db.execute("SELECT nextval('unit_ids')").fetchone()[0]
                 self.db.execute(
-                    "INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)",
-                    [unit_id, file_id, unit.segment, unit.start, unit.end, list(unit.frame_times)],
+                    "INSERT INTO units (unit_id, file_id, segment, start_s, end_s, frame_times, boundary, confidence) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [unit_id, file_id, unit.segment, unit.start, unit.end, list(unit.frame_times), unit.boundary,
+                     unit.confidence],
                 )
                 for indexer, matrix in vectors.items():
                     vec = np.ascontiguousarray(matrix[i], dtype=np.float32).tobytes()
@@ -439,9 +448,9 @@ class Catalog:
         file_id = self.db.execute("SELECT nextval('file_ids')").fetchone()[0]
         self.db.execute(
             "INSERT INTO files (file_id, path, size, mtime, content_hash, duration, fps, width, height, frame_count, "
-            "decoder, status, error, transient) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "decoder, status, error, transient, units_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [file_id, r.path, r.size, r.mtime, r.content_hash or None, r.duration, r.fps, r.width,
-             r.height, r.frame_count, r.decoder or None, status, error, transient],
+             r.height, r.frame_count, r.decoder or None, status, error, transient, r.units_by or None],
         )
         return file_id
 
@@ -523,9 +532,23 @@ class Catalog:
     def file_units(self, path: str) -> list[UnitRecord]:
         """One indexed file's units, in segment order."""
         rows = self.db.execute(
-            """SELECT u.segment, u.start_s, u.end_s, u.frame_times FROM units u JOIN files f USING (file_id)
-               WHERE f.path = ? ORDER BY u.segment""", [path]).fetchall()
-        return [UnitRecord(r[0], r[1], r[2], tuple(r[3] or ())) for r in rows]
+            f"""SELECT u.segment, u.start_s, u.end_s, u.frame_times, {self.column("units", "u", "boundary")},
+                       {self.column("units", "u", "confidence")}
+               FROM units u JOIN files f USING (file_id) WHERE f.path = ? ORDER BY u.segment""", [path]).fetchall()
+        return [UnitRecord(r[0], r[1], r[2], tuple(r[3] or ()), r[4], r[5]) for r in rows]
+
+    def shot_summary(self) -> dict:
+        """Over every unit: how many start at a detected cut, at a split of a long shot, at a file's start, the
+        cuts' mean confidence and the units' mean length in seconds."""
+        boundary, confidence = self.column("units", "u", "boundary"), self.column("units", "u", "confidence")
+        rows = self.db.execute(f"SELECT {boundary}, count(*), avg({confidence}) FROM units u GROUP BY 1").fetchall()
+        counts = {b: (n, mean) for b, n, mean in rows}
+        length = self.db.execute("SELECT avg(end_s - start_s) FROM units").fetchone()[0]
+        cut_confidence = counts.get("cut", (0, None))[1]
+        return {"cuts": counts.get("cut", (0, None))[0], "splits": counts.get("split", (0, None))[0],
+                "file_starts": counts.get("start", (0, None))[0],
+                "mean_cut_confidence": None if cut_confidence is None else round(cut_confidence, 4),
+                "mean_unit_seconds": None if length is None else round(length, 3)}
 
     def unit_ids(self, path: str) -> list[int]:
         """One indexed file's unit ids, in segment order."""
@@ -598,6 +621,13 @@ class Catalog:
         # a catalog written before a table existed, opened read-only, has no such table: it holds nothing
         return bool(self.db.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
+
+    def column(self, table: str, alias: str, name: str) -> str:
+        """``alias.name`` for a query, or NULL where a catalog written before the column existed, opened
+        read-only, lacks it (its rows hold nothing there)."""
+        found = self.db.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND "
+                                "column_name = ?", [table, name]).fetchone()[0]
+        return f"{alias}.{name}" if found else "NULL"
 
     # -- reads --------------------------------------------------------------
     def vectors(self, indexer: str) -> tuple[np.ndarray, np.ndarray]:
@@ -686,22 +716,28 @@ class FileListing:
     height: int | None
     units: tuple[tuple[int, float, float], ...]  # (segment, start, end) in seconds
     captioned: bool  # a text indexer holds a vector for it
+    cuts: tuple[tuple[str | None, float | None], ...] = ()  # per unit: what starts it and the cut's confidence
+    units_by: str | None = None  # how its units were cut (a ``retrieval.core.segmentation`` label)
 
 
 def list_files(catalog: Catalog) -> list[FileListing]:
     """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it."""
+    boundary, confidence, units_by = (catalog.column(table, alias, name) for table, alias, name in (
+        ("units", "u", "boundary"), ("units", "u", "confidence"), ("files", "f", "units_by")))
     rows = catalog.db.execute(
-        """SELECT f.path, f.status, f.error, f.duration, f.width, f.height,
-                  list((u.segment, u.start_s, u.end_s) ORDER BY u.segment) FILTER (WHERE u.unit_id IS NOT NULL),
-                  bool_or(e.unit_id IS NOT NULL)
+        f"""SELECT f.path, f.status, f.error, f.duration, f.width, f.height,
+                  list((u.segment, u.start_s, u.end_s, {boundary}, {confidence}) ORDER BY u.segment)
+                      FILTER (WHERE u.unit_id IS NOT NULL),
+                  bool_or(e.unit_id IS NOT NULL), any_value({units_by})
            FROM files f
            LEFT JOIN units u USING (file_id)
            LEFT JOIN embeddings e ON e.unit_id = u.unit_id
                 AND e.indexer IN (SELECT indexer FROM indexers WHERE kind = 'text')
            GROUP BY ALL ORDER BY f.path""").fetchall()
     return [FileListing(path, status, error, duration, width, height,
-                        tuple((seg, start, end) for seg, start, end in (units or [])), bool(captioned))
-            for path, status, error, duration, width, height, units, captioned in rows]
+                        tuple((seg, start, end) for seg, start, end, _, _ in (units or [])), bool(captioned),
+                        tuple((boundary, confidence) for _, _, _, boundary, confidence in (units or [])), units_by)
+            for path, status, error, duration, width, height, units, captioned, units_by in rows]
 
 
 _DESCRIPTION_COLUMNS = ("d.content_hash, d.start_s, d.end_s, d.concept, d.model, d.revision, d.prompt_version, "

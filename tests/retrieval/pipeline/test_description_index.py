@@ -91,8 +91,10 @@ def test_only_changed_descriptions_are_embedded_again_and_a_forgotten_file_loses
 def test_a_persons_file_wins_over_the_captioner_which_wins_over_other_models(tmp_path):
     with Catalog(tmp_path / "catalog.duckdb") as cat:
         cat.db.execute("INSERT INTO files (file_id, path, content_hash, status) VALUES (1, 'a.mp4', 'h', 'ok')")
-        cat.db.execute("INSERT INTO units VALUES (1, 1, 0, 0.0, 4.0, [])")
-        cat.db.execute("INSERT INTO units VALUES (2, 1, 1, 4.0, 8.0, [])")
+        cat.db.execute("INSERT INTO units (unit_id, file_id, segment, start_s, end_s, frame_times) "
+                       "VALUES (1, 1, 0, 0.0, 4.0, [])")
+        cat.db.execute("INSERT INTO units (unit_id, file_id, segment, start_s, end_s, frame_times) "
+                       "VALUES (2, 1, 1, 4.0, 8.0, [])")
         other, captioner = DescriberKey("other", "r", "p"), DescriberKey("qwen", "r", "p")
 
         def write(key, start, end, text, status="ok"):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from retrieval.core.sampling import as_spec
+from retrieval.core.segmentation import ShotRule
 from retrieval.engine import Engine
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.media.scan import FoundFile
@@ -204,7 +205,8 @@ def test_a_shard_for_other_settings_or_a_damaged_shard_is_recomputed(tmp_path):
     assert store.find(first, {"m:x": 16}) is None  # another frame count
     assert store.find(first, {"m:x": 8, "other:y": 8}) is None  # an indexer it does not hold
     assert store.find(DecodeJob(first.file, (as_spec(8),), 10.0), {"m:x": 8}) is None  # another segment length
-    npz = store.manifest()[("0.mp4", 1000, 1.5, None, first.short_side)][0]
+    assert store.find(DecodeJob(first.file, (as_spec(8),), None, shots=ShotRule("content")), {"m:x": 8}) is None
+    npz = store.manifest()[("0.mp4", 1000, 1.5, "", first.short_side)][0]
     npz.write_bytes(npz.read_bytes()[:40])
     assert ShardStore(tmp_path).find(first, {"m:x": 8}) is None
 

@@ -89,8 +89,8 @@ def test_a_file_replaced_while_it_is_decoded_is_stored_with_the_bytes_it_was_dec
     real = indexing.VideoDecoder.sample
     replaced = []
 
-    def sample_then_replace(self, path, spec, *rest):
-        result = real(self, path, spec, *rest)
+    def sample_then_replace(self, path, spec, *rest, **named):
+        result = real(self, path, spec, *rest, **named)
         if path.endswith("cup.mp4") and not replaced:
             shutil.copyfile(other, target)  # written in place, after the old bytes were decoded
             replaced.append(path)
@@ -119,8 +119,8 @@ def test_a_file_that_keeps_changing_while_decoded_is_left_for_a_later_run(engine
     real = indexing.VideoDecoder.sample
     target = video_folder / "cup.mp4"
 
-    def sample_then_append(self, path, spec, *rest):
-        result = real(self, path, spec, *rest)
+    def sample_then_append(self, path, spec, *rest, **named):
+        result = real(self, path, spec, *rest, **named)
         if path.endswith("cup.mp4"):
             with open(target, "ab") as fh:  # a file still being written
                 fh.write(b"\0" * 16)

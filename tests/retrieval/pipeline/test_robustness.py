@@ -17,7 +17,7 @@ from retrieval.media.frames import VideoDecoder
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.pipeline.settings import IndexSettings
 from tests import media
-from tests.workers import behave, decode_bytes, stamped
+from tests.workers import behave, decode_bytes, stamped, worker_pid
 
 ROOT_USER = os.geteuid() == 0
 
@@ -207,3 +207,17 @@ def test_query_on_an_index_with_no_vectors_yet_returns_nothing(tmp_path, example
     engine.index(folder, ["efficientnet-lite0"], distributor=SerialDistributor())
     result = Engine(tmp_path / "index").query(example_videos / "cup.mp4", ["location"], k=3)
     assert result.hits == []
+
+
+@pytest.mark.parametrize("keep_warm", [False, True])
+def test_a_warm_pool_serves_the_next_map_with_the_same_workers(keep_warm):
+    """A long file's windows are mapped after its first window: a kept pool spares starting workers again."""
+    pool = ProcessDistributor(workers=1, timeout=60, keep_warm=keep_warm)
+    try:
+        first = {pid for _, pid in pool.map(worker_pid, [0, 1])}
+        second = {pid for _, pid in pool.map(worker_pid, [2, 3])}
+    finally:
+        pool.close()
+    assert len(first) == len(second) == 1
+    assert (first == second) is keep_warm
+    assert pool._started is None  # closed: nothing left running
