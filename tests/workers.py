@@ -4,6 +4,7 @@ import os
 import signal
 import tempfile
 import time
+from dataclasses import dataclass
 
 from retrieval.media.frames import DecodeError, VideoDecoder
 
@@ -44,3 +45,16 @@ def decode_bytes(data: bytes):
 def worker_pid(_item):
     """The process that ran the task."""
     return os.getpid()
+
+
+@dataclass(frozen=True)
+class Costly:
+    """A task that says how many time limits it may take (as a shot-detection decode does)."""
+
+    seconds: float
+    timeout_factor: float = 1.0
+
+
+def sleep_for(item: Costly):
+    time.sleep(item.seconds)
+    return item.seconds

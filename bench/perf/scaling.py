@@ -57,13 +57,15 @@ def decode_with_workers(video: Path, workers: int, segment: float) -> ScalingRes
     job = FileJob(DecodeJob(FoundFile(str(video), video.name, stat.st_size, stat.st_mtime),
                             (as_spec(FRAMES_PER_UNIT),), segment), ())
     distributor = ProcessDistributor(workers, timeout=3600.0, keep_warm=True)  # as an index run's
-    distributor.start(DECODER_MODULES)
-    _wait_for_workers(workers)
-    with PeakRss() as peak:
-        started = time.perf_counter()
-        [(_, result)] = list(LocalExecutor(distributor).embed([job], []))
-        seconds = time.perf_counter() - started
-    distributor.close()
+    try:
+        distributor.start(DECODER_MODULES)
+        _wait_for_workers(workers)
+        with PeakRss() as peak:
+            started = time.perf_counter()
+            [(_, result)] = list(LocalExecutor(distributor).embed([job], []))
+            seconds = time.perf_counter() - started
+    finally:
+        distributor.close()
     if isinstance(result, BaseException):
         raise RuntimeError(f"decoding {video.name} failed: {result}")
     frames = sum(len(f.indices) for fs in result.frames.values() for f in fs)

@@ -110,8 +110,9 @@ def spans(duration: float, segment_seconds: float | None) -> list[Span]:
 
 def span_frame_indices(info: VideoInfo, span: Span, spec: FrameSpec | int) -> list[int]:
     """Frame numbers to decode for one unit: the spec's rule applied to the frames inside the span."""
-    if span.frames is not None:
-        first, last = span.frames[0], max(span.frames[0] + 1, min(info.frame_count, span.frames[1]))
+    if span.frames is not None:  # clamped: another decoder may count a frame or two fewer than the one that cut
+        first = min(span.frames[0], info.frame_count - 1)
+        last = max(first + 1, min(info.frame_count, span.frames[1]))
         return [first + i for i in as_spec(spec).indices(last - first, info.fps)]
     first = min(info.frame_count - 1, int(math.floor(span.start * info.fps)))
     # a unit that runs to the end has every remaining frame: end * fps undercounts variable-rate clips

@@ -35,9 +35,11 @@ from retrieval.media.frames import (
 )
 from retrieval.media.shots import Shot, get_detector, shots_from_cuts
 
-# Frames one decode may keep for sampling while it detects shots: 1,400 frames of 224x398 px (about a
-# minute at 25 fps); past that the file is sampled by a second, seeking decode.
-ONE_PASS_BYTES = 512 * MiB
+# Frames one decode may keep for sampling while it detects shots: 1,000 frames of 224x398 px, the fast
+# protocol's size for 16:9 video (40 s at 25 fps; half that with two indexers of other sizes). Past that the file
+# is sampled by a second, seeking decode. Half a decode worker's memory (WORKER_MEMORY_MB): the units' frames
+# are copied out of what is kept before it is let go.
+ONE_PASS_BYTES = 256 * MiB
 
 
 @dataclass
@@ -76,7 +78,10 @@ def cut_shots(path: str | Path, rule: ShotRule, specs: Sequence[FrameSpec], shor
     except DecodeError:
         raise
     except Exception as exc:  # PyAV and the detectors raise many types; each is this file's failure
-        raise DecodeError(f"shot detection failed: {one_line(exc, 300)}") from None  # no other decoder detects
+        failed = DecodeError(f"shot detection failed: {one_line(exc, 300)}")
+        # out of memory (the CPU's, or a GPU's for TransNetV2) may pass: a later run tries the file again
+        failed.transient = isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
+        raise failed from None
     if not times:
         raise DecodeError("no frame could be decoded")
     info = replace(info, frame_count=len(times))
@@ -101,7 +106,7 @@ def _small_frames(path: Path, info: VideoInfo, detector, keep: "_Keeper", times:
         origin = float(stream.start_time * stream.time_base) if stream.start_time and stream.time_base else 0.0
         for frame in container.decode(stream):
             keep.offer(frame)
-            times.append((frame.time if frame.time is not None else len(times) / info.fps) - origin)
+            times.append(frame.time - origin if frame.time is not None else len(times) / info.fps)
             yield frame.to_ndarray(width=width, height=height, format="rgb24", interpolation=detector.interpolation)
 
 

@@ -94,14 +94,12 @@ def settle_segments(catalog: Catalog, asked: float | None,
 
 
 def auto_shots(catalog: Catalog, rule: ShotRule, choose: Callable[[], str]) -> ShotRule:
-    """An "auto" shot rule with its detector: the one the index was cut with (same lengths), so that a run on
-    another machine does not re-cut every file; else ``choose()``."""
+    """An "auto" shot rule with its detector: the one the index was cut with, so that a run on another machine
+    (or with other lengths) does not switch detectors; else ``choose()``."""
     if rule.detector != "auto":
         return rule
     _, stored = from_label(catalog.setting(SEGMENT))
-    if stored is not None and (stored.min_seconds, stored.max_seconds) == (rule.min_seconds, rule.max_seconds):
-        return stored
-    return rule.resolved(choose())
+    return rule.resolved(stored.detector if stored is not None else choose())
 
 
 def resegmenting(catalog: Catalog) -> bool:

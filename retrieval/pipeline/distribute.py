@@ -217,9 +217,15 @@ class ProcessDistributor:
     def _broken(self, done) -> bool:
         return any(isinstance(f.exception(), BrokenProcessPool) for f in done if not f.cancelled())
 
+    def _limit(self, item) -> float:
+        """Seconds ``item`` may take: the timeout, times what the item says its task costs (``timeout_factor``:
+        a task that decodes every frame of a file, not a window of it, gets more)."""
+        return self.timeout * getattr(item, "timeout_factor", 1.0)
+
     def _expired(self, running) -> bool:
         now = time.monotonic()
-        return any(task.started is not None and now - task.started > self.timeout for task in running.values())
+        return any(task.started is not None and now - task.started > self._limit(task.item)
+                   for task in running.values())
 
     def _fail_running(self, running, queue, suspects):
         """Blame the timed-out or crashed task; requeue the ones killed only because their pool went.
@@ -237,16 +243,16 @@ class ProcessDistributor:
                 yield task.item, TaskFailed("decoder crashed: its worker process died (killed or out of memory)")
             elif crashed:
                 suspects.append(task.item)
-            elif now - task.started > self.timeout:
-                yield task.item, TaskFailed(f"timed out after {self.timeout:.0f} s")
+            elif now - task.started > self._limit(task.item):
+                yield task.item, TaskFailed(f"timed out after {self._limit(task.item):.0f} s")
             else:
                 queue.append(task.item)
         running.clear()
 
     def _wait_time(self, running) -> float:
-        starts = [task.started for task in running.values() if task.started is not None]
-        oldest = min(starts, default=time.monotonic())
-        return max(0.05, self.timeout - (time.monotonic() - oldest))
+        now = time.monotonic()
+        left = [self._limit(task.item) - (now - task.started) for task in running.values() if task.started is not None]
+        return max(0.05, min(left, default=self.timeout))
 
     def _pool(self) -> ProcessPoolExecutor:
         check_main_guard()  # a script's unguarded code would start workers again in every worker

@@ -84,6 +84,12 @@ class DecodeJob:
     parts: int = 1  # how many workers may decode this file at once (``unit_windows``)
 
     @property
+    def timeout_factor(self) -> float:
+        """How many decode time limits this task may take: finding a file's shots decodes every frame of it, in
+        one task, where a window's task decodes about a window's worth."""
+        return DETECTION_TIMEOUT_FACTOR if self.shots is not None and self.cut is None else 1.0
+
+    @property
     def units_label(self) -> str:
         """How this job cuts the file's units, as the catalog records it."""
         return segmentation_label(self.segment_seconds, self.shots)
@@ -198,6 +204,11 @@ def _identity(path: str) -> tuple[int, ...]:
 # H.264 decode 15% faster for 1.5 cores, so workers sharing a file's windows slowed each other down (2 workers:
 # 1.6x one, against 1.9x with one thread each; `convis bench perf --sections scaling`).
 WORKER_THREADS = 1
+
+# Finding shots decodes the whole file in one task: at 300-400 frames/s on one core (bikes.mp4, 640x272, frames
+# kept for sampling; larger frames decode slower) a 2-hour film at 25 fps takes 8 minutes or more, past the
+# default 300 s a window may take; such a task gets ten limits.
+DETECTION_TIMEOUT_FACTOR = 10.0
 
 # what is decoded of a file when no indexer of the run looks at frames (captions only): one frame a unit,
 # enough to learn the video's length and cut its units
@@ -462,7 +473,18 @@ class IndexRun:
                       "each keeps its old units until its new ones are committed")
         decode = DecodeJob(FoundFile("", "", 0, 0.0), (), self.segment_seconds,
                            decode_device=self.settings.decode_device, shots=self.shots)
-        return _jobs(todo, known, indexed, self._frame_specs, decode)
+        return [self._with_stored_cut(job) for job in _jobs(todo, known, indexed, self._frame_specs, decode)]
+
+    def _with_stored_cut(self, job: FileJob) -> FileJob:
+        """A shot-cut file that only lacks some indexers' vectors is sampled at the units it has: cutting it again
+        could find other shots (another detector version, TransNetV2 on another device) and its new vectors must
+        pair with its stored units."""
+        if job.decode.shots is None or not job.lacks_vectors:
+            return job
+        fps = self.catalog.file_fps(job.file.rel)
+        cut = tuple(Span(u.segment, u.start, u.end, (round(u.start * fps), round(u.end * fps)), u.boundary,
+                         u.confidence) for u in self.catalog.file_units(job.file.rel))
+        return replace(job, decode=replace(job.decode, cut=cut)) if fps and cut else job
 
     def _resegment(self) -> set[str]:
         """Indexed files to cut into the run's units: all whose units differ, while the length is changing."""

@@ -56,7 +56,9 @@ class LocalExecutor:
         held: dict[str, _Parts] = {}  # a long file's embedded windows, until all are in
         rest: list[DecodeJob] = []
         with cpu_threads(models, self.threads):
-            parts = max(1, int(getattr(self.distributor, "workers", 1)))  # a long file is shared by every worker
+            # fewer files than workers: each long one is shared by every worker (with more, they have one each)
+            workers = max(1, int(getattr(self.distributor, "workers", 1)))
+            parts = workers if len(jobs) < workers else 1
             first = [replace(j.decode, window=0, parts=parts) for j in jobs]
             for decode, decoded in self.distributor.map(decode_job, first):
                 job = by_path[decode.file.rel]

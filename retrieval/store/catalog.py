@@ -550,6 +550,11 @@ class Catalog:
                 "mean_cut_confidence": None if cut_confidence is None else round(cut_confidence, 4),
                 "mean_unit_seconds": None if length is None else round(length, 3)}
 
+    def file_fps(self, path: str) -> float | None:
+        """The frame rate an indexed file was decoded at (None: not indexed)."""
+        row = self.db.execute("SELECT fps FROM files WHERE path = ? AND status = 'ok'", [path]).fetchone()
+        return float(row[0]) if row and row[0] else None
+
     def unit_ids(self, path: str) -> list[int]:
         """One indexed file's unit ids, in segment order."""
         rows = self.db.execute("SELECT u.unit_id FROM units u JOIN files f USING (file_id) WHERE f.path = ? "

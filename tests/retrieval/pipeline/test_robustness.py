@@ -17,7 +17,7 @@ from retrieval.media.frames import VideoDecoder
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.pipeline.settings import IndexSettings
 from tests import media
-from tests.workers import behave, decode_bytes, stamped, worker_pid
+from tests.workers import Costly, behave, decode_bytes, sleep_for, stamped, worker_pid
 
 ROOT_USER = os.geteuid() == 0
 
@@ -221,3 +221,10 @@ def test_a_warm_pool_serves_the_next_map_with_the_same_workers(keep_warm):
     assert len(first) == len(second) == 1
     assert (first == second) is keep_warm
     assert pool._started is None  # closed: nothing left running
+
+
+def test_a_task_that_says_it_costs_more_gets_that_many_time_limits():
+    plain, costly = Costly(2.0), Costly(2.0, timeout_factor=10.0)
+    results = dict(ProcessDistributor(workers=2, timeout=0.8).map(sleep_for, [plain, costly]))
+    assert isinstance(results[plain], TaskFailed) and "timed out after 1 s" in str(results[plain])
+    assert results[costly] == 2.0

@@ -119,3 +119,49 @@ def test_ls_json_shows_each_shot_units_boundary_and_confidence(tmp_path, tiny_mo
     assert files["bikes.mp4"]["units_by"] == "shots:content:1:60"
     assert units[0]["boundary"] == "start" and units[0]["confidence"] is None
     assert all(u["boundary"] == "cut" and 0 < u["confidence"] <= 1 for u in units[1:])
+
+
+def test_an_indexer_added_later_is_sampled_at_the_stored_shots_without_cutting_again(
+        tmp_path, tiny_models, shot_folder, monkeypatch):
+    engine = Engine(tmp_path / "index")
+    index(engine, shot_folder, tiny_models, shots=RULE)
+    before = stored_units(engine, "bikes.mp4")
+
+    def no_second_cut(*args, **kwargs):
+        raise AssertionError("the file was cut again")
+
+    monkeypatch.setattr(indexing, "cut_shots", no_second_cut)
+    report = engine.index(shot_folder, [f"dinov2:{tiny_models['dinov2']}", f"videomae:{tiny_models['videomae']}"],
+                          IndexSettings(), distributor=Recording())
+    assert report.failed == [] and report.indexed == 2
+    assert stored_units(engine, "bikes.mp4") == before
+    with Catalog(engine.catalog_path, read_only=True) as catalog:
+        videomae = next(r.indexer for r in catalog.indexers() if r.indexer.startswith("videomae"))
+        assert catalog.unit_vectors("bikes.mp4", videomae).shape[0] == len(before)
+
+
+def test_a_detector_out_of_memory_is_a_failure_a_later_run_retries(monkeypatch):
+    from retrieval.media import shot_units
+    from retrieval.pipeline.indexing import is_transient
+
+    def raising(exc):
+        def detect(self, frames, fps):
+            raise exc
+        return detect
+
+    for exc, transient in ((MemoryError(), True), (RuntimeError("CUDA out of memory. Tried to allocate"), True),
+                           (RuntimeError("bad weights"), False)):
+        monkeypatch.setattr(shot_units.get_detector("content").__class__, "detect", raising(exc))
+        with pytest.raises(shot_units.DecodeError) as failed:
+            cut_shots(EXAMPLES / "cup.mp4", RULE, ())
+        assert failed.value.args[0].startswith("shot detection failed") and is_transient(failed.value) is transient
+
+
+def test_auto_keeps_the_detector_the_index_was_cut_with_even_with_new_lengths(tmp_path):
+    from retrieval.pipeline.catalog_settings import SEGMENT, auto_shots
+
+    with Catalog(tmp_path / "catalog.duckdb") as catalog:
+        assert auto_shots(catalog, ShotRule("auto"), lambda: "content") == RULE
+        catalog.set_setting(SEGMENT, "shots:transnet:1:60")
+        assert auto_shots(catalog, ShotRule("auto", 2.0, 30.0), lambda: "content") == ShotRule("transnet", 2.0, 30.0)
+        assert auto_shots(catalog, ShotRule("content"), lambda: "transnet") == RULE  # a named detector is kept
