@@ -22,6 +22,7 @@ demo: install
 	$(CONVIS) query --anchor examples/videos/campus_01.mp4 --concept location --index-dir $(DEMO) -k 5
 	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-action=0.6 --concept main-objects=0.4 \
 		--index-dir $(DEMO) -k 5
+	$(CONVIS) query --anchor examples/videos/box.mp4 --change "a cup instead of a box" --index-dir $(DEMO) -k 3
 	$(CONVIS) search "a hand holding a cup" --index-dir $(DEMO) -k 3
 	$(CONVIS) search --concept location "the campus square" --index-dir $(DEMO) -k 5
 

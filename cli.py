@@ -454,8 +454,16 @@ FREE_TEXT_HELP = "Take every concept name as written, even one close to a ConViS
 def query(
     anchor: Path = typer.Option(..., "--anchor", "-a", metavar="FILE",
                                 help="The video to find similar clips for (indexed or not)."),
-    concept: List[str] = typer.Option(..., "--concept", "-c", metavar="CONCEPT[=WEIGHT]", help=CONCEPT_HELP),
+    concept: List[str] = typer.Option([], "--concept", "-c", metavar="CONCEPT[=WEIGHT]", help=CONCEPT_HELP + " "
+                                      "Required unless --change is given (then: what must stay the same; without "
+                                      "it, the five ConViS concepts equally)."),
     free_text: bool = typer.Option(False, "--free-text", help=FREE_TEXT_HELP),
+    change: Optional[str] = typer.Option(None, "--change", metavar="TEXT", help="Clips like the anchor but changed "
+                                         "as TEXT says, e.g. \"a cup instead of a box\": every signal with a text "
+                                         "tower reads it (CLIP against frames, the text indexer against captions); "
+                                         "each hit's total is (stay + w * change) / (1 + w)."),
+    change_weight: float = typer.Option(1.0, "--change-weight", metavar="W", help="How much matching --change "
+                                        "counts against staying like the anchor (w above; > 0)."),
     k: int = typer.Option(DEFAULT_K, "-k", "--top", min=1, metavar="N", help="How many results."),
     index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="The indexed video folder or its index "
                                              "folder (default: the nearest .convis above the anchor or the "
@@ -485,19 +493,25 @@ def query(
     html: HtmlOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ):
-    """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts."""
+    """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
+    well they show ANCHOR changed as a sentence says)."""
     from retrieval.engine import Engine
     from retrieval.search.anchor import AnchorSpanError
+    from retrieval.search.compose import Change
     from retrieval.search.signals import parse_overrides
 
     with user_errors():
         check_page(html)
-        concepts = concepts_to_score(concept, mode, free_text)
+        if not concept and change is None:
+            raise UserError("Missing option '--concept' / '-c' (or give --change)")
+        concepts = concepts_to_score(concept, mode, free_text) if concept else check_mode(mode) or []
+        changed = Change(change, change_weight) if change is not None else None
         engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
         span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
         try:
             result = engine.query(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
-                                  rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion)
+                                  rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion,
+                                  change=changed)
         except AnchorSpanError as exc:  # said in the words the user typed
             raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
         if html is not None:
@@ -564,17 +578,26 @@ def _print_hits(result: QueryResult) -> None:
                   highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
-    table = Table(title=f"clips like {escape(_anchor_title(result))}  ({weights})", title_justify="left")
+    change = result.change
+    changed = f', changed: "{escape(change["text"])}" (weight {change["weight"]:g})' if change else ""
+    table = Table(title=f"clips like {escape(_anchor_title(result))}  ({weights}){changed}", title_justify="left")
     table.add_column("rank", justify="right")
     table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
     table.add_column("time", justify="right", no_wrap=True)
     for c in result.concepts:  # under each concept, what scored it
         table.add_column(f"{escape(c.key)}\n[dim]{escape(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
+    parts = ("stay", "change") if change else ()
+    for part in parts:  # a composed query: what of the total came from staying alike, what from the change
+        table.add_column(part, justify="right")
     table.add_column("total", justify="right", style="bold")
     for hit in result.hits:
         table.add_row(str(hit.rank), escape(hit.path), format_span(hit.start, hit.end),
-                      *[_score(hit.scores[c.key]) for c in result.concepts], _score(hit.total))
+                      *[_score(hit.scores[c.key]) for c in result.concepts],
+                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total))
     out.print(table)
+    if change:
+        out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
+                  f"change text against {', '.join(_scorer_name(s) for s in change['signals'])}[/]", highlight=False)
     recall = ", ".join(f"{c}: {_scorer_name(' + '.join([m, *filter(None, [result.beside.get(c)])]))}"
                        for c, m in result.signals.items())
     how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)

@@ -11,6 +11,7 @@ from rich.console import Console
 from bench import report
 from bench.captions_cli import register as register_captions
 from bench.console import GtPairsOpt, JsonOpt, MorePaths, PlainUsage, SimilaritiesOpt, fail, note, user_errors
+from bench.covr.cli import register as register_covr
 from bench.evaluate import correlation_rows, random_rows, retrieval_rows
 from bench.fusion_cli import register as register_fusion
 from bench.loaders import (
@@ -40,6 +41,7 @@ app = typer.Typer(
 register_fusion(app)
 register_perf(app)
 register_captions(app)
+register_covr(app)
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]

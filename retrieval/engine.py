@@ -16,7 +16,7 @@ import duckdb
 # or building a model needs is imported where it is used, so that a query whose anchor is indexed imports no
 # model code (torch, transformers) and no decoder (`convis bench perf` measures the CLI's start-up).
 from indexers.factory import create_indexer, has_text_tower  # the registry; a family's module loads when built
-from retrieval.core.concepts import Concept, parse_concept, parse_concepts
+from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
 from retrieval.core.defaults import DEFAULT_K, INDEX_DIRNAME
 from retrieval.core.errors import one_line
 from retrieval.core.segmentation import describe as describe_units
@@ -34,6 +34,7 @@ from retrieval.pipeline.catalog_settings import (
 from retrieval.search import ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, check_file
 from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
+from retrieval.search.compose import Change, ChangeQuery
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.pair_signals import PairSignals
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
@@ -259,18 +260,19 @@ class Engine:
     def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = DEFAULT_K,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
               recall_k: int | None = None, reranker=None, rerank_top: int = 20, mode: str = "expected",
-              symmetric: bool = False, fusion=None) -> QueryResult:
+              symmetric: bool = False, fusion=None, change: Change | str | None = None) -> QueryResult:
         """Recall with the indexed signals; with ``reranker`` (a spec or a Reranker), rerank the top
         ``rerank_top`` candidates by the LMM's per-concept scores and return them reordered; with
         ``fusion`` (a FusionModel, a weights file or "default"), score each concept by the learned
-        combination of every available signal."""
+        combination of every available signal; with ``change`` (a ``compose.Change`` or its text), clips like
+        the anchor but changed as it says (``retrieval.search.compose``; no concepts: the five ConViS ones)."""
         return self._query(anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
-                           symmetric, fusion)
+                           symmetric, fusion, change=Change(change) if isinstance(change, str) else change)
 
     def _query(self, anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
-               symmetric, fusion, only: str | None = None) -> QueryResult:
+               symmetric, fusion, only: str | None = None, change: Change | None = None) -> QueryResult:
         """``query``; ``only``: keep the units of this content hash alone (``compare`` scores one pair)."""
-        concepts = _as_concepts(concepts)
+        concepts = _as_concepts(concepts or (CONVIS_CONCEPTS if change is not None else ()))
         clip = Anchor.of(anchor, start, end)
         vector_overrides, pair_overrides = signals.split_pair_signals(signal_overrides or {})
         if pair_overrides and reranker is not None:
@@ -292,6 +294,12 @@ class Engine:
             anchors = {**recalled.vectors, **beside.vectors}
             indices = {m: self._vector_index(catalog, m) for m in anchors}
             found_by = ranking.recall(anchors, indices, recall_k or max(100, 10 * k))
+            if change is not None:  # the change text's and the composed vectors' top lists join the candidates
+                wanted = ChangeQuery.prepare(change, indexed, self.indexer,
+                                             lambda m: anchors[m] if m in anchors else vectors.visual(m))
+                for unit, by in wanted.recall(lambda m: self._vector_index(catalog, m),
+                                              recall_k or max(100, 10 * k)).items():
+                    found_by.setdefault(unit, []).extend(by)
             candidates = sorted(found_by)
             units = catalog.units(candidates)
             # scores come from the catalog's vectors: FAISS only proposes the candidates
@@ -300,12 +308,17 @@ class Engine:
                 preferred = signals.clipscore_names(clipscores).get(CLIPSCORE)
                 every = vectors.every_signal(indexed, anchors, [preferred] if preferred else [])
                 exact.update(ranking.stored_vectors(catalog, [m for m in every if m not in exact], candidates))
+            changed = wanted.scores(candidates, ranking.stored_vectors(catalog, wanted.text_vectors, candidates)) \
+                if change is not None else {}
             captions = catalog.chosen_texts(CAPTION) if pair_overrides else {}
             anchor_caption = vectors.caption(captions) if pair_overrides else None
         notices = [*self.notices, *recalled.notices, *beside.notices]
         evidence = ranking.evidence(candidates, anchors, exact, recalled.signal_of, beside.signal_of)
         hits = ranking.rank(evidence, units, concepts, recalled_by=found_by,  # never the anchor itself
                             keep=lambda unit: not clip.overlaps(unit) and only in (None, unit.content_hash))
+        if change is not None:  # staying like the anchor, and matching the change
+            hits = wanted.rescore(hits, changed, concepts)
+            notices += wanted.notices
         pair = PairSignals(clip.clip, anchor_caption, captions, concepts)
         if pair_overrides:  # the shortlist, best first by its new scores: what is cut at k next
             hits = ranking.best_first(self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices))
@@ -323,7 +336,9 @@ class Engine:
                            notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
                            fusion=None if fusion is None else fusion_label(fusion), root=root, start=start, end=end,
                            empty_reason=None if hits else _why_empty(candidates, units), beside=beside.signal_of,
-                           pair_signals=pair.used)
+                           pair_signals=pair.used, change=None if change is None else {
+                               "text": change.text, "weight": change.weight, "signals": sorted(wanted.text_vectors),
+                               "composed": sorted(wanted.composed)})
 
     def _pair_signals(self, pair: PairSignals, hits: list[Hit], wanted: dict[str, str], notices: list[str]
                       ) -> list[Hit]:

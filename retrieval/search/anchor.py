@@ -123,6 +123,11 @@ class AnchorVectors:
         ids = self.catalog.unit_ids(self.stored_path) if self.stored_path is not None else []
         return captions.get(ids[0]) if len(ids) == 1 else None
 
+    def visual(self, model_id: str) -> np.ndarray:
+        """The anchor's vector of one visual signal: the stored one, else embedded now."""
+        vector = self.stored(model_id)
+        return vector if vector is not None else self.embedded(model_id)
+
     def embedded(self, model_id: str) -> np.ndarray:
         model = self.indexer(model_id)
         return model.embed_units([self.anchor.pixels(model.frame_spec)])[0]

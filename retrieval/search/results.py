@@ -59,6 +59,7 @@ class Hit:
     recall_total: float | None = None  # the total before reranking or fusion: orders hits whose totals tie
     evidence: dict[str, dict[str, float]] = field(default_factory=dict)  # recall: concept -> signal -> similarity
     recalled_by: tuple[str, ...] = ()  # the signals whose FAISS index proposed this unit
+    composed: dict[str, float | None] = field(default_factory=dict)  # a change: its stay, change and weight
 
     @classmethod
     def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept],
@@ -109,6 +110,7 @@ class Hit:
             **({"inputs": {c: _rounded(values) for c, values in self.inputs.items()}} if self.inputs else {}),
             **({"evidence": {c: _rounded(parts) for c, parts in self.evidence.items()}} if self.evidence else {}),
             **({"recalled_by": list(self.recalled_by)} if self.recalled_by else {}),
+            **({"composed": _rounded(self.composed)} if self.composed else {}),
         }
 
 
@@ -125,6 +127,7 @@ class QueryResult:
     start: float | None = None  # the anchor's window in seconds (None: from its start, to its end)
     end: float | None = None
     empty_reason: str | None = None  # why there are no hits, when there are none
+    change: dict | None = None  # a composed query: {"text", "weight", "signals"} (see retrieval.search.compose)
     beside: dict[str, str] = field(default_factory=dict)  # concept key -> its description signal, scoring it too
     pair_signals: dict[str, str] = field(default_factory=dict)  # concept key -> the pair signal (VQAScore) scoring it
 
@@ -152,6 +155,7 @@ class QueryResult:
             "fusion": self.fusion,
             "notices": self.notices,
             "empty_reason": self.empty_reason,
+            **({"change": self.change} if self.change is not None else {}),
             "hits": [h.as_dict() for h in self.hits],
         }
 
