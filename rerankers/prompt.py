@@ -36,6 +36,20 @@ SYSTEM_PROMPT_TEMPLATE = (
     "Do not explain your reasoning. Only output the numerical score.\n"
 )
 
+# A composed query's question (not the reference's: ConViS asks no such thing), written in its style and placed
+# where each family places the concept prompt: video 1 is the anchor, video 2 the candidate.
+CHANGE_PROMPT_TEMPLATE = (
+    "You are an AI designed to compare two videos: whether the second shows the first changed in a given way.\n\n"
+    "The input consists of a sequence of concatenated frames: the first half represents Video 1, "
+    "and the second half represents Video 2.\n"
+    "Video 1 is the reference. The change is: '{change}'.\n"
+    "Your task is to evaluate how well Video 2 shows Video 1 changed in this way.\n"
+    "Output a single score between 1 and 5, where 1 means Video 2 does not show Video 1 changed in this way at all "
+    "and 5 means Video 2 shows exactly Video 1 changed in this way.\n"
+    "Do not explain your reasoning. Only output the numerical score.\n"
+)
+CHANGE_PROMPT_VERSION = "change.1"  # bump with the text above: it is in every cached composition score's key
+
 SCORE_REQUEST = "Output a similarity score from 1 to 5."
 
 # Default system messages of the reference's chat paths (llava conv "qwen_1_5"; InternVL "internvl2_5").
@@ -48,8 +62,27 @@ INTERNVL_SYSTEM_MESSAGE = (
 ANSWER_TOKENS: tuple[str, ...] = ("1", "2", "3", "4", "5")
 
 
+class ChangeWords(str):
+    """What a composed query asks in place of a concept: its change text, as a string that names it in the score
+    cache ("change.1: <text>", with the question's version) and makes ``system_prompt`` ask the composition
+    question instead."""
+
+    change: str
+
+    def __new__(cls, change: str) -> "ChangeWords":
+        text = " ".join(str(change).split())
+        if not text:
+            raise ValueError("the change text is empty")
+        made = super().__new__(cls, f"{CHANGE_PROMPT_VERSION}: {text}")
+        made.change = text
+        return made
+
+
 def system_prompt(concept_words: str) -> str:
-    """The reference's concept prompt; ``concept_words`` as written, e.g. "Main Action"."""
+    """The reference's concept prompt; ``concept_words`` as written, e.g. "Main Action" (a ``ChangeWords``:
+    the composition question)."""
+    if isinstance(concept_words, ChangeWords):
+        return CHANGE_PROMPT_TEMPLATE.format(change=concept_words.change)
     words = " ".join(str(concept_words).split())
     if not words:
         raise ValueError("concept_words is empty")

@@ -275,6 +275,9 @@ class Engine:
         concepts = _as_concepts(concepts or (CONVIS_CONCEPTS if change is not None else ()))
         clip = Anchor.of(anchor, start, end)
         vector_overrides, pair_overrides = signals.split_pair_signals(signal_overrides or {})
+        if change is not None and (fusion is not None or pair_overrides):
+            raise signals.SignalError("--change goes with recall signals or a --reranker, not yet with --fusion or "
+                                      "a pair signal (vqascore)")
         if pair_overrides and reranker is not None:
             raise signals.SignalError(f"--signal {next(iter(pair_overrides))}=vqascore and --reranker both rescore "
                                       "the shortlist, and the reranker would overwrite VQAScore: use one of them")
@@ -323,7 +326,10 @@ class Engine:
         if pair_overrides:  # the shortlist, best first by its new scores: what is cut at k next
             hits = ranking.best_first(self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices))
         if reranker is not None:
-            shortlist = self._rerank(clip.clip, hits[:rerank_top], concepts, reranker, mode, symmetric, notices)
+            asked = [*concepts, wanted.question] if change is not None else concepts
+            shortlist = self._rerank(clip.clip, hits[:rerank_top], asked, reranker, mode, symmetric, notices)
+            if change is not None:  # the reranker's ratings: of the concepts (stay) and of the change
+                shortlist = wanted.reranked(shortlist, concepts)
         else:
             shortlist = hits[:max(k, rerank_top)] if fusion is not None else hits[:k]
         if fusion is not None:

@@ -23,7 +23,8 @@ from typing import Callable
 import numpy as np
 
 from indexers.base import Indexer
-from retrieval.core.concepts import Concept
+from rerankers.prompt import ChangeWords
+from retrieval.core.concepts import Concept, combine
 from retrieval.core.scores import unit_similarity
 from retrieval.search import ranking
 from retrieval.search.results import Hit
@@ -32,6 +33,7 @@ from retrieval.search.text_query import MAX_TEXT_CHARS, NoTextSignal, text_signa
 from retrieval.store.vectors import VectorIndex
 
 DEFAULT_CHANGE_WEIGHT = 1.0
+CHANGE_KEY = "change"  # the reranker's composition question, beside the concepts
 
 
 class ChangeError(SignalError):
@@ -116,6 +118,23 @@ class ChangeQuery:
         counts = known.sum(axis=0)
         means = np.where(known, per_signal, 0.0).sum(axis=0) / np.maximum(counts, 1)
         return {int(u): float(means[i]) for i, u in enumerate(ids) if counts[i]}
+
+    @property
+    def question(self) -> Concept:
+        """What a reranker is asked besides the concepts: how well the candidate shows the anchor changed so."""
+        return Concept(CHANGE_KEY, ChangeWords(self.change.text), 1.0)
+
+    def reranked(self, hits: list[Hit], concepts: list[Concept]) -> list[Hit]:
+        """Hits a reranker scored on ``concepts`` and on ``question``: stay = the concepts' Eq. 2 total of its
+        ratings, change = its rating of the change (each (r - 1) / 4); best first."""
+        out = []
+        for hit in hits:
+            change = hit.scores.get(CHANGE_KEY)
+            stay = combine({c.key: hit.scores[c.key] for c in concepts}, concepts)
+            total = None if stay is None or change is None else self.change.combine(stay, change)
+            out.append(replace(hit, scores={c.key: hit.scores[c.key] for c in concepts}, total=total,
+                               composed={"stay": stay, "change": change, "weight": self.change.weight}))
+        return ranking.best_first(out)
 
     def rescore(self, hits: list[Hit], scores: dict[int, float], concepts: list[Concept]) -> list[Hit]:
         """``hits`` (scored by staying like the anchor) with the change's part added, best first."""

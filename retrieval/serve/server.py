@@ -47,6 +47,7 @@ from retrieval.engine import DEFAULT_K, Engine, NoIndexError
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.search.anchor import AnchorError
+from retrieval.search.compose import Change
 from retrieval.search.signals import SignalError
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
@@ -83,8 +84,12 @@ class QueryIn(BaseModel):
     anchor: Ref = Field(..., description="Indexed path relative to the index root, or an upload ref.",
                         examples=["campus_01.mp4"])
     concepts: list[ConceptIn | ConceptText] = Field(
-        ..., min_length=1, max_length=MAX_CONCEPTS, description="Concepts with weights, or strings such as "
-                                                                "'location=0.7'.")
+        [], max_length=MAX_CONCEPTS, description="Concepts with weights, or strings such as 'location=0.7'; at "
+                                                 "least one unless `change` is given (then: the five ConViS ones).")
+    change: str | None = Field(None, max_length=MAX_TEXT_CHARS, description="Clips like the anchor but changed as "
+                               "this says, e.g. 'a cup instead of a box' (a composed query).")
+    change_weight: float = Field(1.0, gt=0, le=100, description="How much matching `change` counts against staying "
+                                                                "like the anchor.")
     k: int = Field(DEFAULT_K, ge=1, le=1000)
     start: Seconds | None = Field(None, ge=0, description="Use only the anchor from this second.")
     end: Seconds | None = Field(None, gt=0, description="Use only the anchor up to this second.")
@@ -379,11 +384,15 @@ def list_videos(engine: Engine, public=str) -> list[dict]:
 
 
 def run_query(state: ServerState, body: QueryIn) -> dict:
+    if not body.concepts and body.change is None:
+        raise HTTPException(422, "give at least one concept, or a change")
     anchor = state.resolve(body.anchor)
+    concepts = parsed_concepts(body.concepts, body.free_text) if body.concepts else []
     with state.using_engine() as engine:
-        result = engine.query(anchor, parsed_concepts(body.concepts, body.free_text), body.k, body.start, body.end,
+        result = engine.query(anchor, concepts, body.k, body.start, body.end,
                               reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
-                              mode=body.mode, symmetric=body.symmetric)
+                              mode=body.mode, symmetric=body.symmetric,
+                              change=None if body.change is None else Change(body.change, body.change_weight))
     data = result.as_dict()
     # the anchor as the client named it: relative to the root, uploads included (they live outside it)
     data.update(anchor=body.anchor, anchor_media=media_url(body.anchor),

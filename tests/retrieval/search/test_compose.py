@@ -129,3 +129,61 @@ def test_a_change_on_an_index_with_no_signal_that_reads_text_is_refused_in_one_l
     assert result.exit_code != 0
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "--change needs a signal that reads text" in lines[0], result.output
+
+
+# -- the LMM's composition question ----------------------------------------------------------------------
+
+CHANGE_PROMPT = (
+    "You are an AI designed to compare two videos: whether the second shows the first changed in a given way.\n\n"
+    "The input consists of a sequence of concatenated frames: the first half represents Video 1, and the second "
+    "half represents Video 2.\n"
+    "Video 1 is the reference. The change is: 'a cup instead of a box'.\n"
+    "Your task is to evaluate how well Video 2 shows Video 1 changed in this way.\n"
+    "Output a single score between 1 and 5, where 1 means Video 2 does not show Video 1 changed in this way at all "
+    "and 5 means Video 2 shows exactly Video 1 changed in this way.\n"
+    "Do not explain your reasoning. Only output the numerical score.\n"
+)
+
+
+def test_the_composition_question_word_for_word_where_each_family_puts_its_concept_prompt():
+    from rerankers.prompt import SCORE_REQUEST, ChangeWords, build_chat, system_prompt
+
+    words = ChangeWords("  a cup instead   of a box ")
+    assert system_prompt(words) == CHANGE_PROMPT
+    assert str(words) == "change.1: a cup instead of a box"  # its score cache key, versioned
+    assert build_chat("qwen", words)[0] == {"role": "system", "content": CHANGE_PROMPT}
+    assert build_chat("llava", words)[1]["content"][1] == {"type": "text", "text": CHANGE_PROMPT}
+    assert build_chat("internvl", words)[1]["content"] == [
+        {"type": "text", "text": CHANGE_PROMPT + "\n"}, {"type": "video"}, {"type": "text", "text": SCORE_REQUEST}]
+    assert system_prompt("Location") != system_prompt(ChangeWords("Location"))  # a concept is still a concept
+
+
+@pytest.fixture
+def demo_copy(demo_index, tmp_path):
+    import shutil
+
+    target = tmp_path / ".convis"
+    shutil.copytree(demo_index, target, ignore=shutil.ignore_patterns("scores.duckdb"))
+    return target
+
+
+def test_a_reranked_composed_query_asks_the_concepts_and_the_change_and_caches_both(demo_copy, tmp_path):
+    from bench.tiny.vlm import build_qwen_vl
+    from rerankers.prompt import ChangeWords
+
+    qwen = str(build_qwen_vl(tmp_path / "qwen2-vl-tiny"))
+    engine = Engine(demo_copy)
+    assert CHANGE_PROMPT in engine.reranker(qwen).render_prompt(ChangeWords(CHANGE))  # what the model reads
+    result = engine.query(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
+                          change=Change(CHANGE))
+    assert engine.scorer.model_pairs == 6  # three candidates, asked of the concept and of the change
+    for hit in result.hits:
+        assert set(hit.ratings) == {"main-objects", "change"} and set(hit.scores) == {"main-objects"}
+        assert hit.composed["stay"] == pytest.approx((hit.ratings["main-objects"] - 1) / 4)
+        assert hit.composed["change"] == pytest.approx((hit.ratings["change"] - 1) / 4)
+        assert hit.total == pytest.approx((hit.composed["stay"] + hit.composed["change"]) / 2)
+    again = Engine(demo_copy)
+    repeat = again.query(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
+                         change=Change(CHANGE))
+    assert again.scorer.model_pairs == 0  # every answer from the score cache
+    assert [h.as_dict() for h in repeat.hits] == [h.as_dict() for h in result.hits]

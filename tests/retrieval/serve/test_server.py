@@ -309,3 +309,17 @@ def test_query_names_each_concepts_signal_and_when_concepts_share_one(client):
                for n in data["notices"])
     pair = client.post("/compare", json={"a": "box.mp4", "b": "cup.mp4", "concepts": ["location", "main-objects"]})
     assert pair.json()["notices"] == data["notices"]  # the same query behind it, the same notices
+
+
+def test_a_composed_query_over_http_ranks_the_change_and_refuses_a_bad_one(demo_index, example_index):
+    with TestClient(create_app(demo_index), base_url=LOCAL) as demo:
+        response = demo.post("/query", json={"anchor": "box.mp4", "change": "a cup instead of a box", "k": 3})
+        assert response.status_code == 200, response.text
+        data = response.json()
+        assert data["hits"][0]["path"] == "cup.mp4" and data["change"]["text"] == "a cup instead of a box"
+        assert set(data["hits"][0]["composed"]) == {"stay", "change", "weight"}
+        blank = demo.post("/query", json={"anchor": "box.mp4", "change": "  ", "k": 3})
+        assert blank.status_code == 400 and "--change needs a text" in blank.json()["error"]
+    with TestClient(create_app(example_index), base_url=LOCAL) as plain:  # no signal reads text
+        refused = plain.post("/query", json={"anchor": "box.mp4", "change": "a cup", "k": 3})
+        assert refused.status_code == 400 and "needs a signal that reads text" in refused.json()["error"]
