@@ -23,7 +23,6 @@ covr_app = typer.Typer(
     help=HELP,
     invoke_without_command=True,
     add_completion=False,
-    subcommand_metavar="",  # no sub-commands yet; "[COMMAND]" once `run` exists
 )
 
 
@@ -70,6 +69,39 @@ def _print_table(result: dict) -> None:
             table.add_row(key, f"{value:.2f}")
     table.add_row("queries ranked", f"{result['ranked']} of {result['queries']}")
     Console().print(table)
+
+
+@covr_app.command("run")
+def run(
+    dataset: Annotated[Path, typer.Option("--dataset", metavar="DIR", help="A folder laid out like TF-CoVR's "
+                                          "release: one annotation CSV, the videos (<id>.mp4) in videos/ or beside "
+                                          "it.")],
+    index_dir: Annotated[Optional[Path], typer.Option(metavar="DIR", help="Where the index and ranking.json go "
+                                                      "(default DATASET/.convis-covr).")] = None,
+    indexer: Annotated[Optional[list[str]], typer.Option("--indexer", "-i", help="Indexers (default: convis "
+                                                         "index's); a change needs one that reads text: clip, "
+                                                         "or text with --captions.")] = None,
+    captions: Annotated[Optional[Path], typer.Option(metavar="DIR", help="<id>.txt captions for the text "
+                                                     "indexer.")] = None,
+    change_weight: Annotated[float, typer.Option(min=0.0, help="How much matching the modification counts "
+                                                 "against staying like the query video.")] = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run convis on a TF-CoVR-shaped folder: index it, one composed query a row (query video + modification),
+    write the ranking (query_id -> top-50 video ids) and score it as `convis bench covr` does."""
+    from bench.covr.run import CovrRun, run_covr
+    from indexers.errors import ModelUnavailableError
+    from retrieval.pipeline.catalog_settings import IndexSettingsError
+    from retrieval.search.signals import SignalError
+
+    with user_errors(SignalError, IndexSettingsError, ModelUnavailableError):
+        result = run_covr(CovrRun(dataset, index_dir or dataset / ".convis-covr", tuple(indexer or ()), captions,
+                                  change_weight), progress=note)
+    note(f"ranking written to {result['ranking']}")
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        _print_table(result)
 
 
 def register(app: typer.Typer) -> None:
