@@ -91,6 +91,12 @@ function hitCard(hit, result) {
   const ratings = hit.ratings || {};
   const rows = result.concepts.map((c) => [c.words, c.weight, hit.scores[c.key],
                                           rowBy(c.scored_by, ratings[c.key])]);
+  if (hit.composed) {  // a composed query: what of the total is staying alike, what is the change
+    const w = hit.composed.weight;
+    rows.push(["stays like the anchor", 1 / (1 + w), hit.composed.stay, "the concepts above"]);
+    rows.push([`shows "${result.change.text}"`, w / (1 + w), hit.composed.change,
+               ratings.change !== undefined ? rowBy(result.reranker, ratings.change) : "the change text"]);
+  }
   const stripBox = el("div", {class: "strip"});
   const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path},
     el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
@@ -123,6 +129,8 @@ async function search(event) {
   if (!select.value) { status("pick or upload an anchor first", true); return; }
   const body = {anchor: select.value, concepts: concepts(), k: Number($("#k").value || 10),
                 rerank: $("#rerank").checked, free_text: $("#free-text").checked};
+  const change = $("#change").value.trim();
+  if (change) body.change = change;
   status("searching…");
   try {
     const result = await post("/query", body);

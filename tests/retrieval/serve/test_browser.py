@@ -161,3 +161,20 @@ def test_words_on_an_index_without_a_text_tower_say_why_in_the_browser(server, p
     page.click("#text-search")
     page.wait_for_selector("#status.error")
     assert page.inner_text("#status").startswith("no signal here can search by text")
+
+
+def test_a_composed_query_in_the_browser_shows_what_stays_and_what_changes(captioned_server, page):
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(captioned_server + "/")
+    page.wait_for_selector("body[data-ready='1']")
+    page.select_option("#anchor", "box.mp4")
+    page.fill("#concepts .concept-row .name", "main-objects")
+    page.fill("#change", "a cup instead of a box")
+    page.click("#search")
+    page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 2")
+    assert page.get_attribute("#hit-1", "data-path") == "cup.mp4"  # the anchor itself is never a result
+    scores = page.inner_text("#hit-1 .scores")
+    assert "stays like the anchor" in scores and 'shows "a cup instead of a box"' in scores
+    assert "w 0.50" in scores  # the weights of the two parts: (stay + change) / 2
+    assert not errors, errors
