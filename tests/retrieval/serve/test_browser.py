@@ -136,11 +136,17 @@ def test_an_uploaded_clip_is_the_anchor(server, page, tmp_path):
     assert page.inner_text("#anchor-name") == "uploaded: my <clip>.mp4"
 
 
-def test_words_find_clips_in_the_browser(captioned_server, page):
+def opened(page, url: str) -> list[str]:
+    """The app loaded in ``page``; the list fills with the page's script errors."""
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(captioned_server + "/")
+    page.goto(url + "/")
     page.wait_for_selector("body[data-ready='1']")
+    return errors
+
+
+def test_words_find_clips_in_the_browser(captioned_server, page):
+    errors = opened(page, captioned_server)
     page.fill("#k", "2")
     page.fill("#text", "a hand holding a cup")
     page.click("#text-search")
@@ -164,10 +170,7 @@ def test_words_on_an_index_without_a_text_tower_say_why_in_the_browser(server, p
 
 
 def test_a_composed_query_in_the_browser_shows_what_stays_and_what_changes(captioned_server, page):
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(captioned_server + "/")
-    page.wait_for_selector("body[data-ready='1']")
+    errors = opened(page, captioned_server)
     page.select_option("#anchor", "box.mp4")
     page.fill("#concepts .concept-row .name", "main-objects")
     page.fill("#change", "a cup instead of a box")
