@@ -299,7 +299,7 @@ class Engine:
             found_by = ranking.recall(anchors, indices, recall_k or max(100, 10 * k))
             if change is not None:  # the change text's and the composed vectors' top lists join the candidates
                 wanted = ChangeQuery.prepare(change, indexed, self.indexer,
-                                             lambda m: anchors[m] if m in anchors else vectors.visual(m))
+                                             lambda m: anchors[m] if m in anchors else vectors.visual(m), described)
                 for unit, by in wanted.recall(lambda m: self._vector_index(catalog, m),
                                               recall_k or max(100, 10 * k)).items():
                     found_by.setdefault(unit, []).extend(by)

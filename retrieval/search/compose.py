@@ -4,8 +4,9 @@ The request is TF-CoVR's (composed video retrieval): a reference video and a mod
 answers it zero-shot with the signals the index already has:
 
 * **Change signals**: every indexed signal with a text tower reads the change text: CLIP-family models
-  against the units' visual vectors, the text indexer against their captions. A unit's *change* score is
-  the mean of its (cos + 1) / 2 similarities to the change text over the change signals it has a vector of.
+  against the units' visual vectors, the text indexer against their captions and each concept's descriptions
+  (when the index holds them). A unit's *change* score is the mean of its (cos + 1) / 2 similarities to the
+  change text over the change signals it has a vector of.
 * **Stay score**: the unit's ordinary query score for the concepts that must stay the same (``--concept``;
   without one, the five ConViS concepts equally weighted), as a query without a change computes it.
 * **Total** = (stay + w * change) / (1 + w), ``w`` = the change weight (default 1): each hit shows both parts.
@@ -82,15 +83,20 @@ class ChangeQuery:
 
     @classmethod
     def prepare(cls, change: Change, indexed: dict[str, str], build: Callable[[str], Indexer],
-                anchor_vector: Callable[[str], np.ndarray | None]) -> "ChangeQuery":
+                anchor_vector: Callable[[str], np.ndarray | None],
+                described: dict[str, str] | None = None) -> "ChangeQuery":
         """Embed the change with every indexed signal that reads text (``indexed``: name -> model id);
-        ``anchor_vector(model_id)`` gives the anchor's visual vector of a CLIP-family model."""
+        ``anchor_vector(model_id)`` gives the anchor's visual vector of a CLIP-family model; ``described``
+        (concept -> description signal) adds each concept's descriptions, which the text indexer embedded."""
         try:
             answering, notices = text_signals(indexed, build)
         except NoTextSignal as exc:
             raise ChangeError(f"--change needs a signal that reads text: {str(exc).split(': ', 1)[-1]}") from None
         text_vectors = {m.model_id: np.asarray(m.embed_texts([change.text])[0], np.float32)
                         for m in answering.values()}
+        in_text = text_vectors.get(indexed.get("text", ""))
+        if in_text is not None:  # descriptions live in the text indexer's space: its vector of the change reads them
+            text_vectors.update({signal: in_text for signal in (described or {}).values()})
         composed = {}
         for model in answering.values():
             if model.kind == "text":

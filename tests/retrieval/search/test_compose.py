@@ -11,6 +11,7 @@ from indexers.text import MINILM, read_captions
 from retrieval.engine import Engine
 from retrieval.search import ranking
 from retrieval.search.compose import Change, ChangeError, ChangeQuery, composed_vector
+from retrieval.search.signals import described_concepts
 from retrieval.store.catalog import Catalog
 from tests.indexers.test_clip import _open_clip_with_vocabulary
 from tests.indexes import CAPTIONS, indexed_copies
@@ -79,17 +80,21 @@ def test_a_composed_query_recalls_by_text_and_composed_vectors_scores_both_parts
     with Catalog(engine.catalog_path, read_only=True) as catalog:
         models = {r.name: r.indexer for r in catalog.indexers()}
         clip_id, text_id = models["clip"], models["text"]
-        assert result.change == {"text": CHANGE, "weight": 2.0, "signals": sorted([clip_id, text_id]),
+        described = sorted(described_concepts(catalog.description_signals(), models).values())
+        assert described == [f"{text_id}#location", f"{text_id}#main-action"]  # the captions folder's concept files
+        assert result.change == {"text": CHANGE, "weight": 2.0, "signals": sorted([clip_id, text_id, *described]),
                                  "composed": [clip_id]}
         built = {m: engine.indexer(m) for m in (clip_id, text_id)}
         text = {m: _unit(model.embed_texts([CHANGE])[0]) for m, model in built.items()}
+        text.update({signal: text[text_id] for signal in described})  # descriptions: the text indexer's space
         anchor_clip = catalog.unit_vectors("box.mp4", clip_id)[0]
         wanted = ChangeQuery.prepare(Change(CHANGE, 2.0), models, engine.indexer, lambda m: anchor_clip)
         expected = _unit(_unit(anchor_clip) + 2.0 * text[clip_id])
         np.testing.assert_allclose(wanted.composed[clip_id], expected, atol=1e-5)
         for hit in result.hits:
             stay, change = hit.composed["stay"], hit.composed["change"]
-            sims = [(float(_unit(catalog.unit_vectors(hit.path, m)[0]) @ text[m]) + 1) / 2 for m in text]
+            sims = [(float(_unit(vectors[0]) @ text[m]) + 1) / 2 for m in text
+                    if len(vectors := catalog.unit_vectors(hit.path, m))]
             assert change == pytest.approx(np.mean(sims), abs=1e-4)
             assert hit.total == pytest.approx((stay + 2.0 * change) / 3.0, abs=1e-6)
     assert [h.total for h in result.hits] == sorted((h.total for h in result.hits), reverse=True)
@@ -104,7 +109,9 @@ def test_with_captions_and_the_real_minilm_a_cup_instead_of_a_box_ranks_the_cup_
     data = json.loads(result.stdout)
     assert [h["path"] for h in data["hits"]][0] == "cup.mp4"
     assert "box.mp4" not in [h["path"] for h in data["hits"]]
-    assert data["change"]["signals"] == [f"text:{MINILM}"] and len(data["concepts"]) == 5  # no -c: all five
+    # captions and the location and main-action descriptions read the change; no -c: all five concepts
+    assert data["change"]["signals"] == [f"text:{MINILM}", f"text:{MINILM}#location", f"text:{MINILM}#main-action"]
+    assert len(data["concepts"]) == 5
     first = data["hits"][0]
     assert first["composed"]["weight"] == 1.0
     assert first["total"] == pytest.approx((first["composed"]["stay"] + first["composed"]["change"]) / 2, abs=2e-4)
