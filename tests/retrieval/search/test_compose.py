@@ -13,18 +13,19 @@ from retrieval.search import ranking
 from retrieval.search.compose import Change, ChangeError, ChangeQuery, composed_vector
 from retrieval.search.signals import described_concepts
 from retrieval.store.catalog import Catalog
-from tests.indexers.test_clip import _open_clip_with_vocabulary
+from tests.indexers.test_clip import _hf_clip_with_tokenizer, _open_clip_with_vocabulary
 from tests.indexes import CAPTIONS, indexed_copies
 from tests.paths import EXAMPLES
 
 CHANGE = "a cup instead of a box"
 
 
-@pytest.fixture(scope="module")
-def clip_index(tmp_path_factory):
-    """Three clips indexed with their captions and a tiny open_clip: both read text."""
+@pytest.fixture(scope="module", params=["open_clip", "transformers"])
+def clip_index(request, tmp_path_factory, tiny_models):
+    """Three clips indexed with their captions and a tiny CLIP (open_clip, or transformers'): both read text."""
     base = tmp_path_factory.mktemp("compose")
-    clip = _open_clip_with_vocabulary(base / "open-clip", 49408)
+    clip = _open_clip_with_vocabulary(base / "open-clip", 49408) if request.param == "open_clip" \
+        else _hf_clip_with_tokenizer(tiny_models["hf_clip"], base / "hf-clip")
     videos = indexed_copies(base, ("cup.mp4", "box.mp4", "campus_01.mp4"), ["text", f"clip:{clip}"],
                             captions=CAPTIONS)
     return videos / ".convis", clip
