@@ -81,6 +81,11 @@ class ConceptIn(BaseModel):
 
 
 class QueryIn(BaseModel):
+    # at least one concept, or a change (the schema says so too, so clients and checkers can know it)
+    model_config = {"json_schema_extra": {"anyOf": [{"required": ["change"], "properties": {"change": {
+                                                        "type": "string", "pattern": "\\S"}}},
+                                                    {"required": ["concepts"], "properties": {"concepts": {
+                                                        "minItems": 1}}}]}}
     anchor: Ref = Field(..., description="Indexed path relative to the index root, or an upload ref.",
                         examples=["campus_01.mp4"])
     concepts: list[ConceptIn | ConceptText] = Field(
@@ -384,7 +389,7 @@ def list_videos(engine: Engine, public=str) -> list[dict]:
 
 
 def run_query(state: ServerState, body: QueryIn) -> dict:
-    if not body.concepts and body.change is None:
+    if not body.concepts and not (body.change or "").strip():
         raise HTTPException(422, "give at least one concept, or a change")
     anchor = state.resolve(body.anchor)
     concepts = parsed_concepts(body.concepts, body.free_text) if body.concepts else []

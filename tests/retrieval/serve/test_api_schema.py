@@ -26,13 +26,16 @@ OPERATIONS = ["GET /health", "GET /videos", "POST /uploads", "POST /query", "POS
               "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}"]
 LOCAL = "http://localhost"  # the app answers loopback host names only (see guards.py)
 # a valid request is accepted: 2xx, or 404 for a well-formed name of nothing; an upload's bytes must also be a
-# video, which no schema can say, so a schema-valid upload may be refused with 415; a search is refused with 400
-# when no indexed signal reads text (this index holds EfficientNet-Lite0 alone) or the text is only blanks
+# video, which no schema can say, so a schema-valid upload may be refused with 415; a search, and a query with a
+# change, are refused with 400 when no indexed signal reads text (this index holds EfficientNet-Lite0 alone) or
+# the text is only blanks
 CONFIG = {"checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "404"]}},
           "operations": [{"include-path": "/uploads",
                           "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "415"]}}},
                          {"include-path": "/search",
-                          "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400"]}}}]}
+                          "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400"]}}},
+                         {"include-path": "/query",
+                          "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404"]}}}]}
 
 
 @pytest.fixture(scope="module")

@@ -319,7 +319,9 @@ def test_a_composed_query_over_http_ranks_the_change_and_refuses_a_bad_one(demo_
         assert data["hits"][0]["path"] == "cup.mp4" and data["change"]["text"] == "a cup instead of a box"
         assert set(data["hits"][0]["composed"]) == {"stay", "change", "weight"}
         blank = demo.post("/query", json={"anchor": "box.mp4", "change": "  ", "k": 3})
-        assert blank.status_code == 400 and "--change needs a text" in blank.json()["error"]
+        assert blank.status_code == 422 and "at least one concept, or a change" in blank.json()["error"]
+        beside = demo.post("/query", json={"anchor": "box.mp4", "concepts": ["location"], "change": " ", "k": 3})
+        assert beside.status_code == 400 and "--change needs a text" in beside.json()["error"]
     with TestClient(create_app(example_index), base_url=LOCAL) as plain:  # no signal reads text
         refused = plain.post("/query", json={"anchor": "box.mp4", "change": "a cup", "k": 3})
         assert refused.status_code == 400 and "needs a signal that reads text" in refused.json()["error"]
