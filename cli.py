@@ -460,7 +460,8 @@ def query(
     free_text: bool = typer.Option(False, "--free-text", help=FREE_TEXT_HELP),
     change: Optional[str] = typer.Option(None, "--change", metavar="TEXT", help="Clips like the anchor but changed "
                                          "as TEXT says, e.g. \"a cup instead of a box\": every signal with a text "
-                                         "tower reads it (CLIP against frames, the text indexer against captions); "
+                                         "tower reads it (CLIP against frames, the text indexer against captions and "
+                                         "descriptions); "
                                          "each hit's total is (stay + w * change) / (1 + w)."),
     change_weight: float = typer.Option(1.0, "--change-weight", metavar="W", help="How much matching --change "
                                         "counts against staying like the anchor (w above; > 0)."),

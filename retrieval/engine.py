@@ -320,7 +320,7 @@ class Engine:
         hits = ranking.rank(evidence, units, concepts, recalled_by=found_by,  # never the anchor itself
                             keep=lambda unit: not clip.overlaps(unit) and only in (None, unit.content_hash))
         if change is not None:  # staying like the anchor, and matching the change
-            hits = wanted.rescore(hits, changed, concepts)
+            hits = wanted.rescore(hits, changed)
             notices += wanted.notices
         pair = PairSignals(clip.clip, anchor_caption, captions, concepts)
         if pair_overrides:  # the shortlist, best first by its new scores: what is cut at k next

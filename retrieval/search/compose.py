@@ -142,7 +142,7 @@ class ChangeQuery:
                                composed={"stay": stay, "change": change, "weight": self.change.weight}))
         return ranking.best_first(out)
 
-    def rescore(self, hits: list[Hit], scores: dict[int, float], concepts: list[Concept]) -> list[Hit]:
+    def rescore(self, hits: list[Hit], scores: dict[int, float]) -> list[Hit]:
         """``hits`` (scored by staying like the anchor) with the change's part added, best first."""
         out = []
         for hit in hits:
