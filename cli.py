@@ -28,6 +28,7 @@ except ImportError:
 from bench.console import PlainUsage
 from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.defaults import (
+    DEFAULT_DIFF_MODEL,
     DEFAULT_K,
     INDEX_DIRNAME,
     MAX_UPLOAD_BYTES,
@@ -114,6 +115,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     """The engine's failures a user can fix: imported when something failed, not at start-up."""
     from indexers.errors import ModelUnavailableError
     from rerankers.base import RerankerError
+    from rerankers.diff_prompt import DiffInputError
     from retrieval.core.concepts import ConceptError
     from retrieval.core.registry import UnknownModelError
     from retrieval.engine import NoIndexError
@@ -125,7 +127,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from retrieval.search.signals import SignalError
     from retrieval.store.errors import CatalogBusy, CatalogDamaged
 
-    return (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError,
+    return (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError, DiffInputError,
             IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
             RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError)
 
@@ -465,6 +467,9 @@ def query(
                                          "each hit's total is (stay + w * change) / (1 + w)."),
     change_weight: float = typer.Option(1.0, "--change-weight", metavar="W", help="How much matching --change "
                                         "counts against staying like the anchor (w above; > 0)."),
+    most_different: bool = typer.Option(False, "--most-different", help="Rank the other way: the clips that "
+                                        "differ most from the anchor under the concepts first (the same scores, "
+                                        "ascending; recalled as the farthest from it)."),
     k: int = typer.Option(DEFAULT_K, "-k", "--top", min=1, metavar="N", help="How many results."),
     index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="The indexed video folder or its index "
                                              "folder (default: the nearest .convis above the anchor or the "
@@ -512,7 +517,7 @@ def query(
         try:
             result = engine.query(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
                                   rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion,
-                                  change=changed)
+                                  change=changed, most_different=most_different)
         except AnchorSpanError as exc:  # said in the words the user typed
             raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
         if html is not None:
@@ -581,7 +586,8 @@ def _print_hits(result: QueryResult) -> None:
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
     change = result.change
     changed = f', changed: "{escape(change["text"])}" (weight {change["weight"]:g})' if change else ""
-    table = Table(title=f"clips like {escape(_anchor_title(result))}  ({weights}){changed}", title_justify="left")
+    like = "clips least like" if getattr(result, "most_different", False) else "clips like"
+    table = Table(title=f"{like} {escape(_anchor_title(result))}  ({weights}){changed}", title_justify="left")
     table.add_column("rank", justify="right")
     table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
     table.add_column("time", justify="right", no_wrap=True)
@@ -724,6 +730,127 @@ def _print_comparison(result: CompareResult) -> None:
     detail = "an LMM's 1-5 answer r scored (r - 1) / 4" if lmm else \
         f"B's unit {format_span(result.b_start, result.b_end)}, rank {result.rank} in a query for A"
     out.print(f"[dim]scored by {escape(result.scored_by)}; {detail}[/]", highlight=False)
+
+
+# -- diff ---------------------------------------------------------------------------------------
+@app.command(cls=PlainUsage)
+def diff(
+    videos: List[Path] = typer.Argument(..., metavar="A B [MORE]", help="Two clips to tell apart (A is video a, B "
+                                        "video b). More than two: A is the reference and the others are ranked by "
+                                        "how much they differ from it."),
+    action: str = typer.Option(..., "--action", metavar="TEXT", help="What the clips show, e.g. 'barbell squat' "
+                               "(VidDiff's action description)."),
+    statement: List[str] = typer.Option([], "--statement", "-s", metavar="TEXT", help="Closed mode: a difference "
+                                        "('wider stance'); the LMM says which clip it is more true of. Repeatable."),
+    statements: Optional[Path] = typer.Option(None, "--statements", metavar="FILE", help="Closed mode: statements "
+                                              "from a file, one a line ('#' lines skipped), or JSON: a list, "
+                                              "{key: text} or VidDiff's {key: {\"description\": text}}."),
+    open_n: Optional[int] = typer.Option(None, "--open", metavar="N", min=1, help="Open mode: the LMM proposes up "
+                                         "to N differences, each with the clip it applies to; each is then asked "
+                                         "in closed mode, so it carries a probability."),
+    reranker: str = typer.Option(DEFAULT_DIFF_MODEL, "--reranker", "-r", metavar="NAME", help="The video LMM "
+                                 "asked (qwen2.5-vl, llava-onevision, internvl, ..., a hub id or a weights folder)."),
+    mode: str = typer.Option("expected", metavar="expected|greedy", help="expected: P(a) / (P(a) + P(b)) at the "
+                             "answer's first token; greedy: the letter the model writes (unreadable if neither)."),
+    symmetric: bool = typer.Option(False, help="Ask each statement with the clips in both orders and average "
+                                   "P(a) (two model calls a statement instead of one)."),
+    fps: Optional[float] = typer.Option(None, "--fps", metavar="RATE", help="Frames a second to sample each clip "
+                                        "at, as VidDiff's baselines do (fitness 4, ballsports 5, diving 6, music "
+                                        "1, surgery 1), at most 75 a clip. Default: the LMM family's own frames."),
+    rerank_batch: RerankBatchOpt = None,
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Keep the answer cache in this index "
+                                             "(default: the nearest .convis above A, else the user cache folder)."),
+    device: DeviceOpt = None,
+    html: HtmlOpt = None,
+    as_json: JsonOpt = False,
+):
+    """What differs between clips of the same action, and in which clip? Closed mode places given statements
+    (--statement, --statements), open mode (--open N) lets the LMM list differences; with more than two clips,
+    ranks the others by how much they differ from the first."""
+    from retrieval.engine import Engine
+    from retrieval.search.diff import gather_statements
+
+    with user_errors():
+        check_page(html)
+        check_mode(mode)
+        if len(videos) < 2:
+            raise UserError("give two clips to compare (A B), or a reference and the clips to rank (A B C ...)")
+        if open_n is not None and (statement or statements is not None):
+            raise UserError("give statements (closed mode) or --open N (open mode), not both")
+        given = gather_statements(statement, None if statements is None else str(statements)) \
+            if open_n is None else None
+        engine = Engine(_diff_index(index_dir, videos[0]), device=device, rerank_batch=rerank_batch)
+        if len(videos) == 2:
+            result = engine.diff(videos[0], videos[1], action, given, open_n, reranker, mode, symmetric, fps)
+            if html is not None:
+                err.print(f"page: {write_diff_html(result, videos[0], videos[1], html)}", highlight=False)
+        else:
+            with _counting("candidates", len(videos) - 1, as_json) as progress:
+                result = engine.diff_rank(videos[0], videos[1:], action, given, open_n, reranker, mode, symmetric,
+                                          fps, progress=progress)
+            if html is not None:
+                err.print(f"page: {write_diff_ranking_html(result, videos[0], html)}", highlight=False)
+    print_notices(result.notices)
+    if as_json:
+        print_json(result.to_dict())
+    elif len(videos) == 2:
+        _print_diff(result)
+    else:
+        _print_diff_ranking(result)
+
+
+def _diff_index(index_dir: Optional[Path], a: Path) -> Optional[Path]:
+    """Where the answer cache lives: the given index, else the nearest one, else none (the user cache folder)."""
+    from retrieval.engine import find_index_dir
+
+    return resolve_index_dir(index_dir, a) if index_dir is not None else find_index_dir(a.parent, Path.cwd())
+
+
+@contextmanager
+def _counting(what: str, total: int, quiet: bool):
+    """A progress bar on stderr for work done a piece at a time; ``progress(done, total)`` advances it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=quiet or not err.is_terminal) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda done, _total: bar.update(task, completed=done)
+
+
+def _print_diff(result) -> None:
+    how = f"{result.model}, {result.mode}" + (", both orders" if result.symmetric else "")
+    table = Table(title=f"{escape(result.a)} (a) vs {escape(result.b)} (b): {escape(result.action)}  ({escape(how)})",
+                  title_justify="left")
+    rows = result.verdicts if result.closed else [p.verdict for p in result.proposals]
+    proposed = {} if result.closed else {p.verdict.key: p.proposed or "-" for p in result.proposals}
+    for col in ("key", "statement", *(() if result.closed else ("proposed",)), "more true of", "P(a)", "P(b)",
+                "answer"):
+        table.add_column(col)
+    for v in rows:
+        table.add_row(v.key, escape(v.statement), *(() if result.closed else (proposed[v.key],)),
+                      v.prediction or "undecided", _score(v.p_a), _score(None if v.p_a is None else 1 - v.p_a),
+                      escape(" | ".join(repr(a.raw) for a in v.answers)))
+    out.print(table)
+    for problem in result.problems:
+        err.print(f"[yellow]not read from the answer:[/] {escape(problem)}", soft_wrap=True, highlight=False)
+    out.print(f"[dim]frames {escape(result.frames)}; {result.model_calls} model calls (the rest from the cache); "
+              f"differences {result.differences:.3f} (sum of |2 P(a) - 1|)[/]", highlight=False)
+
+
+def _print_diff_ranking(ranking) -> None:
+    table = Table(title=f"most different from {escape(ranking.reference)}: {escape(ranking.action)}",
+                  title_justify="left")
+    for col in ("rank", "clip", "differences", "decided", "strongest"):
+        table.add_column(col)
+    for c in ranking.candidates:
+        scored = [] if c.result is None else list(c.result.scored)
+        top = max(scored, key=lambda v: v.strength, default=None)
+        table.add_row(str(c.rank), escape(c.path), f"{c.differences:.3f}",
+                      f"{sum(v.prediction is not None for v in scored)}/{len(scored)}",
+                      "-" if top is None else escape(f"{top.statement} ({top.prediction or 'undecided'})"))
+    out.print(table)
+    out.print(f"[dim]differences: the sum over statements of |2 P(a) - 1|; {ranking.model_calls} model calls[/]",
+              highlight=False)
 
 
 # -- serve --------------------------------------------------------------------------------------
@@ -946,6 +1073,18 @@ def run_server(*args, **kwargs) -> None:
 
 def write_query_html(*args, **kwargs) -> Path:
     from retrieval.serve.gallery import write_query_html as write  # decoders: only a page pays for them
+
+    return write(*args, **kwargs)
+
+
+def write_diff_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_diff_html as write
+
+    return write(*args, **kwargs)
+
+
+def write_diff_ranking_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_diff_ranking_html as write
 
     return write(*args, **kwargs)
 

@@ -25,6 +25,7 @@ from bench.loaders import (
 from bench.perf_cli import register as register_perf
 from bench.run import BenchRun, load_dataset
 from bench.split import make_split
+from bench.viddiff.cli import register as register_viddiff
 from indexers.base import PROTOCOLS
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError
@@ -42,6 +43,7 @@ register_fusion(app)
 register_perf(app)
 register_captions(app)
 register_covr(app)
+register_viddiff(app)
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]

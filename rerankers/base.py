@@ -1,6 +1,7 @@
 """What every reranker is: pairs of frame clips and a concept in, one 1-5 similarity per pair out.
 
-Besides that, one clip can be described (captions) or asked a yes/no question (P("Yes"), for VQAScore).
+Besides that, one clip can be described (captions) or asked a yes/no question (P("Yes"), for VQAScore), and a
+pair can be asked which of the two a statement fits more, or what differs between them (VidDiff).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import ClassVar, Iterable, Sequence
 import numpy as np
 
 from rerankers.describe_prompt import DESCRIBE_PROMPT_VERSION
-from rerankers.frames import as_video, concat_pair, prepare, resample
+from rerankers.diff_prompt import DIFF_PROMPT_VERSION, parse_letter
+from rerankers.frames import as_video, concat_pair, join_pair, prepare, resample
 from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from rerankers.vqa_prompt import VQA_PROMPT_VERSION
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
@@ -93,6 +95,32 @@ def average_scores(ab: PairScore, ba: PairScore) -> PairScore:
     return PairScore(score, ab.mode, f"{ab.raw} | {ba.raw}", probs, evidence)
 
 
+@dataclass(frozen=True)
+class LetterOdds:
+    """What one forward pass says about a which-video question: P("a") and P("b") as the first answer token
+    (softmax over the whole vocabulary, each letter's spellings summed; NaN when the logits were not finite)
+    and the greedy token."""
+
+    p_a: float
+    p_b: float
+    text: str
+
+
+def to_choice(odds: LetterOdds, mode: str) -> PairScore:
+    """A which-video answer as a PairScore: ``score`` is P(video a), ``probs`` the raw (P(a), P(b)).
+
+    expected: P(a) / (P(a) + P(b)); greedy: 1.0 for a parsed "a", 0.0 for "b", None when unreadable.
+    """
+    check_mode(mode)
+    if mode == "greedy":
+        letter = parse_letter(odds.text)
+        return PairScore(None if letter is None else float(letter == "a"), mode, odds.text)
+    mass = odds.p_a + odds.p_b
+    if not (np.isfinite(mass) and mass > 0):
+        return PairScore(None, mode, odds.text or "non-finite logits")
+    return PairScore(float(odds.p_a / mass), mode, odds.text, (float(odds.p_a), float(odds.p_b)))
+
+
 def check_mode(mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown scoring mode {mode!r}; use one of {', '.join(MODES)}")
@@ -106,6 +134,7 @@ class Reranker(ABC):
     revision: str = "unknown"  # which weights exactly: hub commit or a hash of the local folder
     frames_per_video: int = 8  # per video; families and instances override
     frame_rule: ClassVar[str] = "per-second"  # retrieval.core.sampling rule the family's reference uses
+    frame_multiple: ClassVar[int] = 1  # frames the model merges in time (Qwen: 2); a pair's videos are padded to it
     size_text: ClassVar[str] = "decoder-scaled to short side 256"  # the decode size, in words
     dtype_text: ClassVar[str] = "bf16 on GPUs that have it, else fp16; fp32 on CPU"
     batch_size: int = 4  # pairs per forward pass
@@ -244,6 +273,57 @@ class Reranker(ABC):
     def _yes_probabilities(self, clips: list[np.ndarray], questions: list[str]) -> list[float | None]:
         """One batch: each clip is (frames_per_video, H, W, 3), asked the question at its index."""
         raise RerankerError(f"{self.name} cannot answer yes/no questions")
+
+    # -- telling two clips apart (VidDiff) -------------------------------------------------------------
+    def diff_tag(self, spec: FrameSpec) -> str:
+        """Everything besides the clips, the question and the mode that a cached which-video answer depends on."""
+        size = spec.resize.describe() if spec.resize is not None else "fast"
+        return f"{self.model_id}@{self.revision}|diff={DIFF_PROMPT_VERSION}|frames={spec.describe()}|size={size}"
+
+    def pair_clip(self, frames_a: np.ndarray, frames_b: np.ndarray, prepared: bool = False
+                  ) -> tuple[np.ndarray, int, int]:
+        """The one video a pair goes in as: video a's frames then video b's, each padded to ``frame_multiple``.
+
+        ``prepared``: decoded with the spec the caller chose (the family's, or a fixed rate), used as they are;
+        otherwise raw frames, prepared with the family's rule and size. Returns (clip, frames of a, frames of b).
+        """
+        if not prepared:
+            frames_a = prepare(frames_a, self.frame_spec, "video a")
+            frames_b = prepare(frames_b, self.frame_spec, "video b")
+        return join_pair(frames_a, frames_b, self.frame_multiple)
+
+    def which_video(self, clips: Sequence[np.ndarray], questions: Sequence[str], mode: str = "expected"
+                    ) -> list[PairScore]:
+        """For each pair clip (``pair_clip``) and its question, which video the answer names (``to_choice``).
+
+        ``batch_size`` clips go in a forward pass; a row whose logits are not finite scores None.
+        """
+        check_mode(mode)
+        clips, questions = list(clips), [str(q) for q in questions]
+        if len(clips) != len(questions):
+            raise ValueError(f"{len(clips)} clips but {len(questions)} questions; need one question a clip")
+        answers: list[PairScore] = []
+        while len(answers) < len(clips):
+            # the batch size is read each time: running out of GPU memory can lower it mid-way
+            start, stop = len(answers), len(answers) + max(1, self.batch_size)
+            odds = self._letter_odds(clips[start:stop], questions[start:stop])
+            answers.extend(to_choice(o, mode) for o in odds)
+        return answers
+
+    def _letter_odds(self, clips: list[np.ndarray], questions: list[str]) -> list[LetterOdds]:
+        raise RerankerError(f"{self.name} cannot answer which-video questions")
+
+    def answer_about(self, clips: Sequence[np.ndarray], request: str, max_new_tokens: int) -> list[str]:
+        """The greedy answer to ``request`` about each prepared clip (a pair clip included), as captions are made."""
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        clips, size = list(clips), max(1, self.batch_size)
+        return [text for start in range(0, len(clips), size)
+                for text in self._generate_texts(clips[start:start + size], request, max_new_tokens)]
+
+    def answer_text(self, prompt: str, max_new_tokens: int) -> str:
+        """The greedy answer to a text-only ``prompt`` (no video), in the family's chat: e.g. a judge's question."""
+        raise RerankerError(f"{self.name} cannot answer text-only questions")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, revision={self.revision!r})"

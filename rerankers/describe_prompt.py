@@ -102,6 +102,13 @@ DESCRIBE_LAYOUTS: dict[str, Callable[[str], list[dict]]] = {
 }
 
 
+def text_chat(request: str) -> list[dict]:
+    """A question with no video, in any family's chat (its template adds its default system message)."""
+    if not str(request).strip():
+        raise ValueError("the question is empty")
+    return [{"role": "user", "content": [_text(str(request))]}]
+
+
 def describe_chat(layout: str, request: str) -> list[dict]:
     """The chat asking ``request`` about one video, in the family's ``layout``."""
     if not str(request).strip():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.core.sampling import FrameSpec, rule_indices, uniform_indices
+from retrieval.core.sampling import RATE, FrameSpec, rule_indices, uniform_indices
 
 
 def as_video(frames: np.ndarray, what: str = "video") -> np.ndarray:
@@ -25,9 +25,9 @@ def resample(frames: np.ndarray, wanted: int, rule: str = "per-second") -> np.nd
     Frames handed over as an array have no frame rate, so "per-second" keeps its second,
     uniform step (``int(i*gap + gap/2)``, padded); the other rules apply as they are.
     """
-    if len(frames) == wanted:
-        return frames
-    if rule == "per-second":
+    if len(frames) == wanted or (rule == RATE and len(frames) < wanted):
+        return frames  # a fixed rate keeps the count it gave
+    if rule in ("per-second", RATE):
         return frames[uniform_indices(len(frames), wanted)]
     return frames[rule_indices(rule, len(frames), 0.0, wanted)]
 
@@ -58,6 +58,21 @@ def concat_pair(frames_a: np.ndarray, frames_b: np.ndarray, per_video: int, rule
     b = resample(as_video(frames_b, "video 2"), per_video, rule)
     b = resize_video(b, *a.shape[1:3])
     return np.concatenate([a, b], axis=0)
+
+
+def pad_to_multiple(frames: np.ndarray, multiple: int) -> np.ndarray:
+    """Repeat the last frame until the count is a multiple of ``multiple`` (a model that merges frames in
+    time, e.g. Qwen's pairs, then never merges a frame of one video with a frame of the other)."""
+    extra = -len(frames) % max(1, multiple)
+    return np.concatenate([frames, np.repeat(frames[-1:], extra, axis=0)]) if extra else frames
+
+
+def join_pair(frames_a: np.ndarray, frames_b: np.ndarray, multiple: int = 1) -> tuple[np.ndarray, int, int]:
+    """Video a's frames then video b's, each kept as given (counts may differ) and padded to ``multiple``;
+    video b is resized to video a's size. Returns the clip and how many frames of it are each video's."""
+    a = pad_to_multiple(as_video(frames_a, "video a"), multiple)
+    b = pad_to_multiple(resize_video(as_video(frames_b, "video b"), *as_video(frames_a).shape[1:3]), multiple)
+    return np.concatenate([a, b], axis=0), len(a), len(b)
 
 
 def processor_frame_size(processor) -> tuple[int, int]:

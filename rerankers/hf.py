@@ -16,8 +16,9 @@ from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 import numpy as np
 
-from rerankers.base import RERANKERS, NextToken, Reranker, RerankerError, RerankerUnavailable
-from rerankers.describe_prompt import describe_chat
+from rerankers.base import RERANKERS, LetterOdds, NextToken, Reranker, RerankerError, RerankerUnavailable
+from rerankers.describe_prompt import describe_chat, text_chat
+from rerankers.diff_prompt import LETTERS
 from rerankers.frames import processor_frame_size
 from rerankers.prompt import ANSWER_TOKENS, build_chat
 from rerankers.vqa_prompt import YES
@@ -269,6 +270,7 @@ class HFVideoReranker(Reranker):
         self.revision = checkpoint.revision
         self.answer_ids = answer_token_ids(self.processor.tokenizer)
         self._yes_id: int | None = None  # looked up on first use: a model that is never asked yes/no needs none
+        self._letter_ids: dict[str, list[int]] | None = None  # likewise for which-video questions
         if frames_per_video is not None:
             if frames_per_video < 1:
                 raise ValueError("frames_per_video must be >= 1")
@@ -451,6 +453,59 @@ class HFVideoReranker(Reranker):
             self._notice(f"{self.name}: some videos gave non-finite logits ({self.dtype}); "
                          "their yes/no answers are unreadable")
         return [p if ok else None for p, ok in zip(probs, finite)]
+
+    # -- which video a statement fits more, what differs (VidDiff) ------------------------------------
+    @property
+    def letter_ids(self) -> dict[str, list[int]]:
+        """Vocabulary ids of each answer letter's spellings; RerankerError if the tokenizer splits a bare letter."""
+        if self._letter_ids is None:
+            self._letter_ids = {letter: letter_token_ids(self.processor.tokenizer, letter) for letter in LETTERS}
+        return self._letter_ids
+
+    def _letter_odds(self, clips: list[np.ndarray], questions: list[str]) -> list[LetterOdds]:
+        return self._fitted(self._run_letters, list(zip(clips, questions)), unit="pair")
+
+    def _run_letters(self, rows: list[tuple[np.ndarray, str]]) -> list[LetterOdds]:
+        """Each pair clip asked its own question in the family's one-video chat; P(a), P(b) over the vocabulary."""
+        import torch
+
+        ids = self.letter_ids
+        out = self._first_token([clip for clip, _ in rows], [self.render_request(q) for _, q in rows])
+        logits = out.logits[0].float()
+        finite = torch.isfinite(logits).all(dim=-1).tolist()
+        probs = torch.softmax(logits, dim=-1)
+        p_a, p_b = (probs[:, ids[letter]].sum(dim=-1).tolist() for letter in LETTERS)
+        decode = self.processor.tokenizer.decode
+        texts = [decode([token], skip_special_tokens=True) for token in out.sequences[:, -1].tolist()]
+        if not all(finite):
+            self._notice(f"{self.name}: some pairs gave non-finite logits ({self.dtype}); their answers are unreadable")
+        return [LetterOdds(a if ok else float("nan"), b if ok else float("nan"), text)
+                for a, b, text, ok in zip(p_a, p_b, texts, finite)]
+
+    def answer_text(self, prompt: str, max_new_tokens: int) -> str:
+        """A text-only question in the family's chat (its default system message), answered greedily."""
+        import torch
+
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        text = self.processor.apply_chat_template(text_chat(prompt), tokenize=False, add_generation_prompt=True)
+        inputs = self.processor(text=[text], return_tensors="pt")
+        with torch.inference_mode():
+            out = self.model.generate(**self._to_device(inputs), generation_config=self._text_config(max_new_tokens))
+        start = inputs["input_ids"].shape[1]
+        return self.processor.tokenizer.decode(out[0][start:].tolist(), skip_special_tokens=True).strip()
+
+
+def letter_token_ids(tokenizer, letter: str) -> list[int]:
+    """Every one-token spelling of an answer letter ("a", "A", " a", " A"): a model may answer in either case, and
+    some chat templates end without the newline that makes the bare letter likely. The bare lower-case letter
+    must be one token."""
+    ids = [single_token_id(tokenizer, letter)]
+    for spelling in (letter.upper(), f" {letter}", f" {letter.upper()}"):
+        encoded = tokenizer.encode(spelling, add_special_tokens=False)
+        if len(encoded) == 1 and encoded[0] not in ids:
+            ids.append(encoded[0])
+    return ids
 
 
 def unreadable() -> NextToken:

@@ -80,6 +80,7 @@ class QwenReranker(HFVideoReranker):
         "qwen2_vl": "Qwen2VLForConditionalGeneration",
     }
     frames_per_video = 8
+    frame_multiple = 2  # the vision tower merges frames in pairs (temporal_patch_size 2)
     video_fps = 2.0
     fp16_safe = False  # Qwen2.5-VL's activations overflow in fp16
     size_text = ("full-size decode, bicubic to the reference's pixel budget (area clamp(h*w // 28, 128*28*28, "

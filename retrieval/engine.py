@@ -17,7 +17,7 @@ import duckdb
 # model code (torch, transformers) and no decoder (`convis bench perf` measures the CLI's start-up).
 from indexers.factory import create_indexer, has_text_tower  # the registry; a family's module loads when built
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
-from retrieval.core.defaults import DEFAULT_K, INDEX_DIRNAME
+from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, INDEX_DIRNAME
 from retrieval.core.errors import one_line
 from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.indexing import Executor, IndexReport, Progress, Scan
     from retrieval.pipeline.settings import IndexSettings
+    from retrieval.search.diff import DiffRanking, DiffResult, DiffScorer
     from retrieval.search.vqascore import VqaScorer
 
 
@@ -260,17 +261,25 @@ class Engine:
     def query(self, anchor: str | Path, concepts: Sequence[str] | Sequence[Concept], k: int = DEFAULT_K,
               start: float | None = None, end: float | None = None, signal_overrides: dict[str, str] | None = None,
               recall_k: int | None = None, reranker=None, rerank_top: int = 20, mode: str = "expected",
-              symmetric: bool = False, fusion=None, change: Change | str | None = None) -> QueryResult:
+              symmetric: bool = False, fusion=None, change: Change | str | None = None,
+              most_different: bool = False) -> QueryResult:
         """Recall with the indexed signals; with ``reranker`` (a spec or a Reranker), rerank the top
         ``rerank_top`` candidates by the LMM's per-concept scores and return them reordered; with
         ``fusion`` (a FusionModel, a weights file or "default"), score each concept by the learned
         combination of every available signal; with ``change`` (a ``compose.Change`` or its text), clips like
-        the anchor but changed as it says (``retrieval.search.compose``; no concepts: the five ConViS ones)."""
+        the anchor but changed as it says (``retrieval.search.compose``; no concepts: the five ConViS ones); with
+        ``most_different``, the same scores ranked the other way: the clips least like the anchor first, recalled
+        as the farthest from it."""
+        if most_different and change is not None:
+            raise signals.SignalError("--most-different ranks clips unlike the anchor and --change clips like it "
+                                      "but changed: use one of them")
         return self._query(anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
-                           symmetric, fusion, change=Change(change) if isinstance(change, str) else change)
+                           symmetric, fusion, change=Change(change) if isinstance(change, str) else change,
+                           most_different=most_different)
 
     def _query(self, anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
-               symmetric, fusion, only: str | None = None, change: Change | None = None) -> QueryResult:
+               symmetric, fusion, only: str | None = None, change: Change | None = None,
+               most_different: bool = False) -> QueryResult:
         """``query``; ``only``: keep the units of this content hash alone (``compare`` scores one pair)."""
         concepts = _as_concepts(concepts or (CONVIS_CONCEPTS if change is not None else ()))
         clip = Anchor.of(anchor, start, end)
@@ -296,7 +305,7 @@ class Engine:
             beside = vectors.descriptions(signals.beside(recalled.signal_of, described, vector_overrides))
             anchors = {**recalled.vectors, **beside.vectors}
             indices = {m: self._vector_index(catalog, m) for m in anchors}
-            found_by = ranking.recall(anchors, indices, recall_k or max(100, 10 * k))
+            found_by = ranking.recall(anchors, indices, recall_k or max(100, 10 * k), farthest=most_different)
             if change is not None:  # the change text's and the composed vectors' top lists join the candidates
                 wanted = ChangeQuery.prepare(change, indexed, self.indexer,
                                              lambda m: anchors[m] if m in anchors else vectors.visual(m), described)
@@ -319,12 +328,13 @@ class Engine:
         evidence = ranking.evidence(candidates, anchors, exact, recalled.signal_of, beside.signal_of)
         hits = ranking.rank(evidence, units, concepts, recalled_by=found_by,  # never the anchor itself
                             keep=lambda unit: not clip.overlaps(unit) and only in (None, unit.content_hash))
+        hits = ranking.ordered(hits, most_different)
         if change is not None:  # staying like the anchor, and matching the change
             hits = wanted.rescore(hits, changed)
             notices += wanted.notices
         pair = PairSignals(clip.clip, anchor_caption, captions, concepts)
         if pair_overrides:  # the shortlist, best first by its new scores: what is cut at k next
-            hits = ranking.best_first(self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices))
+            hits = ranking.ordered(self._pair_signals(pair, hits[:rerank_top], pair_overrides, notices), most_different)
         if reranker is not None:
             asked = [*concepts, wanted.question] if change is not None else concepts
             shortlist = self._rerank(clip.clip, hits[:rerank_top], asked, reranker, mode, symmetric, notices)
@@ -338,13 +348,14 @@ class Engine:
                                              self._reranker_name(reranker), beside.signal_of)
             notices += fusion_notices
         notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker, beside.signal_of)
-        return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of, ranking.ranked(shortlist)[:k],
+        return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of,
+                           ranking.ranked(shortlist, most_different)[:k],
                            notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
                            fusion=None if fusion is None else fusion_label(fusion), root=root, start=start, end=end,
                            empty_reason=None if hits else _why_empty(candidates, units), beside=beside.signal_of,
                            pair_signals=pair.used, change=None if change is None else {
                                "text": change.text, "weight": change.weight, "signals": sorted(wanted.text_vectors),
-                               "composed": sorted(wanted.composed)})
+                               "composed": sorted(wanted.composed)}, most_different=most_different)
 
     def _pair_signals(self, pair: PairSignals, hits: list[Hit], wanted: dict[str, str], notices: list[str]
                       ) -> list[Hit]:
@@ -474,6 +485,75 @@ class Engine:
             raise signals.SignalError(f"{Path(b).name} is not an indexed clip other than the anchor")
         compared = CompareResult.from_query(result.anchor, shown_path(b, result.root), result, hit)
         return replace(compared, rank=None) if asks_model else compared  # ranked among b's units only
+
+    # -- differences in words (VidDiff) ---------------------------------------------------------------
+    def diff_scorer(self, reranker, mode: str = "expected", symmetric: bool = False, fps: float | None = None,
+                    notices: list[str] | None = None) -> DiffScorer:
+        """Which-video questions and open lists of differences, asked of ``reranker`` through this engine's score
+        cache and decoded frames; ``fps``: frames at that fixed rate instead of the family's rule."""
+        from rerankers.base import check_mode
+        from rerankers.diff_prompt import DiffInputError
+        from retrieval.search.diff import DiffScorer
+
+        check_mode(mode)
+        if fps is not None and not fps > 0:
+            raise DiffInputError(f"--fps must be a positive number of frames a second, got {fps}")
+        return DiffScorer(self.reranker(reranker), self._score_cache(self.notices if notices is None else notices),
+                          self.frames, mode, symmetric, fps)
+
+    def diff(self, a: str | Path, b: str | Path, action: str, statements: dict[str, str] | None = None,
+             most: int | None = None, reranker=DEFAULT_DIFF_MODEL, mode: str = "expected", symmetric: bool = False,
+             fps: float | None = None, a_span: tuple[float, float | None] = (0.0, None),
+             b_span: tuple[float, float | None] = (0.0, None)) -> DiffResult:
+        """What differs between clips ``a`` and ``b`` performing ``action``: closed mode (``statements``, key ->
+        text: which clip each is more true of) or open mode (``most``: the LMM proposes up to that many)."""
+        from rerankers.diff_prompt import DiffInputError
+        from retrieval.search.diff import diff_pair
+
+        notices: list[str] = []
+        first, second = (self._diff_clip(path, span) for path, span in ((a, a_span), (b, b_span)))
+        if first.key == second.key:
+            raise DiffInputError(f"{Path(a).name} and {Path(b).name} are the same video (same content and span): "
+                             "there is nothing to tell apart")
+        scorer = self.diff_scorer(reranker, mode, symmetric, fps, notices)
+        result = diff_pair(scorer, first, second, self._shown(a, b), action, statements, most)
+        self._model_notices(notices, scorer.reranker)
+        return replace(result, notices=tuple(notices))
+
+    def diff_rank(self, reference: str | Path, candidates: Sequence[str | Path], action: str,
+                  statements: dict[str, str] | None = None, most: int | None = None, reranker=DEFAULT_DIFF_MODEL,
+                  mode: str = "expected", symmetric: bool = False, fps: float | None = None,
+                  progress=None) -> DiffRanking:
+        """``candidates`` ranked by how much each differs from ``reference`` (most different first): the sum over
+        the statements (given, or each candidate's own proposed ones) of how surely the LMM tells the two apart.
+        A candidate with the reference's content is not asked and ranks last, with a notice."""
+        from retrieval.search.diff import DiffRanking, diff_pair, rank_by_difference
+
+        notices: list[str] = []
+        ref = self._diff_clip(reference, (0.0, None))
+        scorer = self.diff_scorer(reranker, mode, symmetric, fps, notices)
+        results = []
+        for done, path in enumerate(candidates):
+            clip = self._diff_clip(path, (0.0, None))
+            shown = self._shown(reference, path)
+            if clip.key == ref.key:
+                notices.append(f"{shown[1]} is the same video as the reference: not asked, ranked last")
+                results.append((shown[1], clip.path, None))
+            else:
+                results.append((shown[1], clip.path, diff_pair(scorer, ref, clip, shown, action, statements, most)))
+            if progress is not None:
+                progress(done + 1, len(candidates))
+        self._model_notices(notices, scorer.reranker)
+        return DiffRanking(self._shown(reference, reference)[0], " ".join(action.split()),
+                           tuple(rank_by_difference(results)), scorer.model_calls, tuple(notices))
+
+    def _diff_clip(self, path: str | Path, span: tuple[float, float | None]) -> ClipRef:
+        checked = check_file(path, "video")
+        return ClipRef(str(checked), content_hash(checked), float(span[0] or 0.0), span[1])
+
+    def _shown(self, *paths) -> tuple[str, ...]:
+        root = str(self.root) if self.has_index else None
+        return tuple(shown_path(p, root) for p in paths)
 
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""

@@ -35,3 +35,8 @@ WORKER_MEMORY_MB = 512
 
 MAX_UPLOAD_BYTES = 512 * MiB  # an anchor clip, not a film archive
 UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the oldest go first
+
+# The LMM `convis diff` asks when none is named: the ConViS-Bench family whose chat takes the pair as one video
+# with its own frame budget (a GPU and the hub, or its weights in the Hugging Face cache, are needed).
+DEFAULT_DIFF_MODEL = "qwen2.5-vl"
+DEFAULT_OPEN_DIFFERENCES = 5  # differences an open-mode diff asks for unless told

@@ -10,7 +10,10 @@ The rules are the reference's (benedettaliberatori/convisbench, commit b8fa4ef):
 * ``linspace-pad`` (VideoMAE features): ``linspace`` when ``n >= N``, else every frame then the
   last one repeated;
 * ``midpoints`` (InternVL ``get_index``): ``seg = (n-1)/N``, frame ``int(seg/2 + round(seg*k))``;
-* ``every`` (DINOv2 and CLIP features in the paper): every frame of the unit.
+* ``every`` (DINOv2 and CLIP features in the paper): every frame of the unit;
+* ``rate`` (VidDiff's baselines, ``data/load_viddiff_dataset._subsample_video``): a fixed frame rate, every
+  ``int(fps / rate)``-th frame from the first (every frame when the rate is above the file's), at most N:
+  past N the stride grows until N fit, so the rate stays fixed (VidDiff refuses such a clip instead).
 """
 
 from __future__ import annotations
@@ -80,6 +83,24 @@ def every_index(frame_count: int, wanted: int | None = None) -> list[int]:
     return list(range(max(frame_count, 0)))
 
 
+def rate_stride(fps: float, rate: float) -> int:
+    """VidDiff's stride for sampling at ``rate`` frames a second: ``int(fps / rate)``, 1 when the rate is higher."""
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"a frame rate must be a positive number, got {rate!r}")
+    if not (fps and math.isfinite(fps) and fps > 0):
+        return 1
+    return max(1, int(fps / rate))
+
+
+def rate_indices(frame_count: int, fps: float, rate: float, wanted: int) -> list[int]:
+    """Every ``rate_stride``-th frame from the first; past ``wanted`` frames the stride grows until they fit."""
+    _check_wanted(wanted)
+    stride = rate_stride(fps, rate)
+    if frame_count > stride * wanted:
+        stride = math.ceil(frame_count / wanted)
+    return list(range(0, max(frame_count, 0), stride))
+
+
 def _check_wanted(wanted: int) -> None:
     if wanted <= 0:
         raise ValueError("wanted must be positive")
@@ -97,6 +118,7 @@ FRAME_RULES: dict[str, Callable[[int, float, int], list[int]]] = {
     "midpoints": lambda n, fps, wanted: midpoint_indices(n, wanted),
     "every": lambda n, fps, wanted: every_index(n),
 }
+RATE = "rate"  # the fixed-rate rule: it needs ``FrameSpec.rate`` besides the count, so it is not in FRAME_RULES
 
 RULE_TEXT = {
     "per-second": "1 frame a second, then uniformly int(i*gap + gap/2) to N, padded with the last",
@@ -104,11 +126,16 @@ RULE_TEXT = {
     "linspace-pad": "linspace(0, n-1, N) over the whole clip; shorter clips: every frame padded with the last",
     "midpoints": "midpoints of N equal segments: int(seg/2 + round(seg*k)), seg = (n-1)/N",
     "every": "every frame",
+    RATE: "every int(fps/rate)-th frame (a fixed rate), at most N (the stride grows past N)",
 }
 
 
-def rule_indices(rule: str, frame_count: int, fps: float, wanted: int) -> list[int]:
+def rule_indices(rule: str, frame_count: int, fps: float, wanted: int, rate: float | None = None) -> list[int]:
     """Frame numbers (0-based, within the unit) that ``rule`` picks from ``frame_count`` frames."""
+    if rule == RATE:
+        if rate is None:
+            raise ValueError("the rate rule needs a frame rate")
+        return rate_indices(frame_count, fps, rate, wanted)
     try:
         pick = FRAME_RULES[rule]
     except KeyError:
@@ -127,15 +154,20 @@ class FrameSpec:
     rule: str = "per-second"
     count: int = 8  # frames per unit; ignored by the "every" rule
     resize: object = None  # a retrieval.core.pixels policy; None = the decoder-scaled default
+    rate: float | None = None  # frames a second, for the "rate" rule only
 
     def __post_init__(self):
-        if self.rule not in FRAME_RULES:
+        if self.rule == RATE:
+            rate_stride(1.0, self.rate if self.rate is not None else float("nan"))  # a clear error when unusable
+        elif self.rate is not None:
+            raise ValueError(f"a frame rate goes with the {RATE!r} rule, not {self.rule!r}")
+        elif self.rule not in FRAME_RULES:
             raise ValueError(f"unknown frame rule {self.rule!r}; known: {', '.join(FRAME_RULES)}")
         if self.rule != "every" and self.count < 1:
             raise ValueError("a frame spec needs at least one frame")
 
     def indices(self, frame_count: int, fps: float) -> list[int]:
-        return rule_indices(self.rule, frame_count, fps, self.count)
+        return rule_indices(self.rule, frame_count, fps, self.count, self.rate)
 
     @property
     def sized_at_decode(self) -> bool:
@@ -143,7 +175,16 @@ class FrameSpec:
         return self.resize is not None and not self.resize.in_decoder
 
     def with_count(self, count: int) -> "FrameSpec":
-        return FrameSpec(self.rule, count, self.resize)
+        return FrameSpec(self.rule, count, self.resize, self.rate)
+
+    @classmethod
+    def at_rate(cls, rate: float, most: int, resize: object = None) -> "FrameSpec":
+        """Frames at a fixed ``rate`` a second, at most ``most`` of them."""
+        return cls(RATE, most, resize, float(rate))
+
+    def describe(self) -> str:
+        """The rule and count in a few characters, for cache keys and reports: "linspace:16", "rate@4:75"."""
+        return f"{RATE}@{self.rate:g}:{self.count}" if self.rule == RATE else f"{self.rule}:{self.count}"
 
 
 def as_spec(spec: "FrameSpec | int") -> FrameSpec:

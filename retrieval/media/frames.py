@@ -488,6 +488,10 @@ class VideoDecoder:
         if not self.backends:
             raise RuntimeError("no video decoder is installed (install decord or av)")
 
+    def probe(self, path: str | Path) -> VideoInfo:
+        """Frame count, rate, duration and size of a file, from the first decoder that can open it."""
+        return self._with_backends(path, lambda backend, info: info, self._resize(as_spec(1)))[0]
+
     def sample(self, path: str | Path, spec: FrameSpec | int, segment_seconds: float | None = None,
                units: Callable[[VideoInfo, list[Span]], slice] | None = None, cut: Sequence[Span] | None = None):
         """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason.

@@ -19,11 +19,17 @@ from retrieval.store.catalog import Catalog, UnitRow
 from retrieval.store.vectors import VectorIndex
 
 
-def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int) -> dict[int, list[str]]:
-    """Union of the top-``k`` unit ids from every signal's index: unit id -> the signals that recalled it."""
+def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int,
+           farthest: bool = False) -> dict[int, list[str]]:
+    """Union of the top-``k`` unit ids from every signal's index: unit id -> the signals that recalled it.
+
+    ``farthest``: the ``k`` least similar instead (the inner product's largest values for the negated anchor are
+    its smallest for the anchor), for ranking by how much candidates differ.
+    """
     found_by: dict[int, list[str]] = {}
     for model_id in sorted(anchors):
-        _, found = indices[model_id].search(anchors[model_id], k)
+        query = -anchors[model_id] if farthest else anchors[model_id]
+        _, found = indices[model_id].search(query, k)
         for i in found[0]:
             if i >= 0:
                 found_by.setdefault(int(i), []).append(model_id)
@@ -110,6 +116,15 @@ def best_first(hits: Iterable[Hit]) -> list[Hit]:
                                        h.start))
 
 
-def ranked(hits: Iterable[Hit]) -> list[Hit]:
-    """The final order, numbered from 1."""
-    return [replace(hit, rank=i) for i, hit in enumerate(best_first(hits), 1)]
+def least_first(hits: Iterable[Hit]) -> list[Hit]:
+    """The most different first: lowest totals first (unreadable ones still last), ties as ``best_first``."""
+    return sorted(hits, key=lambda h: (h.total is None, h.total or 0.0, h.recall_total or 0.0, h.path, h.start))
+
+
+def ordered(hits: Iterable[Hit], most_different: bool = False) -> list[Hit]:
+    return least_first(hits) if most_different else best_first(hits)
+
+
+def ranked(hits: Iterable[Hit], most_different: bool = False) -> list[Hit]:
+    """The final order (best first, or the most different first), numbered from 1."""
+    return [replace(hit, rank=i) for i, hit in enumerate(ordered(hits, most_different), 1)]

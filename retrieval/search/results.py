@@ -128,6 +128,7 @@ class QueryResult:
     end: float | None = None
     empty_reason: str | None = None  # why there are no hits, when there are none
     change: dict | None = None  # a composed query: {"text", "weight", "signals"} (see retrieval.search.compose)
+    most_different: bool = False  # ranked least similar first (StepDiff-style ranking by how much clips differ)
     beside: dict[str, str] = field(default_factory=dict)  # concept key -> its description signal, scoring it too
     pair_signals: dict[str, str] = field(default_factory=dict)  # concept key -> the pair signal (VQAScore) scoring it
 
@@ -156,6 +157,7 @@ class QueryResult:
             "notices": self.notices,
             "empty_reason": self.empty_reason,
             **({"change": self.change} if self.change is not None else {}),
+            "order": "most different first" if self.most_different else "most similar first",
             "hits": [h.as_dict() for h in self.hits],
         }
 

@@ -1,4 +1,4 @@
-"""Self-contained HTML reports of a query or a comparison.
+"""Self-contained HTML reports of a query, a comparison or a diff.
 
 Each page is one file: thumbnails are inline JPEG data URIs and the style sheet is inline,
 so a report opens offline, can be mailed or archived, and never reaches the network.  The
@@ -22,6 +22,7 @@ from retrieval.core.concepts import Concept
 from retrieval.core.files import atomic_write
 from retrieval.core.timecode import format_span, format_time
 from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.search.diff import DiffRanking, DiffResult
 from retrieval.search.results import CompareResult, Hit, QueryResult
 from retrieval.search.signals import scorer_label
 
@@ -64,6 +65,9 @@ video { width: 100%; max-height: 200px; background: #000; border-radius: 4px; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
 .pair .strip { flex-wrap: wrap; }
 .error { color: #b3261e; }
+table { border-collapse: collapse; width: 100%; }
+th, td { padding: .25rem .6rem; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+td.value { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
 
@@ -247,3 +251,61 @@ def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frame
             f'<section class="card" id="scores"><h2>Per-concept similarity</h2>{_score_rows(rows)}'
             f'<p class="total">total {_e("unreadable" if total is None else f"{total:.3f}")}</p></section>')
     return _write(out, _page(f"convis: {a.name} vs {b.name}", body))
+
+
+# -- differences page ---------------------------------------------------------------------------
+def write_diff_html(result: DiffResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8) -> Path:
+    """One HTML page for ``Engine.diff``: both clips side by side, then each statement, the video it fits more
+    and P(a) / P(b) (open mode: the LMM's proposals, its own words, and what could not be read)."""
+    return _write(out, _page(f"convis diff: {Path(a).name} vs {Path(b).name}",
+                             _diff_body(result, Path(a), Path(b), Path(out), frames_per_strip)))
+
+
+def write_diff_ranking_html(ranking: DiffRanking, reference: Path, out: Path, frames_per_strip: int = 8) -> Path:
+    """One HTML page for ``Engine.diff_rank``: the reference, then each candidate, most different first."""
+    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    cards = "".join(
+        f'<section class="card"><h2><span class="rank">#{c.rank}</span> <span class="path">{_e(c.path)}</span> '
+        f'<span class="meta">differences {c.differences:.3f}</span></h2>'
+        f'{_strip_html(Path(c.file), c.path, 0.0, None, frames_per_strip, decoder)}'
+        f'{_diff_table(c.result) if c.result is not None else "<p class=note>the same video as the reference</p>"}'
+        f'</section>' for c in ranking.candidates)
+    body = (f'<header><h1>Most different from <code>{_e(Path(reference).name)}</code></h1>'
+            f'<p class="meta">action: {_e(ranking.action)} · {ranking.model_calls} model calls</p>'
+            f'{_notes(ranking.notices)}</header>'
+            f'<section class="card"><h2>Reference</h2>'
+            f'{_strip_html(Path(reference), Path(reference).name, 0.0, None, frames_per_strip, decoder)}</section>'
+            f'{cards}')
+    return _write(out, _page(f"convis diff: most different from {Path(reference).name}", body))
+
+
+def _diff_body(result: DiffResult, a: Path, b: Path, out: Path, frames: int) -> str:
+    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    seen = result.seen.to_dict() if result.seen else {}
+    columns = "".join(
+        f'<section class="card clip" id="clip-{tag}"><h2>video {tag} <span class="path">{_e(path.name)}</span></h2>'
+        f'{_strip_html(path, path.name, 0.0, None, frames, decoder)}{_video_html(path, out, 0.0, None)}'
+        f'<p class="meta">the model saw {len(seen.get(tag, {}).get("timestamps", []))} frames of it</p></section>'
+        for tag, path in (("a", a), ("b", b)))
+    how = f"{result.model}, {result.mode}" + (", both orders" if result.symmetric else "")
+    return (f'<header><h1><code>{_e(a.name)}</code> vs <code>{_e(b.name)}</code></h1>'
+            f'<p class="meta">action: {_e(result.action)} · {_e(how)} · frames {_e(result.frames)}</p>'
+            f'{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
+            f'<section class="card" id="differences"><h2>{"Statements" if result.closed else "Proposed differences"}'
+            f'</h2>{_diff_table(result)}</section>')
+
+
+def _diff_table(result: DiffResult) -> str:
+    rows = result.verdicts if result.closed else tuple(p.verdict for p in result.proposals)
+    proposed = {} if result.closed else {p.verdict.key: p.proposed for p in result.proposals}
+    cells = "".join(
+        f'<tr><td>{_e(v.statement)}</td>'
+        + ("" if result.closed else f'<td>{_e(proposed.get(v.key) or "-")}</td>')
+        + f'<td><b>{_e(v.prediction or "undecided")}</b></td>'
+        f'<td class="value">{_e("-" if v.p_a is None else f"{v.p_a:.3f}")}</td>'
+        f'<td class="value">{_e("-" if v.p_a is None else f"{1 - v.p_a:.3f}")}</td></tr>' for v in rows)
+    head = "<th>statement</th>" + ("" if result.closed else "<th>proposed</th>") + \
+        "<th>more true of</th><th>P(a)</th><th>P(b)</th>"
+    problems = "" if result.closed else _notes(f"not read from the answer: {p}" for p in result.problems)
+    empty = "" if rows else '<p class="note">no differences</p>'
+    return f'<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>{empty}{problems}'

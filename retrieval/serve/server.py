@@ -95,6 +95,8 @@ class QueryIn(BaseModel):
                                "this says, e.g. 'a cup instead of a box' (a composed query).")
     change_weight: float = Field(1.0, gt=0, le=100, description="How much matching `change` counts against staying "
                                                                 "like the anchor.")
+    most_different: bool = Field(False, description="Rank the clips least like the anchor under the concepts first "
+                                                    "(the same scores, ascending).")
     k: int = Field(DEFAULT_K, ge=1, le=1000)
     start: Seconds | None = Field(None, ge=0, description="Use only the anchor from this second.")
     end: Seconds | None = Field(None, gt=0, description="Use only the anchor up to this second.")
@@ -397,7 +399,8 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
         result = engine.query(anchor, concepts, body.k, body.start, body.end,
                               reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
                               mode=body.mode, symmetric=body.symmetric,
-                              change=None if body.change is None else Change(body.change, body.change_weight))
+                              change=None if body.change is None else Change(body.change, body.change_weight),
+                              most_different=body.most_different)
     data = result.as_dict()
     # the anchor as the client named it: relative to the root, uploads included (they live outside it)
     data.update(anchor=body.anchor, anchor_media=media_url(body.anchor),

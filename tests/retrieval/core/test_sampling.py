@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.core.sampling import per_second_indices, sample_frame_indices, uniform_indices
+from retrieval.core.sampling import FrameSpec, per_second_indices, sample_frame_indices, uniform_indices
 from retrieval.media.frames import Span, VideoInfo, span_frame_indices, spans
 
 
@@ -49,3 +49,37 @@ def test_span_frame_indices_stay_inside_the_span():
     idx = span_frame_indices(info, Span(1, 10.0, 20.0), 4)
     assert all(100 <= i < 200 for i in idx)
     assert idx == [100 + 10 * j for j in uniform_indices(10, 4)]
+
+
+# --------------------------------------------------------------------------- a fixed rate (VidDiff)
+
+
+def _viddiff_subsample(n: int, fps_original: float, fps_target: float) -> list[int]:
+    """data/load_viddiff_dataset._subsample_video, written out on frame numbers."""
+    subsample_time = fps_original / fps_target
+    if subsample_time < 1:
+        return list(range(n))
+    return list(range(n))[::int(subsample_time)]
+
+
+@pytest.mark.parametrize("n, fps, rate", [(300, 30.0, 5.0), (300, 30.0, 4.0), (96, 8.0, 4.0), (120, 12.0, 6.0),
+                                          (50, 25.0, 2.0), (40, 8.0, 16.0), (7, 30.0, 1.0), (1, 30.0, 1.0)])
+def test_the_rate_rule_is_viddiffs_stride(n, fps, rate):
+    spec = FrameSpec.at_rate(rate, 1000)
+    assert spec.indices(n, fps) == _viddiff_subsample(n, fps, rate)
+
+
+def test_past_the_cap_the_stride_grows_so_the_rate_stays_fixed():
+    picked = FrameSpec.at_rate(5.0, 10).indices(300, 30.0)  # 50 frames at 5 fps: too many
+    assert len(picked) <= 10 and picked[0] == 0
+    assert len({b - a for a, b in zip(picked, picked[1:])}) == 1  # one stride throughout
+
+
+def test_a_rate_spec_needs_a_positive_rate_and_only_the_rate_rule_takes_one():
+    with pytest.raises(ValueError):
+        FrameSpec.at_rate(0.0, 10)
+    with pytest.raises(ValueError):
+        FrameSpec.at_rate(float("nan"), 10)
+    with pytest.raises(ValueError):
+        FrameSpec("linspace", 8, None, 4.0)
+    assert FrameSpec.at_rate(4, 75).describe() == "rate@4:75" and FrameSpec("linspace", 16).describe() == "linspace:16"

@@ -325,3 +325,12 @@ def test_a_composed_query_over_http_ranks_the_change_and_refuses_a_bad_one(demo_
     with TestClient(create_app(example_index), base_url=LOCAL) as plain:  # no signal reads text
         refused = plain.post("/query", json={"anchor": "box.mp4", "change": "a cup", "k": 3})
         assert refused.status_code == 400 and "needs a signal that reads text" in refused.json()["error"]
+
+
+def test_most_different_over_http_ranks_the_same_scores_ascending(example_index):
+    with TestClient(create_app(example_index), base_url=LOCAL) as client:
+        body = {"anchor": "campus_01.mp4", "concepts": ["location"], "k": 100}
+        alike = client.post("/query", json=body).json()
+        unlike = client.post("/query", json={**body, "most_different": True}).json()
+    assert unlike["order"] == "most different first" and alike["order"] == "most similar first"
+    assert [h["path"] for h in unlike["hits"]] == [h["path"] for h in alike["hits"]][::-1]

@@ -1,0 +1,107 @@
+"""`convis bench viddiff run --dataset DIR`: convis's predictions for a VidDiffBench-shaped folder, in its format.
+
+For each sample the two videos (trimmed to ``frames_trim``, VidDiff's ``slice(start, end)`` of frame numbers) go
+to ``Engine.diff``: closed mode asks about each difference labelled 'a' or 'b' (VidDiff's ``make_text_prompts``
+keeps only those), open mode asks for up to ``n_differences_open_prediction``. Frames are sampled at the
+domain's rate VidDiff's baselines use (``DOMAIN_FPS``), or by the LMM family's own rule with ``--frames family``.
+Predictions are written as ``{sample_key: {...}}`` (what VidDiff's ``log_input_preds`` writes), which
+``convis bench viddiff --pred`` reads back; closed-mode accuracy is printed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from bench.viddiff.data import DOMAIN_FPS, VidDiffSample
+
+FRAME_CHOICES = ("domain", "family")
+
+
+@dataclass
+class RunOutput:
+    predictions: dict[str, dict] = field(default_factory=dict)
+    details: dict[str, dict] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # sample key -> why it was not asked
+    model_calls: int = 0
+
+
+def sample_spans(sample: VidDiffSample, probe) -> list[tuple[float, float | None]]:
+    """Each video's (start, end) in seconds from its ``frames_trim`` [start, end) frame numbers (None: whole)."""
+    spans = []
+    for path, trim in sample.videos:
+        if trim is None:
+            spans.append((0.0, None))
+            continue
+        info = probe(path)
+        start, end = slice(*trim).indices(info.frame_count)[:2]
+        spans.append((start / info.fps, end / info.fps))
+    return spans
+
+
+def sample_rate(sample: VidDiffSample, frames: str) -> float | None:
+    """The frame rate a sample is asked at: its domain's (VidDiff's baselines), or None for the family's rule."""
+    if frames == "family":
+        return None
+    if sample.domain not in DOMAIN_FPS:
+        raise KeyError(f"domain {sample.domain!r} has no VidDiff frame rate (known: {', '.join(DOMAIN_FPS)}); "
+                       "use --frames family")
+    return float(DOMAIN_FPS[sample.domain])
+
+
+def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, scoring: str = "expected",
+                symmetric: bool = False, frames: str = "domain",
+                progress: Callable[[int, int], None] | None = None) -> RunOutput:
+    """Ask ``engine.diff`` about every usable sample; a sample that cannot be asked is recorded with its reason."""
+    from retrieval.media.frames import VideoDecoder
+
+    decoder, out, skippable = VideoDecoder(), RunOutput(), _skippable()
+    for done, sample in enumerate(samples, 1):
+        try:
+            out.predictions[sample.sample_key] = _ask(engine, decoder, sample, mode, reranker, scoring, symmetric,
+                                                      frames, out)
+        except skippable as exc:  # one sample's videos or labels at fault: the others still run
+            out.skipped[sample.sample_key] = " ".join(str(exc).split()) or type(exc).__name__
+        if progress is not None:
+            progress(done, len(samples))
+    return out
+
+
+def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scoring: str, symmetric: bool,
+         frames: str, out: RunOutput) -> dict:
+    if sample.problems:
+        raise ValueError("; ".join(sample.problems))
+    if len(sample.videos) != 2:
+        raise ValueError(f"{len(sample.videos)} videos, need 2")
+    (a, _), (b, _) = sample.videos
+    a_span, b_span = sample_spans(sample, decoder.probe)
+    statements = {k: sample.differences[k] for k, label in sample.gt.items()
+                  if label in ("a", "b") and k in sample.differences} if mode == "closed" else None
+    if statements == {}:
+        raise ValueError("no difference labelled 'a' or 'b' to ask about")
+    result = engine.diff(a, b, sample.action_description, statements, sample.n_open if mode == "open" else None,
+                         reranker, scoring, symmetric, sample_rate(sample, frames), a_span, b_span)
+    out.details[sample.sample_key] = result.to_dict()
+    out.model_calls += result.model_calls
+    return result.predictions()
+
+
+def _skippable() -> tuple[type[BaseException], ...]:
+    """What one sample's videos or labels can get wrong (a model that cannot load stops the run instead)."""
+    from rerankers.diff_prompt import DiffInputError
+    from retrieval.media.frames import DecodeError
+    from retrieval.search.anchor import AnchorError
+
+    return (DiffInputError, DecodeError, AnchorError, ValueError, KeyError, OSError)
+
+
+def write_outputs(out: RunOutput, folder: Path, mode: str) -> dict[str, Path]:
+    """``predictions_<mode>.json`` (VidDiff's format) and ``details_<mode>.json`` (every answer and probability)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"predictions": folder / f"predictions_{mode}.json", "details": folder / f"details_{mode}.json"}
+    paths["predictions"].write_text(json.dumps(out.predictions, indent=2), encoding="utf-8")
+    paths["details"].write_text(json.dumps({"samples": out.details, "skipped": out.skipped,
+                                            "model_calls": out.model_calls}, indent=2), encoding="utf-8")
+    return paths
