@@ -104,6 +104,10 @@ class LetterOdds:
     p_a: float
     p_b: float
     text: str
+    finite: bool = True  # False: the forward pass overflowed for this row; the answer is unreadable in both modes
+
+
+UNREADABLE = "non-finite logits"  # the raw answer of an overflowed row: never cached, asked again next time
 
 
 def to_choice(odds: LetterOdds, mode: str) -> PairScore:
@@ -112,12 +116,14 @@ def to_choice(odds: LetterOdds, mode: str) -> PairScore:
     expected: P(a) / (P(a) + P(b)); greedy: 1.0 for a parsed "a", 0.0 for "b", None when unreadable.
     """
     check_mode(mode)
+    if not odds.finite:
+        return PairScore(None, mode, UNREADABLE)
     if mode == "greedy":
         letter = parse_letter(odds.text)
         return PairScore(None if letter is None else float(letter == "a"), mode, odds.text)
     mass = odds.p_a + odds.p_b
     if not (np.isfinite(mass) and mass > 0):
-        return PairScore(None, mode, odds.text or "non-finite logits")
+        return PairScore(None, mode, UNREADABLE)
     return PairScore(float(odds.p_a / mass), mode, odds.text, (float(odds.p_a), float(odds.p_b)))
 
 

@@ -176,7 +176,11 @@ def parse_differences(answer: str, limit: int) -> ProposedList:
     if not text:
         return ProposedList((), ("the answer is empty",), "nothing")
     parsed = _json_items(text)
-    items, problems, how = (parsed[0], parsed[1], "json") if parsed is not None else (*_line_items(text), "lines")
+    items, problems, how = (parsed[0], parsed[1], "json") if parsed is not None else ([], [], "json")
+    if not items:  # no JSON, or JSON with nothing in it (a "[1]" in prose): the numbered lines, if any
+        lines = _line_items(text)
+        if lines[0] or not problems:
+            items, problems, how = lines[0], lines[1], "lines"
     if not items and not problems:
         problems = [f"no difference could be read from the answer: {_short(text)}"]
         how = "nothing"
@@ -187,25 +191,39 @@ def parse_differences(answer: str, limit: int) -> ProposedList:
 
 
 def _json_items(text: str) -> tuple[list[Proposed], list[str]] | None:
-    data = _json_value(text)
-    if isinstance(data, dict) and isinstance(data.get("differences"), (list, dict)):
-        data = data["differences"]
-    if isinstance(data, dict):
-        entries = list(data.items())
-    elif isinstance(data, list):
-        entries = [(str(i), v) for i, v in enumerate(data)]
-    else:
+    values = _json_values(text)
+    if not values:
         return None
+    entries: list[tuple[str, object]] = []
+    for value in values:
+        entries.extend(_entries(value, len(entries)))
     return _collect(((f"difference {key}", json.dumps(value), value) for key, value in entries), _json_item)
 
 
+def _entries(value, start: int) -> list[tuple[str, object]]:
+    """The items one JSON value holds: one item ({"description", ...}), a dict of items, or a list of them."""
+    if isinstance(value, dict) and isinstance(value.get("differences"), (list, dict)):
+        value = value["differences"]
+    if isinstance(value, dict) and "description" in value:
+        return [(str(start), value)]
+    if isinstance(value, dict):
+        return [(str(k), v) for k, v in value.items()]
+    if isinstance(value, list):
+        return [(str(start + i), v) for i, v in enumerate(value)]
+    return []
+
+
 def _collect(pieces, read) -> tuple[list[Proposed], list[str]]:
-    """Each (name, text, piece) read with ``read``; a piece without a description, or naming no video, is said."""
+    """Each (name, text, piece) read with ``read``; a piece without a description, naming no video, or too long
+    to ask about is said."""
     items, problems = [], []
     for name, text, piece in pieces:
         item = read(piece)
         if item is None:
             problems.append(f"{name} has no description: {_short(text)}")
+            continue
+        if len(item.description) > MAX_STATEMENT_CHARS:
+            problems.append(f"{name} is longer than {MAX_STATEMENT_CHARS} characters: {_short(item.description)}")
             continue
         items.append(item)
         if item.video is None:
@@ -213,21 +231,22 @@ def _collect(pieces, read) -> tuple[list[Proposed], list[str]]:
     return items, problems
 
 
-def _json_value(text: str):
-    """The first JSON object or list in the text, tolerating code fences and trailing commas."""
-    body = re.sub(r"```(?:json)?", "", text)
-    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        return None
-    closer = "}" if body[start] == "{" else "]"
-    end = body.rfind(closer)
-    if end <= start:
-        return None
-    candidate = re.sub(r",(\s*[}\]])", r"\1", body[start:end + 1])
-    try:
-        return json.loads(candidate)
-    except json.JSONDecodeError:
-        return None
+def _json_values(text: str) -> list:
+    """Every JSON object or list in the text, in order (code fences and trailing commas tolerated): a value that
+    does not parse is skipped from its first character, so the objects inside it can still be read."""
+    body = re.sub(r",(\s*[}\]])", r"\1", re.sub(r"```(?:json)?", "", text))
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while True:
+        starts = [i for i in (body.find("{", at), body.find("[", at)) if i >= 0]
+        if not starts:
+            return values
+        try:
+            value, at = decoder.raw_decode(body, min(starts))
+        except json.JSONDecodeError:
+            at = min(starts) + 1
+            continue
+        if isinstance(value, (dict, list)) and value:
+            values.append(value)
 
 
 def _json_item(value) -> Proposed | None:

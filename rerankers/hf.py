@@ -479,7 +479,7 @@ class HFVideoReranker(Reranker):
         texts = [decode([token], skip_special_tokens=True) for token in out.sequences[:, -1].tolist()]
         if not all(finite):
             self._notice(f"{self.name}: some pairs gave non-finite logits ({self.dtype}); their answers are unreadable")
-        return [LetterOdds(a if ok else float("nan"), b if ok else float("nan"), text)
+        return [LetterOdds(a if ok else float("nan"), b if ok else float("nan"), text, ok)
                 for a, b, text, ok in zip(p_a, p_b, texts, finite)]
 
     def answer_text(self, prompt: str, max_new_tokens: int) -> str:

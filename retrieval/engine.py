@@ -5,6 +5,7 @@ The CLI is a thin layer over this class.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -496,7 +497,7 @@ class Engine:
         from retrieval.search.diff import DiffScorer
 
         check_mode(mode)
-        if fps is not None and not fps > 0:
+        if fps is not None and not (math.isfinite(fps) and fps > 0):
             raise DiffInputError(f"--fps must be a positive number of frames a second, got {fps}")
         return DiffScorer(self.reranker(reranker), self._score_cache(self.notices if notices is None else notices),
                           self.frames, mode, symmetric, fps)
@@ -507,9 +508,10 @@ class Engine:
              b_span: tuple[float, float | None] = (0.0, None)) -> DiffResult:
         """What differs between clips ``a`` and ``b`` performing ``action``: closed mode (``statements``, key ->
         text: which clip each is more true of) or open mode (``most``: the LMM proposes up to that many)."""
-        from rerankers.diff_prompt import DiffInputError
+        from rerankers.diff_prompt import DiffInputError, check_action
         from retrieval.search.diff import diff_pair
 
+        action = check_action(action)  # before a model is built: a bad action is the user's line, not a load error
         notices: list[str] = []
         first, second = (self._diff_clip(path, span) for path, span in ((a, a_span), (b, b_span)))
         if first.key == second.key:
@@ -527,8 +529,10 @@ class Engine:
         """``candidates`` ranked by how much each differs from ``reference`` (most different first): the sum over
         the statements (given, or each candidate's own proposed ones) of how surely the LMM tells the two apart.
         A candidate with the reference's content is not asked and ranks last, with a notice."""
+        from rerankers.diff_prompt import check_action
         from retrieval.search.diff import DiffRanking, diff_pair, rank_by_difference
 
+        action = check_action(action)
         notices: list[str] = []
         ref = self._diff_clip(reference, (0.0, None))
         scorer = self.diff_scorer(reranker, mode, symmetric, fps, notices)
@@ -544,7 +548,7 @@ class Engine:
             if progress is not None:
                 progress(done + 1, len(candidates))
         self._model_notices(notices, scorer.reranker)
-        return DiffRanking(self._shown(reference, reference)[0], " ".join(action.split()),
+        return DiffRanking(self._shown(reference, reference)[0], action,
                            tuple(rank_by_difference(results)), scorer.model_calls, tuple(notices))
 
     def _diff_clip(self, path: str | Path, span: tuple[float, float | None]) -> ClipRef:

@@ -72,6 +72,7 @@ def test_three_clips_rank_the_others_against_the_first(example_videos, qwen):
     (["-s", "x", "--action", "x" * 10_000], "the action description has 10000 characters"),
     (["-s", " "], "a difference statement is empty"),
     (["-s", "x", "--fps", "0"], "--fps must be a positive number"),
+    (["-s", "x", "--fps", "inf"], "--fps must be a positive number"),
 ])
 def test_bad_input_is_one_line_and_exit_2(example_videos, qwen, args, message):
     action = [] if "--action" in args else ["--action", "riding"]

@@ -170,24 +170,28 @@ def run(
         fail(f"--frames is domain or family, got {frames!r}")
     from bench.viddiff import data
     from bench.viddiff.metrics import closed_accuracy
-    from bench.viddiff.run import run_samples, write_outputs
+    from bench.viddiff.run import RunOutput, run_samples, write_outputs
     from rerankers.base import RerankerError
     from retrieval.core.registry import UnknownModelError
     from retrieval.engine import Engine
 
+    result = RunOutput()
     with user_errors(RerankerError, UnknownModelError):
         samples = data.read_dataset(dataset)
         engine = Engine(index_dir, device=device)
-        with _bar(len(samples), as_json) as progress:
-            result = run_samples(engine, samples, mode, reranker, scoring, symmetric, frames, progress)
-        paths = write_outputs(result, out, mode)
+        try:
+            with _bar(len(samples), as_json) as progress:
+                run_samples(engine, samples, mode, reranker, scoring, symmetric, frames, progress, result)
+        finally:  # what was asked before a failure is kept
+            paths = write_outputs(result, out, mode)
     _listed([f"sample {key} skipped: {why}" for key, why in result.skipped.items()])
     summary = {"dataset": str(dataset), "mode": mode, "samples": len(samples), "asked": len(result.predictions),
                "skipped": len(result.skipped), "model_calls": result.model_calls,
                **{k: str(v) for k, v in paths.items()}}
-    if mode == "closed":
-        asked = [s for s in samples if s.sample_key in result.predictions]
-        summary["accuracy"] = closed_accuracy(asked, [result.predictions[s.sample_key] for s in asked])
+    if mode == "closed":  # over every sample, as VidDiff scores: a skipped sample's differences count as wrong
+        with user_errors():
+            summary["accuracy"] = closed_accuracy(samples, [result.predictions.get(s.sample_key, {})
+                                                            for s in samples])
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return

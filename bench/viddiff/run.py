@@ -41,23 +41,31 @@ def sample_spans(sample: VidDiffSample, probe) -> list[tuple[float, float | None
     return spans
 
 
+class SampleSkipped(Exception):
+    """A sample that cannot be asked as it stands (its videos or labels): recorded, and the run goes on."""
+
+
 def sample_rate(sample: VidDiffSample, frames: str) -> float | None:
     """The frame rate a sample is asked at: its domain's (VidDiff's baselines), or None for the family's rule."""
     if frames == "family":
         return None
     if sample.domain not in DOMAIN_FPS:
-        raise KeyError(f"domain {sample.domain!r} has no VidDiff frame rate (known: {', '.join(DOMAIN_FPS)}); "
+        raise SampleSkipped(f"domain {sample.domain!r} has no VidDiff frame rate (known: {', '.join(DOMAIN_FPS)}); "
                        "use --frames family")
     return float(DOMAIN_FPS[sample.domain])
 
 
 def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, scoring: str = "expected",
                 symmetric: bool = False, frames: str = "domain",
-                progress: Callable[[int, int], None] | None = None) -> RunOutput:
-    """Ask ``engine.diff`` about every usable sample; a sample that cannot be asked is recorded with its reason."""
+                progress: Callable[[int, int], None] | None = None, out: RunOutput | None = None) -> RunOutput:
+    """Ask ``engine.diff`` about every usable sample; a sample that cannot be asked is recorded with its reason.
+
+    Answers go into ``out`` as they come, so a run stopped by the model (it cannot load, the GPU fails) keeps
+    what it had asked."""
     from retrieval.media.frames import VideoDecoder
 
-    decoder, out, skippable = VideoDecoder(), RunOutput(), _skippable()
+    decoder, skippable = VideoDecoder(), _skippable()
+    out = out if out is not None else RunOutput()
     for done, sample in enumerate(samples, 1):
         try:
             out.predictions[sample.sample_key] = _ask(engine, decoder, sample, mode, reranker, scoring, symmetric,
@@ -72,15 +80,15 @@ def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, 
 def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scoring: str, symmetric: bool,
          frames: str, out: RunOutput) -> dict:
     if sample.problems:
-        raise ValueError("; ".join(sample.problems))
+        raise SampleSkipped("; ".join(sample.problems))
     if len(sample.videos) != 2:
-        raise ValueError(f"{len(sample.videos)} videos, need 2")
+        raise SampleSkipped(f"{len(sample.videos)} videos, need 2")
     (a, _), (b, _) = sample.videos
     a_span, b_span = sample_spans(sample, decoder.probe)
     statements = {k: sample.differences[k] for k, label in sample.gt.items()
                   if label in ("a", "b") and k in sample.differences} if mode == "closed" else None
     if statements == {}:
-        raise ValueError("no difference labelled 'a' or 'b' to ask about")
+        raise SampleSkipped("no difference labelled 'a' or 'b' to ask about")
     result = engine.diff(a, b, sample.action_description, statements, sample.n_open if mode == "open" else None,
                          reranker, scoring, symmetric, sample_rate(sample, frames), a_span, b_span)
     out.details[sample.sample_key] = result.to_dict()
@@ -89,12 +97,12 @@ def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scori
 
 
 def _skippable() -> tuple[type[BaseException], ...]:
-    """What one sample's videos or labels can get wrong (a model that cannot load stops the run instead)."""
+    """What one sample's videos or labels can get wrong (a model that cannot load, or a bug, stops the run)."""
     from rerankers.diff_prompt import DiffInputError
     from retrieval.media.frames import DecodeError
     from retrieval.search.anchor import AnchorError
 
-    return (DiffInputError, DecodeError, AnchorError, ValueError, KeyError, OSError)
+    return (SampleSkipped, DiffInputError, DecodeError, AnchorError, OSError)
 
 
 def write_outputs(out: RunOutput, folder: Path, mode: str) -> dict[str, Path]:

@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from rerankers.base import PairScore
+from rerankers.base import UNREADABLE, PairScore
 from rerankers.diff_prompt import (
     LETTERS,
     DiffInputError,
@@ -130,11 +130,12 @@ class DiffResult:
 
     def predictions(self) -> dict:
         """VidDiff's prediction format: closed ``{"0": "a", ...}`` (undecided statements left out, as VidDiff
-        leaves out what a model did not answer); open ``{"0": {"description": ..., "prediction": ...}}``."""
+        leaves out what a model did not answer); open ``{"0": {"description": ..., "prediction": ...}}`` with the
+        letter the LMM proposed, which VidDiff's open mode scores (the closed-mode re-score where it named none)."""
         if self.closed:
             return {v.key: v.prediction for v in self.verdicts if v.prediction is not None}
-        return {str(i): {"description": p.description, "prediction": p.verdict.prediction or p.proposed}
-                for i, p in enumerate(self.proposals) if (p.verdict.prediction or p.proposed)}
+        return {str(i): {"description": p.description, "prediction": p.proposed or p.verdict.prediction}
+                for i, p in enumerate(self.proposals) if (p.proposed or p.verdict.prediction)}
 
     def to_dict(self) -> dict:
         out = {"a": self.a, "b": self.b, "action": self.action, "model": self.model, "mode": self.mode,
@@ -244,7 +245,7 @@ class DiffScorer:
             self.model_calls += len(missing)
             for i, answer in zip(missing, answers):
                 found[i] = answer
-                if self.cache and answer.raw != "non-finite logits":  # an overflow is asked again next time
+                if self.cache and answer.raw != UNREADABLE:  # an overflow is asked again next time
                     self.cache.put(self.tag, keys[i], self.mode, first.key, second.key, answer)
         return found
 
@@ -267,9 +268,14 @@ class DiffScorer:
 
 
 def _sampled_rate(timestamps: np.ndarray, asked: float) -> float:
+    """The rate the prompt states, as VidDiff's ``_subsample_video`` reports it: ``int(fps / stride)``, or the
+    file's own rate when it is below the one asked (every frame kept)."""
     steps = np.diff(np.asarray(timestamps, dtype=np.float64))
     steps = steps[steps > 0]
-    return float(1.0 / np.median(steps)) if len(steps) else float(asked)
+    if not len(steps):
+        return float(asked)
+    measured = float(1.0 / np.median(steps))
+    return float(int(measured + 1e-6)) if measured >= asked - 1e-6 else measured
 
 
 def _combined(ab: PairScore, ba: PairScore | None) -> float | None:

@@ -117,7 +117,8 @@ def best_first(hits: Iterable[Hit]) -> list[Hit]:
 
 
 def least_first(hits: Iterable[Hit]) -> list[Hit]:
-    """The most different first: lowest totals first (unreadable ones still last), ties as ``best_first``."""
+    """The most different first: lowest totals first (unreadable ones still last); ties by the lower total before
+    reranking or fusion, then by path and time."""
     return sorted(hits, key=lambda h: (h.total is None, h.total or 0.0, h.recall_total or 0.0, h.path, h.start))
 
 

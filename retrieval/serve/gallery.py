@@ -198,7 +198,8 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
         f"{k}: {m.split(':')[0]}" for k, m in result.signals.items()) + ")"
     text = getattr(result, "text", None)  # a text search: its anchor is a sentence, not a clip
     title = f'"{text}"' if text else anchor.name
-    head = (f'<header><h1>Clips like <code>{_e(title)}</code></h1>'
+    like = "Clips least like" if getattr(result, "most_different", False) else "Clips like"
+    head = (f'<header><h1>{like} <code>{_e(title)}</code></h1>'
             f'<p class="meta">{"signals" if text else "concepts"}: {_e(weights)} · scored by {_e(how)} · '
             f'{len(result.hits)} results</p>{_notes(result.notices)}</header>')
     anchor_card = (f'<section class="card anchor" id="anchor"><h2>Text</h2><p class="text">{_e(text)}</p></section>'

@@ -161,6 +161,21 @@ def test_an_empty_or_unreadable_answer_is_reported_not_dropped(answer, problem):
     assert len(read.problems) == 1 and read.problems[0].startswith(problem)
 
 
+def test_one_bare_item_and_several_objects_in_prose_are_each_one_difference():
+    flat = parse_differences('{"description": "the jump is higher", "prediction": "b"}', 5)
+    assert [(p.description, p.video) for p in flat.items] == [("the jump is higher", "b")] and flat.problems == ()
+    prose = parse_differences('Sure! {"description": "higher jump", "prediction": "b"} and also '
+                              '{"description": "straighter arm", "prediction": "a"}.', 5)
+    assert [(p.description, p.video) for p in prose.items] == [("higher jump", "b"), ("straighter arm", "a")]
+    broken = parse_differences('{"0": {"description": "deeper", "prediction": "a"}, broken', 5)
+    assert [(p.description, p.video) for p in broken.items] == [("deeper", "a")]  # the object inside is kept
+
+
+def test_numbered_lines_win_over_a_bracket_in_the_prose():
+    read = parse_differences("Here are the differences [1]:\n1. deeper squat (a)\n2. wider stance (b)", 5)
+    assert read.read_as == "lines" and [p.description for p in read.items] == ["deeper squat", "wider stance"]
+
+
 def test_more_differences_than_asked_for_are_cut_and_said():
     answer = json.dumps([{"description": f"difference {i}", "prediction": "a"} for i in range(4)])
     read = parse_differences(answer, 2)

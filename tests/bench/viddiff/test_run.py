@@ -70,6 +70,7 @@ def test_a_closed_run_writes_viddiff_predictions_that_score_back_the_same(datase
     back = json.loads(scored.stdout)
     assert back["overall"]["correct"] == summary["accuracy"]["overall"]["correct"]
     assert back["overall"]["scored"] == 5  # s2 was not asked: its difference counts as wrong
+    assert summary["accuracy"]["overall"]["scored"] == 5  # the run's own figure scores it the same way
 
 
 def test_an_open_run_writes_items_and_says_what_it_could_not_read(dataset, tmp_path, qwen, monkeypatch):

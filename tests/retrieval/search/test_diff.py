@@ -108,9 +108,10 @@ def test_open_mode_reads_the_proposals_and_rescores_each_in_closed_mode(engine, 
         ("the rider is faster", "b", pytest.approx(0.25)), ("more people", "a", pytest.approx(0.5))]
     assert result.problems == ('difference 2 has no description: {"prediction": "a"}',)
     assert result.model_calls == 3  # one proposal, two re-scores
-    # VidDiff's open format: the re-scored letter, else the proposed one
+    # VidDiff's open format: the letter the LMM proposed (the one VidDiff scores), not the re-score's
     assert result.predictions() == {"0": {"description": "the rider is faster", "prediction": "b"},
                                     "1": {"description": "more people", "prediction": "a"}}
+    assert result.proposals[1].verdict.prediction is None  # re-scored 0.5: undecided, yet the proposal stands
     assert result.to_dict()["unreadable"] == list(result.problems)
 
 
@@ -119,6 +120,11 @@ def test_an_unreadable_open_answer_is_reported_with_no_items(engine, example_vid
     result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", most=2, reranker=lmm)
     assert result.proposals == () and result.model_calls == 1
     assert result.problems == ("no difference could be read from the answer: I see two videos.",)
+
+
+def _native_fps(path) -> float:
+    with av.open(str(path)) as container:
+        return float(container.streams.video[0].average_rate)
 
 
 def _stride_frames(path, rate: float, most: int) -> list[int]:
@@ -142,7 +148,16 @@ def test_fps_samples_each_clip_at_a_fixed_rate_and_says_so_in_the_question(engin
     n_a, n_b = seen["frames_in_prompt"]
     assert (n_a, n_b) == (len(seen["a"]["indices"]), len(seen["b"]["indices"]))
     assert f"The first {n_a} frames are video a. The last {n_b} frames are video b." in lmm.asked[0]
-    assert "frame rate" in lmm.asked[0] and result.frames == f"rate@{rate:g}:75"
+    assert result.frames == f"rate@{rate:g}:75"
+    # the rate stated is VidDiff's int(fps / stride), or the file's own when lower than asked
+    said = []
+    for name in (BIKES, CUP):
+        picked = _stride_frames(example_videos / name, rate, 75)
+        sampled = _native_fps(example_videos / name) / (picked[1] - picked[0])
+        said.append(int(sampled + 1e-6) if sampled >= rate else round(sampled, 2))
+    line = (f"The frame rate is the same and is {said[0]:g}." if said[0] == said[1] else
+            f"The frame rate of video a is {said[0]:g} and of video b is {said[1]:g}.")
+    assert line in lmm.asked[0]
 
 
 def test_the_familys_own_frames_without_fps(engine, example_videos, qwen):
@@ -236,3 +251,35 @@ def test_most_different_with_a_change_is_refused(example_index, example_videos):
     with pytest.raises(SignalError, match="most-different"):
         Engine(example_index).query(example_videos / "campus_01.mp4", ["location"], change="at night",
                                     most_different=True)
+
+
+def test_an_overflowed_answer_is_unreadable_in_both_modes_and_asked_again(tmp_path, example_videos, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for mode in ("expected", "greedy"):
+        nan = LetterOdds(float("nan"), float("nan"), "a", finite=False)
+        first = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster"},
+                                  reranker=ScriptedLMM([nan]), mode=mode)
+        assert first.verdicts[0].p_a is None and first.verdicts[0].answers[0].raw == "non-finite logits"
+        again = ScriptedLMM([LetterOdds(0.3, 0.1, "a")])
+        second = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster"},
+                                   reranker=again, mode=mode)
+        assert second.model_calls == 1 and second.verdicts[0].p_a == pytest.approx(0.75 if mode == "expected" else 1)
+
+
+def test_a_proposal_too_long_to_ask_is_reported_and_the_others_rescored(engine, example_videos):
+    answer = json.dumps({"0": {"description": "x" * 600, "prediction": "a"},
+                         "1": {"description": "faster", "prediction": "b"}})
+    lmm = ScriptedLMM([LetterOdds(0.1, 0.3, "b")], [answer])
+    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", most=3, reranker=lmm)
+    assert [p.description for p in result.proposals] == ["faster"]
+    assert result.problems[0].startswith("difference 0 is longer than 500 characters")
+
+
+@pytest.mark.parametrize("action", ["", "x" * 10_000])
+def test_a_bad_action_is_said_before_any_model_is_built(engine, example_videos, action):
+    with pytest.raises(DiffInputError, match="action description"):
+        engine.diff(example_videos / BIKES, example_videos / BOX, action, {"0": "faster"},
+                    reranker="/nowhere/no-such-model")
+    with pytest.raises(DiffInputError, match="action description"):
+        engine.diff_rank(example_videos / BIKES, [example_videos / BOX], action, {"0": "faster"},
+                         reranker="/nowhere/no-such-model")
