@@ -25,7 +25,7 @@ try:  # typer carries its own copy of click since 0.22
 except ImportError:
     from click import exceptions as click_errors
 
-from bench.console import PlainUsage
+from bench.console import PlainUsage, counting
 from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.defaults import (
     DEFAULT_DIFF_MODEL,
@@ -785,7 +785,7 @@ def diff(
             if html is not None:
                 err.print(f"page: {write_diff_html(result, videos[0], videos[1], html)}", highlight=False)
         else:
-            with _counting("candidates", len(videos) - 1, as_json) as progress:
+            with counting("candidates", len(videos) - 1, as_json) as progress:
                 result = engine.diff_rank(videos[0], videos[1:], action, given, open_n, reranker, mode, symmetric,
                                           fps, progress=progress)
             if html is not None:
@@ -804,17 +804,6 @@ def _diff_index(index_dir: Optional[Path], a: Path) -> Optional[Path]:
     from retrieval.engine import find_index_dir
 
     return resolve_index_dir(index_dir, a) if index_dir is not None else find_index_dir(a.parent, Path.cwd())
-
-
-@contextmanager
-def _counting(what: str, total: int, quiet: bool):
-    """A progress bar on stderr for work done a piece at a time; ``progress(done, total)`` advances it."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=quiet or not err.is_terminal) as bar:
-        task = bar.add_task(what, total=total)
-        yield lambda done, _total: bar.update(task, completed=done)
 
 
 def _print_diff(result) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, NoReturn, Optional
+from typing import Annotated, Callable, Iterator, NoReturn, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -65,3 +65,17 @@ def user_errors(*more: type[BaseException]) -> Iterator[None]:
         yield
     except (BenchDataError, OSError, *more) as e:
         fail(str(e))
+
+
+@contextmanager
+def counting(what: str, total: int, quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr for work done a piece at a time (hidden when ``quiet`` or not a terminal);
+    ``progress(done, total)`` advances it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  transient=True, disable=quiet or not console.is_terminal) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda done, _total: bar.update(task, completed=done)

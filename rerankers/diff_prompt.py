@@ -124,21 +124,23 @@ def open_request(action: str, n_differences: int, video: str) -> str:
 
 
 def check_action(action: str) -> str:
-    text = " ".join(str(action).split())
-    if not text:
-        raise DiffInputError("the action description is empty; say what the clips show, e.g. --action 'barbell squat'")
-    if len(text) > MAX_ACTION_CHARS:
-        raise DiffInputError(f"the action description has {len(text)} characters; at most {MAX_ACTION_CHARS}")
-    return text
+    return _bounded(action, MAX_ACTION_CHARS, "the action description",
+                    "; say what the clips show, e.g. --action 'barbell squat'")
 
 
 def check_statement(statement: str) -> str:
-    text = " ".join(str(statement).split())
+    return _bounded(statement, MAX_STATEMENT_CHARS, "a difference statement", quote=True)
+
+
+def _bounded(given: str, limit: int, what: str, hint: str = "", quote: bool = False) -> str:
+    """``given`` with its spaces collapsed; empty or longer than ``limit`` is one line naming ``what`` (``quote``:
+    and its start, to find it among many)."""
+    text = " ".join(str(given).split())
     if not text:
-        raise DiffInputError("a difference statement is empty")
-    if len(text) > MAX_STATEMENT_CHARS:
-        raise DiffInputError(f"a difference statement has {len(text)} characters (at most {MAX_STATEMENT_CHARS}): "
-                         f"{text[:60]}...")
+        raise DiffInputError(f"{what} is empty{hint}")
+    if len(text) > limit:
+        raise DiffInputError(f"{what} has {len(text)} characters (at most {limit}): {text[:60]}..." if quote
+                             else f"{what} has {len(text)} characters; at most {limit}")
     return text
 
 

@@ -60,10 +60,15 @@ def concat_pair(frames_a: np.ndarray, frames_b: np.ndarray, per_video: int, rule
     return np.concatenate([a, b], axis=0)
 
 
+def padded_count(count: int, multiple: int) -> int:
+    """``count`` rounded up to a multiple of ``multiple``: the frames ``pad_to_multiple`` leaves."""
+    return count + (-count % max(1, multiple))
+
+
 def pad_to_multiple(frames: np.ndarray, multiple: int) -> np.ndarray:
     """Repeat the last frame until the count is a multiple of ``multiple`` (a model that merges frames in
     time, e.g. Qwen's pairs, then never merges a frame of one video with a frame of the other)."""
-    extra = -len(frames) % max(1, multiple)
+    extra = padded_count(len(frames), multiple) - len(frames)
     return np.concatenate([frames, np.repeat(frames[-1:], extra, axis=0)]) if extra else frames
 
 

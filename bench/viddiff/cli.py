@@ -8,13 +8,12 @@ one producing the predictions with convis) can be added with ``@viddiff_app.comm
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from bench.console import JsonOpt, PlainUsage, fail, note, user_errors
+from bench.console import JsonOpt, PlainUsage, counting, fail, note, user_errors
 from bench.viddiff.run import FRAME_CHOICES
 from retrieval.core.defaults import DEFAULT_DIFF_MODEL
 
@@ -180,7 +179,7 @@ def run(
         samples = data.read_dataset(dataset)
         engine = Engine(index_dir, device=device)
         try:
-            with _bar(len(samples), as_json) as progress:
+            with counting("samples", len(samples), as_json) as progress:
                 run_samples(engine, samples, mode, reranker, scoring, symmetric, frames, progress, result)
         finally:  # what was asked before a failure is kept
             paths = write_outputs(result, out, mode)
@@ -200,14 +199,3 @@ def run(
     if mode == "closed":
         _print(summary["accuracy"])
 
-
-@contextmanager
-def _bar(total: int, quiet: bool):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(TextColumn("samples"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  transient=True, disable=quiet or not console.is_terminal) as bar:
-        task = bar.add_task("samples", total=total)
-        yield lambda done, _total: bar.update(task, completed=done)

@@ -39,4 +39,3 @@ UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the o
 # The LMM `convis diff` asks when none is named: the ConViS-Bench family whose chat takes the pair as one video
 # with its own frame budget (a GPU and the hub, or its weights in the Hugging Face cache, are needed).
 DEFAULT_DIFF_MODEL = "qwen2.5-vl"
-DEFAULT_OPEN_DIFFERENCES = 5  # differences an open-mode diff asks for unless told

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from rerankers.diff_prompt import (
     parse_differences,
     video_description,
 )
+from rerankers.frames import padded_count
 from retrieval.core.sampling import FrameSpec
 from retrieval.search.rerank import ClipRef, FrameCache, ScoreCache, seen
 
@@ -192,6 +193,7 @@ class DiffScorer:
     fps: float | None = None
     max_frames: int = MAX_RATE_FRAMES
     model_calls: int = 0
+    _last: tuple | None = field(default=None, repr=False)  # ((a key, b key), (clip, video line)): see _view
 
     @property
     def spec(self) -> FrameSpec:
@@ -229,10 +231,10 @@ class DiffScorer:
         return answer, parse_differences(answer, most)
 
     def seen(self, a: ClipRef, b: ClipRef) -> Seen:
-        spec = self.spec
+        spec, multiple = self.spec, self.reranker.frame_multiple
         first, second = self.frames.get(a, spec), self.frames.get(b, spec)
-        _, n_a, n_b = self._joined(a, b)
-        return Seen(seen(first), seen(second), n_a, n_b, self._rates(first, second))
+        return Seen(seen(first), seen(second), padded_count(len(first.pixels), multiple),
+                    padded_count(len(second.pixels), multiple), self._rates(first, second))
 
     def _ask(self, first: ClipRef, second: ClipRef, action: str, statements: list[str]) -> list[PairScore]:
         clip, view = self._view(first, second)
@@ -250,15 +252,14 @@ class DiffScorer:
         return found
 
     def _view(self, first: ClipRef, second: ClipRef) -> tuple[np.ndarray, str]:
-        """The pair as one video, and the prompt's line saying how it was passed."""
-        clip, n_a, n_b = self._joined(first, second)
-        rates = self._rates(self.frames.get(first, self.spec), self.frames.get(second, self.spec))
-        return clip, video_description(n_a, n_b, *(rates or (None, None)))
-
-    def _joined(self, first: ClipRef, second: ClipRef) -> tuple[np.ndarray, int, int]:
-        spec = self.spec
-        return self.reranker.pair_clip(self.frames.get(first, spec).pixels, self.frames.get(second, spec).pixels,
-                                       prepared=True)
+        """The pair as one video, and the prompt's line saying how it was passed; the last pair is kept, as open
+        mode joins it to propose and again to re-score."""
+        if self._last is None or self._last[0] != (first.key, second.key):
+            a, b = self.frames.get(first, self.spec), self.frames.get(second, self.spec)
+            clip, n_a, n_b = self.reranker.pair_clip(a.pixels, b.pixels, prepared=True)
+            self._last = ((first.key, second.key), (clip, video_description(n_a, n_b, *(self._rates(a, b) or
+                                                                                        (None, None)))))
+        return self._last[1]
 
     def _rates(self, first, second) -> tuple[float, float] | None:
         """Each clip's frame rate as sampled, when a fixed rate was asked for (one frame: the rate asked)."""
@@ -328,8 +329,6 @@ def rank_by_difference(results: Sequence[tuple[str, str, DiffResult | None]]) ->
     return [RankedCandidate(i, path, file, 0.0 if r is None else r.differences, r)
             for i, (path, file, r) in enumerate(ranked, 1)]
 
-
-Progress = Callable[[int, int], None]
 
 
 def gather_statements(given: Sequence[str], path: str | None) -> dict[str, str]:
