@@ -118,7 +118,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from rerankers.diff_prompt import DiffInputError
     from retrieval.core.concepts import ConceptError
     from retrieval.core.registry import UnknownModelError
-    from retrieval.engine import NoIndexError
+    from retrieval.engine import NoIndexError, NotIndexedError
     from retrieval.pipeline.describe_run import NoCaptionerError
     from retrieval.pipeline.indexing import IndexSettingsError
     from retrieval.pipeline.ray_pipeline import RayUnavailable
@@ -129,7 +129,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
 
     return (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError, DiffInputError,
             IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-            RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError)
+            RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError, NotIndexedError)
 
 
 @contextmanager
@@ -390,6 +390,9 @@ def _index_progress(disable: bool):
 
 def _print_index_report(report) -> None:
     failed = f"failed {len(report.failed)}"
+    if report.excluded:
+        failed += (f"; {report.excluded} file{'s' if report.excluded != 1 else ''} excluded (convis remove --undo "
+                   "FILE to index them again)")
     if report.failed_earlier:
         failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried: --retry-failed)"
     out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
@@ -521,7 +524,7 @@ def query(
         except AnchorSpanError as exc:  # said in the words the user typed
             raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
         if html is not None:
-            page = write_query_html(result, engine.root, html, start=span[0], end=span[1])
+            page = write_query_html(result, engine.root, html, start=span[0], end=span[1], index_dir=engine.index_dir)
             err.print(f"gallery: {page}", highlight=False)
     show(result, as_json, _print_hits)
 
@@ -553,7 +556,8 @@ def search(
         engine = Engine(resolve_index_dir(index_dir or where), device=device)
         result = engine.search(text, k, weights, concept=concept)
         if html is not None:
-            err.print(f"gallery: {write_query_html(result, engine.root, html)}", highlight=False)
+            err.print(f"gallery: {write_query_html(result, engine.root, html, index_dir=engine.index_dir)}",
+                      highlight=False)
     show(result, as_json, _print_hits)
 
 
@@ -861,6 +865,9 @@ def serve(
                                         help="Disk space uploads may take together; past it the oldest uploads "
                                              "are removed. Uploads that are not videos are refused (415); all "
                                              "are removed when the server stops."),
+    allow_writes: bool = typer.Option(False, "--allow-writes", help="Let the web app add uploaded clips to the "
+                                      "index, remove files from it (never from disk) and re-index the folder; "
+                                      "refused otherwise. Meant for a server on your own machine."),
 ):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
     with user_errors():
@@ -870,7 +877,7 @@ def serve(
         found = resolve_index_dir(index_dir or folder)
         _check_port(host, port)
         run_server(found, host, port, reranker, extra_hosts=allowed_host, max_upload=max_upload_mb << 20,
-                   upload_quota=upload_quota_mb << 20)
+                   upload_quota=upload_quota_mb << 20, allow_writes=allow_writes)
 
 
 def _check_port(host: str, port: int) -> None:
@@ -938,6 +945,36 @@ def repair(
                         "files": restored.files} if restored else {})})
         return
     out.print(str(restored) if restored else f"the catalog in {where} is whole; nothing to repair", highlight=False)
+
+
+@app.command(cls=PlainUsage)
+def remove(
+    files: List[Path] = typer.Argument(..., metavar="FILE", help="Indexed files: paths as you see them, or "
+                                       "relative to the indexed folder."),
+    index_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="The index folder, or the video folder "
+                                             "holding it (default: the nearest .convis at or above FILE)."),
+    undo: bool = typer.Option(False, "--undo", help="Let the next `convis index` run index these files again."),
+    as_json: JsonOpt = False,
+):
+    """Remove files from the index (their vectors, units and descriptions); the files themselves stay where they
+    are, and later `convis index` runs skip them; --undo lets the next run index them again."""
+    from retrieval.engine import Engine
+
+    with user_errors():
+        engine = Engine(resolve_index_dir(index_dir, *files))
+        # a file that exists here is named by where it is; any other path is taken relative to the indexed folder
+        named = [f.resolve() if f.exists() else f for f in files]
+        changed = engine.unremove(named) if undo else engine.remove(named)
+    if as_json:
+        print_json({"restored" if undo else "removed": changed})
+        return
+    if undo:
+        out.print(f"the next `convis index` run indexes {len(changed)} file(s) again: {', '.join(changed)}",
+                  highlight=False, markup=False)
+    else:
+        out.print(f"removed {len(changed)} file(s) from the index: {', '.join(changed)}; the files stay on disk "
+                  "and later runs skip them (convis remove --undo FILE to index them again)",
+                  highlight=False, markup=False)
 
 
 @app.command("ls", cls=PlainUsage)
@@ -1060,10 +1097,13 @@ def run_server(*args, **kwargs) -> None:
     serve(*args, **kwargs)
 
 
-def write_query_html(*args, **kwargs) -> Path:
+def write_query_html(*args, index_dir: Path, **kwargs) -> Path:
+    """The gallery page; a file browsers cannot play links the preview `convis serve` made of it, if any."""
+    from retrieval.media.preview import Previews
     from retrieval.serve.gallery import write_query_html as write  # decoders: only a page pays for them
+    from retrieval.serve.playback import PREVIEWS_DIRNAME
 
-    return write(*args, **kwargs)
+    return write(*args, previews=Previews(index_dir / PREVIEWS_DIRNAME), **kwargs)
 
 
 def write_diff_html(*args, **kwargs) -> Path:

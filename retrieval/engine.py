@@ -6,6 +6,7 @@ The CLI is a thin layer over this class.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,12 +24,14 @@ from retrieval.core.errors import one_line
 from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
 from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
+from retrieval.core.timecode import format_span
 from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     CAPTIONER,
     PROTOCOL,
     build_index,
     configure_faiss,
+    rebuild_indices,
     settle_protocol,
     settle_root,
 )
@@ -36,6 +39,7 @@ from retrieval.search import ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, check_file
 from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
 from retrieval.search.compose import Change, ChangeQuery
+from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.pair_signals import PairSignals
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
@@ -60,6 +64,10 @@ if TYPE_CHECKING:
 
 class NoIndexError(FileNotFoundError):
     """No index where one was expected."""
+
+
+class NotIndexedError(LookupError):
+    """Paths a remove (or its undo) names that the index does not hold as such; nothing was changed."""
 
 
 def find_index_dir(*starts: Path) -> Path | None:
@@ -211,6 +219,47 @@ class Engine:
                 progress("note", {"text": notice})  # before the run starts, where a progress bar shows it
         return spec
 
+    # -- removing -----------------------------------------------------------
+    def remove(self, paths: Sequence[str | Path]) -> list[str]:
+        """Take indexed files out of the index (rows, vectors; the files stay on disk) and have later runs skip
+        them; ``paths`` relative to the root or absolute inside it.  Their root-relative paths, or
+        NotIndexedError naming those the index does not list (then nothing is removed)."""
+        with self._writing() as catalog:
+            rels = self._relative(catalog, paths)
+            listed, excluded = catalog.file_states(), set(catalog.excluded())
+            unknown = [r for r in rels if r not in listed]
+            if unknown:
+                again = [r for r in unknown if r in excluded]
+                hint = f" ({', '.join(again)} removed already)" if again else ""
+                raise NotIndexedError(f"not in the index: {', '.join(unknown)}{hint}")
+            catalog.exclude(rels)
+            rebuild_indices(catalog, self.index_dir)  # saved FAISS indices must not recall removed units
+            catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
+        return rels
+
+    def unremove(self, paths: Sequence[str | Path]) -> list[str]:
+        """Undo ``remove``: the next run indexes these files again (root-relative paths returned), or
+        NotIndexedError naming those that were not removed (then nothing changes)."""
+        with self._writing() as catalog:
+            rels = self._relative(catalog, paths)
+            excluded = set(catalog.excluded())
+            unknown = [r for r in rels if r not in excluded]
+            if unknown:
+                raise NotIndexedError(f"not removed from the index: {', '.join(unknown)}")
+            catalog.include(rels)
+        return rels
+
+    def _writing(self) -> Catalog:
+        """The catalog as its writer (CatalogBusy while an index run holds it)."""
+        if not self.has_index:
+            raise NoIndexError(f"no index at {self.index_dir}: run `convis index FOLDER` first")
+        return Catalog(self.catalog_path)
+
+    def _relative(self, catalog: Catalog, paths: Sequence[str | Path]) -> list[str]:
+        """``paths`` as the catalog names them (POSIX, relative to the root), in order, once each."""
+        root = Path(catalog.setting("root") or self.index_dir.parent)
+        return list(dict.fromkeys(_root_relative(Path(p), root) for p in paths))
+
     # -- describing ---------------------------------------------------------
     def describe(self, concepts: Sequence[str] | Sequence[Concept] = (), captioner: str | None = None,
                  progress: Progress | None = None, caption_only: bool = False) -> DescribeReport:
@@ -280,8 +329,9 @@ class Engine:
 
     def _query(self, anchor, concepts, k, start, end, signal_overrides, recall_k, reranker, rerank_top, mode,
                symmetric, fusion, only: str | None = None, change: Change | None = None,
-               most_different: bool = False) -> QueryResult:
-        """``query``; ``only``: keep the units of this content hash alone (``compare`` scores one pair)."""
+               most_different: bool = False, short_reasons: bool = True) -> QueryResult:
+        """``query``; ``only``: keep the units of this content hash alone (``compare`` scores one pair, and asks
+        for no ``short_reasons``: why there are fewer than k results)."""
         concepts = _as_concepts(concepts or (CONVIS_CONCEPTS if change is not None else ()))
         clip = Anchor.of(anchor, start, end)
         vector_overrides, pair_overrides = signals.split_pair_signals(signal_overrides or {})
@@ -349,6 +399,10 @@ class Engine:
                                              self._reranker_name(reranker), beside.signal_of)
             notices += fusion_notices
         notices += _signal_notices(concepts, shortlist, recalled.signal_of, indexed, reranker, beside.signal_of)
+        if short_reasons:
+            notices += _short_reasons(k, hits, candidates, units, clip)
+        # the pool the final scores were given to: every recalled candidate, or the shortlist a model rescored
+        pool = shortlist if reranker is not None or fusion is not None or pair_overrides else hits
         return QueryResult(shown_path(anchor, root), concepts, recalled.signal_of,
                            ranking.ranked(shortlist, most_different)[:k],
                            notices, reranker=None if reranker is None else self.scorer.reranker.model_id,
@@ -356,7 +410,9 @@ class Engine:
                            empty_reason=None if hits else _why_empty(candidates, units), beside=beside.signal_of,
                            pair_signals=pair.used, change=None if change is None else {
                                "text": change.text, "weight": change.weight, "signals": sorted(wanted.text_vectors),
-                               "composed": sorted(wanted.composed)}, most_different=most_different)
+                               "composed": sorted(wanted.composed)}, most_different=most_different,
+                           spread=Spread.of((h.total for h in pool), descending=not most_different),
+                           ranges=concept_ranges([h.scores for h in pool], [c.key for c in concepts]))
 
     def _pair_signals(self, pair: PairSignals, hits: list[Hit], wanted: dict[str, str], notices: list[str]
                       ) -> list[Hit]:
@@ -479,7 +535,7 @@ class Engine:
         asks_model = bool(signals.split_pair_signals(overrides or {})[1])
         result = self._query(a, concepts, k=units, start=a_span[0], end=a_span[1], signal_overrides=overrides,
                              recall_k=units, reranker=None, rerank_top=units, mode="expected", symmetric=False,
-                             fusion=None, only=wanted if asks_model else None)
+                             fusion=None, only=wanted if asks_model else None, short_reasons=False)
         hit = next((h for h in result.hits if h.content_hash == wanted and
                     (b_start is None or abs(h.start - b_start) < 1e-3)), None)  # best first: b's best unit
         if hit is None:
@@ -649,6 +705,32 @@ def _signal_notices(concepts: list[Concept], hits: list[Hit], signal_of: dict[st
         return []
     alone = [c for c in concepts if not any(c.key in hit.contributions for hit in hits)]
     return signals.scoring_notices(alone, signal_of, indexed, beside)
+
+
+def _short_reasons(k: int, hits: list[Hit], candidates: list[int], units: dict, clip: Anchor) -> list[str]:
+    """Why a query gives fewer than ``k`` results, when it does and there are any (none: ``_why_empty``)."""
+    if not hits or len(hits) >= k:
+        return []
+    own = sum(1 for u in candidates if u in units and clip.overlaps(units[u]))
+    why = f"{len(hits)} results, not {k}: "
+    if own:
+        span = "the whole file" if clip.whole else format_span(clip.start or 0.0, clip.end)
+        return [why + f"{own} unit(s) are the anchor itself ({span} of {clip.path.name}) and a query never returns "
+                      "its own anchor; give the anchor a time window to search the rest of that file"]
+    return [why + "that is every unit the index could recall"]
+
+
+def _root_relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root``: as given when relative, else by its place under the root (as written, or
+    with links resolved: the root is stored resolved)."""
+    if not path.is_absolute():
+        if ".." in path.parts:
+            raise NotIndexedError(f"not a path inside the indexed folder: {path}")
+        return path.as_posix()
+    for candidate, base in ((Path(os.path.abspath(path)), root), (path.resolve(), root.resolve())):
+        if candidate.is_relative_to(base):
+            return candidate.relative_to(base).as_posix()
+    raise NotIndexedError(f"{path} is not inside the indexed folder {root}")
 
 
 def _why_empty(candidates: list[int], units: dict) -> str:

@@ -22,3 +22,13 @@ def indexed_copies(base: Path, names: Sequence[str], indexers: Sequence[str], **
         shutil.copy(EXAMPLES / name, videos / name)
     Engine(videos / ".convis").index(videos, list(indexers), IndexSettings(workers=1, **settings))
     return videos
+
+
+def copied_index(folder: Path, dest: Path) -> Path:
+    """A writable copy of an indexed ``folder`` at ``dest``, its catalog's root moved with it."""
+    from retrieval.store.catalog import Catalog
+
+    shutil.copytree(folder, dest, symlinks=True)
+    with Catalog(dest / ".convis" / "catalog.duckdb") as catalog:
+        catalog.set_setting("root", str(dest.resolve()))
+    return dest

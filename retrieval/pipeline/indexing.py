@@ -327,6 +327,7 @@ class IndexReport:
     seconds: float = 0.0
     failed: list[tuple[str, str]] = field(default_factory=list)
     failed_earlier: int = 0
+    excluded: int = 0  # files found that were removed from the index (`convis remove`): skipped, not failed
     captioned: int = 0
     described: int = 0  # units a captioner described in this run (each: a caption and one answer per concept)
     describe_calls: int = 0  # model calls it made
@@ -350,7 +351,7 @@ class IndexReport:
             "description_vectors": self.description_vectors, "description_signals": self.description_signals,
             "caption_signals": self.caption_signals,
             "failed": [{"path": p, "error": e} for p, e in self.failed], "failed_earlier": self.failed_earlier,
-            "notes": self.notes,
+            "excluded": self.excluded, "notes": self.notes,
         }
 
 
@@ -405,6 +406,7 @@ class IndexRun:
         self._register()
         found, problems = scan if scan is not None else find_videos(root, skip=self.index_dir.resolve())
         self.report.found = len(found)
+        found, problems = self._without_excluded(found, problems)
         jobs = self._plan(found)
         for rel, reason in problems:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
@@ -419,6 +421,13 @@ class IndexRun:
         self.publish()
         self.report.seconds = time.perf_counter() - started
         return self.executor.finish(self.report)
+
+    def _without_excluded(self, found: list[FoundFile], problems: list[tuple[str, str]]) -> Scan:
+        """The scan less the files removed from the index: they stay in the folder, so every run finds them."""
+        excluded = set(self.catalog.excluded())
+        kept = [f for f in found if f.rel not in excluded]
+        self.report.excluded = len(found) - len(kept)
+        return kept, [(rel, reason) for rel, reason in problems if rel not in excluded]
 
     def _settle_units(self) -> None:
         """How this run cuts units (an "auto" shot detector chosen now, once), said in a note for shot units."""

@@ -17,6 +17,7 @@ from typing import Mapping
 
 from rerankers.base import PairScore
 from retrieval.core.concepts import Concept, combine, from_rating
+from retrieval.search.confidence import Spread
 from retrieval.store.catalog import UnitRow
 
 
@@ -131,6 +132,8 @@ class QueryResult:
     most_different: bool = False  # ranked least similar first (StepDiff-style ranking by how much clips differ)
     beside: dict[str, str] = field(default_factory=dict)  # concept key -> its description signal, scoring it too
     pair_signals: dict[str, str] = field(default_factory=dict)  # concept key -> the pair signal (VQAScore) scoring it
+    spread: Spread | None = None  # the totals of the pool the final scores were given to (search/confidence.py)
+    ranges: dict[str, list[float]] = field(default_factory=dict)  # concept key -> [low, high] over that pool
 
     def scored_by(self, key: str) -> str:
         """What gave a concept's scores: "fusion", the reranker's model id, or the indexed signals' model ids
@@ -158,8 +161,14 @@ class QueryResult:
             "empty_reason": self.empty_reason,
             **({"change": self.change} if self.change is not None else {}),
             "order": "most different first" if self.most_different else "most similar first",
-            "hits": [h.as_dict() for h in self.hits],
+            "spread": None if self.spread is None else self.spread.as_dict(),
+            "ranges": self.ranges,
+            "hits": [{**h.as_dict(), **self._confidence(h)} for h in self.hits],
         }
+
+    def _confidence(self, hit: Hit) -> dict:
+        z = None if self.spread is None else self.spread.z(hit.total)
+        return {} if z is None else {"confidence": self.spread.label(hit.total), "z": round(z, 2)}
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from indexers.factory import has_text_tower
 from retrieval.core.concepts import Concept, normalise
 from retrieval.core.errors import one_line
 from retrieval.search import ranking
+from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
 from retrieval.store.catalog import Catalog
@@ -159,7 +160,9 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], Indexer],
                         keep=lambda _: True, recalled_by=found_by)
     root = catalog.setting("root")
     return TextResult(text, concepts, signal_of, ranking.ranked(hits[:query.k]), notices, root=root,
-                      empty_reason=None if hits else _why_empty(candidates, signal_of), text=text)
+                      empty_reason=None if hits else _why_empty(candidates, signal_of), text=text,
+                      spread=Spread.of(h.total for h in hits),
+                      ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]))
 
 
 def _description_signal(query: TextQuery, catalog: Catalog, indexed: dict[str, str],

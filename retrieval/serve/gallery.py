@@ -2,7 +2,8 @@
 
 Each page is one file: thumbnails are inline JPEG data URIs and the style sheet is inline,
 so a report opens offline, can be mailed or archived, and never reaches the network.  The
-videos themselves are linked (relative path or file URI), not embedded.
+videos are linked by absolute file URI (the original, or its cached H.264 preview when browsers cannot
+play the original), or, on request, each result's span is embedded as a small H.264 clip.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import base64
 import html
 import io
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import quote
 
 import numpy as np
 
@@ -22,6 +23,8 @@ from retrieval.core.concepts import Concept
 from retrieval.core.files import atomic_write
 from retrieval.core.timecode import format_span, format_time
 from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.preview import PreviewError, Previews, playback, span_clip
+from retrieval.media.scan import content_hash
 from retrieval.search.diff import DiffRanking, DiffResult
 from retrieval.search.results import CompareResult, Hit, QueryResult
 from retrieval.search.signals import scorer_label
@@ -31,44 +34,8 @@ from retrieval.search.signals import scorer_label
 THUMB_SHORT_SIDE = 112
 JPEG_QUALITY = 80
 
-# Shared by the static pages and the web UI, so both look the same.
-STYLE = """
-:root { --fg: #1d2430; --muted: #5b6677; --line: #d9dee7; --bg: #f6f7fa; --card: #fff; --accent: #2f6fde; }
-* { box-sizing: border-box; }
-body { margin: 0; padding: 1.2rem 1.6rem 3rem; font: 14px/1.45 system-ui, sans-serif; color: var(--fg);
-       background: var(--bg); }
-h1 { font-size: 1.35rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1.2rem 0 .5rem; }
-code, .path { font-family: ui-monospace, monospace; word-break: break-all; }
-.meta, .time, figcaption, .note { color: var(--muted); }
-.note { margin: .2rem 0; }
-.card > h2:first-child { margin-top: 0; }
-.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .8rem 1rem;
-        margin: 0 0 .8rem; }
-.hits { list-style: none; padding: 0; margin: 0; }
-.hit-head { display: flex; gap: .8rem; align-items: baseline; flex-wrap: wrap; margin-bottom: .4rem; }
-.rank { font-weight: 700; color: var(--accent); min-width: 2.2rem; }
-.total { margin-left: auto; font-weight: 700; }
-.strip { display: flex; gap: 4px; overflow-x: auto; padding-bottom: 2px; }
-.strip figure { margin: 0; flex: none; text-align: center; }
-.strip img { display: block; height: 84px; width: auto; border-radius: 3px; background: #e4e7ee; }
-.strip figcaption { font-size: 11px; }
-.hit .strip img { height: 72px; }
-h2 .meta { font-weight: normal; font-size: .9rem; }
-[hidden] { display: none !important; }
-.body { display: grid; grid-template-columns: minmax(0, 1fr) 280px; gap: 1rem; align-items: start; }
-video { width: 100%; max-height: 200px; background: #000; border-radius: 4px; }
-.scores { display: grid; grid-template-columns: max-content 1fr 3.5rem; gap: .15rem .6rem; align-items: center;
-          margin-top: .5rem; }
-.bar { height: 9px; background: #e4e7ee; border-radius: 5px; overflow: hidden; }
-.bar span { display: block; height: 100%; background: var(--accent); }
-.value { text-align: right; font-variant-numeric: tabular-nums; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
-.pair .strip { flex-wrap: wrap; }
-.error { color: #b3261e; }
-table { border-collapse: collapse; width: 100%; }
-th, td { padding: .25rem .6rem; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
-td.value { text-align: right; font-variant-numeric: tabular-nums; }
-"""
+# Shared by the static pages and the web UI (a real stylesheet, package data), so both look the same.
+STYLE = (resources.files("retrieval.serve") / "ui" / "gallery.css").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -121,15 +88,68 @@ def scored_by(model_id: str, rating: float | None = None) -> str:
     return name if rating is None else f"{name}, rating {rating:.3f} of 5"
 
 
-def video_src(video: Path, page: Path, start: float = 0.0, end: float | None = None) -> str:
-    """A link to ``video`` that works from ``page``'s folder, starting at ``start`` (media fragment)."""
-    video, folder = Path(video).resolve(), Path(page).resolve().parent
-    try:
-        link = quote(Path(os.path.relpath(video, folder)).as_posix())
-    except ValueError:  # another drive (Windows): only an absolute URI can point there
-        link = video.as_uri()
+def video_src(video: Path, start: float = 0.0, end: float | None = None) -> str:
+    """The absolute ``file://`` URI of ``video``, starting at ``start`` (media fragment): unlike a link relative
+    to the page, it still works when the page is moved or copied elsewhere on this machine."""
     fragment = f"#t={start:.3f}" + (f",{end:.3f}" if end is not None else "")
-    return link + fragment
+    return Path(video).resolve().as_uri() + fragment
+
+
+@dataclass
+class Players:
+    """How one page shows its videos, and the note that says so.
+
+    Linked (the default): the original by file URI when browsers play it, else its cached preview, else a
+    label with the reason (a black player would look like a broken page).  Embedded: each span as an H.264
+    clip in a data URI, so the page plays on any machine.
+    """
+
+    previews: Previews | None = None
+    embed: bool = False
+    linked: list[Path] = field(default_factory=list)  # the files the page links, for the note
+
+    def html(self, path: Path, start: float = 0.0, end: float | None = None) -> str:
+        if self.embed:
+            return self._embedded(Path(path), start, end)
+        target, reason = self._link_target(Path(path))
+        if target is None:
+            return _cannot_play(reason)
+        self.linked.append(target)
+        return _player(video_src(target, start, end))
+
+    def note(self) -> str:
+        if self.embed:
+            return ('<p class="note" id="videos-note">Videos are embedded (H.264 previews of each result\'s span), '
+                    'so this page plays on any machine.</p>')
+        if not self.linked:
+            return ""
+        try:
+            where = f" (under {os.path.commonpath([str(p.resolve().parent) for p in self.linked])})"
+        except ValueError:  # on several drives (Windows): no one folder holds them
+            where = ""
+        return (f'<p class="note" id="videos-note">Videos link the files on this machine{_e(where)}; '
+                f'open this page on another machine and the players stay empty.</p>')
+
+    def _embedded(self, path: Path, start: float, end: float | None) -> str:
+        try:
+            clip = span_clip(path, start, end)
+        except (PreviewError, OSError) as exc:
+            return _cannot_play(str(exc))
+        return _player("data:video/mp4;base64," + base64.b64encode(clip).decode("ascii"))
+
+    def _link_target(self, path: Path) -> tuple[Path | None, str | None]:
+        """The original when browsers play it, else its cached preview; else (None, why it cannot play)."""
+        seen = playback(path)
+        if seen.playable:
+            return path, None
+        if self.previews is not None:
+            try:
+                cached = self.previews.cached(path, content_hash(path))
+            except OSError:  # gone or unreadable: nothing to look up
+                cached = None
+            if cached is not None:
+                return cached, None
+        return None, seen.reason
 
 
 # -- building blocks ----------------------------------------------------------------------------
@@ -161,8 +181,12 @@ def _score_rows(rows: Iterable[tuple[str, float, float | None, str]]) -> str:
     return f'<div class="scores">{"".join(cells)}</div>'
 
 
-def _video_html(path: Path, out: Path, start: float, end: float | None) -> str:
-    return f'<video controls preload="metadata" src="{_e(video_src(path, out, start, end))}"></video>'
+def _player(src: str) -> str:
+    return f'<video controls preload="metadata" src="{_e(src)}"></video>'
+
+
+def _cannot_play(reason: str | None) -> str:
+    return f'<p class="cannot-play">cannot play here: {_e(reason or "unknown reason")}</p>'
 
 
 def _page(title: str, body: str) -> str:
@@ -184,13 +208,15 @@ def _write(out: Path, text: str) -> Path:
 
 # -- query page ---------------------------------------------------------------------------------
 def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_strip: int = 8, start: float | None = None,
-                     end: float | None = None) -> Path:
+                     end: float | None = None, *, previews: Previews | None = None, embed_videos: bool = False) -> Path:
     """One HTML page for a QueryResult: the anchor's strip, then every hit in rank order.
 
     ``root`` is the folder the index covers (hit paths are relative to it); ``start``/``end``
-    restrict the anchor strip to the span the query used.
+    restrict the anchor strip to the span the query used.  ``previews``: where to look for the previews of
+    files browsers cannot play; ``embed_videos``: embed each hit's span instead of linking the files.
     """
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    players = Players(previews, embed_videos)
     out, anchor = Path(out), Path(root) / result.anchor  # an anchor inside the root is named relative to it
     by = {c.key: result.scored_by(c.key) for c in result.concepts}
     weights = ", ".join(f"{c.words} {c.weight:.2f}" for c in result.concepts)
@@ -199,22 +225,22 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     text = getattr(result, "text", None)  # a text search: its anchor is a sentence, not a clip
     title = f'"{text}"' if text else anchor.name
     like = "Clips least like" if getattr(result, "most_different", False) else "Clips like"
+    hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), frames_per_strip, decoder, players)
+                     for h in result.hits)
     head = (f'<header><h1>{like} <code>{_e(title)}</code></h1>'
             f'<p class="meta">{"signals" if text else "concepts"}: {_e(weights)} · scored by {_e(how)} · '
-            f'{len(result.hits)} results</p>{_notes(result.notices)}</header>')
+            f'{len(result.hits)} results</p>{players.note()}{_notes(result.notices)}</header>')
     anchor_card = (f'<section class="card anchor" id="anchor"><h2>Text</h2><p class="text">{_e(text)}</p></section>'
                    if text else
                    f'<section class="card anchor" id="anchor"><h2>Anchor <span class="path">{_e(result.anchor)}'
                    f'</span></h2>{_strip_html(anchor, anchor.name, start or 0.0, end, frames_per_strip, decoder)}'
                    f'</section>')
-    hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), out, frames_per_strip, decoder)
-                     for h in result.hits)
     body = f'{head}\n{anchor_card}\n<h2>Results</h2>\n<ol class="hits" id="hits">\n{hits}\n</ol>'
     return _write(out, _page(f"convis: clips like {title}", body))
 
 
-def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, out: Path, frames: int,
-              decoder) -> str:
+def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, frames: int, decoder,
+              players: Players) -> str:
     path = root / hit.path
     total = "unreadable" if hit.total is None else f"{hit.total:.3f}"
     rows = [(c.words, c.weight, hit.scores.get(c.key), scored_by(by[c.key], hit.ratings.get(c.key)))
@@ -228,13 +254,14 @@ def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path,
             f'<span class="time">{_e(format_span(hit.start, hit.end))}</span>'
             f'<span class="total">total {_e(total)}</span></div>'
             f'<div class="body"><div>{_strip_html(path, hit.path, hit.start, hit.end, frames, decoder)}'
-            f'{_score_rows(rows)}{recall}</div>{_video_html(path, out, hit.start, hit.end)}</div></li>')
+            f'{_score_rows(rows)}{recall}</div>{players.html(path, hit.start, hit.end)}</div></li>')
 
 
 # -- compare page -------------------------------------------------------------------------------
-def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8) -> Path:
+def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8, *,
+                       previews: Previews | None = None) -> Path:
     """One HTML page for ``Engine.compare``'s result: both strips side by side, then per-concept scores."""
-    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    decoder, players = VideoDecoder(short_side=THUMB_SHORT_SIDE), Players(previews)
     out, a, b = Path(out), Path(a), Path(b)
     lmm = bool(result.reranker)
     mode = f" ({result.mode})" if result.mode and lmm else ""
@@ -243,55 +270,57 @@ def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frame
     total = result.total
     columns = "".join(
         f'<section class="card clip" id="clip-{tag}"><h2>{tag.upper()} <span class="path">{_e(path.name)}</span>'
-        f'</h2>{_strip_html(path, path.name, 0.0, None, frames_per_strip, decoder)}{_video_html(path, out, 0.0, None)}'
+        f'</h2>{_strip_html(path, path.name, 0.0, None, frames_per_strip, decoder)}{players.html(path)}'
         f'</section>' for tag, path in (("a", a), ("b", b)))
     scale = "ratings 1 (completely different) to 5 (perfectly similar) as 0-1" if lmm else "similarity in [0, 1]"
     body = (f'<header><h1><code>{_e(a.name)}</code> vs <code>{_e(b.name)}</code></h1>'
             f'<p class="meta">scored by {_e(result.scored_by)}{_e(mode)} · {_e(scale)}</p>'
-            f'{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
+            f'{players.note()}{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
             f'<section class="card" id="scores"><h2>Per-concept similarity</h2>{_score_rows(rows)}'
             f'<p class="total">total {_e("unreadable" if total is None else f"{total:.3f}")}</p></section>')
     return _write(out, _page(f"convis: {a.name} vs {b.name}", body))
 
 
 # -- differences page ---------------------------------------------------------------------------
-def write_diff_html(result: DiffResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8) -> Path:
+def write_diff_html(result: DiffResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8, *,
+                    previews: Previews | None = None) -> Path:
     """One HTML page for ``Engine.diff``: both clips side by side, then each statement, the video it fits more
     and P(a) / P(b) (open mode: the LMM's proposals, its own words, and what could not be read)."""
     return _write(out, _page(f"convis diff: {Path(a).name} vs {Path(b).name}",
-                             _diff_body(result, Path(a), Path(b), Path(out), frames_per_strip)))
+                             _diff_body(result, Path(a), Path(b), frames_per_strip, Players(previews))))
 
 
-def write_diff_ranking_html(ranking: DiffRanking, reference: Path, out: Path, frames_per_strip: int = 8) -> Path:
+def write_diff_ranking_html(ranking: DiffRanking, reference: Path, out: Path, frames_per_strip: int = 8, *,
+                            previews: Previews | None = None) -> Path:
     """One HTML page for ``Engine.diff_rank``: the reference, then each candidate, most different first."""
-    decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
+    decoder, players = VideoDecoder(short_side=THUMB_SHORT_SIDE), Players(previews)
     cards = "".join(
         f'<section class="card"><h2><span class="rank">#{c.rank}</span> <span class="path">{_e(c.path)}</span> '
         f'<span class="meta">differences {c.differences:.3f}</span></h2>'
-        f'{_strip_html(Path(c.file), c.path, 0.0, None, frames_per_strip, decoder)}'
+        f'{_strip_html(Path(c.file), c.path, 0.0, None, frames_per_strip, decoder)}{players.html(Path(c.file))}'
         f'{_diff_table(c.result) if c.result is not None else "<p class=note>the same video as the reference</p>"}'
         f'</section>' for c in ranking.candidates)
+    reference_card = (f'<section class="card"><h2>Reference</h2>'
+                      f'{_strip_html(Path(reference), Path(reference).name, 0.0, None, frames_per_strip, decoder)}'
+                      f'{players.html(Path(reference))}</section>')
     body = (f'<header><h1>Most different from <code>{_e(Path(reference).name)}</code></h1>'
             f'<p class="meta">action: {_e(ranking.action)} · {ranking.model_calls} model calls</p>'
-            f'{_notes(ranking.notices)}</header>'
-            f'<section class="card"><h2>Reference</h2>'
-            f'{_strip_html(Path(reference), Path(reference).name, 0.0, None, frames_per_strip, decoder)}</section>'
-            f'{cards}')
+            f'{players.note()}{_notes(ranking.notices)}</header>{reference_card}{cards}')
     return _write(out, _page(f"convis diff: most different from {Path(reference).name}", body))
 
 
-def _diff_body(result: DiffResult, a: Path, b: Path, out: Path, frames: int) -> str:
+def _diff_body(result: DiffResult, a: Path, b: Path, frames: int, players: Players) -> str:
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
     seen = result.seen.to_dict() if result.seen else {}
     columns = "".join(
         f'<section class="card clip" id="clip-{tag}"><h2>video {tag} <span class="path">{_e(path.name)}</span></h2>'
-        f'{_strip_html(path, path.name, 0.0, None, frames, decoder)}{_video_html(path, out, 0.0, None)}'
+        f'{_strip_html(path, path.name, 0.0, None, frames, decoder)}{players.html(path)}'
         f'<p class="meta">the model saw {len(seen.get(tag, {}).get("timestamps", []))} frames of it</p></section>'
         for tag, path in (("a", a), ("b", b)))
     how = f"{result.model}, {result.mode}" + (", both orders" if result.symmetric else "")
     return (f'<header><h1><code>{_e(a.name)}</code> vs <code>{_e(b.name)}</code></h1>'
             f'<p class="meta">action: {_e(result.action)} · {_e(how)} · frames {_e(result.frames)}</p>'
-            f'{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
+            f'{players.note()}{_notes(result.notices)}</header>\n<div class="pair">{columns}</div>\n'
             f'<section class="card" id="differences"><h2>{"Statements" if result.closed else "Proposed differences"}'
             f'</h2>{_diff_table(result)}</section>')
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from contextlib import asynccontextmanager, contextmanager
@@ -38,6 +39,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
 from indexers.errors import ModelUnavailableError
+from indexers.factory import has_text_tower
 from rerankers.base import RerankerError
 from retrieval.core.concepts import CloseToConcept, Concept, ConceptError, parse_concepts
 from retrieval.core.defaults import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
@@ -45,15 +47,19 @@ from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
 from retrieval.engine import DEFAULT_K, Engine, NoIndexError
 from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.search.anchor import AnchorError
 from retrieval.search.compose import Change
 from retrieval.search.signals import SignalError
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
-from retrieval.serve.gallery import STYLE, THUMB_SHORT_SIDE, Thumb, strip
+from retrieval.serve.evidence import evidence_routes
+from retrieval.serve.gallery import THUMB_SHORT_SIDE, Thumb, strip, write_query_html
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
+from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
 from retrieval.serve.uploads import UploadStore
+from retrieval.serve.writes import write_routes
 from retrieval.store.errors import CatalogBusy
 
 RETRY_SECONDS = 5
@@ -62,7 +68,9 @@ STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
 MAX_REF_CHARS = 1024
 MAX_CONCEPTS = 64
 MAX_CONCEPT_CHARS = 200
+MAX_PAGE = 200  # units on one page of the collection: each is a thumbnail the browser loads
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
+MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
 
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REF_CHARS, pattern=REF_PATTERN)]
 ConceptText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONCEPT_CHARS)]
@@ -136,6 +144,9 @@ class ServerState:
     engine_lock: threading.Lock = field(default_factory=threading.Lock)
     strips: OrderedDict = field(default_factory=OrderedDict)
     strips_lock: threading.Lock = field(default_factory=threading.Lock)
+    index_dir: Path | None = None
+    links: PlaybackLinks | None = None  # which URL plays each clip (see playback.py)
+    allow_writes: bool = False  # `convis serve --allow-writes`: the app may add, remove and re-index files
     _root: Path | None = None
 
     @contextmanager
@@ -162,6 +173,10 @@ class ServerState:
         if self._root is not None:  # not looked up here: an error may come from a busy catalog
             named.append((self._root, ""))
         return without_paths(message, named)
+
+    def playing(self, ref: str) -> dict:
+        """``media`` (a URL the browser plays, or None) and ``playback`` (how, or why not) for a ref."""
+        return self.links.of(ref, self.resolve(ref))
 
     def reranker_for(self, wanted: bool) -> str | None:
         if not wanted:
@@ -218,17 +233,14 @@ def _span_params(start: float | None, end: float | None, n: int | None = None, i
     return "?" + text if text else ""
 
 
-def media_url(ref: str) -> str:
-    return "/media/" + quote(ref)
-
-
 def strip_url(ref: str, start: float | None, end: float | None, n: int = 8) -> str:
     return "/strips/" + quote(ref) + _span_params(start, end, n)
 
 
 # -- the app ------------------------------------------------------------------------------------
 def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str] = LOOPBACK,
-               max_upload: int = MAX_UPLOAD_BYTES, upload_quota: int = UPLOAD_QUOTA_BYTES) -> FastAPI:
+               max_upload: int = MAX_UPLOAD_BYTES, upload_quota: int = UPLOAD_QUOTA_BYTES,
+               allow_writes: bool = False) -> FastAPI:
     """The API and UI over the index in ``index_dir``; ``reranker`` is what ``rerank: true`` uses; only requests
     naming one of ``hosts`` are answered (see guards.py); uploads are limited to ``max_upload`` bytes each and
     ``upload_quota`` bytes together (see uploads.py)."""
@@ -237,7 +249,8 @@ def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str
         raise NoIndexError(f"no index at {index_dir}: run `convis index FOLDER` first")
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
     uploads = UploadStore(upload_folder(), max_upload, upload_quota, decoder)
-    state = ServerState(engine, reranker, uploads, decoder)
+    state = ServerState(engine, reranker, uploads, decoder, index_dir=Path(index_dir), allow_writes=allow_writes,
+                        links=PlaybackLinks(Previews(Path(index_dir) / PREVIEWS_DIRNAME)))
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -252,6 +265,8 @@ def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str
     guard(app, hosts, "/uploads", max_upload)
     _add_error_handlers(app, state)
     _add_routes(app, state)
+    app.include_router(evidence_routes(state))
+    app.include_router(write_routes(state))
     return app
 
 
@@ -299,6 +314,9 @@ STRIP_N = Query(8, ge=1, le=32)
 SEARCH_TEXT = Query(..., min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.",
                     examples=["a hand holding a cup"])
 SEARCH_K = Query(DEFAULT_K, ge=1, le=MAX_SEARCH_K, description="How many results.")
+FOLDER = Query(None, max_length=MAX_REF_CHARS, description="Only files in this folder (relative to the root; '' "
+               "for the root's own files; subfolders included).")
+NAME_FILTER = Query(None, max_length=200, description="Only files whose path contains this text (any case).")
 SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
                        "(written at index time), e.g. location.", examples=["location"])
 
@@ -306,7 +324,13 @@ SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search o
 def _add_routes(app: FastAPI, state: ServerState) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
-        return HTMLResponse(ui_page())
+        return HTMLResponse(ui_file("index.html"), headers={"Cache-Control": "no-cache"})
+
+    @app.get("/ui/{name}", include_in_schema=False)
+    def ui_asset(name: str):
+        if name not in UI_FILES:
+            raise ApiError(404, f"no such file: {name}")
+        return Response(ui_file(name), media_type=UI_FILES[name], headers={"Cache-Control": "no-cache"})
 
     @app.get("/health", summary="Is the index readable, and what is in it", responses=responses(503))
     def health():
@@ -318,6 +342,8 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         return {"status": "ok", "root": root.name, "index_dir": _shown_index_dir(Path(info["index_dir"]), root),
                 "files_ok": info["files_ok"], "files_failed": info["files_failed"], "units": info["units"],
                 "indexers": [row["indexer"] for row in info["indexers"]], "reranker": state.reranker,
+                "text_search": any(row["kind"] == "text" or has_text_tower(row["indexer"]) for row in info["indexers"]),
+                "segmentation": info["segmentation"], "allow_writes": state.allow_writes,
                 "notices": [state.public(notice) for notice in notices]}
 
     @app.get("/videos", summary="Indexed files and their retrievable units", responses=responses(503))
@@ -327,18 +353,38 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             return {"root": root.name, "files": list_videos(engine, state.public),
                     "notices": [state.public(notice) for notice in engine.notices]}
 
+    @app.get("/collection", summary="A page of the indexed units (or of the failed files), filtered by folder, "
+             "status and name", responses=responses(503))
+    def collection(folder: str | None = FOLDER, status: Literal["ok", "failed"] = "ok",
+                   name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
+                   limit: int = Query(60, ge=1, le=MAX_PAGE)):
+        with state.using_engine() as engine:
+            files = engine.files()
+            notices = [state.public(notice) for notice in engine.notices]
+        page = collection_page(files, folder, status, name, offset, limit, state.public)
+        for item in page["items"] if status == "ok" else ():
+            item.update(state.playing(item["path"]))
+        return {"root": state.root.name, **page, "notices": notices}
+
     # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
     @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query",
               responses=responses(400, 403, 413, 415, 422), max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
     def upload(file: UploadFile = File(...)):
         ref, size = state.uploads.save(file)
-        return {"anchor": ref, "name": file.filename, "size": size, "media": media_url(ref),
+        return {"anchor": ref, "name": file.filename, "size": size, **state.playing(ref),
                 "strip": strip_url(ref, None, None)}
 
     @app.post("/query", summary="Rank indexed clips by similarity to the anchor, per concept",
               responses=responses(400, 403, 404, 422, 503))
     def query(body: QueryIn):
         return run_query(state, body)
+
+    @app.post("/export/gallery", summary="The query's results as one self-contained HTML page (thumbnails and an "
+              "H.264 clip of each result embedded)",
+              responses={200: {"content": {"text/html": {}}}, **responses(400, 403, 404, 422, 503)})
+    def export_gallery(body: QueryIn):
+        return HTMLResponse(gallery_page(state, body), headers={
+            "Content-Disposition": f'attachment; filename="convis-{Path(body.anchor).stem[:60] or "results"}.html"'})
 
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
@@ -372,6 +418,15 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     def media(ref: str = REF_PATH):
         return FileResponse(state.resolve(ref))
 
+    @app.get("/previews/{ref:path}", summary="The clip as the browser can play it: the file itself, or an H.264 "
+             "preview made with ffmpeg on the first request and kept in the index", response_class=FileResponse,
+             responses=responses(400, 403, 404, 422, 503))
+    def preview(ref: str = REF_PATH):
+        try:
+            return FileResponse(state.links.playable_file(state.resolve(ref)), media_type="video/mp4")
+        except PreviewError as exc:
+            raise ApiError(503, f"cannot make a preview of {ref}: {exc}") from None
+
 
 def _shown_index_dir(index_dir: Path, root: Path) -> str:
     index_dir = index_dir.resolve()
@@ -390,7 +445,38 @@ def list_videos(engine: Engine, public=str) -> list[dict]:
             for f in engine.files()]
 
 
-def run_query(state: ServerState, body: QueryIn) -> dict:
+def folder_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def in_folder(path: str, folder: str | None) -> bool:
+    """``path`` is in ``folder`` or below it; None: any folder; "": the root's own files only."""
+    here = folder_of(path)
+    if folder is None or here == folder:
+        return True
+    return folder != "" and here.startswith(folder + "/")
+
+
+def collection_page(files, folder: str | None, status: str, name: str | None, offset: int, limit: int,
+                    public=str) -> dict:
+    """One page of the units of the ``status`` "ok" files (or of the "failed" files), in path order; the counts
+    and folders tell the client what the other pages and filters hold."""
+    folders = sorted({folder_of(f.path) for f in files})
+    inside = [f for f in files if in_folder(f.path, folder) and (not name or name.lower() in f.path.lower())]
+    counts = {"ok": sum(f.status == "ok" for f in inside), "failed": sum(f.status != "ok" for f in inside)}
+    if status == "failed":
+        items = [{"path": f.path, "error": public(f.error or "failed")} for f in inside if f.status != "ok"]
+    else:
+        items = [{"path": f.path, "folder": folder_of(f.path), "segment": seg, "start": round(start, 3),
+                  "end": round(end, 3), "duration": f.duration, "units": len(f.units),
+                  "strip": strip_url(f.path, start, end, 4)}
+                 for f in inside if f.status == "ok" for seg, start, end in f.units]
+    return {"folders": folders, "counts": counts, "total": len(items), "offset": offset, "limit": limit,
+            "items": items[offset:offset + limit]}
+
+
+def query_result(state: ServerState, body: QueryIn):
+    """The engine's answer to ``body``, and the index's files (their durations)."""
     if not body.concepts and not (body.change or "").strip():
         raise HTTPException(422, "give at least one concept, or a change")
     anchor = state.resolve(body.anchor)
@@ -401,20 +487,48 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
                               mode=body.mode, symmetric=body.symmetric,
                               change=None if body.change is None else Change(body.change, body.change_weight),
                               most_different=body.most_different)
+        return result, engine.files()
+
+
+def run_query(state: ServerState, body: QueryIn) -> dict:
+    result, files = query_result(state, body)
     data = result.as_dict()
     # the anchor as the client named it: relative to the root, uploads included (they live outside it)
-    data.update(anchor=body.anchor, anchor_media=media_url(body.anchor),
-                anchor_strip=strip_url(body.anchor, body.start, body.end))
-    for hit in data["hits"]:
-        hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
+    playing = state.playing(body.anchor)
+    data.update(anchor=body.anchor, anchor_media=playing["media"], anchor_playback=playing["playback"],
+                anchor_strip=strip_url(body.anchor, body.start, body.end),
+                notices=[state.public(n) for n in data["notices"]])
+    linked(state, data["hits"], files)
     return data
+
+
+def gallery_page(state: ServerState, body: QueryIn) -> str:
+    """The page ``convis query --html`` writes for this query, with every result's span embedded: a download
+    plays wherever it is opened."""
+    if body.k > MAX_GALLERY:
+        raise ApiError(400, f"a gallery holds at most {MAX_GALLERY} results (each one's clip is embedded); ask for "
+                            "fewer, or export CSV/JSON")
+    result, _ = query_result(state, body)
+    with tempfile.TemporaryDirectory(prefix="convis-gallery-") as folder:
+        page = write_query_html(result, state.root, Path(folder) / "gallery.html", start=body.start, end=body.end,
+                                previews=state.links.previews, embed_videos=True)
+        return state.public(page.read_text(encoding="utf-8"))  # an uploaded anchor by its ref, not its folder
+
+
+def linked(state: ServerState, hits: list[dict], files) -> None:
+    """Each hit with what the app shows it by: its media (or why none plays), its strip, and its file's duration
+    (a timeline)."""
+    durations = {f.path: f.duration for f in files}
+    for hit in hits:
+        hit.update(**state.playing(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]),
+                   duration=durations.get(hit["path"]))
 
 
 def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:
     with state.using_engine() as engine:
         data = engine.search(text, k, concept=concept).as_dict()
-    for hit in data["hits"]:
-        hit.update(media=media_url(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]))
+        files = engine.files()
+    linked(state, data["hits"], files)
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
     return data
 
@@ -427,7 +541,9 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
         # by signals: the scores a query for the anchor gives b, exactly what the gallery showed
         data = engine.compare(a, b, concepts, reranker, body.mode, body.symmetric, a_span=(body.a_start, body.a_end),
                               b_start=body.b_start).as_dict()
-    data.update(a=body.a, b=body.b, a_media=media_url(body.a), b_media=media_url(body.b),
+    a_plays, b_plays = state.playing(body.a), state.playing(body.b)
+    data.update(a=body.a, b=body.b, a_media=a_plays["media"], b_media=b_plays["media"],
+                a_playback=a_plays["playback"], b_playback=b_plays["playback"],
                 a_strip=strip_url(body.a, body.a_start, body.a_end),
                 b_strip=strip_url(body.b, data["b_start"], data["b_end"]))
     return data
@@ -436,32 +552,29 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
 # -- running it ---------------------------------------------------------------------------------
 def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
                 log_level: str = "info", extra_hosts: Sequence[str] = (), max_upload: int = MAX_UPLOAD_BYTES,
-                upload_quota: int = UPLOAD_QUOTA_BYTES):
+                upload_quota: int = UPLOAD_QUOTA_BYTES, allow_writes: bool = False):
     """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread)."""
     import uvicorn  # uvicorn: only a running server needs it, not the app (tests use the app alone)
 
-    app = create_app(Path(index_dir), reranker, allowed_hosts(host, extra_hosts), max_upload, upload_quota)
+    app = create_app(Path(index_dir), reranker, allowed_hosts(host, extra_hosts), max_upload, upload_quota,
+                     allow_writes)
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
 
 
 def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
           extra_hosts: Sequence[str] = (), max_upload: int = MAX_UPLOAD_BYTES,
-          upload_quota: int = UPLOAD_QUOTA_BYTES) -> None:
+          upload_quota: int = UPLOAD_QUOTA_BYTES, allow_writes: bool = False) -> None:
     """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise; answering only
-    requests for the loopback names, ``host`` and ``extra_hosts``."""
+    requests for the loopback names, ``host`` and ``extra_hosts``; ``allow_writes``: see writes.py."""
     make_server(index_dir, host, port, reranker, extra_hosts=extra_hosts, max_upload=max_upload,
-                upload_quota=upload_quota).run()
+                upload_quota=upload_quota, allow_writes=allow_writes).run()
 
 
-# -- the web UI: one page, vanilla JS, no external resources ------------------------------------
+# -- the web UI: real files served as package data, vanilla JS, no external resources -------------
+UI_FILES = {"app.js": "text/javascript", "app.css": "text/css", "gallery.css": "text/css"}
+
+
 @functools.cache
-def ui_page() -> str:
-    """``ui/index.html`` with its stylesheets (the gallery's, then the app's) and script inlined: one
-    self-contained page, as the gallery is."""
-    folder = resources.files("retrieval.serve") / "ui"
-
-    def read(name: str) -> str:
-        return (folder / name).read_text(encoding="utf-8")
-
-    page = read("index.html").replace("/* gallery.css */\n/* app.css */", STYLE + "\n" + read("app.css"))
-    return page.replace("/* app.js */", "\n" + read("app.js"))
+def ui_file(name: str) -> str:
+    """One file of ``ui/`` (package data), read once."""
+    return (resources.files("retrieval.serve") / "ui" / name).read_text(encoding="utf-8")

@@ -28,6 +28,7 @@ UPLOADS = ".uploads"
 UPLOAD_NAME = re.compile(r"[0-9a-f]{32}\.[a-z0-9]{1,5}")
 UPLOAD_REF = re.compile(rf"\.uploads/({UPLOAD_NAME.pattern})")
 MiB = 1 << 20
+REASON_CHARS = 200  # a decoder's reason, cut to what an error line can show
 
 
 @dataclass
@@ -37,6 +38,8 @@ class UploadStore:
     quota: int
     decoder: VideoDecoder
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # stored name -> the client's file name, for a clip added to the index under the name its owner gave it
+    names: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.quota < self.max_bytes:
@@ -54,6 +57,11 @@ class UploadStore:
                                 "removed when uploads pass the server's quota: upload it again)")
         return path
 
+    def name(self, ref: str) -> str:
+        """The file name the client uploaded ``ref`` under (the stored name when it gave none usable)."""
+        stored = ref.rsplit("/", 1)[-1]
+        return self.names.get(stored, stored)
+
     def save(self, upload: UploadFile) -> tuple[str, int]:
         """Store a checked clip under its content hash (the same clip twice is one file): its ref and size."""
         suffix = Path(upload.filename or "").suffix.lower()
@@ -66,6 +74,7 @@ class UploadStore:
             name = digest + suffix
             with self.lock:  # uploads run in parallel threads: one at a time makes room and takes it
                 tmp.replace(self.folder / name)  # replacing a same-content file makes it the newest again
+                self.names[name] = client_name(upload.filename, name)
                 self._make_room(keep=name)
         finally:
             tmp.unlink(missing_ok=True)
@@ -91,7 +100,10 @@ class UploadStore:
         try:
             self.decoder.sample_span(path, 1, 0.0, None)
         except DecodeError as exc:
-            raise ApiError(415, f"not a video the server can decode: {filename!r} ({exc})") from None
+            # one readable line: the client's name for the file, never where the server keeps it
+            reason = " ".join(str(exc).replace(str(path), "the file").split())[:REASON_CHARS]
+            raise ApiError(415, f"{filename or 'the upload'} is not a video this server can decode: {reason}") \
+                from None
 
     def _make_room(self, keep: str) -> None:
         """Remove the oldest uploads until all of them fit in the quota (never the one just stored)."""
@@ -106,4 +118,12 @@ class UploadStore:
                 break
             if name != keep:
                 (self.folder / name).unlink(missing_ok=True)
+                self.names.pop(name, None)
                 total -= size
+
+
+def client_name(filename: str | None, stored: str) -> str:
+    """The last part of a client's file name, if it makes a plain visible file name with the stored suffix."""
+    name = (filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    usable = name and not name.startswith(".") and "\x00" not in name and len(name.encode()) <= 200
+    return name if usable and Path(name).suffix.lower() == Path(stored).suffix else stored

@@ -25,7 +25,8 @@ def query_json(index_dir, anchor, *args) -> dict:
 def test_concepts_on_one_signal_are_told_to_the_user_with_the_signal_each_uses(demo_index, example_videos):
     # box and cup share subjects and objects' kind, and no concept descriptions exist for either concept: both
     # concepts are scored by the captions' similarity
-    data = query_json(demo_index, example_videos / "box.mp4", "-c", "main-subjects=0.6", "-c", "main-objects=0.4")
+    data = query_json(demo_index, example_videos / "box.mp4", "-c", "main-subjects=0.6", "-c", "main-objects=0.4",
+                      "-k", 5)
     assert [c["signal"].split(":")[0] for c in data["concepts"]] == ["text", "text"]
     cup = next(h for h in data["hits"] if h["path"] == "cup.mp4")
     assert cup["scores"]["main-subjects"] == cup["scores"]["main-objects"]  # why the user is told
@@ -34,19 +35,19 @@ def test_concepts_on_one_signal_are_told_to_the_user_with_the_signal_each_uses(d
                              "scores are identical: without a reranker they cannot be told apart")
     assert "--reranker" in notice and "--signal main-objects=efficientnet-lite0" in notice
     # main-action has descriptions of its own (examples/captions/*.main-action.txt): scored apart from objects
-    apart = query_json(demo_index, example_videos / "box.mp4", "-c", "main-action", "-c", "main-objects")
+    apart = query_json(demo_index, example_videos / "box.mp4", "-c", "main-action", "-c", "main-objects", "-k", 5)
     assert apart["concepts"][0]["description_signal"].endswith("#main-action") and not apart["notices"]
     assert any(h["scores"]["main-action"] != h["scores"]["main-objects"] for h in apart["hits"])
-    table = query(demo_index, example_videos / "box.mp4", "-c", "main-action", "-c", "location")
+    table = query(demo_index, example_videos / "box.mp4", "-c", "main-action", "-c", "location", "-k", 5)
     assert table.exit_code == 0 and not table.stderr  # concepts on signals of their own: nothing to say
     header = table.stdout.split("┡")[0]
     assert "text" in header and "efficientn" in header  # the signal under each concept (an 80-column terminal)
 
 
 def test_free_text_says_it_is_scored_by_the_signal_location_uses(demo_index, example_videos):
-    camera = query_json(demo_index, example_videos / "campus_01.mp4", "-c", "camera angle")
+    camera = query_json(demo_index, example_videos / "campus_01.mp4", "-c", "camera angle", "-k", 5)
     location = query_json(demo_index, example_videos / "campus_01.mp4", "-c", "location",
-                          "--signal", "location=efficientnet-lite0")  # its visual signal alone, no descriptions
+                          "--signal", "location=efficientnet-lite0", "-k", 5)  # its visual signal alone
     assert [h["scores"]["camera-angle"] for h in camera["hits"]] == [h["scores"]["location"] for h in location["hits"]]
     assert camera["notices"] == ["'camera angle' is free text: no indexed signal measures it, so it is scored by "
                                  "the whole-clip similarity of efficientnet-lite0, as location is by default; "

@@ -1,28 +1,40 @@
+// The convis web app: browse the collection, find clips like one (or from words), see why, compare.
+// Every view is a URL (see stateFrom/urlOf): Back, reload and a shared link show the same thing.
+"use strict";
 const $ = (sel) => document.querySelector(sel);
+const $$ = (sel) => [...document.querySelectorAll(sel)];
 const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
-let current = null;  // the last query's request (null for a text search) and response
+const PAGE = 60;  // units on a collection page
+const RANK_OF = {strong: 2, likely: 1, weak: 0};
+let health = {};
+let current = null;  // the results on screen: {state, result}
 
+// -- small helpers ------------------------------------------------------------------------------
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value; else node.setAttribute(key, value);
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
   }
-  for (const child of children) node.append(child);  // strings become text nodes: names are never parsed as HTML
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);  // text, never HTML
   return node;
 }
 // one clock format everywhere (retrieval/core/timecode.py): 0:08.1, 1:20.0, 1:02:03.5
-const fmtTime = (s) => {
+function fmtTime(s) {
   const tenths = Math.round(Math.max(s, 0) * 10), whole = Math.floor(tenths / 10);
   const [h, m, sec] = [Math.floor(whole / 3600), Math.floor(whole / 60) % 60, whole % 60];
-  const clock = h ? `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}` : `${m}:${String(sec).padStart(2, "0")}`;
-  return `${clock}.${tenths % 10}`;
-};
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${h ? `${h}:${pad(m)}:${pad(sec)}` : `${m}:${pad(sec)}`}.${tenths % 10}`;
+}
+const fmtSpan = (start, end) => `${fmtTime(start)}-${end === null || end === undefined ? "end" : fmtTime(end)}`;
 const fmtScore = (v) => v === null || v === undefined ? "unreadable" : v.toFixed(3);
+const shortName = (modelId) => modelId.split(":")[0];
 
 function status(text, isError = false) {
-  const box = $("#status");
-  box.textContent = text;
-  box.className = isError ? "error" : "meta";
+  $("#status").textContent = text;
+  $("#status").className = isError ? "error" : "meta";
 }
 
 async function api(path, options = {}) {
@@ -34,159 +46,149 @@ async function api(path, options = {}) {
   }
   return data;
 }
-const post = (path, body) => api(path, {method: "POST", headers: {"Content-Type": "application/json"},
-                                        body: JSON.stringify(body)});
+const send = (method, path, body) => api(path, {method, headers: {"Content-Type": "application/json"},
+                                                 body: JSON.stringify(body)});
 
+function download(name, type, text) {
+  const link = el("a", {href: URL.createObjectURL(new Blob([text], {type})), download: name});
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
+function show(view) {
+  for (const id of ["collection", "results", "compare"]) $(`#${id}`).hidden = id !== view;
+}
+
+// -- the URL is the state -------------------------------------------------------------------------
+// view: collection | results | compare; a clip query: anchor, start, end, c (name=weight, repeated), change, k,
+// free, most, rerank; a words query: text, k; grouping and filters: group, min, show; compare: b, bstart;
+// collection: folder, status, name, page
+function stateFrom(search) {
+  const p = new URLSearchParams(search);
+  const num = (key) => p.has(key) && p.get(key) !== "" && Number.isFinite(Number(p.get(key))) ? Number(p.get(key)) : null;
+  const view = p.get("view") || (p.get("anchor") || p.get("text") ? "results" : "collection");
+  return {view, anchor: p.get("anchor") || "", start: num("start"), end: num("end"),
+          concepts: p.getAll("c").map((c) => { const [name, w] = c.split("="); return {name, weight: Number(w || 1)}; }),
+          change: p.get("change") || "", k: num("k") || 10, free: p.get("free") === "1", most: p.get("most") === "1",
+          rerank: p.get("rerank") === "1", text: p.get("text") || "", group: p.get("group") || "flat",
+          min: num("min"), show: p.get("show") || "all", b: p.get("b") || "", bstart: num("bstart"),
+          folder: p.get("folder"), status: p.get("status") || "ok", name: p.get("name") || "",
+          page: num("page") || 1};
+}
+
+function urlOf(state) {
+  const p = new URLSearchParams();
+  const put = (key, value, skip = null) => { if (value !== null && value !== undefined && value !== "" &&
+                                                value !== false && value !== skip) p.append(key, value === true ? "1" : value); };
+  put("view", state.view);
+  if (state.view === "collection") {
+    put("folder", state.folder); put("status", state.status, "ok"); put("name", state.name); put("page", state.page, 1);
+  } else if (state.text) {
+    put("text", state.text); put("k", state.k, 10);
+  } else {
+    put("anchor", state.anchor); put("start", state.start); put("end", state.end);
+    for (const c of state.concepts) p.append("c", `${c.name}=${c.weight}`);
+    put("change", state.change); put("k", state.k, 10); put("free", state.free); put("most", state.most);
+    put("rerank", state.rerank);
+  }
+  if (state.view !== "collection") { put("group", state.group, "flat"); put("min", state.min); put("show", state.show, "all"); }
+  if (state.view === "compare") { put("b", state.b); put("bstart", state.bstart); }
+  return `/?${p}`;
+}
+
+function navigate(state, replace = false) {
+  const url = urlOf(state);
+  if (url !== location.pathname + location.search) history[replace ? "replaceState" : "pushState"](null, "", url);
+  return apply(state);
+}
+
+async function apply(state) {
+  fillForm(state);
+  if (state.view === "collection") return loadCollection(state);
+  const same = current && sameQuery(current.state, state);
+  if (!same && !(await runQuery(state))) return;
+  current.state = state;
+  if (state.view === "compare") return compare(state);
+  renderResults();
+}
+
+const queryKey = (s) => JSON.stringify([s.anchor, s.start, s.end, s.concepts, s.change, s.k, s.free, s.most,
+                                        s.rerank, s.text]);
+const sameQuery = (a, b) => queryKey(a) === queryKey(b);
+
+// -- the query form -------------------------------------------------------------------------------
 function conceptRow(name = "", weight = 1) {
-  const remove = el("button", {type: "button", class: "remove", title: "remove concept"}, "×");
   const row = el("div", {class: "concept-row"},
-    el("input", {class: "name", list: "concept-names", value: name, placeholder: "concept", required: ""}),
-    el("input", {class: "weight", type: "number", min: "0", step: "0.1", value: String(weight), title: "weight"}),
-    remove);
-  remove.addEventListener("click", () => { if ($("#concepts").children.length > 1) row.remove(); });
+    el("input", {class: "name", list: "concept-names", value: name, placeholder: "concept", "aria-label": "concept"}),
+    el("input", {class: "weight", type: "number", min: "0", step: "0.1", value: String(weight), title: "weight",
+                 "aria-label": "weight"}),
+    el("button", {type: "button", class: "remove", title: "remove concept", "aria-label": "remove concept",
+                  onclick: () => { if ($("#concepts").children.length > 1) row.remove(); }}, "×"));
   $("#concepts").append(row);
 }
 
-function concepts() {
-  return [...document.querySelectorAll(".concept-row")].map((row) => ({
-    name: row.querySelector(".name").value.trim(), weight: Number(row.querySelector(".weight").value || 0)}))
+function formConcepts() {
+  return $$(".concept-row").map((row) => ({name: row.querySelector(".name").value.trim(),
+                                           weight: Number(row.querySelector(".weight").value || 1)}))
     .filter((c) => c.name);
 }
 
-async function fillStrip(box, url, name) {
-  box.replaceChildren(el("span", {class: "meta"}, "loading frames…"));
-  try {
-    const data = await api(url);
-    box.replaceChildren(...data.frames.map((f) => el("figure", {},
-      el("img", {src: f.src, width: f.width, height: f.height, alt: `${name} at ${fmtTime(f.time)}`}),
-      el("figcaption", {}, fmtTime(f.time)))));
-  } catch (error) {
-    box.replaceChildren(el("span", {class: "error"}, `thumbnails unavailable: ${error.message}`));
+function seconds(id) {
+  const value = $(id).value.trim();
+  return value === "" ? null : Number(value);
+}
+
+function fillForm(state) {
+  if (state.anchor) {
+    if (![...$("#anchor").options].some((o) => o.value === state.anchor)) {
+      $("#anchor").append(el("option", {value: state.anchor}, state.anchor));
+    }
+    $("#anchor").value = state.anchor;
   }
-}
-
-const shortName = (modelId) => modelId.split(":")[0];
-
-// every score is on one 0-1 scale (an LMM's 1-5 answer r as (r - 1) / 4); `by` says what scored the row
-function scoreRows(rows) {
-  const box = el("div", {class: "scores"});
-  for (const [label, weight, value, by] of rows) {
-    const fraction = value === null ? 0 : Math.min(1, Math.max(0, value));
-    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)} · ${by}`)),
-               el("span", {class: "bar"}, el("span", {style: `width:${(100 * fraction).toFixed(1)}%`})),
-               el("span", {class: "value"}, fmtScore(value)));
+  $("#start").value = state.start ?? "";
+  $("#end").value = state.end ?? "";
+  if (state.concepts.length) {
+    $("#concepts").replaceChildren();
+    for (const c of state.concepts) conceptRow(c.name, c.weight);
   }
-  return box;
+  $("#change").value = state.change;
+  $("#k").value = state.k;
+  $("#free-text").checked = state.free;
+  $("#most-different").checked = state.most;
+  $("#rerank").checked = state.rerank;
+  $("#text").value = state.text;
+  $(`#group-${state.group === "video" ? "video" : "flat"}`).checked = true;
+  $("#confidence-filter").value = state.show;
 }
 
-const video = (src, start, end) => el("video", {controls: "", preload: "metadata",
-  src: `${src}#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`});
-
-function rowBy(scoredBy, rating) {
-  const by = scoredBy === "fusion" ? "fusion" : shortName(scoredBy);
-  return rating === null || rating === undefined ? by : `${by}, ${rating.toFixed(2)} of 5`;
+function formState(extra = {}) {
+  return {...stateFrom(""), view: "results", anchor: $("#anchor").value, start: seconds("#start"),
+          end: seconds("#end"), concepts: formConcepts(), change: $("#change").value.trim(),
+          k: Number($("#k").value || 10), free: $("#free-text").checked, most: $("#most-different").checked,
+          rerank: $("#rerank").checked, group: current ? current.state.group : "flat", ...extra};
 }
 
-function hitCard(hit, result) {
-  const ratings = hit.ratings || {};
-  const rows = result.concepts.map((c) => [c.words, c.weight, hit.scores[c.key],
-                                          rowBy(c.scored_by, ratings[c.key])]);
-  if (hit.composed) {  // a composed query: what of the total is staying alike, what is the change
-    const w = hit.composed.weight;
-    rows.push(["stays like the anchor", 1 / (1 + w), hit.composed.stay, "the concepts above"]);
-    rows.push([`shows "${result.change.text}"`, w / (1 + w), hit.composed.change,
-               ratings.change !== undefined ? rowBy(result.reranker, ratings.change) : "the change text"]);
-  }
-  const stripBox = el("div", {class: "strip"});
-  const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path},
-    el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
-       el("span", {class: "time"}, `${fmtTime(hit.start)}-${fmtTime(hit.end)}`),
-       el("span", {class: "total"}, `total ${fmtScore(hit.total)}`)),
-    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(rows)), video(hit.media, hit.start, hit.end)));
-  // a clip anchor can be compared with a hit; a sentence cannot
-  card.addEventListener("click", (event) => { if (event.target.tagName !== "VIDEO" && current.body) compare(hit); });
-  fillStrip(stripBox, hit.strip, hit.path);
-  return card;
-}
-
-function showResults(result) {
-  $("#compare").hidden = true;
-  $("#results").hidden = false;
-  $("#anchor-name").textContent = current.label;
-  if (result.anchor_strip) fillStrip($("#anchor-strip"), result.anchor_strip, current.label);
-  else $("#anchor-strip").replaceChildren();
-  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
-    .map(([c, m]) => `${c}: ${m.split(":")[0]}`).join(", ")})`;
-  const click = current.body ? " · click one to compare" : "";
-  $("#results-meta").textContent = `${result.hits.length} results · scored by ${scoredBy}${click}`;
-  $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
-  $("#hits").replaceChildren(...result.hits.map((hit) => hitCard(hit, result)));
-}
-
-async function search(event) {
+function searchClip(event) {
   event.preventDefault();
-  const select = $("#anchor");
-  if (!select.value) { status("pick or upload an anchor first", true); return; }
-  const body = {anchor: select.value, concepts: concepts(), k: Number($("#k").value || 10),
-                rerank: $("#rerank").checked, free_text: $("#free-text").checked};
-  const change = $("#change").value.trim();
-  if (change) body.change = change;
-  status("searching…");
-  try {
-    const result = await post("/query", body);
-    current = {body, result, label: select.selectedOptions[0].textContent};
-    showResults(result);
-    status("");
-  } catch (error) { status(error.message, true); }
+  if (!$("#anchor").value) { status("pick or upload an anchor first", true); return; }
+  navigate(formState());
 }
 
-async function searchText(event) {
-  event.preventDefault();
+function searchWords() {
   const text = $("#text").value.trim();
   if (!text) { status("type what to look for first", true); return; }
-  status("searching…");
-  try {
-    const result = await api(`/search?${new URLSearchParams({text, k: Number($("#k").value || 10)})}`);
-    current = {body: null, result, label: `"${result.text}"`};
-    showResults(result);
-    status("");
-  } catch (error) { status(error.message, true); }
+  navigate({...formState(), text, anchor: "", concepts: []});
 }
 
-async function compare(hit) {
-  status(`comparing with ${hit.path}…`);
-  try {
-    const req = current.body;
-    const data = await post("/compare", {a: req.anchor, b: hit.path, b_start: hit.start, concepts: req.concepts,
-                                         rerank: req.rerank, free_text: req.free_text});
-    showCompare(data);
-    status("");
-  } catch (error) { status(error.message, true); }
-}
-
-function clipColumn(box, title, name, stripUrl, media, start, end) {
-  const stripBox = el("div", {class: "strip"});
-  box.replaceChildren(el("h2", {}, `${title} `, el("span", {class: "path"}, name)), stripBox, video(media, start, end));
-  fillStrip(stripBox, stripUrl, name);
-}
-
-function showCompare(data) {
-  const lmm = data.reranker !== null;
-  const rows = data.concepts.map((c) => [c.words, c.weight, c.score, lmm ? rowBy(data.reranker, c.rating)
-                                                                       : shortName(c.signal)]);
-  $("#results").hidden = true;
-  $("#compare").hidden = false;
-  $("#compare-title").textContent = `${current.label} vs ${data.b}`;
-  clipColumn($("#clip-a"), "Anchor", current.label, data.a_strip, data.a_media, current.body.start, current.body.end);
-  clipColumn($("#clip-b"), data.rank ? `#${data.rank}` : "B", data.b, data.b_strip, data.b_media,
-             data.b_start, data.b_end);
-  const scale = lmm ? `${data.reranker}: its answer, 1 (completely different) to 5 (perfectly similar), as 0-1`
-                    : `${data.scored_by}, in [0, 1]`;
-  $("#compare-scores").replaceChildren(el("h2", {}, "Per-concept similarity ", el("span", {class: "meta"}, scale)),
-    scoreRows(rows),
-    el("p", {class: "total"}, `total ${fmtScore(data.total)}`),
-    ...data.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
-  window.scrollTo(0, 0);
+// a unit of the index becomes the anchor, with its time span, and the query runs again
+function moreLikeThis(unit) {
+  const whole = unit.start === 0 && (unit.duration === null || unit.duration === undefined ||
+                                     Math.abs(unit.end - unit.duration) < 0.05);
+  const concepts = formConcepts().length ? formConcepts() : [{name: "location", weight: 1}];
+  navigate({...formState(), text: "", anchor: unit.path, start: whole ? null : unit.start,
+            end: whole ? null : unit.end, concepts, change: ""});
 }
 
 async function upload() {
@@ -197,31 +199,564 @@ async function upload() {
   status(`uploading ${file.name}…`);
   try {
     const data = await api("/uploads", {method: "POST", body: form});
-    const option = el("option", {value: data.anchor}, `uploaded: ${data.name}`);
-    $("#anchor").append(option);
+    $("#anchor").append(el("option", {value: data.anchor}, `uploaded: ${data.name}`));
     $("#anchor").value = data.anchor;
     status(`uploaded ${data.name}`);
+  } catch (error) {
+    clearResults();  // results of another anchor under a header that no longer holds are worse than none
+    status(`upload failed: ${error.message}`, true);
+  }
+  $("#upload").value = "";
+}
+
+function clearResults() {
+  current = null;
+  $("#results").hidden = true;
+  $("#compare").hidden = true;
+  $("#hits").replaceChildren();
+  $("#anchor-name").textContent = "";
+}
+
+// -- running a query ------------------------------------------------------------------------------
+function requestOf(state) {
+  const body = {anchor: state.anchor, concepts: state.concepts, k: state.k, rerank: state.rerank,
+                free_text: state.free, most_different: state.most};
+  if (state.start !== null) body.start = state.start;
+  if (state.end !== null) body.end = state.end;
+  if (state.change) body.change = state.change;
+  return body;
+}
+
+async function runQuery(state) {
+  status("searching…");
+  try {
+    const result = state.text ? await api(`/search?${new URLSearchParams({text: state.text, k: state.k})}`)
+                              : await send("POST", "/query", requestOf(state));
+    current = {state, result};
+    status("");
+    return true;
+  } catch (error) {
+    clearResults();
+    status(error.message, true);
+    return false;
+  }
+}
+
+function anchorLabel(state) {
+  if (state.text) return `"${state.text}"`;
+  const option = [...$("#anchor").options].find((o) => o.value === state.anchor);
+  return option ? option.textContent : state.anchor;
+}
+
+// -- strips, players, score bars ------------------------------------------------------------------
+// lazy: images below the fold load when scrolled to (a collection page holds up to 200 strips)
+async function fillStrip(box, url, name, lazy = false) {
+  box.replaceChildren(el("span", {class: "meta"}, "loading frames…"));
+  try {
+    const data = await api(url);
+    box.replaceChildren(...data.frames.map((f) => el("figure", {},
+      el("img", {src: f.src, width: f.width, height: f.height, alt: `${name} at ${fmtTime(f.time)}`,
+                 loading: lazy ? "lazy" : null}),
+      el("figcaption", {}, fmtTime(f.time)))));
+  } catch (error) {
+    box.replaceChildren(el("span", {class: "error"}, `thumbnails unavailable: ${error.message}`));
+  }
+}
+
+const cannotPlay = (reason) => el("div", {class: "cannot-play", role: "note"}, `cannot play here: ${reason}`);
+
+// the original when the browser plays it, else the H.264 preview the server makes; a label when neither can be had
+function player(media, playback, start, end) {
+  if (!media) return cannotPlay((playback && playback.reason) || "no playable file");
+  const video = el("video", {controls: true, preload: "metadata",
+                             src: `${media}#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`});
+  if (playback && playback.kind === "preview") video.title = `a preview: ${playback.reason}`;
+  video.addEventListener("error", () => video.replaceWith(cannotPlay("this browser could not decode it")));
+  return video;
+}
+
+// bars span the range the query's scores span (ranges/spread), not 0-1: similarities crowd near the top
+function scoreRows(rows) {
+  const box = el("div", {class: "scores"});
+  for (const {label, weight, value, by, range} of rows) {
+    const [low, high] = range || [0, 1];
+    const fraction = value === null ? 0 : high > low ? (value - low) / (high - low) : 1;
+    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)} · ${by}`)),
+               el("span", {class: "bar", title: `${fmtScore(value)} on a bar from ${low.toFixed(3)} to ${high.toFixed(3)}`},
+                  el("span", {style: `width:${(100 * Math.min(1, Math.max(0, fraction))).toFixed(1)}%`})),
+               el("span", {class: "value"}, fmtScore(value)));
+  }
+  return box;
+}
+
+function rowBy(scoredBy, rating) {
+  const by = scoredBy === "fusion" ? "fusion" : scoredBy.split(" + ").map(shortName).join(" + ");
+  return rating === null || rating === undefined ? by : `${by}, ${rating.toFixed(2)} of 5`;
+}
+
+function badge(hit, result) {
+  if (!hit.confidence) return null;
+  const spread = result.spread;
+  return el("span", {class: `badge ${hit.confidence}`,
+                     title: `modified z-score ${hit.z} against ${spread.n} scored candidates (median ` +
+                            `${spread.median.toFixed(3)}): ${spread.rule}`}, hit.confidence);
+}
+
+// -- a hit ----------------------------------------------------------------------------------------
+function hitRows(hit, result) {
+  const ratings = hit.ratings || {};
+  const rows = result.concepts.map((c) => ({label: c.words, weight: c.weight, value: hit.scores[c.key],
+                                            by: rowBy(c.scored_by, ratings[c.key]), range: result.ranges?.[c.key]}));
+  if (hit.composed) {  // a composed query: what of the total is staying alike, what is the change
+    const w = hit.composed.weight;
+    rows.push({label: "stays like the anchor", weight: 1 / (1 + w), value: hit.composed.stay, by: "the concepts above"});
+    rows.push({label: `shows "${result.change.text}"`, weight: w / (1 + w), value: hit.composed.change,
+               by: ratings.change !== undefined ? rowBy(result.reranker, ratings.change) : "the change text"});
+  }
+  return rows;
+}
+
+function hitCard(hit, result) {
+  const stripBox = el("div", {class: "strip"});
+  const canCompare = !current.state.text;  // a sentence has nothing to compare a clip with
+  const head = el("div", {class: "hit-head", tabindex: canCompare ? "0" : null, role: canCompare ? "button" : null,
+                          title: canCompare ? "compare with the anchor" : null},
+    el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
+    el("span", {class: "time"}, fmtSpan(hit.start, hit.end)), badge(hit, result),
+    el("span", {class: "total"}, `total ${fmtScore(hit.total)}`));
+  const evidence = el("details", {class: "evidence"}, el("summary", {}, "Why this result"));
+  evidence.addEventListener("toggle", () => { if (evidence.open) fillEvidence(evidence, hit, result); }, {once: true});
+  const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path,
+                         "data-confidence": hit.confidence || ""},
+    head,
+    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(hitRows(hit, result))),
+       player(hit.media, hit.playback, hit.start, hit.end)),
+    el("div", {class: "actions"},
+       el("button", {type: "button", class: "more", onclick: () => moreLikeThis(hit)}, "More like this"),
+       canCompare ? el("button", {type: "button", class: "compare-button", onclick: () => openCompare(hit)},
+                       "Compare") : null),
+    evidence);
+  if (canCompare) {
+    head.addEventListener("click", () => openCompare(hit));
+    head.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault(); openCompare(hit); } });
+  }
+  fillStrip(stripBox, hit.strip, hit.path);
+  return card;
+}
+
+// what a hit's scores rest on: which signal scored each concept and how much, the frames each signal (or the
+// reranker) saw, and the unit's caption and descriptions
+async function fillEvidence(box, hit, result) {
+  const body = el("div", {class: "evidence-body"}, el("span", {class: "meta"}, "loading…"));
+  box.append(body);
+  const scored = el("table", {class: "scored-by"}, el("tr", {}, el("th", {}, "concept"), el("th", {}, "scored by"),
+                                                      el("th", {}, "signal values")));
+  for (const c of result.concepts) {
+    const parts = Object.entries((hit.evidence || {})[c.key] || {}).map(([s, v]) => `${shortName(s)} ${fmtScore(v)}`);
+    const fused = Object.entries((hit.contributions || {})[c.key] || {}).map(([s, v]) => `${s} +${v.toFixed(3)}`);
+    scored.append(el("tr", {}, el("td", {}, c.words), el("td", {}, rowBy(c.scored_by, (hit.ratings || {})[c.key])),
+                     el("td", {}, [...parts, ...fused].join(", ") || "—")));
+  }
+  const parts = [el("h3", {}, "Scores"), scored];
+  for (const [concept, seen] of Object.entries(hit.seen || {})) {
+    parts.push(el("h3", {}, `${result.reranker ? shortName(result.reranker) : "reranker"} saw, for ${concept}`),
+               framesOf(hit.path, timestampsOf(seen, "b"), "candidate"));
+  }
+  try {
+    const data = await api(`/evidence/${encodePath(hit.path)}?segment=${hit.segment}`);
+    for (const signal of data.signals) {
+      parts.push(el("h3", {}, `${signal.name} `, el("span", {class: "meta"}, signal.sees || signal.embeds || "")));
+      if (signal.frames && signal.frames.length) {
+        parts.push(el("div", {class: "strip"}, ...signal.frames.map((f) => el("figure", {},
+          el("img", {src: f.src, alt: `${signal.name} frame at ${fmtTime(f.time)}`}),
+          el("figcaption", {}, fmtTime(f.time))))));
+      }
+    }
+    if (data.caption) parts.push(el("h3", {}, "Caption"), el("p", {class: "text"}, data.caption));
+    if (data.descriptions && data.descriptions.length) {
+      parts.push(el("h3", {}, "Descriptions"), el("dl", {}, ...data.descriptions.flatMap((d) =>
+        [el("dt", {}, d.concept, " ", el("span", {class: "meta"}, d.by || "")), el("dd", {}, d.text)])));
+    }
+    for (const n of data.notices || []) parts.push(el("p", {class: "note"}, `note: ${n}`));
+  } catch (error) {
+    parts.push(el("p", {class: "error"}, `frames and texts unavailable: ${error.message}`));
+  }
+  body.replaceChildren(...parts);
+}
+
+// the timestamps a reranker saw of one clip (a: anchor, b: candidate), in either order of a symmetric pair
+function timestampsOf(seen, side) {
+  if (seen[side] && seen[side].timestamps) return seen[side].timestamps;
+  const order = seen.ab || seen.ba;
+  return order && order[side] ? order[side].timestamps : [];
+}
+
+function framesOf(path, times, what) {
+  return el("div", {class: "strip"}, ...times.map((t) => el("figure", {},
+    el("img", {src: `/frame/${encodePath(path)}?t=${t}`, alt: `${what} frame at ${fmtTime(t)}`}),
+    el("figcaption", {}, fmtTime(t)))));
+}
+
+const encodePath = (path) => path.split("/").map(encodeURIComponent).join("/");
+
+// -- results: flat or grouped by video, filtered by a threshold and by confidence ------------------
+function visible(hits, state) {
+  return hits.filter((h) => (state.min === null || (h.total !== null && h.total >= state.min)) &&
+                            (state.show === "all" || (RANK_OF[h.confidence] ?? -1) >= RANK_OF[state.show]));
+}
+
+function renderResults() {
+  const {state, result} = current;
+  show("results");
+  $("#anchor-name").textContent = anchorLabel(state);
+  $("#anchor-span").textContent = state.start !== null || state.end !== null ? fmtSpan(state.start || 0, state.end) : "";
+  if (result.anchor_strip) fillStrip($("#anchor-strip"), result.anchor_strip, anchorLabel(state));
+  else $("#anchor-strip").replaceChildren();
+  const shown = visible(result.hits, state);
+  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
+    .map(([c, m]) => `${c}: ${shortName(m)}`).join(", ")})`;
+  const hidden = result.hits.length - shown.length;
+  $("#results-meta").textContent = `${shown.length} results${hidden ? ` (${hidden} hidden by the filters)` : ""} · ` +
+    `scored by ${scoredBy}${state.text ? "" : " · click one to compare"}`;
+  $("#scale-note").textContent = result.spread ? `Bars span this query's scores (${result.spread.low.toFixed(3)}-` +
+    `${result.spread.high.toFixed(3)} over ${result.spread.n} candidates), not 0-1. Labels: ${result.spread.rule}.` : "";
+  $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  setThreshold(result, state);
+  $("#hits").replaceChildren(...(state.group === "video" ? byVideo(shown, result) : shown.map((h) => hitCard(h, result))));
+  $("#export-html").disabled = !!state.text;
+}
+
+function setThreshold(result, state) {
+  const range = $("#threshold");
+  const low = result.spread ? result.spread.low : 0, high = result.spread ? result.spread.high : 1;
+  range.min = String(low);
+  range.max = String(high);
+  range.value = String(state.min ?? low);
+  $("#threshold-value").textContent = state.min === null ? "off" : state.min.toFixed(3);
+}
+
+function byVideo(hits, result) {
+  const groups = new Map();
+  for (const hit of hits) {
+    if (!groups.has(hit.path)) groups.set(hit.path, []);
+    groups.get(hit.path).push(hit);
+  }
+  return [...groups.entries()].map(([path, group]) => videoCard(path, group, result));
+}
+
+// one card per file: its matching spans on a timeline of the file, the hits inside, expandable
+function videoCard(path, hits, result) {
+  const best = hits[0];
+  const duration = best.duration || Math.max(...hits.map((h) => h.end));
+  const details = el("details", {class: "group-hits"}, el("summary", {}, `${hits.length} matching span` +
+                                                          `${hits.length > 1 ? "s" : ""}`));
+  const timeline = el("div", {class: "timeline", role: "group", "aria-label": `${path} timeline`});
+  for (const hit of hits) {
+    const left = 100 * hit.start / duration, width = Math.max(1, 100 * (hit.end - hit.start) / duration);
+    timeline.append(el("button", {type: "button", class: `span ${hit.confidence || ""}`,
+      style: `left:${left.toFixed(2)}%;width:${width.toFixed(2)}%`, title: `#${hit.rank} ${fmtSpan(hit.start, hit.end)}`,
+      "aria-label": `result ${hit.rank}, ${fmtSpan(hit.start, hit.end)}`,
+      onclick: () => { details.open = true; $(`#hit-${hit.rank}`).scrollIntoView({block: "center"}); }}));
+  }
+  const list = el("ol", {class: "hits"}, ...hits.map((h) => hitCard(h, result)));
+  details.append(list);
+  return el("li", {class: "card video-group", "data-path": path},
+    el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${best.rank}`), el("span", {class: "path"}, path),
+       el("span", {class: "time"}, `${fmtTime(duration)} long`), badge(best, result),
+       el("span", {class: "total"}, `best ${fmtScore(best.total)}`)),
+    timeline, details);
+}
+
+// -- exports --------------------------------------------------------------------------------------
+function exportRows() {
+  const {state, result} = current;
+  const keys = result.concepts.map((c) => c.key);
+  const rows = [["rank", "path", "start", "end", "total", "confidence", "z", ...keys]];
+  for (const h of visible(result.hits, state)) {
+    rows.push([h.rank, h.path, h.start, h.end, h.total ?? "", h.confidence || "", h.z ?? "",
+               ...keys.map((k) => h.scores[k] ?? "")]);
+  }
+  return rows;
+}
+
+const csvCell = (v) => /[",\n\r]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v);
+
+function exportName(ext) {
+  const base = current.state.text ? "words" : current.state.anchor.split("/").pop().replace(/\.[^.]*$/, "");
+  return `convis-${base.replace(/[^\w.-]+/g, "_")}.${ext}`;
+}
+
+async function exportHtml() {
+  status("writing the gallery (previews of each result are embedded)…");
+  try {
+    const response = await fetch("/export/gallery", {method: "POST", headers: {"Content-Type": "application/json"},
+                                                       body: JSON.stringify(requestOf(current.state))});
+    if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error || response.statusText);
+    download(exportName("html"), "text/html", await response.text());
+    status("");
+  } catch (error) { status(`export failed: ${error.message}`, true); }
+}
+
+// -- compare --------------------------------------------------------------------------------------
+function openCompare(hit) {
+  navigate({...current.state, view: "compare", b: hit.path, bstart: hit.start});
+}
+
+async function compare(state) {
+  status(`comparing with ${state.b}…`);
+  try {
+    const body = {a: state.anchor, b: state.b, b_start: state.bstart, concepts: state.concepts, rerank: state.rerank,
+                  free_text: state.free};
+    if (state.start !== null) body.a_start = state.start;
+    if (state.end !== null) body.a_end = state.end;
+    showCompare(await send("POST", "/compare", body), state);
+    status("");
   } catch (error) { status(error.message, true); }
 }
 
-async function start() {
+function clipColumn(box, title, name, stripUrl, media, playback, start, end) {
+  const stripBox = el("div", {class: "strip"});
+  box.replaceChildren(el("h2", {}, `${title} `, el("span", {class: "path"}, name)), stripBox,
+                      player(media, playback, start, end));
+  fillStrip(stripBox, stripUrl, name);
+}
+
+function showCompare(data, state) {
+  const lmm = data.reranker !== null;
+  const rows = data.concepts.map((c) => ({label: c.words, weight: c.weight, value: c.score,
+                                          by: lmm ? rowBy(data.reranker, c.rating) : shortName(c.signal),
+                                          range: current.result.ranges?.[c.key]}));
+  show("compare");
+  $("#compare-title").textContent = `${anchorLabel(state)} vs ${data.b}`;
+  clipColumn($("#clip-a"), "Anchor", anchorLabel(state), data.a_strip, data.a_media, data.a_playback,
+             state.start, state.end);
+  clipColumn($("#clip-b"), data.rank ? `#${data.rank}` : "B", data.b, data.b_strip, data.b_media, data.b_playback,
+             data.b_start, data.b_end);
+  syncPlayers(state.start || 0, data.b_start || 0);
+  const scale = lmm ? `${data.reranker}: its answer, 1 (completely different) to 5 (perfectly similar), as 0-1`
+                    : `${data.scored_by}; bars span this query's scores`;
+  $("#compare-scores").replaceChildren(el("h2", {}, "Per-concept similarity ", el("span", {class: "meta"}, scale)),
+    scoreRows(rows), el("p", {class: "total"}, `total ${fmtScore(data.total)}`),
+    ...data.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  window.scrollTo(0, 0);
+}
+
+// the two players move together: play, pause and seek on one do the same on the other, each from its own start
+function syncPlayers(startA, startB) {
+  const a = $("#clip-a video"), b = $("#clip-b video");
+  $("#play-both").disabled = !(a && b);
+  if (!(a && b)) return;
+  const pairs = [[a, b, startA, startB], [b, a, startB, startA]];
+  let echo = false;  // a change made here is not mirrored back
+  for (const [from, to, fromStart, toStart] of pairs) {
+    const mirror = (action) => () => {
+      if (echo || !$("#sync").checked) return;
+      echo = true;
+      action(from, to, fromStart, toStart);
+      setTimeout(() => { echo = false; }, 0);
+    };
+    from.addEventListener("play", mirror((_f, t) => t.play().catch(() => {})));
+    from.addEventListener("pause", mirror((_f, t) => t.pause()));
+    from.addEventListener("seeked", mirror((f, t, fs, ts) => { t.currentTime = ts + (f.currentTime - fs); }));
+  }
+  $("#play-both").onclick = () => {
+    echo = true;
+    a.currentTime = startA;
+    b.currentTime = startB;
+    Promise.all([a.play(), b.play()]).catch(() => {}).finally(() => { echo = false; });
+  };
+}
+
+// -- the collection -------------------------------------------------------------------------------
+async function loadCollection(state) {
+  show("collection");
+  const params = new URLSearchParams({status: state.status, offset: (state.page - 1) * PAGE, limit: PAGE});
+  if (state.folder !== null && state.folder !== "*") params.set("folder", state.folder);
+  if (state.name) params.set("name", state.name);
+  status("loading the collection…");
+  try {
+    const data = await api(`/collection?${params}`);
+    renderCollection(data, state);
+    status("");
+  } catch (error) { status(error.message, true); }
+}
+
+function renderCollection(data, state) {
+  const folder = $("#folder");
+  folder.replaceChildren(el("option", {value: "*"}, "all folders"),
+                         ...data.folders.map((f) => el("option", {value: f}, f === "" ? "(top folder)" : f)));
+  folder.value = state.folder === null ? "*" : state.folder;
+  $("#file-status").value = state.status;
+  $("#name-filter").value = state.name;
+  const first = data.total ? data.offset + 1 : 0, last = Math.min(data.offset + data.limit, data.total);
+  const what = state.status === "failed" ? "failed files" : "units";
+  $("#collection-meta").textContent = `${first}-${last} of ${data.total} ${what} · ${data.counts.ok} files ` +
+    `indexed, ${data.counts.failed} failed`;
+  $("#prev-page").disabled = state.page <= 1;
+  $("#next-page").disabled = last >= data.total;
+  if (state.status === "failed") {
+    $("#grid").replaceChildren();
+    $("#failed-list").replaceChildren(...data.items.map((f) => el("li", {class: "card failed-file"},
+      el("span", {class: "path"}, f.path), " ", el("span", {class: "error"}, f.error))));
+  } else {
+    $("#failed-list").replaceChildren();
+    $("#grid").replaceChildren(...data.items.map(unitCard));
+  }
+  for (const n of data.notices || []) $("#grid").before(el("p", {class: "note"}, `note: ${n}`));
+}
+
+function unitCard(unit) {
+  const stripBox = el("div", {class: "strip"});
+  const segmented = unit.units > 1;
+  const card = el("li", {class: "card unit", "data-path": unit.path, "data-start": unit.start},
+    stripBox,
+    el("div", {class: "unit-head"}, el("span", {class: "path"}, unit.path),
+       el("span", {class: "time"}, segmented ? fmtSpan(unit.start, unit.end) : `${fmtTime(unit.duration || unit.end)}`)),
+    el("div", {class: "actions"},
+       el("button", {type: "button", class: "more", onclick: () => moreLikeThis(unit)}, "More like this"),
+       health.allow_writes ? el("button", {type: "button", class: "remove-file", onclick: () => removeFile(unit.path)},
+                                "Remove from index") : null));
+  fillStrip(stripBox, unit.strip, unit.path, true);
+  return card;
+}
+
+// -- index management (`convis serve --allow-writes`) ----------------------------------------------
+function setupManage() {
+  const allowed = !!health.allow_writes;
+  $("#manage-note").textContent = allowed ? "changes are written to the index on this machine"
+    : "read-only: start the server with `convis serve --allow-writes` to add, remove or re-index files";
+  for (const id of ["#add-files", "#add-folder", "#reindex", "#retry-failed"]) $(id).disabled = !allowed;
+}
+
+async function addFiles() {
+  const files = [...$("#add-files").files];
+  if (!files.length) return;
+  const refs = [];
+  try {
+    for (const [i, file] of files.entries()) {
+      jobText(`uploading ${file.name} (${i + 1} of ${files.length})…`);
+      const form = new FormData();
+      form.append("file", file);
+      refs.push((await api("/uploads", {method: "POST", body: form})).anchor);
+    }
+    await send("POST", "/index/files", {uploads: refs, folder: $("#add-folder").value.trim() || "added"});
+    watchJob();
+  } catch (error) { jobText(""); status(`adding failed: ${error.message}`, true); }
+  $("#add-files").value = "";
+}
+
+async function reindex() {
+  try {
+    await send("POST", "/index/runs", {retry_failed: $("#retry-failed").checked});
+    watchJob();
+  } catch (error) { status(`re-indexing refused: ${error.message}`, true); }
+}
+
+async function removeFile(path) {
+  if (!confirm(`Remove ${path} from the index? The file itself stays where it is.`)) return;
+  try {
+    await api(`/files/${encodePath(path)}`, {method: "DELETE"});
+    await refreshHealth();
+    await loadAnchors();
+    await loadCollection(stateFrom(location.search));
+    status(`removed ${path} from the index (the file is still on disk)`);
+  } catch (error) { status(`removing failed: ${error.message}`, true); }
+}
+
+function jobText(text, done = null, total = null) {
+  $("#job").hidden = !text;
+  $("#job-text").textContent = text;
+  const bar = $("#job-progress");
+  if (total) { bar.max = total; bar.value = done; } else bar.removeAttribute("value");
+}
+
+async function watchJob() {
+  const job = await api("/index/job").catch((error) => ({state: "failed", error: error.message}));
+  if (job.state === "running") {
+    jobText(`indexing: ${job.done || 0} of ${job.total ?? "?"} files${job.current ? ` · ${job.current}` : ""}`,
+            job.done || 0, job.total);
+    setTimeout(watchJob, 600);
+    return;
+  }
+  if (job.state === "failed") { jobText(""); status(`indexing failed: ${job.error}`, true); return; }
+  const report = job.report || {};
+  const failed = report.failed || [];
+  jobText(job.state === "done" ? `done: ${report.indexed ?? job.done ?? 0} indexed, ${failed.length} failed` +
+          failed.map((f) => ` · ${f.path}: ${f.error}`).join("") : "", 1, 1);
+  await refreshHealth();
+  await loadAnchors();
+  if (stateFrom(location.search).view === "collection") loadCollection(stateFrom(location.search));
+}
+
+// -- start ----------------------------------------------------------------------------------------
+async function refreshHealth() {
+  health = await api("/health");
+  $("#root").textContent = `${health.root} · ${health.files_ok} files, ${health.units} units` +
+    `${health.files_failed ? `, ${health.files_failed} failed` : ""} · ${health.indexers.map(shortName).join(", ")}`;
+  if (health.reranker) { $("#rerank-box").hidden = false; $("#reranker-name").textContent = health.reranker; }
+  $("#words-note").textContent = health.text_search ? "" : "(this index has no text signal: index with --captions " +
+                                                           "or a CLIP-family indexer to search by words)";
+  $("#text").disabled = $("#text-search").disabled = !health.text_search;
+}
+
+async function loadAnchors() {
+  const videos = await api("/videos");
+  const chosen = $("#anchor").value;
+  const uploaded = [...$("#anchor").options].filter((o) => o.value.startsWith(".uploads/"));
+  $("#anchor").replaceChildren(el("option", {value: ""}, "— pick an indexed clip —"),
+    ...videos.files.filter((f) => f.status === "ok").map((f) => el("option", {value: f.path}, f.path)), ...uploaded);
+  $("#anchor").value = chosen;
+}
+
+function collectionState(changes) {
+  return {...stateFrom(location.search), view: "collection", ...changes};
+}
+
+function wire() {
   $("#concept-names").replaceChildren(...CONCEPTS.map((c) => el("option", {value: c})));
   conceptRow("location", 1);
   $("#add-concept").addEventListener("click", () => conceptRow());
-  $("#query-form").addEventListener("submit", search);
-  $("#text-form").addEventListener("submit", searchText);
+  $("#query-form").addEventListener("submit", searchClip);
+  $("#text-search").addEventListener("click", searchWords);
+  $("#text").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); searchWords(); } });
   $("#upload").addEventListener("change", upload);
-  $("#back").addEventListener("click", () => { $("#compare").hidden = true; $("#results").hidden = false; });
+  $("#back").addEventListener("click", () => navigate({...current.state, view: "results"}));
+  $("#nav-collection").addEventListener("click", (event) => { event.preventDefault(); navigate(collectionState({page: 1})); });
+  $("#home").addEventListener("click", (event) => { event.preventDefault(); navigate(collectionState({page: 1})); });
+  $("#folder").addEventListener("change", () => navigate(collectionState({folder: $("#folder").value, page: 1})));
+  $("#file-status").addEventListener("change", () => navigate(collectionState({status: $("#file-status").value, page: 1})));
+  $("#name-filter").addEventListener("change", () => navigate(collectionState({name: $("#name-filter").value.trim(), page: 1})));
+  $("#prev-page").addEventListener("click", () => navigate(collectionState({page: stateFrom(location.search).page - 1})));
+  $("#next-page").addEventListener("click", () => navigate(collectionState({page: stateFrom(location.search).page + 1})));
+  for (const radio of $$("input[name=group]")) {
+    radio.addEventListener("change", () => navigate({...current.state, group: radio.value}, true));
+  }
+  $("#threshold").addEventListener("input", () => {
+    const value = Number($("#threshold").value);
+    navigate({...current.state, min: value <= Number($("#threshold").min) ? null : value}, true);
+  });
+  $("#confidence-filter").addEventListener("change", () => navigate({...current.state, show: $("#confidence-filter").value}, true));
+  $("#export-csv").addEventListener("click", () => download(exportName("csv"), "text/csv",
+                                                            exportRows().map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n"));
+  $("#export-json").addEventListener("click", () => download(exportName("json"), "application/json",
+                                                             JSON.stringify({...current.result, hits: visible(current.result.hits, current.state)}, null, 2)));
+  $("#export-html").addEventListener("click", exportHtml);
+  $("#add-files").addEventListener("change", addFiles);
+  $("#reindex").addEventListener("click", reindex);
+  window.addEventListener("popstate", () => apply(stateFrom(location.search)));
+}
+
+async function start() {
+  wire();
   try {
-    const health = await api("/health");
-    $("#root").textContent = `${health.root} · ${health.files_ok} files, ${health.units} units · ` +
-                             health.indexers.join(", ");
-    if (health.reranker) { $("#rerank-box").hidden = false; $("#reranker-name").textContent = health.reranker; }
-    const videos = await api("/videos");
-    const ok = videos.files.filter((f) => f.status === "ok");
-    $("#anchor").replaceChildren(el("option", {value: ""}, "— pick an indexed clip —"),
-                                 ...ok.map((f) => el("option", {value: f.path}, f.path)));
-    document.body.dataset.ready = "1";
+    await refreshHealth();
+    setupManage();
+    await loadAnchors();
+    await apply(stateFrom(location.search));
+    const job = await api("/index/job").catch(() => ({}));
+    if (job.state === "running") watchJob();
   } catch (error) { status(error.message, true); }
+  document.body.dataset.ready = "1";
 }
 start();

@@ -22,8 +22,9 @@ from retrieval.serve.server import create_app
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           positive_data_acceptance, negative_data_rejection]
-OPERATIONS = ["GET /health", "GET /videos", "POST /uploads", "POST /query", "POST /compare", "GET /search",
-              "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}"]
+OPERATIONS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST /query", "POST /compare",
+              "GET /search", "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}", "GET /previews/{ref}",
+              "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery"]
 LOCAL = "http://localhost"  # the app answers loopback host names only (see guards.py)
 # a valid request is accepted: 2xx, or 404 for a well-formed name of nothing; an upload's bytes must also be a
 # video, which no schema can say, so a schema-valid upload may be refused with 415; a search, and a query with a
@@ -35,6 +36,8 @@ CONFIG = {"checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "
                          {"include-path": "/search",
                           "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400"]}}},
                          {"include-path": "/query",
+                          "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404"]}}},
+                         {"include-path": "/export/gallery",
                           "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404"]}}}]}
 
 

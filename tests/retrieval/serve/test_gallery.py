@@ -2,16 +2,30 @@
 
 import base64
 import io
+import shutil
 from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
+import av
 import pytest
 from PIL import Image
 
 from rerankers.base import PairScore
 from retrieval.core.concepts import parse_concepts
 from retrieval.engine import Engine
+from retrieval.media.preview import Previews
+from retrieval.media.scan import content_hash
+from retrieval.search.diff import DiffRanking, DiffResult, RankedCandidate
 from retrieval.search.results import CompareResult, Hit, QueryResult
-from retrieval.serve.gallery import strip, video_src, write_compare_html, write_query_html
+from retrieval.serve.gallery import (
+    strip,
+    video_src,
+    write_compare_html,
+    write_diff_html,
+    write_diff_ranking_html,
+    write_query_html,
+)
 from tests.media import make_clip
 
 NASTY = "<script>alert('x')\"q.mp4"  # no '/' possible in a file name, so no closing tag either
@@ -74,7 +88,7 @@ def test_query_page_shows_anchor_strip_then_hits_in_rank_order(example_index, ex
     assert len(videos) == len(result.hits)
     first = result.hits[0]
     assert videos[0]["src"].endswith(f"{first.path}#t={first.start:.3f},{first.end:.3f}")
-    assert (out.parent / videos[0]["src"].split("#")[0]).resolve() == (engine.root / first.path).resolve()
+    assert linked_file(videos[0]["src"]) == (engine.root / first.path).resolve()
     text = " ".join(page.text)
     assert "Location" in text and f"{first.total:.3f}" in text
     assert_offline(html)
@@ -96,7 +110,8 @@ def test_names_are_escaped_everywhere(tmp_path):
     assert page.all("li")[0]["data-path"] == NASTY  # escaped, not mangled
     src = page.all("video")[0]["src"]
     assert "<" not in src and '"' not in src and "'" not in src
-    assert src.startswith("videos/%3Cscript%3E")
+    assert src.startswith(root.resolve().as_uri() + "/%3Cscript%3E")
+    assert linked_file(src) == clip.resolve()
     assert page.all("img") and all(NASTY in a["alt"] for a in page.all("img"))
 
     pair = write_compare_html(_compare_result(), anchor, clip, tmp_path / "c.html").read_text(encoding="utf-8")
@@ -145,11 +160,13 @@ def test_strip_drops_the_samplers_padding_repeats(tmp_path):
 
 
 @pytest.mark.parametrize("start, end, fragment", [(0.0, None, "#t=0.000"), (2.5, 7.25, "#t=2.500,7.250")])
-def test_video_src_is_relative_to_the_page_and_starts_at_the_unit(tmp_path, start, end, fragment):
+def test_video_src_is_the_files_absolute_uri_starting_at_the_unit(tmp_path, start, end, fragment):
     video = tmp_path / "clips" / "my clip.mp4"
     video.parent.mkdir()
     video.touch()
-    assert video_src(video, tmp_path / "out" / "page.html", start, end) == f"../clips/my%20clip.mp4{fragment}"
+    src = video_src(video, start, end)
+    assert src == f"{(tmp_path / 'clips').resolve().as_uri()}/my%20clip.mp4{fragment}"
+    assert src.startswith("file:///") and linked_file(src) == video.resolve()
 
 
 def test_the_page_is_written_whole_or_not_at_all(tmp_path):
@@ -158,3 +175,109 @@ def test_the_page_is_written_whole_or_not_at_all(tmp_path):
     write_compare_html(_compare_result(), clip, clip, out)
     assert out.read_text(encoding="utf-8").rstrip().endswith("</html>")
     assert not list(tmp_path.glob("*.tmp"))
+
+
+# -- how videos are shown: linked by absolute URI, a preview, a label, or embedded ------------------------------
+FFMPEG = shutil.which("ffmpeg")
+needs_ffmpeg = pytest.mark.skipif(FFMPEG is None, reason="embedding clips needs the ffmpeg command-line tool")
+
+
+def linked_file(src: str) -> Path:
+    """The file a ``file://`` player source points to."""
+    parsed = urlparse(src)
+    assert parsed.scheme == "file"
+    return Path(unquote(parsed.path))
+
+
+def videos_note(html: str) -> str:
+    return " ".join(Page(html[html.index('id="videos-note"'):html.index("</p>", html.index('id="videos-note"'))]).text)
+
+
+def _one_hit_page(root: Path, anchor: Path, names: list[str], out: Path, **options) -> str:
+    hits = [Hit(i, name, 0, 0.5, 1.5, {"location": 0.5}, 0.5, rank=i + 1) for i, name in enumerate(names)]
+    result = QueryResult(str(anchor), parse_concepts(["location"]), {"location": "m"}, hits)
+    return write_query_html(result, root, out, frames_per_strip=2, **options).read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def clips(tmp_path) -> Path:
+    """A folder with an H.264 MP4 and an msmpeg4v3 AVI (which no browser plays)."""
+    root = tmp_path / "videos"
+    root.mkdir()
+    make_clip(root / "plays.mp4", frames=30, fps=10)
+    make_clip(root / "old.avi", frames=30, fps=10, codec="msmpeg4")
+    return root
+
+
+def test_a_moved_page_still_links_the_original_videos(clips, tmp_path):
+    written = _one_hit_page(clips, clips / "plays.mp4", ["plays.mp4"], tmp_path / "report" / "q.html")
+    moved = tmp_path / "elsewhere" / "deeper" / "q.html"
+    moved.parent.mkdir(parents=True)
+    shutil.move(tmp_path / "report" / "q.html", moved)
+    html = moved.read_text(encoding="utf-8")
+    [video] = Page(html).all("video")
+    assert linked_file(video["src"].split("#")[0]) == (clips / "plays.mp4").resolve()
+    assert linked_file(video["src"].split("#")[0]).is_file()
+    note = videos_note(html)
+    assert str(clips.resolve()) in note and "another machine" in note
+    assert html.count('id="videos-note"') == 1 and written == html
+
+
+def test_a_file_browsers_cannot_play_gets_a_label_not_a_black_player(clips, tmp_path):
+    html = _one_hit_page(clips, clips / "plays.mp4", ["old.avi"], tmp_path / "q.html")
+    page = Page(html)
+    assert page.all("video") == []
+    [label] = page.all("p", **{"class": "cannot-play"})
+    text = " ".join(page.text)
+    assert "cannot play here: msmpeg4v3 video in an AVI file" in text
+    assert section_images(html, 'id="hit-1"', "</li>")  # the strip is still there
+
+
+def test_a_cached_preview_is_linked_in_place_of_a_file_browsers_cannot_play(clips, tmp_path):
+    previews = Previews(tmp_path / "index" / "previews")
+    made = previews.path_for(clips / "old.avi", content_hash(clips / "old.avi"))
+    made.parent.mkdir(parents=True)
+    shutil.copy(clips / "plays.mp4", made)  # stands in for what Previews.ensure makes
+    html = _one_hit_page(clips, clips / "plays.mp4", ["old.avi", "plays.mp4"], tmp_path / "q.html", previews=previews)
+    videos = Page(html).all("video")
+    assert [linked_file(v["src"].split("#")[0]) for v in videos] == [made.resolve(), (clips / "plays.mp4").resolve()]
+    assert videos[0]["src"].endswith("#t=0.500,1.500") and "cannot play here" not in html
+
+
+def test_compare_and_diff_pages_link_by_absolute_uri_and_label_what_cannot_play(clips, tmp_path):
+    mp4, avi = clips / "plays.mp4", clips / "old.avi"
+    compare = write_compare_html(_compare_result(), mp4, avi, tmp_path / "c.html", frames_per_strip=2)
+    diff = write_diff_html(DiffResult("a", "b", "squat", "m", "expected", False, "linspace:4"), mp4, avi,
+                           tmp_path / "d.html", frames_per_strip=2)
+    ranking = DiffRanking(str(mp4), "squat", (RankedCandidate(1, "old.avi", str(avi), 0.0, None),), 0)
+    ranked = write_diff_ranking_html(ranking, mp4, tmp_path / "r.html", frames_per_strip=2)
+    for out in (compare, diff, ranked):
+        html = out.read_text(encoding="utf-8")
+        page = Page(html)
+        assert [linked_file(v["src"].split("#")[0]) for v in page.all("video")] == [mp4.resolve()]
+        assert len(page.all("p", **{"class": "cannot-play"})) == 1 and "msmpeg4v3" in html
+        assert str(clips.resolve()) in videos_note(html)
+
+
+@needs_ffmpeg
+def test_embedded_videos_make_the_page_play_anywhere(clips, tmp_path):
+    html = _one_hit_page(clips, clips / "plays.mp4", ["plays.mp4", "old.avi", "gone.mp4"], tmp_path / "q.html",
+                         embed_videos=True)
+    page = Page(html)
+    sources = [v["src"] for v in page.all("video")]
+    assert len(sources) == 2 and all(s.startswith("data:video/mp4;base64,") for s in sources)
+    for i, source in enumerate(sources):
+        clip = tmp_path / f"embedded-{i}.mp4"
+        clip.write_bytes(base64.b64decode(source.split(",", 1)[1]))
+        with av.open(str(clip)) as container:
+            assert container.streams.video[0].codec_context.name == "h264"
+            assert abs(container.duration / 1e6 - 1.0) <= 0.3  # the hit's span, 0.5-1.5 s
+    assert "Videos are embedded (H.264 previews of each result" in videos_note(html)
+    assert "file://" not in html
+    [label] = section_html_labels(html, 'id="hit-3"')
+    assert label.startswith("cannot play here:") and "gone.mp4" in label and str(tmp_path) not in label
+
+
+def section_html_labels(html: str, marker: str) -> list[str]:
+    part = html[html.index(marker):html.index("</li>", html.index(marker))]
+    return [t for t in Page(part).text if t.startswith("cannot play here")]

@@ -89,6 +89,9 @@ def test_an_upload_that_is_not_a_video_is_refused_and_removed(small_app, name, c
     with TestClient(small_app, base_url=LOCAL) as client:
         response = client.post("/uploads", files={"file": (name, content, "video/mp4")})
         assert response.status_code == 415 and "not a video" in response.json()["error"]
+        error = response.json()["error"]
+        assert error.startswith(f"{name} is not a video this server can decode: ") and "\n" not in error
+        assert "/" not in error and ".part" not in error  # no folder of the server's, no temp name
         assert not os.listdir(small_app.state.convis.uploads.folder)
 
 

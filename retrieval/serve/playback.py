@@ -1,0 +1,80 @@
+"""Which URL plays a clip in the browser: the file itself, its H.264 preview, or nothing (with the reason).
+
+Browsers play few codecs (H.264, VP8/9, AV1 in MP4 or WebM); an AVI of MS-MPEG4 shows a black player.  Such a
+file is linked to ``/previews/<ref>``, which makes an H.264 preview with ffmpeg on the first request and keeps it
+in the index folder (``previews/<content hash>.mp4``), so the next request, and the next server, reuse it.
+Without ffmpeg the link is None and the reason says why, so the app shows "cannot play" instead of a black box.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from urllib.parse import quote
+
+from retrieval.media.preview import Playback, Previews, ffmpeg_missing, playback
+from retrieval.media.scan import content_hash
+
+PREVIEWS_DIRNAME = "previews"
+
+
+def media_url(ref: str) -> str:
+    return "/media/" + quote(ref)
+
+
+def preview_url(ref: str) -> str:
+    return "/previews/" + quote(ref)
+
+
+class PlaybackLinks:
+    """Per file (by path, size and mtime), whether the browser plays it, and its content hash once a preview
+    needs it; both cached, as probing and hashing read the file."""
+
+    def __init__(self, previews: Previews):
+        self.previews = previews
+        self._seen: dict[tuple, Playback] = {}
+        self._hashes: dict[tuple, str] = {}
+        self._lock = threading.Lock()
+
+    def of(self, ref: str, path: Path) -> dict:
+        """``{"media": url or None, "playback": {"kind": original|preview|none, "reason"}}`` for the app."""
+        found = self.judge(path)
+        if found.playable:
+            return {"media": media_url(ref), "playback": {"kind": "original", "reason": None}}
+        missing = ffmpeg_missing()
+        if missing and self._cached(path) is None:
+            return {"media": None, "playback": {"kind": "none", "reason": f"{found.reason}; {missing}"}}
+        return {"media": preview_url(ref), "playback": {"kind": "preview", "reason": found.reason}}
+
+    def judge(self, path: Path) -> Playback:
+        return self._remembered(self._seen, path, playback)
+
+    def playable_file(self, path: Path) -> Path:
+        """The file to send for ``path``: itself when the browser plays it, else its preview (made now if need
+        be; PreviewError when it cannot be)."""
+        if self.judge(path).playable:
+            return path
+        return self.previews.ensure(path, self._hash(path))
+
+    def _cached(self, path: Path) -> Path | None:
+        return self.previews.cached(path, self._hash(path))
+
+    def _hash(self, path: Path) -> str:
+        return self._remembered(self._hashes, path, content_hash)
+
+    def _remembered(self, store: dict, path: Path, compute):
+        """``compute(path)`` once per file version (path, size, mtime); computed outside the lock, as it reads
+        the file."""
+        key = _key(path)
+        with self._lock:
+            if key in store:
+                return store[key]
+        value = compute(path)
+        with self._lock:
+            store[key] = value
+        return value
+
+
+def _key(path: Path) -> tuple:
+    stat = path.stat()
+    return str(path), stat.st_size, stat.st_mtime_ns

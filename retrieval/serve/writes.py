@@ -1,0 +1,180 @@
+"""Index management from the app: add uploaded clips, remove files from the index, re-index the folder.
+
+Only a server started with ``convis serve --allow-writes`` does any of it (403 otherwise), one change at a time,
+and never while another process writes the index (409: a ``convis index`` run, say).  Runs go on in a child
+process (see index_job.py) and ``GET /index/job`` follows them; queries meanwhile read the snapshot the run
+publishes, and once it is done they read what it committed.
+
+- Adding copies each upload into a folder inside the root (default ``added``) under the name it was uploaded
+  with, then indexes the root (only new and changed files are embedded).  A file of that name with other bytes
+  is never replaced: the clip is stored as ``name (2).mp4`` (``(3)``, ...) instead; a file with the very same
+  bytes is indexed as it is.
+- Removing takes a file out of the index (units, vectors, descriptions); the file stays on disk, and later runs
+  skip it until it is added again (or ``convis remove --undo``).
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import shutil
+import uuid
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter
+from fastapi import Path as PathParam
+from pydantic import BaseModel, Field, StringConstraints
+
+from retrieval.engine import NotIndexedError
+from retrieval.serve.errors import REF_PATTERN, WHY, ApiError, ErrorOut
+from retrieval.serve.index_job import IndexJobs
+from retrieval.serve.uploads import UPLOAD_REF
+from retrieval.store.errors import CatalogBusy
+from retrieval.store.snapshots import writer_pid
+
+READ_ONLY = "this server is read-only: start it with `convis serve --allow-writes` to add, remove or re-index files"
+DEFAULT_FOLDER = "added"
+MAX_ADDED = 64  # clips one request adds: each is a copy and a file to index
+MAX_FOLDER_CHARS = 512
+MAX_SAME_NAME = 1000  # "name (2).mp4" ... : past this many namesakes, the folder is not one to add to
+
+MAX_REF_CHARS = 1024  # server.py's bound on a ref (this module may not import it: server.py imports this one)
+REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
+                     description="The file's path relative to the index root, as GET /videos lists it.")
+UploadRef = Annotated[str, StringConstraints(pattern=f"^{UPLOAD_REF.pattern}$")]
+
+WRITE_WHY = {
+    403: "Refused: this server is read-only (start it with --allow-writes), or a write from another web site, or "
+         "a folder leading outside the index root.",
+    409: "Not now: an index run is writing this index, or another change to it is being made; retry when it ends.",
+}
+
+
+def write_responses(*codes: int) -> dict:
+    return {code: {"model": ErrorOut, "description": WRITE_WHY.get(code) or WHY[code]} for code in codes}
+
+
+class AddIn(BaseModel):
+    uploads: list[UploadRef] = Field(..., min_length=1, max_length=MAX_ADDED, description="Refs from POST /uploads.",
+                                     examples=[[".uploads/" + "0" * 32 + ".mp4"]])
+    folder: str = Field(DEFAULT_FOLDER, min_length=1, max_length=MAX_FOLDER_CHARS,
+                        description="Folder inside the index root the clips are copied into (created if needed).")
+
+
+class RunIn(BaseModel):
+    retry_failed: bool = Field(False, description="Try again every file that failed before, unchanged since.")
+
+
+def write_routes(state) -> APIRouter:
+    jobs = IndexJobs()
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        jobs.close()  # a run the app started stops with it; the next run resumes what it left
+
+    # a read-only server does not document routes it only refuses
+    router = APIRouter(lifespan=lifespan, include_in_schema=state.allow_writes)
+
+    @router.get("/index/job", summary="The index run the app started last, and whether this server takes writes")
+    def index_job():
+        job = jobs.last
+        return {**(job.as_dict(state.public) if job is not None else {"state": "idle"}),
+                "allow_writes": state.allow_writes}
+
+    @router.post("/index/files", status_code=202, summary="Add uploaded clips to the folder and index them",
+                 responses=write_responses(400, 403, 404, 409, 422))
+    def add_files(body: AddIn):
+        with writing(state, jobs):
+            sources = [(ref, state.uploads.path(ref)) for ref in body.uploads]  # 404 for an upload gone
+            folder = target_folder(state.root, state.engine.index_dir, body.folder)
+            placed = [place(path, folder, state.uploads.name(ref)) for ref, path in sources]
+            refs = list(dict.fromkeys(p.relative_to(state.root).as_posix() for p in placed))
+            job = jobs.start("add", refs, state.engine.index_dir.resolve(), state.root, include=refs)
+        return job.as_dict(state.public)
+
+    @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk)",
+                   responses=write_responses(400, 403, 404, 409, 422))
+    def remove_file(ref: str = REF_PATH):
+        with writing(state, jobs), state.using_engine() as engine:
+            try:
+                return {"removed": engine.remove([ref])}
+            except NotIndexedError as exc:
+                raise ApiError(404, str(exc)) from None
+            except CatalogBusy as exc:  # a writer came between the check and the open
+                raise ApiError(409, f"{exc}") from None
+
+    @router.post("/index/runs", status_code=202, summary="Re-index the folder: new, changed and gone files",
+                 responses=write_responses(403, 409, 422))
+    def reindex(body: RunIn | None = None):
+        with writing(state, jobs):
+            retry = body is not None and body.retry_failed
+            job = jobs.start("reindex", [], state.engine.index_dir.resolve(), state.root, retry_failed=retry)
+        return job.as_dict(state.public)
+
+    return router
+
+
+@contextmanager
+def writing(state, jobs: IndexJobs):
+    """Hold the right to change the index for one request, or refuse it: 403 on a read-only server, 409 while a
+    change is being made or another process writes the index."""
+    if not state.allow_writes:
+        raise ApiError(403, READ_ONLY)
+    if not jobs.starting.acquire(blocking=False):
+        raise ApiError(409, "another change to this index is being made; try again in a moment")
+    try:
+        job = jobs.running()
+        if job is not None:
+            raise ApiError(409, f"an index run started from this app (job {job.id}) is writing this index; try "
+                                "again when it ends")
+        pid = writer_pid(state.engine.catalog_path)
+        if pid is not None:
+            raise ApiError(409, f"an index run (process {pid}) is writing this index; try again when it ends")
+        yield
+    finally:
+        jobs.starting.release()
+
+
+def target_folder(root: Path, index_dir: Path, folder: str) -> Path:
+    """The folder inside ``root`` that ``folder`` names, created if needed; ApiError for any other."""
+    parts = folder.split("/")
+    if ("\x00" in folder or "\\" in folder or folder.startswith("/") or re.match(r"[A-Za-z]:", folder)
+            or any(not p or p.startswith(".") for p in parts)):
+        raise ApiError(400, "folder: give a folder relative to the index root, without '..', hidden parts, "
+                            "backslashes or a drive")
+    real = (root / folder).resolve()
+    if not real.is_relative_to(root):
+        raise ApiError(403, "that folder leads outside the index root")
+    if real.is_relative_to(index_dir.resolve()):
+        raise ApiError(400, "that folder is the index's own: clips there are never indexed")
+    if real.exists() and not real.is_dir():
+        raise ApiError(400, f"not a folder: {folder}")
+    real.mkdir(parents=True, exist_ok=True)
+    return real
+
+
+def place(source: Path, folder: Path, name: str) -> Path:
+    """``source`` copied into ``folder`` as ``name``, or ``name (2)``, ... where a file with other bytes has the
+    name; a file with the same bytes already there is used as it is."""
+    stem, suffix = Path(name).stem, Path(name).suffix
+    # copied under a hidden name first (never indexed), then linked to its name: no half-written clip is
+    # ever visible, and a file that appears meanwhile is never replaced
+    part = folder / f".{uuid.uuid4().hex}.part{suffix}"
+    shutil.copyfile(source, part)
+    try:
+        for n in range(1, MAX_SAME_NAME + 1):
+            dest = folder / (name if n == 1 else f"{stem} ({n}){suffix}")
+            if dest.is_file() and filecmp.cmp(dest, source, shallow=False):
+                return dest
+            try:
+                os.link(part, dest)
+                return dest
+            except FileExistsError:
+                continue
+    finally:
+        part.unlink(missing_ok=True)
+    raise ApiError(409, f"{MAX_SAME_NAME} files in that folder are named like {name}; add it to another folder")

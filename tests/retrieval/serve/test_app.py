@@ -1,0 +1,252 @@
+"""The web app in headless Chromium, on example clips cut into 10 s units, with an AVI browsers cannot play and a
+broken file: browse, more like this, group by video, evidence, compare, the URL as state, previews, failed
+uploads and index management. Each walk writes screenshots and prints where."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from retrieval.engine import Engine
+from retrieval.pipeline.settings import IndexSettings
+from tests.indexes import CAPTIONS
+from tests.paths import EXAMPLES
+from tests.retrieval.serve.test_browser import ALL_LOADED, CHROMIUM, CHROMIUM_ARGS, serving
+
+FFMPEG = shutil.which("ffmpeg")
+pytestmark = [pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package"),
+              pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg tool (apt-get install -y ffmpeg)")]
+HITS = "#hits li.hit"
+
+
+def make_avi(source: Path, out: Path, seconds: float = 10) -> Path:
+    """``source`` re-encoded as MS-MPEG4 v3 in AVI: a real camera format no browser plays."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([FFMPEG, "-nostdin", "-v", "error", "-i", str(source), "-t", str(seconds), "-c:v", "msmpeg4v3",
+                    "-q:v", "5", "-an", str(out)], check=True)
+    return out
+
+
+def collection(base: Path) -> Path:
+    """campus_01/02 (20 s), box (15 s), cup (8 s), more/bikes_old.avi (10 s) and a broken file, in 10 s units,
+    with the example captions."""
+    videos = base / "videos"
+    videos.mkdir()
+    for name in ("campus_01.mp4", "campus_02.mp4", "box.mp4", "cup.mp4"):
+        shutil.copy(EXAMPLES / name, videos / name)
+    make_avi(EXAMPLES / "bikes.mp4", videos / "more" / "bikes_old.avi")
+    (videos / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(2000))
+    Engine(videos / ".convis").index(videos, ["efficientnet-lite0"],
+                                     IndexSettings(workers=1, segment_seconds=10.0, captions=CAPTIONS))
+    return videos
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    return collection(tmp_path_factory.mktemp("app"))
+
+
+@pytest.fixture(scope="module")
+def app_url(videos):
+    with serving(videos / ".convis") as url:
+        yield url
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright  # playwright: a test extra, needed only with chromium
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    tab = browser.new_page(viewport={"width": 1280, "height": 1000})
+    tab.set_default_timeout(30_000)
+    tab.errors = []
+    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+    return tab
+
+
+def ready(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='1']")
+
+
+def paths(page, selector: str = HITS) -> list[str]:
+    return page.eval_on_selector_all(selector, "items => items.map((li) => li.dataset.path)")
+
+
+def shoot(page, folder: Path, name: str, shots: list[Path]) -> None:
+    shots.append(folder / f"{len(shots) + 1}-{name}.png")
+    page.screenshot(path=str(shots[-1]), full_page=False)
+
+
+def test_browse_more_like_this_group_evidence_compare(app_url, page, tmp_path):
+    shots = []
+    ready(page, app_url + "/")
+    # the collection: every unit of the indexed files, with their spans
+    page.wait_for_function(ALL_LOADED, arg="#grid img")
+    units = page.eval_on_selector_all("#grid li.unit", "cards => cards.map((c) => [c.dataset.path, c.dataset.start])")
+    assert sorted(units) == sorted([["campus_01.mp4", "0"], ["campus_01.mp4", "10"], ["campus_02.mp4", "0"],
+                                    ["campus_02.mp4", "10"], ["box.mp4", "0"], ["box.mp4", "10"], ["cup.mp4", "0"],
+                                    ["more/bikes_old.avi", "0"]])
+    assert "1-8 of 8 units" in page.inner_text("#collection-meta") and "1 failed" in page.inner_text("#collection-meta")
+    shoot(page, tmp_path, "collection", shots)
+    page.select_option("#file-status", "failed")
+    page.wait_for_selector("#failed-list li")
+    assert "broken.mp4" in page.inner_text("#failed-list") and "not a" in page.inner_text("#failed-list")
+    page.select_option("#file-status", "ok")
+    page.select_option("#folder", "more")
+    page.wait_for_function("() => document.querySelectorAll('#grid li.unit').length === 1")
+    assert paths(page, "#grid li.unit") == ["more/bikes_old.avi"] and "folder=more" in page.url
+    page.select_option("#folder", "*")
+    page.wait_for_function("() => document.querySelectorAll('#grid li.unit').length === 8")
+
+    # more like this on the second unit of campus_01: the anchor is that span, the file's other unit can be a result
+    page.click("#grid li.unit[data-path='campus_01.mp4'][data-start='10'] button.more")
+    page.wait_for_selector(HITS)
+    assert "anchor=campus_01.mp4" in page.url and "start=10" in page.url and "end=20" in page.url
+    assert page.input_value("#start") == "10" and page.input_value("#end") == "20"
+    assert page.inner_text("#anchor-span") == "0:10.0-0:20.0"
+    found = page.eval_on_selector_all(HITS, "items => items.map((li) => li.querySelector('.time').textContent + ' ' "
+                                            "+ li.dataset.path)")
+    assert "0:00.0-0:10.0 campus_01.mp4" in found and "0:10.0-0:20.0 campus_01.mp4" not in found
+    assert sorted(paths(page)[:3]) == ["campus_01.mp4", "campus_02.mp4", "campus_02.mp4"]
+    assert "Bars span this query's scores" in page.inner_text("#scale-note")
+    page.wait_for_function(ALL_LOADED, arg=f"{HITS} .strip img")
+    shoot(page, tmp_path, "more-like-this", shots)
+
+    # grouped by video: one card per file, its matching spans on the file's timeline
+    page.check("#group-video")
+    page.wait_for_selector("#hits li.video-group")
+    groups = paths(page, "#hits > li.video-group")
+    assert len(groups) == len(set(groups)) == len(set(found_path.split(" ")[1] for found_path in found))
+    assert page.eval_on_selector("li.video-group[data-path='campus_02.mp4']",
+                                 "g => g.querySelectorAll('.timeline .span').length") == 2
+    assert "group=video" in page.url
+    page.click("li.video-group[data-path='campus_02.mp4'] .timeline .span >> nth=0")
+    assert page.eval_on_selector("li.video-group[data-path='campus_02.mp4'] details", "d => d.open")
+    shoot(page, tmp_path, "by-video", shots)
+    page.check("#group-flat")
+
+    # evidence: the frames the signal saw, the caption and descriptions, which signal scored the concept
+    page.click("#hit-1 details.evidence summary")
+    page.wait_for_selector("#hit-1 .evidence-body table.scored-by")
+    page.wait_for_function(ALL_LOADED, arg="#hit-1 .evidence-body img")
+    evidence = page.inner_text("#hit-1 .evidence-body")
+    assert "efficientnet-lite0" in evidence and "Caption" in evidence and "campus" in evidence.lower()
+    assert page.eval_on_selector_all("#hit-1 .evidence-body img", "imgs => imgs.length") >= 4
+    page.locator("#hit-1").screenshot(path=str(tmp_path / "evidence.png"))
+    shots.append(tmp_path / "evidence.png")
+
+    # compare: both clips, playing together
+    page.click("#hit-2 .hit-head")
+    page.wait_for_selector("#compare:not([hidden]) #compare-scores .scores")
+    assert "view=compare" in page.url
+    page.wait_for_function("() => [...document.querySelectorAll('#compare video')].every((v) => v.readyState >= 1)")
+    page.click("#play-both")
+    page.wait_for_function("() => [...document.querySelectorAll('#compare video')].every((v) => !v.paused && "
+                           "v.currentTime > 0)")
+    shoot(page, tmp_path, "compare", shots)
+    page.eval_on_selector("#clip-a video", "v => v.pause()")  # pausing one pauses the other
+    page.wait_for_function("() => [...document.querySelectorAll('#compare video')].every((v) => v.paused)")
+    print("\nscreenshots: " + " ".join(map(str, shots)))
+    assert not page.errors, page.errors
+
+
+def test_the_url_holds_the_state_reload_and_back_restore_it(app_url, page):
+    ready(page, app_url + "/?anchor=box.mp4&c=main-objects%3D0.6&c=location%3D0.4&k=5&group=video")
+    page.wait_for_selector("#hits li.video-group")
+    grouped = paths(page, "#hits > li.video-group")
+    assert page.is_checked("#group-video") and page.input_value("#k") == "5"
+    assert [page.input_value(f"#concepts .concept-row:nth-child({i}) .name") for i in (1, 2)] == \
+        ["main-objects", "location"]
+    page.reload()
+    page.wait_for_selector("#hits li.video-group")
+    assert paths(page, "#hits > li.video-group") == grouped  # reload: the same results, the same grouping
+    page.check("#group-flat")
+    page.wait_for_selector("#hits > li.hit")
+    flat = paths(page)
+    page.click("#hit-1 .hit-head")
+    page.wait_for_selector("#compare:not([hidden])")
+    page.go_back()
+    page.wait_for_selector("#results:not([hidden]) #hits > li.hit")
+    assert paths(page) == flat and page.is_hidden("#compare") and page.is_checked("#group-flat")
+    assert not page.errors, page.errors
+
+
+def test_an_avi_result_plays_its_h264_preview(app_url, videos, page, tmp_path):
+    ready(page, app_url + "/?anchor=cup.mp4&c=location%3D1&k=10")
+    page.wait_for_selector(f"{HITS}[data-path='more/bikes_old.avi'] video")
+    video = f"{HITS}[data-path='more/bikes_old.avi'] video"
+    assert page.get_attribute(video, "src").startswith("/previews/more/bikes_old.avi#t=")
+    page.wait_for_function(f"() => document.querySelector(\"{video}\").readyState >= 1", timeout=120_000)
+    assert page.eval_on_selector(video, "v => v.videoWidth") > 0
+    assert page.eval_on_selector(video, "v => v.duration") == pytest.approx(10, abs=0.5)
+    assert len(list((videos / ".convis" / "previews").glob("*.mp4"))) == 1  # made once, kept in the index
+    page.locator(f"{HITS}[data-path='more/bikes_old.avi']").first.screenshot(path=str(tmp_path / "avi.png"))
+    print(f"\nscreenshot: {tmp_path / 'avi.png'}")
+    assert not page.errors, page.errors
+
+
+def test_a_failed_upload_clears_the_results_and_says_one_readable_line(app_url, page, tmp_path):
+    ready(page, app_url + "/?anchor=cup.mp4&c=location%3D1&k=3")
+    page.wait_for_selector(HITS)
+    assert page.inner_text("#anchor-name") == "cup.mp4"
+    bad = tmp_path / "holiday.mp4"
+    bad.write_bytes(b"this is not a video" * 100)
+    page.set_input_files("#upload", str(bad))
+    page.wait_for_selector("#status.error")
+    line = page.inner_text("#status")
+    assert line.startswith("upload failed: holiday.mp4 is not a video this server can decode")
+    assert "\n" not in line and str(tmp_path) not in line and "/tmp" not in line and ".part" not in line
+    assert page.is_hidden("#results") and page.inner_text("#anchor-name") == ""
+    assert page.eval_on_selector_all(HITS, "items => items.length") == 0
+    assert not page.errors, page.errors
+
+
+def test_writes_are_refused_without_allow_writes(app_url, page):
+    ready(page, app_url + "/?view=collection")
+    assert "convis serve --allow-writes" in page.inner_text("#manage-note")
+    assert all(page.is_disabled(sel) for sel in ("#add-files", "#reindex", "#retry-failed"))
+    assert page.eval_on_selector_all("button.remove-file", "b => b.length") == 0
+    answers = page.evaluate("""async () => Promise.all([
+        fetch('/index/runs', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'}),
+        fetch('/files/cup.mp4', {method: 'DELETE'})].map(async (r) => { const a = await r;
+        return [a.status, (await a.json()).error]; }))""")
+    assert [status for status, _ in answers] == [403, 403]
+    assert all("convis serve --allow-writes" in error for _, error in answers)
+
+
+@pytest.mark.slow
+def test_clips_are_added_and_removed_from_the_app(tmp_path, browser):
+    videos = collection(tmp_path)
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_default_timeout(30_000)
+    with serving(videos / ".convis", allow_writes=True) as url:
+        ready(page, url + "/?view=collection")
+        assert not page.is_disabled("#add-files")
+        page.fill("#add-folder", "new")
+        page.set_input_files("#add-files", str(EXAMPLES / "bigbuckbunny.mp4"))
+        page.wait_for_selector("#job:not([hidden])")
+        page.wait_for_function("() => /^done: /.test(document.querySelector('#job-text').textContent)",
+                               timeout=600_000)
+        assert page.inner_text("#job-text").startswith("done: 1 indexed, ")  # and the folder's broken file
+        page.wait_for_selector("#grid li.unit[data-path='new/bigbuckbunny.mp4']")
+        assert (videos / "new" / "bigbuckbunny.mp4").is_file()
+        assert re.search(r"6 files", page.inner_text("#root"))
+        page.screenshot(path=str(tmp_path / "added.png"))
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.click("#grid li.unit[data-path='new/bigbuckbunny.mp4'] button.remove-file")
+        page.wait_for_function("() => !document.querySelector(\"#grid li.unit[data-path='new/bigbuckbunny.mp4']\")")
+        assert (videos / "new" / "bigbuckbunny.mp4").is_file()  # out of the index, still on disk
+        assert "removed new/bigbuckbunny.mp4" in page.inner_text("#status")
+        print(f"\nscreenshot: {tmp_path / 'added.png'}")

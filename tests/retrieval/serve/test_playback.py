@@ -1,0 +1,61 @@
+"""Which URL plays each clip: the file, its H.264 preview (made once, kept in the index), or none with the reason."""
+
+import shutil
+
+import av
+import pytest
+from fastapi.testclient import TestClient
+
+from retrieval.engine import Engine
+from retrieval.media import preview
+from retrieval.pipeline.settings import IndexSettings
+from retrieval.serve.server import create_app
+from tests.paths import EXAMPLES
+from tests.retrieval.serve.test_app import make_avi
+
+LOCAL = "http://localhost"
+pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg tool")
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    videos = tmp_path_factory.mktemp("playback") / "videos"
+    videos.mkdir()
+    shutil.copy(EXAMPLES / "cup.mp4", videos / "cup.mp4")
+    make_avi(EXAMPLES / "cup.mp4", videos / "old" / "cup.avi", seconds=3)
+    Engine(videos / ".convis").index(videos, ["efficientnet-lite0"], IndexSettings(workers=1))
+    return videos
+
+
+def playing(client) -> dict[str, dict]:
+    items = client.get("/collection").json()["items"]
+    return {item["path"]: {"media": item["media"], **item["playback"]} for item in items}
+
+
+def test_a_file_browsers_cannot_play_gets_a_preview_made_once(videos):
+    with TestClient(create_app(videos / ".convis"), base_url=LOCAL) as client:
+        found = playing(client)
+        assert found["cup.mp4"] == {"media": "/media/cup.mp4", "kind": "original", "reason": None}
+        assert found["old/cup.avi"]["media"] == "/previews/old/cup.avi" and found["old/cup.avi"]["kind"] == "preview"
+        assert "msmpeg4v3" in found["old/cup.avi"]["reason"]
+        first = client.get("/previews/old/cup.avi")
+        assert first.status_code == 200 and first.headers["content-type"] == "video/mp4"
+        made = list((videos / ".convis" / "previews").glob("*.mp4"))
+        assert len(made) == 1
+        with av.open(str(made[0])) as container:
+            assert container.streams.video[0].codec_context.name == "h264"
+        stamp = made[0].stat().st_mtime_ns
+        assert client.get("/previews/old/cup.avi").content == first.content
+        assert made[0].stat().st_mtime_ns == stamp  # kept, not made again
+        assert client.get("/previews/cup.mp4").content == (videos / "cup.mp4").read_bytes()  # plays as it is
+
+
+def test_without_ffmpeg_the_app_is_told_it_cannot_play(videos, monkeypatch):
+    shutil.rmtree(videos / ".convis" / "previews", ignore_errors=True)
+    monkeypatch.setattr(preview.shutil, "which", lambda _name: None)
+    with TestClient(create_app(videos / ".convis"), base_url=LOCAL) as client:
+        avi = playing(client)["old/cup.avi"]
+        assert avi["media"] is None and avi["kind"] == "none"
+        assert "browsers cannot play it" in avi["reason"] and "ffmpeg is not installed" in avi["reason"]
+        refused = client.get("/previews/old/cup.avi")
+        assert refused.status_code == 503 and "ffmpeg" in refused.json()["error"]

@@ -1,0 +1,68 @@
+"""`convis remove`: files leave the index, not the disk; later runs skip them until `--undo`."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.indexes import copied_index
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def videos(three_clips_indexed, tmp_path):
+    return copied_index(three_clips_indexed, tmp_path / "videos")
+
+
+def listed(videos) -> set[str]:
+    result = invoke("ls", videos, "--json")
+    assert result.exit_code == 0, result.output
+    return {f["path"] for f in json.loads(result.stdout)["files"]}
+
+
+def index_json(videos) -> dict:
+    result = invoke("index", videos, "--workers", 1, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_removed_files_stay_on_disk_and_out_of_later_runs(videos):
+    result = invoke("remove", videos / "cup.mp4", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"removed": ["cup.mp4"]}
+    assert (videos / "cup.mp4").is_file()
+    assert listed(videos) == {"campus_01.mp4", "campus_02.mp4"}
+    report = index_json(videos)
+    assert report["excluded"] == 1 and report["indexed"] == 0 and report["failed"] == []
+    assert listed(videos) == {"campus_01.mp4", "campus_02.mp4"}
+
+
+def test_the_summary_says_how_to_index_removed_files_again(videos):
+    assert invoke("remove", "cup.mp4", "--index-dir", videos).exit_code == 0
+    result = invoke("index", videos, "--workers", 1)
+    assert result.exit_code == 0, result.output
+    assert "1 file excluded (convis remove --undo FILE to index them again)" in " ".join(result.stdout.split())
+
+
+def test_undo_lets_the_next_run_index_the_file_again(videos):
+    assert invoke("remove", videos / "cup.mp4").exit_code == 0
+    result = invoke("remove", "--undo", videos / "cup.mp4", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"restored": ["cup.mp4"]}
+    report = index_json(videos)
+    assert report["excluded"] == 0 and report["indexed"] == 1
+    assert "cup.mp4" in listed(videos)
+
+
+def test_a_path_the_index_does_not_list_is_a_usage_error_naming_it(videos):
+    result = invoke("remove", "nope.mp4", "--index-dir", videos)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nope.mp4" in lines[0] and "Traceback" not in result.output
+    assert "campus_01.mp4" in listed(videos)
