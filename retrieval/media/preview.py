@@ -167,7 +167,7 @@ def _ffmpeg() -> str:
 
 def _scale(short_side: int) -> str:
     """The short side at most ``short_side``, never upscaled; both sides even, as yuv420p H.264 needs."""
-    side = f"trunc(min({{}},{short_side})/2)*2"
+    side = f"max(2,trunc(min({{}},{short_side})/2)*2)"  # 0 would mean "keep the input's size" to ffmpeg
     return (f"scale=w='if(lte(iw,ih),{side.format('iw')},-2)'"
             f":h='if(lte(iw,ih),-2,{side.format('ih')})'")
 

@@ -54,6 +54,9 @@ class Spread:
         signed = values if descending else -values  # standing out is always upward below
         reference = lower_group(signed)
         median, scale = _centre(reference if reference is not None else signed)
+        if reference is not None and scale == 0.0:  # a lower group of ties tells no scale: the whole pool does
+            reference = None
+            median, scale = _centre(signed)
         return cls(int(values.size), median if descending else -median, scale, float(values.min()),
                    float(values.max()), descending, reference is not None)
 

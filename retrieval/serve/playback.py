@@ -16,6 +16,7 @@ from retrieval.media.preview import Playback, Previews, ffmpeg_missing, playback
 from retrieval.media.scan import content_hash
 
 PREVIEWS_DIRNAME = "previews"
+ENCODES_AT_ONCE = 2  # ffmpeg runs a server starts together: each takes cores; the strips and thumbnails go on
 
 
 def media_url(ref: str) -> str:
@@ -35,6 +36,7 @@ class PlaybackLinks:
         self._seen: dict[tuple, Playback] = {}
         self._hashes: dict[tuple, str] = {}
         self._lock = threading.Lock()
+        self._encoding = threading.BoundedSemaphore(ENCODES_AT_ONCE)
 
     def of(self, ref: str, path: Path) -> dict:
         """``{"media": url or None, "playback": {"kind": original|preview|none, "reason"}}`` for the app."""
@@ -42,7 +44,7 @@ class PlaybackLinks:
         if found.playable:
             return {"media": media_url(ref), "playback": {"kind": "original", "reason": None}}
         missing = ffmpeg_missing()
-        if missing and self._cached(path) is None:
+        if missing:  # not even a cached preview is looked for: that would read the whole file for its hash
             return {"media": None, "playback": {"kind": "none", "reason": f"{found.reason}; {missing}"}}
         return {"media": preview_url(ref), "playback": {"kind": "preview", "reason": found.reason}}
 
@@ -54,10 +56,8 @@ class PlaybackLinks:
         be; PreviewError when it cannot be)."""
         if self.judge(path).playable:
             return path
-        return self.previews.ensure(path, self._hash(path))
-
-    def _cached(self, path: Path) -> Path | None:
-        return self.previews.cached(path, self._hash(path))
+        with self._encoding:  # a page of AVI results asks for all of them at once; the rest wait their turn
+            return self.previews.ensure(path, self._hash(path))
 
     def _hash(self, path: Path) -> str:
         return self._remembered(self._hashes, path, content_hash)

@@ -58,7 +58,7 @@ from retrieval.serve.evidence import evidence_routes
 from retrieval.serve.gallery import THUMB_SHORT_SIDE, Thumb, strip, write_query_html
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
-from retrieval.serve.uploads import UploadStore
+from retrieval.serve.uploads import UPLOADS, UploadStore
 from retrieval.serve.writes import write_routes
 from retrieval.store.errors import CatalogBusy
 
@@ -175,8 +175,13 @@ class ServerState:
         return without_paths(message, named)
 
     def playing(self, ref: str) -> dict:
-        """``media`` (a URL the browser plays, or None) and ``playback`` (how, or why not) for a ref."""
-        return self.links.of(ref, self.resolve(ref))
+        """``media`` (a URL the browser plays, or None) and ``playback`` (how, or why not) for a ref; a file gone
+        since it was indexed is one item that cannot play, not a failed answer."""
+        try:
+            return self.links.of(ref, self.resolve(ref))
+        except (ApiError, OSError) as exc:
+            reason = str(exc) if isinstance(exc, ApiError) else "the file cannot be read"
+            return {"media": None, "playback": {"kind": "none", "reason": self.public(reason)}}
 
     def reranker_for(self, wanted: bool) -> str | None:
         if not wanted:
@@ -383,8 +388,9 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
               "H.264 clip of each result embedded)",
               responses={200: {"content": {"text/html": {}}}, **responses(400, 403, 404, 422, 503)})
     def export_gallery(body: QueryIn):
-        return HTMLResponse(gallery_page(state, body), headers={
-            "Content-Disposition": f'attachment; filename="convis-{Path(body.anchor).stem[:60] or "results"}.html"'})
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(body.anchor).stem)[:60] or "results"  # a header is ASCII
+        return HTMLResponse(gallery_page(state, body),
+                            headers={"Content-Disposition": f'attachment; filename="convis-{name}.html"'})
 
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
@@ -512,7 +518,9 @@ def gallery_page(state: ServerState, body: QueryIn) -> str:
     with tempfile.TemporaryDirectory(prefix="convis-gallery-") as folder:
         page = write_query_html(result, state.root, Path(folder) / "gallery.html", start=body.start, end=body.end,
                                 previews=state.links.previews, embed_videos=True)
-        return state.public(page.read_text(encoding="utf-8"))  # an uploaded anchor by its ref, not its folder
+        # an uploaded anchor by its ref, not its folder; only these literal folders are replaced: the page is
+        # mostly base64, which the general path scrubbing of error messages would cut apart
+        return page.read_text(encoding="utf-8").replace(str(state.uploads.folder), UPLOADS)
 
 
 def linked(state: ServerState, hits: list[dict], files) -> None:

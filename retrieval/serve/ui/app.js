@@ -6,8 +6,10 @@ const $$ = (sel) => [...document.querySelectorAll(sel)];
 const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
 const PAGE = 60;  // units on a collection page
 const RANK_OF = {strong: 2, likely: 1, weak: 0};
+const SYNC_SLACK_S = 0.25;  // players this close are in sync: closer seeks would chase each other
 let health = {};
-let current = null;  // the results on screen: {state, result}
+let current = null;  // the results on screen: {state, result, rendered (the grouping they are drawn in)}
+let latest = 0;  // the newest navigation: an answer to an older one arrives late and is dropped
 
 // -- small helpers ------------------------------------------------------------------------------
 function el(tag, attrs = {}, ...children) {
@@ -105,13 +107,15 @@ function navigate(state, replace = false) {
 }
 
 async function apply(state) {
+  const mine = ++latest;
   fillForm(state);
-  if (state.view === "collection") return loadCollection(state);
+  if (state.view === "collection") return loadCollection(state, mine);
   const same = current && sameQuery(current.state, state);
-  if (!same && !(await runQuery(state))) return;
+  if (!same && !(await runQuery(state, mine))) return;
   current.state = state;
-  if (state.view === "compare") return compare(state);
-  renderResults();
+  if (state.view === "compare") return compare(state, mine);
+  if (same && current.rendered === state.group && !$("#results").hidden) filterCards();  // the same cards
+  else renderResults();
 }
 
 const queryKey = (s) => JSON.stringify([s.anchor, s.start, s.end, s.concepts, s.change, s.k, s.free, s.most,
@@ -173,12 +177,14 @@ function formState(extra = {}) {
 function searchClip(event) {
   event.preventDefault();
   if (!$("#anchor").value) { status("pick or upload an anchor first", true); return; }
+  current = null;  // asked again, even unchanged: files may have been added or removed since
   navigate(formState());
 }
 
 function searchWords() {
   const text = $("#text").value.trim();
   if (!text) { status("type what to look for first", true); return; }
+  current = null;
   navigate({...formState(), text, anchor: "", concepts: []});
 }
 
@@ -227,15 +233,17 @@ function requestOf(state) {
   return body;
 }
 
-async function runQuery(state) {
+async function runQuery(state, mine) {
   status("searching…");
   try {
     const result = state.text ? await api(`/search?${new URLSearchParams({text: state.text, k: state.k})}`)
                               : await send("POST", "/query", requestOf(state));
-    current = {state, result};
+    if (mine !== latest) return false;
+    current = {state, result, rendered: null};
     status("");
     return true;
   } catch (error) {
+    if (mine !== latest) return false;
     clearResults();
     status(error.message, true);
     return false;
@@ -413,18 +421,29 @@ function renderResults() {
   $("#anchor-span").textContent = state.start !== null || state.end !== null ? fmtSpan(state.start || 0, state.end) : "";
   if (result.anchor_strip) fillStrip($("#anchor-strip"), result.anchor_strip, anchorLabel(state));
   else $("#anchor-strip").replaceChildren();
-  const shown = visible(result.hits, state);
-  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
-    .map(([c, m]) => `${c}: ${shortName(m)}`).join(", ")})`;
-  const hidden = result.hits.length - shown.length;
-  $("#results-meta").textContent = `${shown.length} results${hidden ? ` (${hidden} hidden by the filters)` : ""} · ` +
-    `scored by ${scoredBy}${state.text ? "" : " · click one to compare"}`;
   $("#scale-note").textContent = result.spread ? `Bars span this query's scores (${result.spread.low.toFixed(3)}-` +
     `${result.spread.high.toFixed(3)} over ${result.spread.n} candidates), not 0-1. Labels: ${result.spread.rule}.` : "";
   $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
-  setThreshold(result, state);
-  $("#hits").replaceChildren(...(state.group === "video" ? byVideo(shown, result) : shown.map((h) => hitCard(h, result))));
+  $("#hits").replaceChildren(...(state.group === "video" ? byVideo(result.hits, result)
+                                                          : result.hits.map((h) => hitCard(h, result))));
+  current.rendered = state.group;
   $("#export-html").disabled = !!state.text;
+  filterCards();
+}
+
+// the threshold and the confidence filter hide cards (and a video's card when none of its hits is left); the
+// cards stay as they are: open evidence, playing videos and loaded strips are kept
+function filterCards() {
+  const {state, result} = current;
+  const keep = new Set(visible(result.hits, state).map((h) => h.rank));
+  for (const card of $$("#hits li.hit")) card.hidden = !keep.has(Number(card.dataset.rank));
+  for (const group of $$("#hits li.video-group")) group.hidden = !group.querySelector("li.hit:not([hidden])");
+  setThreshold(result, state);
+  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
+    .map(([c, m]) => `${c}: ${shortName(m)}`).join(", ")})`;
+  const hidden = result.hits.length - keep.size;
+  $("#results-meta").textContent = `${keep.size} results${hidden ? ` (${hidden} hidden by the filters)` : ""} · ` +
+    `scored by ${scoredBy}${state.text ? "" : " · click one to compare"}`;
 }
 
 function setThreshold(result, state) {
@@ -480,7 +499,11 @@ function exportRows() {
   return rows;
 }
 
-const csvCell = (v) => /[",\n\r]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v);
+function csvCell(value) {
+  // a text starting with = + - @ is a formula to a spreadsheet: kept as text (OWASP's CSV injection advice)
+  const text = typeof value === "string" && /^[=+\-@\t\r]/.test(value) ? `'${value}` : String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
 
 function exportName(ext) {
   const base = current.state.text ? "words" : current.state.anchor.split("/").pop().replace(/\.[^.]*$/, "");
@@ -503,16 +526,22 @@ function openCompare(hit) {
   navigate({...current.state, view: "compare", b: hit.path, bstart: hit.start});
 }
 
-async function compare(state) {
+async function compare(state, mine) {
   status(`comparing with ${state.b}…`);
   try {
     const body = {a: state.anchor, b: state.b, b_start: state.bstart, concepts: state.concepts, rerank: state.rerank,
                   free_text: state.free};
     if (state.start !== null) body.a_start = state.start;
     if (state.end !== null) body.a_end = state.end;
-    showCompare(await send("POST", "/compare", body), state);
+    const data = await send("POST", "/compare", body);
+    if (mine !== latest) return;
+    showCompare(data, state);
     status("");
-  } catch (error) { status(error.message, true); }
+  } catch (error) {
+    if (mine !== latest) return;
+    renderResults();  // the results it came from, rather than an empty page
+    status(`cannot compare: ${error.message}`, true);
+  }
 }
 
 function clipColumn(box, title, name, stripUrl, media, playback, start, end) {
@@ -548,28 +577,25 @@ function syncPlayers(startA, startB) {
   $("#play-both").disabled = !(a && b);
   if (!(a && b)) return;
   const pairs = [[a, b, startA, startB], [b, a, startB, startA]];
-  let echo = false;  // a change made here is not mirrored back
+  // each mirror acts only when the other player differs, so the events it causes come back as no-ops
   for (const [from, to, fromStart, toStart] of pairs) {
-    const mirror = (action) => () => {
-      if (echo || !$("#sync").checked) return;
-      echo = true;
-      action(from, to, fromStart, toStart);
-      setTimeout(() => { echo = false; }, 0);
-    };
-    from.addEventListener("play", mirror((_f, t) => t.play().catch(() => {})));
-    from.addEventListener("pause", mirror((_f, t) => t.pause()));
-    from.addEventListener("seeked", mirror((f, t, fs, ts) => { t.currentTime = ts + (f.currentTime - fs); }));
+    const synced = () => $("#sync").checked;
+    from.addEventListener("play", () => { if (synced() && to.paused) to.play().catch(() => {}); });
+    from.addEventListener("pause", () => { if (synced() && !to.paused) to.pause(); });
+    from.addEventListener("seeked", () => {
+      const target = toStart + (from.currentTime - fromStart);
+      if (synced() && Math.abs(to.currentTime - target) > SYNC_SLACK_S) to.currentTime = target;
+    });
   }
   $("#play-both").onclick = () => {
-    echo = true;
     a.currentTime = startA;
     b.currentTime = startB;
-    Promise.all([a.play(), b.play()]).catch(() => {}).finally(() => { echo = false; });
+    Promise.all([a.play(), b.play()]).catch(() => {});
   };
 }
 
 // -- the collection -------------------------------------------------------------------------------
-async function loadCollection(state) {
+async function loadCollection(state, mine = latest) {
   show("collection");
   const params = new URLSearchParams({status: state.status, offset: (state.page - 1) * PAGE, limit: PAGE});
   if (state.folder !== null && state.folder !== "*") params.set("folder", state.folder);
@@ -577,6 +603,7 @@ async function loadCollection(state) {
   status("loading the collection…");
   try {
     const data = await api(`/collection?${params}`);
+    if (mine !== latest) return;
     renderCollection(data, state);
     status("");
   } catch (error) { status(error.message, true); }
@@ -603,7 +630,7 @@ function renderCollection(data, state) {
     $("#failed-list").replaceChildren();
     $("#grid").replaceChildren(...data.items.map(unitCard));
   }
-  for (const n of data.notices || []) $("#grid").before(el("p", {class: "note"}, `note: ${n}`));
+  $("#collection-notes").replaceChildren(...(data.notices || []).map((n) => el("p", {class: "note"}, `note: ${n}`)));
 }
 
 function unitCard(unit) {
@@ -657,6 +684,7 @@ async function removeFile(path) {
   if (!confirm(`Remove ${path} from the index? The file itself stays where it is.`)) return;
   try {
     await api(`/files/${encodePath(path)}`, {method: "DELETE"});
+    current = null;
     await refreshHealth();
     await loadAnchors();
     await loadCollection(stateFrom(location.search));
@@ -684,6 +712,7 @@ async function watchJob() {
   const failed = report.failed || [];
   jobText(job.state === "done" ? `done: ${report.indexed ?? job.done ?? 0} indexed, ${failed.length} failed` +
           failed.map((f) => ` · ${f.path}: ${f.error}`).join("") : "", 1, 1);
+  current = null;  // what the index holds changed: results are asked again
   await refreshHealth();
   await loadAnchors();
   if (stateFrom(location.search).view === "collection") loadCollection(stateFrom(location.search));

@@ -90,3 +90,11 @@ def test_unreadable_scores_are_left_out_and_ranges_are_per_concept():
     scores = [{"location": 0.9, "main-action": None}, {"location": 0.6, "main-action": 0.2}]
     assert concept_ranges(scores, ["location", "main-action", "main-objects"]) == {
         "location": [0.6, 0.9], "main-action": [0.2, 0.2]}
+
+
+def test_a_lower_group_of_ties_gives_way_to_the_whole_pool():
+    pool = [0.25] * 15 + [1.0] * 5  # two groups, the lower one all ties: it tells no scale
+    spread = Spread.of(pool)
+    assert not spread.grouped and spread.label(1.0) == "likely"  # z 3.19: labelled, where it had none
+    mean_ad = np.mean(np.abs(np.array(pool) - 0.25))
+    assert spread.z(1.0) == pytest.approx(0.75 / (1.2533 * mean_ad))

@@ -2,11 +2,15 @@
 broken file: browse, more like this, group by video, evidence, compare, the URL as state, previews, failed
 uploads and index management. Each walk writes screenshots and prints where."""
 
+import base64
+import io
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import av
 import pytest
 
 from retrieval.engine import Engine
@@ -250,3 +254,59 @@ def test_clips_are_added_and_removed_from_the_app(tmp_path, browser):
         assert (videos / "new" / "bigbuckbunny.mp4").is_file()  # out of the index, still on disk
         assert "removed new/bigbuckbunny.mp4" in page.inner_text("#status")
         print(f"\nscreenshot: {tmp_path / 'added.png'}")
+
+
+def test_results_export_as_csv_json_and_a_gallery_that_embeds_its_clips(app_url, page):
+    ready(page, app_url + "/?anchor=cup.mp4&c=location%3D1&k=3")
+    page.wait_for_selector(HITS)
+    shown = paths(page)
+    with page.expect_download() as csv_file:
+        page.click("#export-csv")
+    rows = [line.split(",") for line in Path(csv_file.value.path()).read_text().splitlines()]
+    assert rows[0][:7] == ["rank", "path", "start", "end", "total", "confidence", "z"] and rows[0][7] == "location"
+    assert [row[1] for row in rows[1:]] == shown and csv_file.value.suggested_filename == "convis-cup.csv"
+    with page.expect_download() as json_file:
+        page.click("#export-json")
+    exported = json.loads(Path(json_file.value.path()).read_text())
+    assert [hit["path"] for hit in exported["hits"]] == shown and exported["anchor"] == "cup.mp4"
+    with page.expect_download(timeout=300_000) as html_file:
+        page.click("#export-html")
+    gallery = Path(html_file.value.path()).read_text()
+    assert gallery.count('src="data:video/mp4;base64,') == len(shown) and "Videos are embedded" in gallery
+    clip = base64.b64decode(re.search(r'src="data:video/mp4;base64,([^"#]+)', gallery)[1], validate=True)
+    with av.open(io.BytesIO(clip)) as container:  # embedded whole: the bytes decode
+        assert container.streams.video[0].codec_context.name == "h264" and next(container.decode(video=0))
+    assert "file://" not in gallery and "http" not in gallery  # plays wherever it is opened, reaches nothing
+    assert not page.errors, page.errors
+
+
+def test_the_keyboard_reaches_compare_and_a_phone_needs_no_sideways_scrolling(app_url, page):
+    ready(page, app_url + "/?anchor=cup.mp4&c=location%3D1&k=3")
+    page.wait_for_selector(HITS)
+    page.focus("#hit-1 .hit-head")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#compare:not([hidden]) #compare-scores .scores")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.go_back()
+    page.wait_for_selector("#results:not([hidden])")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    ready(page, app_url + "/?view=collection")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    assert not page.errors, page.errors
+
+
+def test_filters_hide_results_without_redrawing_them(app_url, page):
+    ready(page, app_url + "/?anchor=campus_01.mp4&start=10&end=20&c=location%3D1&k=8")
+    page.wait_for_selector(HITS)
+    page.click("#hit-1 details.evidence summary")
+    page.wait_for_selector("#hit-1 .evidence-body table.scored-by")
+    labels = page.eval_on_selector_all(HITS, "items => items.map((li) => li.dataset.confidence)")
+    page.select_option("#confidence-filter", "strong")
+    page.wait_for_function("() => location.search.includes('show=strong')")
+    shown = page.eval_on_selector_all(HITS, "items => items.filter((li) => !li.hidden)"
+                                            ".map((li) => li.dataset.confidence)")
+    assert shown == [label for label in labels if label == "strong"] and "show=strong" in page.url
+    assert page.eval_on_selector("#hit-1 details.evidence", "d => d.open")  # the same card, still open
+    page.select_option("#confidence-filter", "all")
+    assert page.eval_on_selector_all(HITS, "items => items.filter((li) => li.hidden).length") == 0
+    assert not page.errors, page.errors

@@ -10,6 +10,7 @@ from retrieval.engine import Engine
 from retrieval.media import preview
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app
+from tests.indexes import copied_index
 from tests.paths import EXAMPLES
 from tests.retrieval.serve.test_app import make_avi
 
@@ -59,3 +60,21 @@ def test_without_ffmpeg_the_app_is_told_it_cannot_play(videos, monkeypatch):
         assert "browsers cannot play it" in avi["reason"] and "ffmpeg is not installed" in avi["reason"]
         refused = client.get("/previews/old/cup.avi")
         assert refused.status_code == 503 and "ffmpeg" in refused.json()["error"]
+
+
+def test_a_file_gone_since_indexing_is_one_item_that_cannot_play(videos, tmp_path):
+    copy = copied_index(videos, tmp_path / "videos")
+    (copy / "old" / "cup.avi").unlink()
+    with TestClient(create_app(copy / ".convis"), base_url=LOCAL) as client:
+        found = playing(client)  # the page still comes
+        assert found["cup.mp4"]["kind"] == "original"
+        assert found["old/cup.avi"] == {"media": None, "kind": "none", "reason": "no such file: old/cup.avi"}
+
+
+def test_the_gallery_download_is_named_in_ascii_whatever_the_anchor(videos, tmp_path):
+    copy = copied_index(videos, tmp_path / "videos")
+    shutil.copy(EXAMPLES / "cup.mp4", copy / "東京 \"clip\".mp4")
+    with TestClient(create_app(copy / ".convis"), base_url=LOCAL) as client:
+        page = client.post("/export/gallery", json={"anchor": '東京 "clip".mp4', "concepts": ["location"], "k": 1})
+        assert page.status_code == 200
+        assert page.headers["content-disposition"] == 'attachment; filename="convis-_clip_.html"'
