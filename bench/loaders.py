@@ -21,6 +21,15 @@ class BenchDataError(ValueError):
     """A benchmark file is missing, unreadable or not in the expected format."""
 
 
+def check_unique(keys, what: str) -> None:
+    """BenchDataError naming the first key of ``keys`` seen twice (``what``: "dataset X: sample_key")."""
+    seen: set[str] = set()
+    for key in keys:
+        if key in seen:
+            raise BenchDataError(f"{what} {key!r} appears more than once")
+        seen.add(key)
+
+
 # ---------------------------------------------------------------- names
 
 

@@ -27,7 +27,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from bench.loaders import BenchDataError, read_json
+from bench.loaders import BenchDataError, check_unique, read_json
 
 KS = (5, 10, 25, 50)
 COLUMNS = ("query_id", "query_video", "target_video", "target_videos_ids", "modification")
@@ -71,11 +71,7 @@ def read_annotations(path: str | Path) -> list[CovrQuery]:
         raise BenchDataError(f"cannot read annotations {path}: {e}") from None
     if not queries:
         raise BenchDataError(f"annotations {path} hold no queries")
-    seen: set[str] = set()
-    for q in queries:
-        if q.query_id in seen:
-            raise BenchDataError(f"annotations {path}: query_id {q.query_id!r} appears more than once")
-        seen.add(q.query_id)
+    check_unique((q.query_id for q in queries), f"annotations {path}: query_id")
     return queries
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from bench.loaders import BenchDataError, read_json
+from bench.loaders import BenchDataError, check_unique, read_json
 
 # frames per second VidDiff's LMM baselines sample each domain at (lmms/configs/config.yaml, lmm.fps_inference)
 DOMAIN_FPS = {"fitness": 4, "ballsports": 5, "diving": 6, "music": 1, "surgery": 1}
@@ -66,11 +66,7 @@ def read_dataset(folder: Path) -> list[VidDiffSample]:
     if not rows:
         raise BenchDataError(f"dataset {path} holds no rows")
     samples = [_sample(row, i, path) for i, row in enumerate(rows)]
-    seen: set[str] = set()
-    for s in samples:
-        if s.sample_key in seen:
-            raise BenchDataError(f"dataset {path}: sample_key {s.sample_key!r} appears more than once")
-        seen.add(s.sample_key)
+    check_unique((s.sample_key for s in samples), f"dataset {path}: sample_key")
     return samples
 
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import torch
 
+FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
+# what each family's chat template puts where a video goes
+PLACEHOLDER = {"qwen2_vl": "<|vision_start|><|video_pad|><|vision_end|>",
+               "qwen2_5_vl": "<|vision_start|><|video_pad|><|vision_end|>",
+               "llava": "<video>\n", "internvl": "<video>\n"}
+
 
 class ProcessorSpy:
     """Stands in for a processor, recording each call's keyword arguments and outputs."""

@@ -24,12 +24,8 @@ from rerankers.diff_prompt import (
 )
 from rerankers.factory import create_reranker
 from rerankers.hf import letter_token_ids
-from tests.rerankers.spies import KnownHead, ProcessorSpy
+from tests.rerankers.spies import FAMILIES, PLACEHOLDER, KnownHead, ProcessorSpy
 
-FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
-PLACEHOLDER = {"qwen2_vl": "<|vision_start|><|video_pad|><|vision_end|>",
-               "qwen2_5_vl": "<|vision_start|><|video_pad|><|vision_end|>",
-               "llava": "<video>\n", "internvl": "<video>\n"}
 FRAMES_A_VIDEO = {"qwen2_vl": 8, "qwen2_5_vl": 8, "llava": 16, "internvl": 16}
 
 # VidDiff's lmms/lmm_prompts.py (jmhb0/viddiff), copied here so the test does not read the module it checks

@@ -30,12 +30,10 @@ from rerankers.frames import concat_pair
 from rerankers.hf import answer_token_ids, revision_of
 from rerankers.prompt import PROMPT_VERSION, build_chat, parse_score, system_prompt
 from rerankers.qwen import reference_target_size, snap_to_grid
-from tests.rerankers.spies import ProcessorSpy
+from tests.rerankers.spies import FAMILIES, ProcessorSpy
 
 # --------------------------------------------------------------------------- fixtures
 
-
-FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
 
 
 def frames(n: int, height: int = 48, width: int = 64, seed: int = 0) -> np.ndarray:

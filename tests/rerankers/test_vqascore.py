@@ -25,12 +25,8 @@ from rerankers.vqa_prompt import (
     pair_questions,
     pair_score,
 )
-from tests.rerankers.spies import KnownHead, ProcessorSpy
+from tests.rerankers.spies import FAMILIES, PLACEHOLDER, KnownHead, ProcessorSpy
 
-FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
-PLACEHOLDER = {"qwen2_vl": "<|vision_start|><|video_pad|><|vision_end|>",
-               "qwen2_5_vl": "<|vision_start|><|video_pad|><|vision_end|>",
-               "llava": "<video>\n", "internvl": "<video>\n"}
 SYSTEM = {"qwen2_vl": "You are a helpful assistant.", "qwen2_5_vl": "You are a helpful assistant.",
           "llava": "You are a helpful assistant.", "internvl": "你是书生·万象"}
 QUESTIONS = list(pair_questions("a dog runs across a wide green field", "a cat sits")) + [
