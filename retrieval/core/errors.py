@@ -1,6 +1,20 @@
-"""Failures as the one line a user reads: CLI errors, skipped-file reasons, notices."""
+"""Failures as the one line a user reads: the one exception base, CLI errors, skipped-file reasons, notices."""
 
 from __future__ import annotations
+
+
+class ConvisError(Exception):
+    """Every exception convis raises derives from this one class, which says what the failure means to each face:
+    ``exit_code`` for the CLI (2: the input or the index needs the user's fix; 1: the system or a model failed)
+    and ``http_status`` for the server (4xx: the request; 5xx: the server's side). Subclasses set both; the CLI
+    and the server each turn any ConvisError into one line through one handler, so no face keeps a list."""
+
+    exit_code: int = 2
+    http_status: int = 400
+
+    def public(self) -> str:
+        """The one line a face shows (a subclass may word it for its reader)."""
+        return one_line(self, None)
 
 
 def one_line(exc: BaseException, limit: int | None = 200) -> str:
