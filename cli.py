@@ -38,7 +38,7 @@ from retrieval.core.defaults import (
     WORKER_MEMORY_MB,
     MiB,
 )
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
@@ -102,34 +102,15 @@ out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
 
 
-class UserError(Exception):
+class UserError(ConvisError):
     """Anything the user can fix: printed as one line, exit code 2."""
+
+    exit_code, http_status = 2, 400
 
 
 def fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
-
-
-def _expected_errors() -> tuple[type[BaseException], ...]:
-    """The engine's failures a user can fix: imported when something failed, not at start-up."""
-    from indexers.errors import ModelUnavailableError
-    from rerankers.base import RerankerError
-    from rerankers.diff_prompt import DiffInputError
-    from retrieval.core.concepts import ConceptError
-    from retrieval.core.registry import UnknownModelError
-    from retrieval.engine import NoIndexError, NotIndexedError
-    from retrieval.pipeline.describe_run import NoCaptionerError
-    from retrieval.pipeline.indexing import IndexSettingsError
-    from retrieval.pipeline.ray_pipeline import RayUnavailable
-    from retrieval.search.anchor import AnchorError
-    from retrieval.search.fusion import FusionError
-    from retrieval.search.signals import SignalError
-    from retrieval.store.errors import CatalogBusy, CatalogDamaged
-
-    return (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError, DiffInputError,
-            IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,
-            RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError, NotIndexedError)
 
 
 @contextmanager
@@ -144,7 +125,9 @@ def user_errors():
 
         from retrieval.store.errors import is_damage
 
-        if isinstance(exc, _expected_errors()):
+        if isinstance(exc, ConvisError):  # each says what it means: its one line and its exit code
+            fail(exc.public() or type(exc).__name__, exc.exit_code)
+        if isinstance(exc, (NotADirectoryError, FileNotFoundError)):
             fail(str(exc).strip() or type(exc).__name__)
         if isinstance(exc, duckdb.Error):
             if not is_damage(exc):

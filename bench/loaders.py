@@ -10,6 +10,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from retrieval.core.concepts import BENCH_KEYS, CONVIS_CONCEPTS, slug
+from retrieval.core.errors import ConvisError
 
 PairKey = tuple[str, str]  # (base name of video1, base name of video2), order kept
 
@@ -17,8 +18,10 @@ SIMILARITIES_SUFFIX = "_similarities.json"
 RANKING_SUFFIX = "_ranking.json"
 
 
-class BenchDataError(ValueError):
+class BenchDataError(ConvisError, ValueError):
     """A benchmark file is missing, unreadable or not in the expected format."""
+
+    exit_code, http_status = 2, 400
 
 
 def check_unique(keys, what: str) -> None:

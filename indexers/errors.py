@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 
 
-class ModelUnavailableError(RuntimeError):
+class ModelUnavailableError(ConvisError, RuntimeError):
     """Weights could not be loaded; the message says how to provide them."""
+
+    exit_code, http_status = 2, 503  # a server's models are its setup, not the request: 503 like a busy index
+    label = "model unavailable"
 
 
 def unavailable(family: str, source: str, exc: BaseException) -> ModelUnavailableError:

@@ -17,6 +17,7 @@ from rerankers.diff_prompt import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.frames import as_video, concat_pair, join_pair, prepare, resample
 from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from rerankers.vqa_prompt import VQA_PROMPT_VERSION
+from retrieval.core.errors import ConvisError
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
@@ -25,8 +26,11 @@ MODES = ("expected", "greedy")
 Pair = tuple[np.ndarray, np.ndarray]
 
 
-class RerankerError(RuntimeError):
+class RerankerError(ConvisError, RuntimeError):
     """A reranker cannot be built or cannot run on the given checkpoint."""
+
+    exit_code, http_status = 2, 503  # a server's models are its setup, not the request: 503 like a busy index
+    label = "model unavailable"
 
 
 class RerankerUnavailable(RerankerError):

@@ -24,9 +24,13 @@ import json
 import re
 from dataclasses import dataclass
 
+from retrieval.core.errors import ConvisError
 
-class DiffInputError(ValueError):
+
+class DiffInputError(ConvisError, ValueError):
     """A question that cannot be asked as given (empty, too long): said in one line."""
+
+    exit_code, http_status = 2, 400
 
 
 # Bump whenever a text below or the way answers are read changes: it is part of every cached answer's key.

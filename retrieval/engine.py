@@ -20,7 +20,7 @@ import duckdb
 from indexers.factory import create_indexer, has_text_tower  # the registry; a family's module loads when built
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
 from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, INDEX_DIRNAME
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
 from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
@@ -62,12 +62,16 @@ if TYPE_CHECKING:
 
 
 
-class NoIndexError(FileNotFoundError):
+class NoIndexError(ConvisError, FileNotFoundError):
     """No index where one was expected."""
 
+    exit_code, http_status = 2, 503
 
-class NotIndexedError(LookupError):
+
+class NotIndexedError(ConvisError, LookupError):
     """Paths a remove (or its undo) names that the index does not hold as such; nothing was changed."""
+
+    exit_code, http_status = 2, 404
 
 
 def find_index_dir(*starts: Path) -> Path | None:

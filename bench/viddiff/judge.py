@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional, Protocol
 from bench.loaders import BenchDataError
 from bench.viddiff.data import VidDiffSample
 from bench.viddiff.metrics import Item, open_items, open_recall
+from retrieval.core.errors import ConvisError
 
 DEFAULT_JUDGE = "lmm:qwen2.5-vl"
 DEFAULT_THRESHOLD = 0.5
@@ -105,8 +106,11 @@ Important Requirements:
 """  # noqa: W291, E501 (verbatim, trailing spaces included)
 
 
-class UnreadableAnswer(ValueError):
+class UnreadableAnswer(ConvisError, ValueError):
     """The judge's answer holds no matching that can be read."""
+
+    exit_code, http_status = 1, 500
+    label = "internal error"
 
 
 class Judge(Protocol):

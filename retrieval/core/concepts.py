@@ -11,6 +11,9 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
+from typing import Mapping
+
+from retrieval.core.errors import ConvisError
 
 # The five ConViS-Bench concepts: CLI alias -> the words the LMM prompt uses.
 CONVIS_CONCEPTS: dict[str, str] = {
@@ -38,8 +41,10 @@ TYPO_CUTOFF = 0.8
 FREE_TEXT_FLAG = "--free-text"
 
 
-class ConceptError(ValueError):
+class ConceptError(ConvisError, ValueError):
     """A --concept argument could not be parsed."""
+
+    exit_code, http_status = 2, 400
 
 
 class CloseToConcept(ConceptError):
@@ -52,6 +57,11 @@ class CloseToConcept(ConceptError):
     def saying(self, opt_in: str) -> str:
         """The one-line message, with ``opt_in`` telling how to ask for the name as written."""
         return f"unknown concept {self.name!r}; did you mean {self.match}? ({opt_in} to ask for it as written)"
+
+    def public(self, remedies: Mapping[str, str] | None = None) -> str:
+        """Worded with the face's own way to ask for free text (``remedies["free_text"]``), the CLI's flag without."""
+        opt_in = (remedies or {}).get("free_text")
+        return str(self) if opt_in is None else self.saying(opt_in)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 
 class ConvisError(Exception):
     """Every exception convis raises derives from this one class, which says what the failure means to each face:
@@ -11,9 +13,13 @@ class ConvisError(Exception):
 
     exit_code: int = 2
     http_status: int = 400
+    retry_after: int | None = None  # seconds after which asking again may work (a server sends it with its 503)
+    label: str | None = None  # the server's words before the line, where the line alone would not say what failed
 
-    def public(self) -> str:
-        """The one line a face shows (a subclass may word it for its reader)."""
+    def public(self, remedies: Mapping[str, str] | None = None) -> str:
+        """The one line a face shows (a subclass may word it for its reader). ``remedies``: the face's own words
+        for what a line may tell its reader to do, by name (the server's way to ask for free text is not the
+        CLI's flag); a line without a remedy ignores them."""
         return one_line(self, None)
 
 

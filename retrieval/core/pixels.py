@@ -16,12 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.core.errors import ConvisError
+
 DEFAULT_SHORT_SIDE = 256
 MAX_LONG_SIDE = 1024  # bounds panoramas and other extreme aspect ratios
 
 
-class SizeError(ValueError):
+class SizeError(ConvisError, ValueError):
     """The picture has no usable size."""
+
+    exit_code, http_status = 2, 400
 
 
 def scaled_size(width: int, height: int, short_side: int = DEFAULT_SHORT_SIDE) -> tuple[int, int]:

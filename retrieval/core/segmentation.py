@@ -12,13 +12,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from retrieval.core.errors import ConvisError
+
 DEFAULT_SHOT_MIN_SECONDS = 1.0  # a shorter shot is merged into its neighbour: a flash or a sliver, not a unit
 DEFAULT_SHOT_MAX_SECONDS = 60.0  # a longer one is split into equal parts: one unit, one minute at most
 SHOT_DETECTORS = ("auto", "content", "transnet")
 
 
-class SegmentationError(ValueError):
+class SegmentationError(ConvisError, ValueError):
     """A --segment value or shot rule convis cannot cut with; the message is the user-facing reason."""
+
+    exit_code, http_status = 2, 400
 
 
 @dataclass(frozen=True)

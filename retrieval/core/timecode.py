@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import re
 
+from retrieval.core.errors import ConvisError
+
 _UNITS = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 _CLOCK = re.compile(r"(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 EXAMPLES = "80, 80s, 1m20s, 1:20 or 0:01:20"
 
 
-class TimeFormatError(ValueError):
+class TimeFormatError(ConvisError, ValueError):
     """Text that is not a time."""
+
+    exit_code, http_status = 2, 400
 
 
 def parse_time(text: str) -> float:

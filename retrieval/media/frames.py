@@ -21,7 +21,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.pixels import DEFAULT_SHORT_SIDE, DecoderScaled, SizeError, scaled_size
 from retrieval.core.sampling import FrameSpec, as_spec
 
@@ -30,8 +30,10 @@ from retrieval.core.sampling import FrameSpec, as_spec
 EVERY_FRAME_LIMIT = 9000
 
 
-class DecodeError(Exception):
+class DecodeError(ConvisError):
     """The file could not be decoded as a video; the message is the user-facing reason."""
+
+    exit_code, http_status = 2, 400
 
 
 class SpanError(DecodeError):
@@ -406,9 +408,12 @@ def _reorder(unique: list[int], pixels: np.ndarray, times: np.ndarray, wanted: S
     return Frames(np.ascontiguousarray(pixels[order]), times[order], tuple(wanted))
 
 
-class BackendUnavailable(ImportError):
+class BackendUnavailable(ConvisError, ImportError):
     """A decoder is installed but cannot load (torchcodec without its FFmpeg libraries, or with ones it does not
     support)."""
+
+    exit_code, http_status = 1, 500
+    label = "internal error"
 
 
 _NOTICES: list[str] = []

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.files import atomic_write
 
 # What current desktop Chromium and Firefox play with no plug-in: ISO BMFF (mp4/mov/m4v) or WebM holding
@@ -41,8 +41,10 @@ class Playback:
     reason: str | None  # why a browser cannot play it, one line, for the user; None when it can
 
 
-class PreviewError(RuntimeError):
+class PreviewError(ConvisError, RuntimeError):
     """A preview or clip could not be made; the message is one line naming the file, never its folder."""
+
+    exit_code, http_status = 1, 503
 
 
 def playback(path: str | os.PathLike) -> Playback:

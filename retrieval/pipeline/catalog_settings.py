@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from indexers.base import PROTOCOLS, Indexer
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.segmentation import ShotRule, from_label, segmentation_label
 from retrieval.media.frames import spans
 from retrieval.media.scan import FoundFile
@@ -33,9 +33,11 @@ RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hol
 CAPTIONER = "captioner"  # catalog setting: the last --captioner spec, which `convis describe` asks by default
 
 
-class IndexSettingsError(ValueError):
+class IndexSettingsError(ConvisError, ValueError):
     """The run asks for what the index refuses: settings that contradict how it was built, another folder,
     or forgetting most of its files."""
+
+    exit_code, http_status = 2, 400
 
 
 def settle_root(catalog: Catalog, folder: Path, found: list[FoundFile], move: bool = False,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from indexers.base import Indexer
+from retrieval.core.errors import ConvisError
 from retrieval.pipeline import description_index
 from retrieval.pipeline.catalog_settings import rebuild_indices
 from retrieval.pipeline.describe import (
@@ -30,8 +31,10 @@ from retrieval.store.catalog import Catalog
 from retrieval.store.snapshots import SNAPSHOT_NAME
 
 
-class NoCaptionerError(ValueError):
+class NoCaptionerError(ConvisError, ValueError):
     """No captioner was named and the index never had one."""
+
+    exit_code, http_status = 2, 400
 
 
 @dataclass

@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
 
+from retrieval.core.errors import ConvisError
 from retrieval.pipeline.guard import check_main_guard
 
 Item = TypeVar("Item")
@@ -27,8 +28,11 @@ Item = TypeVar("Item")
 MAX_FRUITLESS_RESTARTS = 3  # pool restarts in a row that settle no task before the rest is given up
 
 
-class TaskFailed(Exception):
+class TaskFailed(ConvisError):
     """A task did not return: it timed out or its worker process died."""
+
+    exit_code, http_status = 1, 500
+    label = "internal error"
 
 
 class Distributor(Protocol):

@@ -15,12 +15,18 @@ import sys
 from pathlib import Path
 from types import CodeType, FrameType
 
+from retrieval.core.errors import ConvisError
 
-class MainGuardError(SystemExit):
+
+class MainGuardError(SystemExit, ConvisError):
     """Worker processes were asked for from module-level code of the main script, outside the guard.
 
-    A SystemExit: uncaught, Python prints the message alone and exits with status 1.
+    A SystemExit: uncaught, Python prints the message alone and exits with status 1 (SystemExit comes first among
+    the bases so that its ``__init__`` sets that status: Exception's would leave it None, an exit without a word).
     """
+
+    exit_code, http_status = 1, 500
+    label = "internal error"
 
 
 def check_main_guard() -> None:

@@ -39,7 +39,7 @@ import rerankers
 import retrieval
 from indexers.base import Indexer, apply_frames
 from indexers.factory import create_indexer
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.files import atomic_write_bytes
 from retrieval.core.segmentation import segmentation_label
 from retrieval.media.frames import Frames, Span, VideoInfo
@@ -63,12 +63,17 @@ SHARDS_DIRNAME = "shards"
 LOCAL = {None, "", "local"}  # addresses that mean "start a Ray instance on this machine"
 
 
-class RayUnavailable(RuntimeError):
+class RayUnavailable(ConvisError, RuntimeError):
     """Ray is not installed or no cluster answers at the given address."""
 
+    exit_code, http_status = 2, 503
 
-class RemoteFailure(Exception):
+
+class RemoteFailure(ConvisError):
     """A file's failure reason, carried back from a Ray worker as plain text (always picklable)."""
+
+    exit_code, http_status = 1, 500
+    label = "internal error"
 
     def __init__(self, reason: str, transient: bool = False):
         super().__init__(reason)

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from indexers.base import Indexer
+from retrieval.core.errors import ConvisError
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.signal_kinds import clipscore_parts
 from retrieval.core.timecode import format_time
@@ -27,8 +28,10 @@ from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, UnitRow
 
 
-class AnchorError(ValueError):
+class AnchorError(ConvisError, ValueError):
     """The anchor video is missing, unreadable or not a video."""
+
+    exit_code, http_status = 2, 400
 
 
 class AnchorSpanError(AnchorError):

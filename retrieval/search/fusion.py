@@ -29,6 +29,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from retrieval.core.errors import ConvisError
+
 FORMAT = "convis-fusion/1"
 
 # Signal names convis produces at query time. Global cosine signals are named by indexer (the registry's
@@ -39,8 +41,10 @@ RERANKER_PREFIX = "reranker:"
 DESCRIPTIONS = "descriptions"
 
 
-class FusionError(ValueError):
+class FusionError(ConvisError, ValueError):
     """A fusion model cannot be fitted, loaded or asked for this concept or these signals."""
+
+    exit_code, http_status = 2, 400
 
 
 def reranker_signal(name: str) -> str:

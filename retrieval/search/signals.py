@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept
+from retrieval.core.errors import ConvisError
 from retrieval.core.signal_kinds import CLIPSCORE, CLIPSCORE_MODELS, clipscore_parts, is_vqascore
 
 DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
@@ -29,8 +30,10 @@ DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
 FALLBACK_ORDER: tuple[str, ...] = ("clip", "dinov2", "internvideo", "videomae", "efficientnet-lite0", "text")
 
 
-class SignalError(ValueError):
-    pass
+class SignalError(ConvisError, ValueError):
+    """A signal (or a concept's signals) the query cannot use: unknown, not indexed, or asked for wrongly."""
+
+    exit_code, http_status = 2, 400
 
 
 def parse_overrides(specs: Iterable[str], free_text: bool = False) -> dict[str, str]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
+
+from retrieval.core.errors import ConvisError
 
 # a ref: a path relative to the index root whose parts are neither hidden nor "..", with no backslash or NUL
 # (not absolute, not a drive), or an upload's ref; safe_path checks it again, and that it stays inside the root
@@ -24,12 +26,16 @@ REF_RULE = ("not a servable path: give a path relative to the index root, withou
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])(?:/[^\s/'\"()\[\],;:]+){2,}")
 
 
-class ApiError(Exception):
+class ApiError(ConvisError):
     """A request the server refuses: its status code and a one-line reason."""
 
     def __init__(self, status: int, message: str):
         super().__init__(message)
-        self.status = status
+        self.http_status = status
+        self.exit_code = 1 if status >= 500 else 2
+
+    def public(self, remedies: Mapping[str, str] | None = None) -> str:
+        return str(self)  # worded for the client where it was raised
 
 
 class ErrorOut(BaseModel):

@@ -38,20 +38,15 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
-from indexers.errors import ModelUnavailableError
 from indexers.factory import has_text_tower
-from rerankers.base import RerankerError
-from retrieval.core.concepts import CloseToConcept, Concept, ConceptError, parse_concepts
+from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.defaults import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
-from retrieval.core.errors import one_line
-from retrieval.core.registry import UnknownModelError
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.engine import DEFAULT_K, Engine, NoIndexError
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import VideoDecoder
 from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
-from retrieval.search.anchor import AnchorError
 from retrieval.search.compose import Change
-from retrieval.search.signals import SignalError
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
 from retrieval.serve.evidence import evidence_routes
@@ -60,9 +55,7 @@ from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, gua
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
 from retrieval.serve.uploads import UPLOADS, UploadStore
 from retrieval.serve.writes import write_routes
-from retrieval.store.errors import CatalogBusy
 
-RETRY_SECONDS = 5
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
 # bounds on what one request may ask: a path no filesystem has, or thousands of concepts holding the engine
 MAX_REF_CHARS = 1024
@@ -279,15 +272,15 @@ def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
     def error(status: int, message: str, headers: dict | None = None, **extra) -> JSONResponse:
         return JSONResponse({"error": state.public(message), **extra}, status_code=status, headers=headers)
 
-    async def busy(_request, exc):
-        message = str(exc) if "retry" in str(exc) else f"{exc}; retry in a few seconds"
-        return error(503, message, {"Retry-After": str(RETRY_SECONDS)}, retry_after=RETRY_SECONDS)
-
-    async def bad_request(_request, exc):
-        return error(400, one_line(exc, None))
-
-    async def model_failed(_request, exc):  # the server's setup, not the request: 503 like a busy index
-        return error(503, f"model unavailable: {one_line(exc, None)}")
+    async def refused(_request, exc: ConvisError):  # each says what it means: its status, its line, when to retry
+        message = exc.public({"free_text": FREE_TEXT_OPT_IN})
+        if exc.label:
+            message = f"{exc.label}: {message}"
+        if exc.retry_after is None:
+            return error(exc.http_status, message)
+        if "retry" not in message:
+            message += "; retry in a few seconds"
+        return error(exc.http_status, message, {"Retry-After": str(exc.retry_after)}, retry_after=exc.retry_after)
 
     async def http_error(_request, exc: HTTPException):  # unknown routes, methods, bodies over the limit
         return error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
@@ -298,17 +291,10 @@ def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
     async def unexpected(_request, exc):  # the client gets one line; the traceback goes to the server's log
         return error(500, f"internal error: {one_line(exc, None)}")
 
-    app.add_exception_handler(ApiError, lambda _r, exc: error(exc.status, str(exc)))
-    app.add_exception_handler(CloseToConcept, lambda _r, exc: error(400, exc.saying(FREE_TEXT_OPT_IN)))
-    app.add_exception_handler(CatalogBusy, busy)
-    app.add_exception_handler(NoIndexError, lambda _r, exc: error(503, str(exc)))
+    app.add_exception_handler(ConvisError, refused)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(Exception, unexpected)
-    for kind in (AnchorError, ConceptError, SignalError, DecodeError):
-        app.add_exception_handler(kind, bad_request)
-    for kind in (ModelUnavailableError, RerankerError, UnknownModelError):
-        app.add_exception_handler(kind, model_failed)
 
 
 REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,

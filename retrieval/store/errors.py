@@ -6,22 +6,31 @@ import errno
 import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 import duckdb
 
+from retrieval.core.errors import ConvisError
 from retrieval.store.snapshots import clock, published_snapshot
 
 
-class CatalogBusy(RuntimeError):
+class CatalogBusy(ConvisError, RuntimeError):
     """Another process holds the catalog for writing."""
 
+    exit_code, http_status = 2, 503
+    retry_after = 5
 
-class CatalogEmpty(RuntimeError):
+
+class CatalogEmpty(ConvisError, RuntimeError):
     """The catalog file exists but a run was stopped before it wrote anything."""
 
+    exit_code, http_status = 2, 503
 
-class CatalogDamaged(RuntimeError):
+
+class CatalogDamaged(ConvisError, RuntimeError):
     """The catalog file cannot be read back: truncated, overwritten or not a DuckDB file at all."""
+
+    exit_code, http_status = 2, 503
 
     def __init__(self, path: Path, detail: str):
         self.path, self.detail = Path(path), detail
@@ -33,12 +42,18 @@ class CatalogDamaged(RuntimeError):
         super().__init__(f"the catalog {self.path} is damaged ({detail}); {hint}")
 
 
-class DiskFull(OSError):
+class DiskFull(ConvisError, OSError):
     """No space left on the index's device; what was committed before stays whole."""
+
+    exit_code, http_status = 1, 507
 
     def __init__(self, doing: str, filename: str | Path | None = None):
         super().__init__(errno.ENOSPC, f"no space left on device while {doing}; the index is intact as of its "
                                        "last committed file", None if filename is None else str(filename))
+
+    def public(self, remedies: Mapping[str, str] | None = None) -> str:
+        """What the system refused and where, as for any refusal of the system (without OSError's errno)."""
+        return f"{self.strerror}: {self.filename}" if self.filename else str(self.strerror)
 
 
 # DuckDB's words for a file that is not (or no longer) a whole database

@@ -201,7 +201,7 @@ def test_safe_path_refuses_what_leaves_the_root(tmp_path):
             safe_path(root.resolve(), ref)
     with pytest.raises(ApiError) as outside:
         safe_path(root.resolve(), "out.mp4")
-    assert outside.value.status == 403
+    assert outside.value.http_status == 403
 
 
 @contextmanager
