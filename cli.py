@@ -120,12 +120,11 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from retrieval.core.registry import UnknownModelError
     from retrieval.engine import NoIndexError, NotIndexedError
     from retrieval.pipeline.describe_run import NoCaptionerError
-    from retrieval.pipeline.indexing import IndexSettingsError
     from retrieval.pipeline.ray_pipeline import RayUnavailable
     from retrieval.search.anchor import AnchorError
     from retrieval.search.fusion import FusionError
     from retrieval.search.signals import SignalError
-    from retrieval.store.errors import CatalogBusy, CatalogDamaged
+    from retrieval.store.errors import CatalogBusy, CatalogDamaged, IndexSettingsError
 
     return (UserError, ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError, DiffInputError,
             IndexSettingsError, UnknownModelError, SignalError, NotADirectoryError, FileNotFoundError,

@@ -29,9 +29,6 @@ from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     CAPTIONER,
     PROTOCOL,
-    build_index,
-    configure_faiss,
-    rebuild_indices,
     settle_protocol,
     settle_root,
 )
@@ -47,9 +44,10 @@ from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, FileListing, IndexerRow, list_files
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
+from retrieval.store.faiss_policy import configure_faiss, rebuild_indices, vector_index
 from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
-from retrieval.store.vectors import VectorIndex, check_folder, index_path
+from retrieval.store.vectors import VectorIndex, check_folder
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
@@ -617,11 +615,7 @@ class Engine:
 
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
-        saved = VectorIndex.load(index_path(self.index_dir, model_id))
-        if saved is not None and saved.generation == catalog.generation and \
-                saved.size == signal_vectors.count(catalog, model_id):
-            return saved
-        return build_index(catalog, model_id)
+        return vector_index(catalog, self.index_dir, model_id)
 
     # -- info ---------------------------------------------------------------
     def info(self) -> dict:

@@ -44,12 +44,8 @@ from retrieval.media.shot_units import cut_shots
 from retrieval.media.shots import choose_detector
 from retrieval.pipeline import description_index
 from retrieval.pipeline.catalog_settings import (
-    IndexSettingsError as IndexSettingsError,  # callers import it from here
-)
-from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
-    rebuild_indices,
     resegmenting,
     settle_segments,
     stale_units,
@@ -66,6 +62,7 @@ from retrieval.pipeline.description_index import split_signal
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog, DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
+from retrieval.store.faiss_policy import rebuild_indices
 from retrieval.store.snapshots import SNAPSHOT_NAME
 
 

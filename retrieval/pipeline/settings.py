@@ -8,7 +8,7 @@ from pathlib import Path
 
 from retrieval.core.defaults import MIN_SEGMENT_SECONDS
 from retrieval.core.segmentation import ShotRule
-from retrieval.pipeline.catalog_settings import IndexSettingsError
+from retrieval.store.errors import IndexSettingsError
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units

@@ -12,9 +12,9 @@ from retrieval.engine import Engine
 from retrieval.media.frames import DecodeError
 from retrieval.pipeline import indexing, local
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor
-from retrieval.pipeline.indexing import IndexSettingsError
 from retrieval.pipeline.settings import MIN_SEGMENT_SECONDS, IndexSettings
 from retrieval.store.catalog import Catalog
+from retrieval.store.errors import IndexSettingsError
 
 
 class Recording(SerialDistributor):
