@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from indexers.base import Indexer
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
-    from retrieval.pipeline.indexing import Executor, IndexReport, Progress, Scan
+    from retrieval.pipeline.run import Executor, IndexReport, Progress, Scan
     from retrieval.pipeline.settings import IndexSettings
     from retrieval.search.diff import DiffRanking, DiffResult, DiffScorer
     from retrieval.search.vqascore import VqaScorer
@@ -145,7 +145,7 @@ class Engine:
         this call's wall time.  A folder without videos changes nothing: no index is created, an existing
         one is left as it was, and the report says ``found`` 0."""
         from retrieval.pipeline.executors import open_executor
-        from retrieval.pipeline.indexing import IndexReport
+        from retrieval.pipeline.run import IndexReport
         from retrieval.pipeline.settings import IndexSettings
 
         started = time.perf_counter()
@@ -174,8 +174,8 @@ class Engine:
 
     def _index(self, folder: Path, scan: Scan, indexers: Sequence[str], settings: IndexSettings,
                executor: Executor, progress: Progress | None) -> IndexReport:
-        from retrieval.pipeline.indexing import IndexRun
         from retrieval.pipeline.models import run_indexers
+        from retrieval.pipeline.run import IndexRun
 
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with Catalog(self.catalog_path) as catalog:

@@ -13,7 +13,7 @@ from bench.perf.measuring import clock, torch_thread_count
 from bench.perf.results import IndexingResult
 from retrieval.core.sampling import as_spec, sample_frame_indices
 from retrieval.media.frames import VideoDecoder, output_size
-from retrieval.pipeline.indexing import decode_job
+from retrieval.pipeline.stages import decode_job
 
 
 def measure_decode(clips: Sequence[Path], decoder: str, frames_per_unit: int) -> IndexingResult:

@@ -10,7 +10,7 @@ from typing import Callable
 from retrieval.core.sampling import as_spec
 from retrieval.media import frames
 from retrieval.media.scan import FoundFile
-from retrieval.pipeline.indexing import DecodeJob
+from retrieval.pipeline.stages import DecodeJob
 
 
 def clip_job(path: Path, frames_per_unit: int, segment_seconds: float | None = None) -> DecodeJob:

@@ -12,7 +12,7 @@ from retrieval.store.errors import IndexSettingsError
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units
-# (at most ``indexing.WINDOW_FRAMES`` sampled frames), so a long file has as many limits as windows
+# (at most ``stages.WINDOW_FRAMES`` sampled frames), so a long file has as many limits as windows
 DECODE_TIMEOUT = 300.0
 
 
