@@ -21,7 +21,7 @@ from indexers.base import Indexer
 from rerankers import describe_prompt
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.store.catalog import FILE_KEY, Catalog, DescriberKey, Description, UnitRow
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable

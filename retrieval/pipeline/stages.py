@@ -26,13 +26,13 @@ from retrieval.media.frames import (
     FileChanged,
     Frames,
     Span,
-    VideoDecoder,
     VideoInfo,
     decode_notices,
     span_frame_indices,
 )
 from retrieval.media.scan import FoundFile, content_hash
 from retrieval.media.shot_units import cut_shots
+from retrieval.media.video_decoder import VideoDecoder
 
 
 # -- the decode stage -------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ from indexers.base import Indexer
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.signal_kinds import clipscore_parts
 from retrieval.core.timecode import format_time
-from retrieval.media.frames import DecodeError, SpanError, VideoDecoder
+from retrieval.media.frames import DecodeError, SpanError
 from retrieval.media.scan import content_hash
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search import signals
 from retrieval.search.rerank import ClipRef
 from retrieval.store import signal_vectors

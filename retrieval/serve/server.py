@@ -46,9 +46,10 @@ from retrieval.core.defaults import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
 from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
 from retrieval.engine import DEFAULT_K, Engine, NoIndexError
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import DecodeError
 from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.anchor import AnchorError
 from retrieval.search.compose import Change
 from retrieval.search.signals import SignalError

@@ -7,7 +7,8 @@ import pytest
 
 from retrieval.core.pixels import DecoderScaled, FixedResize
 from retrieval.media import frames, torchcodec_backend
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import DecodeError
+from retrieval.media.video_decoder import VideoDecoder
 from tests.media import ROTATED, decoded_frame_number, make_clip
 
 # box.mp4 has a damaged IDR slice: decord and PyAV disagree on its pixels today, so it is left out of identity

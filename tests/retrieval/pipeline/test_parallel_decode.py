@@ -9,7 +9,7 @@ import pytest
 from bench.perf.footage import write_test_video
 from retrieval.core.defaults import WINDOW_FRAMES, WINDOWS_PER_WORKER
 from retrieval.core.sampling import FrameSpec, as_spec
-from retrieval.media import frames
+from retrieval.media import video_decoder
 from retrieval.media.frames import Span, VideoInfo, spans
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline import stages
@@ -34,7 +34,7 @@ def found(path):
 @pytest.mark.parametrize("decoder", ["decord", "pyav"])
 def test_windows_decoded_apart_are_the_whole_files_frames_pixel_for_pixel(long_clip, monkeypatch, decoder):
     pytest.importorskip({"pyav": "av"}.get(decoder, decoder))
-    monkeypatch.setattr(frames, "default_backends", lambda device=None: (decoder,))
+    monkeypatch.setattr(video_decoder, "default_backends", lambda device=None: (decoder,))
     monkeypatch.setattr(stages, "PARALLEL_SECONDS", 10.0)
     whole = decode_job(DecodeJob(found(long_clip), SPECS, 2.0))
     first = decode_job(DecodeJob(found(long_clip), SPECS, 2.0, window=0, parts=2))
