@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 import duckdb
 import numpy as np
 
-from rerankers.describe_prompt import CAPTION as CAPTION_KEY
+from retrieval.core.signal_kinds import CAPTION
 from retrieval.store.errors import (
     CatalogBusy,
     CatalogDamaged,
@@ -627,7 +627,7 @@ class Catalog:
         if not self._has_table("descriptions"):
             return []
         rows = self.db.execute("SELECT DISTINCT concept FROM descriptions WHERE status = 'ok' AND concept <> ? "
-                               "ORDER BY concept", [CAPTION_KEY]).fetchall()
+                               "ORDER BY concept", [CAPTION]).fetchall()
         return [r[0] for r in rows]
 
     def vector_sources(self, indexer: str) -> dict[int, str | None]:
