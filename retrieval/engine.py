@@ -42,7 +42,8 @@ from retrieval.search.pair_signals import PairSignals
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
 from retrieval.store import signal_vectors
-from retrieval.store.catalog import Catalog, FileListing, IndexerRow, list_files
+from retrieval.store.catalog import Catalog, FileListing, list_files
+from retrieval.store.catalog_records import IndexerRow
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
 from retrieval.store.faiss_policy import configure_faiss, rebuild_indices, vector_index
 from retrieval.store.repair import Restored, restore_snapshot

@@ -53,7 +53,8 @@ from retrieval.pipeline.stages import (
     is_transient,
     reason_of,
 )
-from retrieval.store.catalog import Catalog, DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
 from retrieval.store.faiss_policy import rebuild_indices
 from retrieval.store.snapshots import SNAPSHOT_NAME
 

@@ -25,7 +25,8 @@ from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search import signals
 from retrieval.search.rerank import ClipRef
 from retrieval.store import signal_vectors
-from retrieval.store.catalog import Catalog, UnitRow
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import UnitRow
 
 
 class AnchorError(ValueError):
