@@ -33,7 +33,7 @@ class IndexSettings:
     ``captioner``: a video LMM spec (any reranker) that describes every unit once, a caption and one answer
     per ConViS concept, stored in the catalog (a text indexer embeds the captions); ``decode_device``: where
     videos are decoded, "cuda" or "cuda:N" for NVDEC through torchcodec (None or "cpu": the CPU; an unusable GPU
-    falls back to the CPU, said once), passed to ``retrieval.media.frames.VideoDecoder(device=...)``;
+    falls back to the CPU, said once), passed to ``retrieval.media.video_decoder.VideoDecoder(device=...)``;
     ``shots``: units follow shots (``retrieval.core.segmentation.ShotRule``; detector "auto": TransNetV2 on a
     CUDA GPU, PySceneDetect's content detector otherwise), kept for later runs as a unit length is.
     """
