@@ -18,10 +18,10 @@ import numpy as np
 from indexers.base import Indexer
 from retrieval.core.defaults import PARALLEL_SECONDS, WINDOW_FRAMES, WINDOWS_PER_WORKER
 from retrieval.core.errors import one_line
+from retrieval.core.pixels import DEFAULT_SHORT_SIDE
 from retrieval.core.sampling import FrameSpec, as_spec
 from retrieval.core.segmentation import ShotRule, segmentation_label
 from retrieval.media.frames import (
-    DEFAULT_SHORT_SIDE,
     DecodeError,
     FileChanged,
     Frames,
