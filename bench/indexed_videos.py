@@ -8,7 +8,8 @@ import numpy as np
 
 from bench.loaders import base_name
 from retrieval.core.signal_kinds import CAPTION
-from retrieval.store.catalog import Catalog, IndexerRow
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import IndexerRow
 
 
 @dataclass(frozen=True)

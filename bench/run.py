@@ -53,7 +53,7 @@ from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.rerank import ClipRef
 from retrieval.search.vqascore import Captioned
-from retrieval.store.catalog import IndexerRow
+from retrieval.store.catalog_records import IndexerRow
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"

@@ -29,9 +29,6 @@ from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     CAPTIONER,
     PROTOCOL,
-    build_index,
-    configure_faiss,
-    rebuild_indices,
     settle_protocol,
     settle_root,
 )
@@ -45,17 +42,19 @@ from retrieval.search.pair_signals import PairSignals
 from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
 from retrieval.store import signal_vectors
-from retrieval.store.catalog import Catalog, FileListing, IndexerRow, list_files
+from retrieval.store.catalog import Catalog, FileListing, list_files
+from retrieval.store.catalog_records import IndexerRow
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
+from retrieval.store.faiss_policy import configure_faiss, rebuild_indices, vector_index
 from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
-from retrieval.store.vectors import VectorIndex, check_folder, index_path
+from retrieval.store.vectors import VectorIndex, check_folder
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
-    from retrieval.pipeline.indexing import Executor, IndexReport, Progress, Scan
+    from retrieval.pipeline.run import Executor, IndexReport, Progress, Scan
     from retrieval.pipeline.settings import IndexSettings
     from retrieval.search.diff import DiffRanking, DiffResult, DiffScorer
     from retrieval.search.vqascore import VqaScorer
@@ -151,7 +150,7 @@ class Engine:
         this call's wall time.  A folder without videos changes nothing: no index is created, an existing
         one is left as it was, and the report says ``found`` 0."""
         from retrieval.pipeline.executors import open_executor
-        from retrieval.pipeline.indexing import IndexReport
+        from retrieval.pipeline.run import IndexReport
         from retrieval.pipeline.settings import IndexSettings
 
         started = time.perf_counter()
@@ -180,8 +179,8 @@ class Engine:
 
     def _index(self, folder: Path, scan: Scan, indexers: Sequence[str], settings: IndexSettings,
                executor: Executor, progress: Progress | None) -> IndexReport:
-        from retrieval.pipeline.indexing import IndexRun
         from retrieval.pipeline.models import run_indexers
+        from retrieval.pipeline.run import IndexRun
 
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with Catalog(self.catalog_path) as catalog:
@@ -621,11 +620,7 @@ class Engine:
 
     def _vector_index(self, catalog: Catalog, model_id: str) -> VectorIndex:
         """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
-        saved = VectorIndex.load(index_path(self.index_dir, model_id))
-        if saved is not None and saved.generation == catalog.generation and \
-                saved.size == signal_vectors.count(catalog, model_id):
-            return saved
-        return build_index(catalog, model_id)
+        return vector_index(catalog, self.index_dir, model_id)
 
     # -- info ---------------------------------------------------------------
     def info(self) -> dict:

@@ -6,7 +6,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import DecodeError
+from retrieval.media.video_decoder import VideoDecoder
 
 
 def behave(item):

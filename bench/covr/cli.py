@@ -91,8 +91,8 @@ def run(
     write the ranking (query_id -> top-50 video ids) and score it as `convis bench covr` does."""
     from bench.covr.run import CovrRun, run_covr
     from indexers.errors import ModelUnavailableError
-    from retrieval.pipeline.catalog_settings import IndexSettingsError
     from retrieval.search.signals import SignalError
+    from retrieval.store.errors import IndexSettingsError
 
     with user_errors(SignalError, IndexSettingsError, ModelUnavailableError):
         result = run_covr(CovrRun(dataset, index_dir or dataset / ".convis-covr", tuple(indexer or ()), captions,

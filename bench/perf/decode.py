@@ -12,8 +12,9 @@ from bench.perf.decoders import clip_job, only_decoder
 from bench.perf.measuring import clock, torch_thread_count
 from bench.perf.results import IndexingResult
 from retrieval.core.sampling import as_spec, sample_frame_indices
-from retrieval.media.frames import VideoDecoder, output_size
-from retrieval.pipeline.indexing import decode_job
+from retrieval.media.frames import output_size
+from retrieval.media.video_decoder import VideoDecoder
+from retrieval.pipeline.stages import decode_job
 
 
 def measure_decode(clips: Sequence[Path], decoder: str, frames_per_unit: int) -> IndexingResult:
@@ -110,9 +111,9 @@ def time_sampled_decoding(paths: Sequence[Path], decoder: str, frames_per_unit: 
     import resource
     import time
 
-    from retrieval.media import frames
+    from retrieval.media import video_decoder
 
-    factories = {f.name: f for f in frames._available_backends()}
+    factories = {f.name: f for f in video_decoder._available_backends()}
     if decoder not in factories:
         raise ValueError(f"unknown decoder {decoder!r}; known: {', '.join(factories)}")
     started = time.perf_counter()

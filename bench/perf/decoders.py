@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Callable
 
 from retrieval.core.sampling import as_spec
-from retrieval.media import frames
+from retrieval.media import video_decoder
 from retrieval.media.scan import FoundFile
-from retrieval.pipeline.indexing import DecodeJob
+from retrieval.pipeline.stages import DecodeJob
 
 
 def clip_job(path: Path, frames_per_unit: int, segment_seconds: float | None = None) -> DecodeJob:
@@ -27,15 +27,15 @@ def only_decoder(name: str):
     The pipeline's ``decode_job`` builds its own decoder with every installed backend, so
     comparing decord with PyAV needs the choice made module-wide (and undone afterwards).
     """
-    original = frames._available_backends
+    original = video_decoder._available_backends
     chosen = [factory for factory in original() if factory.name == name]
     if not chosen:
         raise ValueError(f"unknown or unavailable decoder {name!r}")
-    frames._available_backends = lambda: chosen
+    video_decoder._available_backends = lambda: chosen
     try:
         yield
     finally:
-        frames._available_backends = original
+        video_decoder._available_backends = original
 
 
 def _decode_with(decoder: str, fn: Callable, job):

@@ -12,7 +12,7 @@ from bench.perf.measuring import clock, torch_thread_count
 from bench.perf.results import IndexingResult
 from indexers.factory import create_indexer
 from retrieval.core.sampling import as_spec
-from retrieval.pipeline.indexing import decode_job
+from retrieval.pipeline.stages import decode_job
 
 
 def load_indexer(spec: str):

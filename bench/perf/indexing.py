@@ -19,9 +19,10 @@ from bench.perf.measuring import clock, repeated, torch_thread_count
 from bench.perf.results import IndexingResult
 from indexers.factory import create_indexer
 from retrieval.pipeline.distribute import ProcessDistributor
-from retrieval.pipeline.indexing import DECODER_MODULES, IndexRun
 from retrieval.pipeline.local import LocalExecutor, cores_left, cpu_threads
+from retrieval.pipeline.run import IndexRun
 from retrieval.pipeline.settings import IndexSettings
+from retrieval.pipeline.stages import DECODER_MODULES
 from retrieval.store.catalog import Catalog
 
 

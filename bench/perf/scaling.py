@@ -50,8 +50,8 @@ def decode_with_workers(video: Path, workers: int, segment: float) -> ScalingRes
     from retrieval.core.sampling import as_spec
     from retrieval.media.scan import FoundFile
     from retrieval.pipeline.distribute import ProcessDistributor
-    from retrieval.pipeline.indexing import DECODER_MODULES, DecodeJob, FileJob, unit_windows
     from retrieval.pipeline.local import LocalExecutor
+    from retrieval.pipeline.stages import DECODER_MODULES, DecodeJob, FileJob, unit_windows
 
     stat = video.stat()
     job = FileJob(DecodeJob(FoundFile(str(video), video.name, stat.st_size, stat.st_mtime),

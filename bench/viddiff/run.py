@@ -65,7 +65,7 @@ def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, 
 
     Answers go into ``out`` as they come, so a run stopped by the model (it cannot load, the GPU fails) keeps
     what it had asked."""
-    from retrieval.media.frames import VideoDecoder
+    from retrieval.media.video_decoder import VideoDecoder
 
     decoder, skippable = VideoDecoder(), _skippable()
     out = out if out is not None else RunOutput()

@@ -25,14 +25,13 @@ from retrieval.core.segmentation import ShotRule
 from retrieval.media.frames import (
     DecodeError,
     Frames,
-    PyAVBackend,
     Span,
     VideoInfo,
     check_frame_count,
     check_not_empty,
-    frame_converter,
     span_frame_indices,
 )
+from retrieval.media.pyav_backend import PyAVBackend, frame_converter
 from retrieval.media.shots import Shot, get_detector, shots_from_cuts
 
 # Frames one decode may keep for sampling while it detects shots: 1,000 frames of 224x398 px, the fast

@@ -1,7 +1,7 @@
 """The torchcodec backend: FFmpeg's libraries through torchcodec, on the CPU or on an NVIDIA GPU (NVDEC).
 
 torchcodec (and so torch) is imported only when a ``TorchCodecBackend`` is made: importing this module, or
-``retrieval.media.frames``, imports neither.  torchcodec needs the FFmpeg shared libraries of the system
+``retrieval.media.video_decoder``, imports neither.  torchcodec needs the FFmpeg shared libraries of the system
 (Debian's ``ffmpeg`` package, ``make ffmpeg``); without them it cannot load, and the backend is unavailable
 (``BackendUnavailable``, an ``ImportError``: the decoder goes on with the others and says why, once).
 
@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from retrieval.media.frames import BackendUnavailable, DecodeError, Frames, VideoInfo, _reorder, notice
+from retrieval.media.frames import BackendUnavailable, DecodeError, Frames, VideoInfo, notice, reorder
 
 # frames decoded at full size at a time, then resized (a 4K RGB frame is 25 MB)
 CHUNK = 8
@@ -117,7 +117,7 @@ class TorchCodecBackend:
                 raise DecodeError(_reason(exc, path)) from None
             pixels.append(self._to_host(batch.data, size, resize))
             times.append(batch.pts_seconds.cpu().double().numpy() - origin)
-        return _reorder(unique, np.concatenate(pixels), np.concatenate(times), indices)
+        return reorder(unique, np.concatenate(pixels), np.concatenate(times), indices)
 
     def _to_host(self, data, size: tuple[int, int] | None, resize) -> np.ndarray:
         """(N, H, W, 3) uint8 numpy at the policy's size from full-size frames on the decoding device."""

@@ -21,8 +21,9 @@ from indexers.base import Indexer
 from rerankers import describe_prompt
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import VideoDecoder
-from retrieval.store.catalog import FILE_KEY, Catalog, DescriberKey, Description, UnitRow
+from retrieval.media.video_decoder import VideoDecoder
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import FILE_KEY, DescriberKey, Description, UnitRow
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
 FILE_MAX_CHARS = 20_000  # a caption file may be long (released captions run to 5,000 characters); not a book

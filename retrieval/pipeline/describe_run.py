@@ -16,7 +16,6 @@ from typing import Sequence
 from indexers.base import Indexer
 from retrieval.core.errors import ConvisError
 from retrieval.pipeline import description_index
-from retrieval.pipeline.catalog_settings import rebuild_indices
 from retrieval.pipeline.describe import (
     DescribeCounts,
     DescribePass,
@@ -28,6 +27,7 @@ from retrieval.pipeline.describe import (
     embed_generated_captions,
 )
 from retrieval.store.catalog import Catalog
+from retrieval.store.faiss_policy import rebuild_indices
 from retrieval.store.snapshots import SNAPSHOT_NAME
 
 

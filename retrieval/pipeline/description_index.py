@@ -26,7 +26,8 @@ from indexers.errors import ModelUnavailableError
 from indexers.factory import has_text_tower
 from retrieval.core.errors import one_line
 from retrieval.core.signal_kinds import CAPTION
-from retrieval.store.catalog import Catalog, DescriberKey, DescriptionSignal
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import DescriberKey, DescriptionSignal
 
 SEPARATOR = "#"  # model ids never hold one: "text:sentence-transformers/all-MiniLM-L6-v2#location"
 CHUNK = 256  # descriptions embedded and committed together: a killed run loses at most one chunk

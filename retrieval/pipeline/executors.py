@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Iterator
 
 from retrieval.pipeline.distribute import Distributor
-from retrieval.pipeline.indexing import Executor
 from retrieval.pipeline.local import LocalExecutor, cores_left, decode_workers
 from retrieval.pipeline.ray_pipeline import RayExecutor, RayOptions
+from retrieval.pipeline.run import Executor
 from retrieval.pipeline.settings import IndexSettings
 
 

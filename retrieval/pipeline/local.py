@@ -3,7 +3,7 @@
 Decoding runs in a distributor (worker processes by default, each with its next task already
 queued) while this process embeds the previous one, so decode and model work overlap; the
 models get the cores the decode workers leave.  A file is decoded a window of units at a time
-(``indexing.unit_windows``): its first window says how many it has, the others are queued after
+(``stages.unit_windows``): its first window says how many it has, the others are queued after
 every file's first, and each is embedded as it arrives, so only vectors are held for a long file.
 A long file's windows are sized so that every worker gets a share of it: one file uses all of them.
 """
@@ -20,7 +20,9 @@ from retrieval.core.defaults import WORKER_MEMORY_MB
 from retrieval.media.frames import FileChanged
 from retrieval.pipeline.distribute import Distributor, ProcessDistributor
 from retrieval.pipeline.guard import check_main_guard
-from retrieval.pipeline.indexing import (
+from retrieval.pipeline.run import IndexReport
+from retrieval.pipeline.settings import IndexSettings
+from retrieval.pipeline.stages import (
     DECODER_MODULES,
     DecodedFile,
     DecodedWindow,
@@ -28,12 +30,10 @@ from retrieval.pipeline.indexing import (
     EmbeddedFile,
     FileJob,
     FileResult,
-    IndexReport,
     decode_job,
     embed_file,
     join_windows,
 )
-from retrieval.pipeline.settings import IndexSettings
 
 
 class LocalExecutor:

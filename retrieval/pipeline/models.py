@@ -15,7 +15,7 @@ from indexers.base import INDEXERS, Indexer
 from indexers.factory import available_indexers
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.sampling import FrameSpec
-from retrieval.store.catalog import IndexerRow
+from retrieval.store.catalog_records import IndexerRow
 
 
 class LazyIndexer(Indexer):

@@ -37,7 +37,7 @@ class _Captioner:
         import torch  # torch: imported by the actors, which hold the model
 
         from rerankers.factory import create_reranker
-        from retrieval.media.frames import VideoDecoder
+        from retrieval.media.video_decoder import VideoDecoder
 
         torch.set_num_threads(max(1, threads))
         extra = {"trust_remote_code": True} if trust_remote_code else {}

@@ -44,20 +44,20 @@ from retrieval.core.files import atomic_write_bytes
 from retrieval.core.segmentation import segmentation_label
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor
-from retrieval.pipeline.indexing import (
+from retrieval.pipeline.ray_describe import ray_captioner
+from retrieval.pipeline.run import IndexReport
+from retrieval.pipeline.settings import DECODE_TIMEOUT
+from retrieval.pipeline.stages import (
     NO_PIXELS,
     DecodeJob,
     EmbeddedFile,
     FileJob,
     FileResult,
-    IndexReport,
     decode_job,
     embed_file,
     is_transient,
     reason_of,
 )
-from retrieval.pipeline.ray_describe import ray_captioner
-from retrieval.pipeline.settings import DECODE_TIMEOUT
 
 SHARDS_DIRNAME = "shards"
 LOCAL = {None, "", "local"}  # addresses that mean "start a Ray instance on this machine"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from retrieval.core.defaults import MIN_SEGMENT_SECONDS
 from retrieval.core.segmentation import ShotRule
-from retrieval.pipeline.catalog_settings import IndexSettingsError
+from retrieval.store.errors import IndexSettingsError
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units
-# (at most ``indexing.WINDOW_FRAMES`` sampled frames), so a long file has as many limits as windows
+# (at most ``stages.WINDOW_FRAMES`` sampled frames), so a long file has as many limits as windows
 DECODE_TIMEOUT = 300.0
 
 
@@ -33,7 +33,7 @@ class IndexSettings:
     ``captioner``: a video LMM spec (any reranker) that describes every unit once, a caption and one answer
     per ConViS concept, stored in the catalog (a text indexer embeds the captions); ``decode_device``: where
     videos are decoded, "cuda" or "cuda:N" for NVDEC through torchcodec (None or "cpu": the CPU; an unusable GPU
-    falls back to the CPU, said once), passed to ``retrieval.media.frames.VideoDecoder(device=...)``;
+    falls back to the CPU, said once), passed to ``retrieval.media.video_decoder.VideoDecoder(device=...)``;
     ``shots``: units follow shots (``retrieval.core.segmentation.ShotRule``; detector "auto": TransNetV2 on a
     CUDA GPU, PySceneDetect's content detector otherwise), kept for later runs as a unit length is.
     """

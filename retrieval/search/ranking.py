@@ -15,7 +15,8 @@ from retrieval.core.concepts import Concept
 from retrieval.core.scores import unit_similarity
 from retrieval.search.results import Hit
 from retrieval.store import signal_vectors
-from retrieval.store.catalog import Catalog, UnitRow
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import UnitRow
 from retrieval.store.vectors import VectorIndex
 
 

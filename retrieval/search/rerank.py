@@ -21,7 +21,8 @@ import duckdb
 from rerankers.base import PairScore, average_scores, check_mode
 from retrieval.core.concepts import Concept
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import Frames, VideoDecoder
+from retrieval.media.frames import Frames
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.results import Hit
 
 SCORES_NAME = "scores.duckdb"

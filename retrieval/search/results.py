@@ -18,7 +18,7 @@ from typing import Mapping
 from rerankers.base import PairScore
 from retrieval.core.concepts import Concept, combine, from_rating
 from retrieval.search.confidence import Spread
-from retrieval.store.catalog import UnitRow
+from retrieval.store.catalog_records import UnitRow
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:

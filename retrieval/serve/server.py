@@ -43,9 +43,9 @@ from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.defaults import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.engine import DEFAULT_K, Engine, NoIndexError
-from retrieval.media.frames import VideoDecoder
 from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.compose import Change
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from fastapi import UploadFile
 
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import DecodeError
 from retrieval.media.scan import VIDEO_EXTENSIONS
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.serve.errors import ApiError
 
 UPLOADS = ".uploads"

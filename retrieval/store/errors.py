@@ -1,4 +1,5 @@
-"""What can go wrong with a catalog file, told apart from DuckDB's and the OS's errors, in the user's words."""
+"""What can go wrong with a catalog file, told apart from DuckDB's and the OS's errors, in the user's words; and
+what an index refuses to be asked."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ class CatalogDamaged(ConvisError, RuntimeError):
         else:
             hint = "no snapshot to restore it from: index the folder again into a new --index-dir"
         super().__init__(f"the catalog {self.path} is damaged ({detail}); {hint}")
+
+
+class IndexSettingsError(ConvisError, ValueError):
+    """The run asks for what the index refuses: settings that contradict how it was built, another folder,
+    or forgetting most of its files."""
+
+    exit_code, http_status = 2, 400
 
 
 class DiskFull(ConvisError, OSError):

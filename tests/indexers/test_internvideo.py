@@ -16,7 +16,7 @@ import torch
 import indexers.internvideo as internvideo
 from indexers import create_indexer
 from indexers.errors import ModelUnavailableError
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 from tests import media
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)

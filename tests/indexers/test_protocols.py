@@ -14,7 +14,7 @@ from bench.tiny import vision as tm
 from indexers import create_indexer
 from indexers.base import INDEXERS
 from indexers.factory import available_indexers
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 from tests import media
 
 

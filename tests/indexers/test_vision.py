@@ -6,7 +6,7 @@ from indexers import available_indexers, create_indexer
 from indexers.errors import ModelUnavailableError
 from indexers.vision import frame_batches
 from retrieval.core.registry import UnknownModelError
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 
 rng = np.random.default_rng(0)
 

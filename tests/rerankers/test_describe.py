@@ -22,7 +22,7 @@ from rerankers.describe_prompt import (
 )
 from rerankers.factory import create_captioner
 from retrieval.core.concepts import CONVIS_CONCEPTS
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 from tests import media
 from tests.rerankers.spies import ProcessorSpy
 from tests.rerankers.test_frame_parity import PER_VIDEO, reference_indices, reference_size

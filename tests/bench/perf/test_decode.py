@@ -6,7 +6,7 @@ from bench.perf.decode import every_frame, streamed_frames
 from bench.perf.decoders import clip_job, only_decoder
 from bench.perf.footage import make_clips
 from retrieval.core.sampling import as_spec
-from retrieval.pipeline.indexing import decode_job
+from retrieval.pipeline.stages import decode_job
 
 
 def test_reference_way_and_ours_hand_the_model_the_same_frames(tmp_path):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from retrieval.core.pixels import DecoderScaled
-from retrieval.media.frames import PyAVBackend, VideoDecoder, inexact_seek_container
+from retrieval.media.pyav_backend import PyAVBackend, inexact_seek_container
+from retrieval.media.video_decoder import VideoDecoder
 from tests.media import make_clip, numbered_frame, read_numbered_frame
 
 FPS, FRAMES = 25, 300

@@ -3,7 +3,8 @@ import pytest
 
 from retrieval.core.pixels import FixedResize
 from retrieval.core.sampling import FrameSpec
-from retrieval.media.frames import DecodeError, VideoDecoder, output_size, plain_reason
+from retrieval.media.frames import DecodeError, output_size
+from retrieval.media.video_decoder import VideoDecoder, plain_reason
 from tests.media import decoded_frame_number, make_clip
 
 BACKENDS = ["decord", "pyav"]

@@ -7,9 +7,10 @@ import pytest
 
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.segmentation import ShotRule
-from retrieval.media.frames import DecodeError, Span, VideoDecoder, VideoInfo, span_frame_indices
+from retrieval.media.frames import DecodeError, Span, VideoInfo, span_frame_indices
 from retrieval.media.shot_units import cut_shots, shot_spans
 from retrieval.media.shots import shots_from_cuts
+from retrieval.media.video_decoder import VideoDecoder
 from tests.paths import DATA, EXAMPLES
 
 LABELS = json.loads((DATA / "shots" / "bikes.json").read_text())

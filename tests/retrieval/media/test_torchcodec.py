@@ -7,7 +7,8 @@ import pytest
 
 from retrieval.core.pixels import DecoderScaled, FixedResize
 from retrieval.media import frames, torchcodec_backend
-from retrieval.media.frames import DecodeError, VideoDecoder
+from retrieval.media.frames import DecodeError
+from retrieval.media.video_decoder import VideoDecoder
 from tests.media import ROTATED, decoded_frame_number, make_clip
 
 # box.mp4 has a damaged IDR slice: decord and PyAV disagree on its pixels today, so it is left out of identity
@@ -191,7 +192,7 @@ def test_torchcodec_that_cannot_load_its_libraries_is_said_once(notices, monkeyp
 
 
 def test_the_default_order_on_the_cpu_loads_neither_torch_nor_torchcodec():
-    code = ("import sys; from retrieval.media.frames import VideoDecoder; d = VideoDecoder(); "
+    code = ("import sys; from retrieval.media.video_decoder import VideoDecoder; d = VideoDecoder(); "
             "print([b.name for b in d.backends], 'torch' in sys.modules, 'torchcodec' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[3]).stdout.strip()

@@ -8,9 +8,10 @@ from retrieval.engine import Engine
 from retrieval.media import frames
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.distribute import SerialDistributor
-from retrieval.pipeline.indexing import DecodeJob, _jobs, decode_job
 from retrieval.pipeline.plan import Plan
+from retrieval.pipeline.run import _jobs
 from retrieval.pipeline.settings import IndexSettings
+from retrieval.pipeline.stages import DecodeJob, decode_job
 from tests.paths import EXAMPLES
 
 CUP = EXAMPLES / "cup.mp4"

@@ -16,7 +16,8 @@ from indexers.text import MINILM
 from retrieval.engine import Engine
 from retrieval.pipeline import description_index
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.store.catalog import FILE_KEY, Catalog, DescriberKey, Description
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import FILE_KEY, DescriberKey, Description
 from retrieval.store.vectors import VectorIndex, index_path
 from tests.paths import EXAMPLES
 

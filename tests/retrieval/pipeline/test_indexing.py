@@ -8,9 +8,9 @@ import pytest
 from retrieval.engine import Engine
 from retrieval.media.frames import DecodeError
 from retrieval.pipeline.distribute import SerialDistributor
-from retrieval.pipeline.indexing import IndexSettingsError
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
+from retrieval.store.errors import IndexSettingsError
 from retrieval.store.vectors import VectorIndex, index_path
 
 

@@ -9,11 +9,11 @@ import pytest
 from bench.perf.footage import write_test_video
 from retrieval.core.defaults import WINDOW_FRAMES, WINDOWS_PER_WORKER
 from retrieval.core.sampling import FrameSpec, as_spec
-from retrieval.media import frames
+from retrieval.media import video_decoder
 from retrieval.media.frames import Span, VideoInfo, spans
 from retrieval.media.scan import FoundFile
-from retrieval.pipeline import indexing
-from retrieval.pipeline.indexing import DecodeJob, decode_job, unit_windows
+from retrieval.pipeline import stages
+from retrieval.pipeline.stages import DecodeJob, decode_job, unit_windows
 from tests.retrieval.pipeline.test_windows import Recording, index, units_and_vectors
 
 SPECS = (as_spec(4), FrameSpec("linspace", 3))
@@ -34,8 +34,8 @@ def found(path):
 @pytest.mark.parametrize("decoder", ["decord", "pyav"])
 def test_windows_decoded_apart_are_the_whole_files_frames_pixel_for_pixel(long_clip, monkeypatch, decoder):
     pytest.importorskip({"pyav": "av"}.get(decoder, decoder))
-    monkeypatch.setattr(frames, "default_backends", lambda device=None: (decoder,))
-    monkeypatch.setattr(indexing, "PARALLEL_SECONDS", 10.0)
+    monkeypatch.setattr(video_decoder, "default_backends", lambda device=None: (decoder,))
+    monkeypatch.setattr(stages, "PARALLEL_SECONDS", 10.0)
     whole = decode_job(DecodeJob(found(long_clip), SPECS, 2.0))
     first = decode_job(DecodeJob(found(long_clip), SPECS, 2.0, window=0, parts=2))
     assert first.windows > 2 * WINDOWS_PER_WORKER - 1 and len(first.spans) == 1
@@ -73,7 +73,7 @@ def test_the_local_executor_shares_a_long_file_among_its_workers_into_the_same_u
     folder.mkdir()
     shutil.copy(long_clip, folder / long_clip.name)
     whole, _ = index(tmp_path, "whole", tiny_models, folder, Recording(), segment_seconds=2.0)
-    monkeypatch.setattr(indexing, "PARALLEL_SECONDS", 10.0)
+    monkeypatch.setattr(stages, "PARALLEL_SECONDS", 10.0)
 
     class TwoWorkers(Recording):
         workers = 2

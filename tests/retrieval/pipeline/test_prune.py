@@ -7,9 +7,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from retrieval.pipeline.indexing import IndexSettingsError
 from retrieval.pipeline.plan import needs_prune
 from retrieval.store.catalog import Catalog
+from retrieval.store.errors import IndexSettingsError
 from tests.retrieval.pipeline import test_indexing
 
 engine, run = test_indexing.engine, test_indexing.run  # the tiny-model engine fixture and its indexing run

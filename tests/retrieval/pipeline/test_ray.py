@@ -13,7 +13,6 @@ from retrieval.engine import Engine
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.distribute import SerialDistributor
-from retrieval.pipeline.indexing import DecodeJob, EmbeddedFile, FileJob, IndexRun
 from retrieval.pipeline.ray_pipeline import (
     SHARDS_DIRNAME,
     RayExecutor,
@@ -24,7 +23,9 @@ from retrieval.pipeline.ray_pipeline import (
     _Embedder,
     code_runtime_env,
 )
+from retrieval.pipeline.run import IndexRun
 from retrieval.pipeline.settings import IndexSettings
+from retrieval.pipeline.stages import DecodeJob, EmbeddedFile, FileJob
 from retrieval.store.catalog import Catalog
 from retrieval.store.vectors import VectorIndex, index_path
 

@@ -7,7 +7,7 @@ import pytest
 
 from retrieval.engine import Engine
 from retrieval.media.scan import content_hash
-from retrieval.pipeline import indexing
+from retrieval.pipeline import stages
 from retrieval.pipeline.distribute import SerialDistributor, TaskFailed
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
@@ -86,7 +86,7 @@ def test_a_file_that_is_not_a_video_is_not_retried_unless_asked(engine, video_fo
 def test_a_file_replaced_while_it_is_decoded_is_stored_with_the_bytes_it_was_decoded_from(
         engine, video_folder, example_videos, tmp_path, monkeypatch):
     target, other = video_folder / "cup.mp4", example_videos / "bikes.mp4"
-    real = indexing.VideoDecoder.sample
+    real = stages.VideoDecoder.sample
     replaced = []
 
     def sample_then_replace(self, path, spec, *rest, **named):
@@ -96,7 +96,7 @@ def test_a_file_replaced_while_it_is_decoded_is_stored_with_the_bytes_it_was_dec
             replaced.append(path)
         return result
 
-    monkeypatch.setattr(indexing.VideoDecoder, "sample", sample_then_replace)
+    monkeypatch.setattr(stages.VideoDecoder, "sample", sample_then_replace)
     report = run(engine, video_folder)
     assert replaced and report.failed == []
 
@@ -116,7 +116,7 @@ def test_a_file_replaced_while_it_is_decoded_is_stored_with_the_bytes_it_was_dec
 
 
 def test_a_file_that_keeps_changing_while_decoded_is_left_for_a_later_run(engine, video_folder, monkeypatch):
-    real = indexing.VideoDecoder.sample
+    real = stages.VideoDecoder.sample
     target = video_folder / "cup.mp4"
 
     def sample_then_append(self, path, spec, *rest, **named):
@@ -126,7 +126,7 @@ def test_a_file_that_keeps_changing_while_decoded_is_left_for_a_later_run(engine
                 fh.write(b"\0" * 16)
         return result
 
-    monkeypatch.setattr(indexing.VideoDecoder, "sample", sample_then_append)
+    monkeypatch.setattr(stages.VideoDecoder, "sample", sample_then_append)
     report = run(engine, video_folder)
     assert "changed while it was decoded" in dict(report.failed)["cup.mp4"]
     assert states(engine)["cup.mp4"].transient

@@ -14,7 +14,7 @@ from retrieval.core.segmentation import ShotRule
 from retrieval.engine import Engine
 from retrieval.media import shot_units
 from retrieval.media.shot_units import cut_shots
-from retrieval.pipeline import indexing
+from retrieval.pipeline import stages
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from tests.paths import EXAMPLES
@@ -82,7 +82,7 @@ def test_a_long_file_over_the_one_pass_budget_is_read_a_window_at_a_time_into_th
     one_pass = Engine(tmp_path / "one")
     index(one_pass, shot_folder, tiny_models, shots=RULE)
     monkeypatch.setattr(shot_units, "ONE_PASS_BYTES", 0)
-    monkeypatch.setattr(indexing, "WINDOW_FRAMES", 10)
+    monkeypatch.setattr(stages, "WINDOW_FRAMES", 10)
     windowed = Recording()
     two_pass = Engine(tmp_path / "two")
     report = index(two_pass, shot_folder, tiny_models, windowed, shots=RULE)
@@ -130,7 +130,7 @@ def test_an_indexer_added_later_is_sampled_at_the_stored_shots_without_cutting_a
     def no_second_cut(*args, **kwargs):
         raise AssertionError("the file was cut again")
 
-    monkeypatch.setattr(indexing, "cut_shots", no_second_cut)
+    monkeypatch.setattr(stages, "cut_shots", no_second_cut)
     report = engine.index(shot_folder, [f"dinov2:{tiny_models['dinov2']}", f"videomae:{tiny_models['videomae']}"],
                           IndexSettings(), distributor=Recording())
     assert report.failed == [] and report.indexed == 2
@@ -142,7 +142,7 @@ def test_an_indexer_added_later_is_sampled_at_the_stored_shots_without_cutting_a
 
 def test_a_detector_out_of_memory_is_a_failure_a_later_run_retries(monkeypatch):
     from retrieval.media import shot_units
-    from retrieval.pipeline.indexing import is_transient
+    from retrieval.pipeline.stages import is_transient
 
     def raising(exc):
         def detect(self, frames, fps):

@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 from cli import app
 from retrieval.engine import Engine
 from retrieval.media.frames import DecodeError
-from retrieval.pipeline import indexing, local
+from retrieval.pipeline import local, stages
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor
-from retrieval.pipeline.indexing import IndexSettingsError
 from retrieval.pipeline.settings import MIN_SEGMENT_SECONDS, IndexSettings
 from retrieval.store.catalog import Catalog
+from retrieval.store.errors import IndexSettingsError
 
 
 class Recording(SerialDistributor):
@@ -55,7 +55,7 @@ def test_a_long_file_is_decoded_a_window_at_a_time_into_the_same_units(tmp_path,
                                                                         monkeypatch):
     whole, report = index(tmp_path, "whole", tiny_models, video_folder, Recording(), segment_seconds=1.0)
     assert report.failed == []
-    monkeypatch.setattr(indexing, "WINDOW_FRAMES", 16)
+    monkeypatch.setattr(stages, "WINDOW_FRAMES", 16)
     windowed = Recording()
     parts, report = index(tmp_path, "windows", tiny_models, video_folder, windowed, segment_seconds=1.0)
     assert report.failed == [] and report.indexed == 4
@@ -68,7 +68,7 @@ def test_a_long_file_is_decoded_a_window_at_a_time_into_the_same_units(tmp_path,
 
 
 def test_a_failed_window_fails_its_file_only(tmp_path, tiny_models, video_folder, monkeypatch):
-    monkeypatch.setattr(indexing, "WINDOW_FRAMES", 16)
+    monkeypatch.setattr(stages, "WINDOW_FRAMES", 16)
     broken = Recording(fail=lambda job: job.file.rel == "campus_01.mp4" and job.window == 1)
     engine, report = index(tmp_path, "index", tiny_models, video_folder, broken, segment_seconds=1.0)
     assert [rel for rel, _ in report.failed] == ["campus_01.mp4"]
@@ -79,7 +79,7 @@ def test_a_failed_window_fails_its_file_only(tmp_path, tiny_models, video_folder
 
 
 def test_a_file_whose_units_change_between_windows_fails_alone(tmp_path, tiny_models, video_folder, monkeypatch):
-    monkeypatch.setattr(indexing, "WINDOW_FRAMES", 16)
+    monkeypatch.setattr(stages, "WINDOW_FRAMES", 16)
     growing = Recording(grown=lambda job: job.file.rel == "campus_01.mp4" and job.window == 1)
     _, report = index(tmp_path, "index", tiny_models, video_folder, growing, segment_seconds=1.0)
     assert report.failed == [("campus_01.mp4", "the video changed while it was indexed")]
@@ -130,7 +130,7 @@ def test_units_shorter_than_the_minimum_are_refused_in_one_line(tmp_path, video_
 def test_a_file_written_between_its_windows_is_left_for_a_later_run(tmp_path, tiny_models, video_folder,
                                                                      monkeypatch):
     """The hash comes with the first window: a later window read from other bytes must not join it."""
-    monkeypatch.setattr(indexing, "WINDOW_FRAMES", 16)
+    monkeypatch.setattr(stages, "WINDOW_FRAMES", 16)
     target = video_folder / "campus_01.mp4"
 
     class WrittenAfterFirstWindow(Recording):

@@ -16,7 +16,7 @@ from rerankers.factory import create_reranker
 from rerankers.vqa_prompt import pair_questions
 from retrieval.core.signal_kinds import caption_signal
 from retrieval.engine import Engine
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.signals import SignalError
 from retrieval.store.catalog import Catalog
 from tests.indexers.test_clip import _hf_clip_with_tokenizer, _open_clip_with_vocabulary

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from bench.tiny.vlm import build_qwen_vl
 from cli import app
 from retrieval.engine import Engine
-from retrieval.media.frames import VideoDecoder
+from retrieval.media.video_decoder import VideoDecoder
 
 
 @pytest.fixture(scope="module")

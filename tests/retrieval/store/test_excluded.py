@@ -3,7 +3,8 @@ written before files could be excluded reads as excluding none."""
 
 import numpy as np
 
-from retrieval.store.catalog import Catalog, FileRecord, IndexerRow, UnitRecord
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import FileRecord, IndexerRow, UnitRecord
 
 INDEXER = "tiny"
 

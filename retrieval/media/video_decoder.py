@@ -1,0 +1,211 @@
+"""Decode sampled frames of a video: PyAV first, decord as fallback; torchcodec first when decoding on a GPU.
+
+Only the frames a unit needs are decoded (seek + decode up to each target), and
+they are resized inside the decoder, so memory depends on the sample count and
+the output size, never on the stream's length or resolution.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from retrieval.core.errors import one_line
+from retrieval.core.pixels import DEFAULT_SHORT_SIDE, DecoderScaled
+from retrieval.core.sampling import FrameSpec, as_spec
+from retrieval.media.decord_backend import DecordBackend
+from retrieval.media.frames import (
+    Backend,
+    BackendUnavailable,
+    DecodeError,
+    FileChanged,
+    Frames,
+    Span,
+    SpanError,
+    VideoInfo,
+    check_frame_count,
+    check_not_empty,
+    notice,
+    span_frame_indices,
+    spans,
+)
+from retrieval.media.pyav_backend import PyAVBackend, inexact_seek_container
+from retrieval.media.torchcodec_backend import TorchCodecBackend
+
+
+def _available_backends() -> list[Callable[..., Backend]]:
+    # torchcodec_backend imports neither torch nor torchcodec itself: making its backend does
+    return [DecordBackend, PyAVBackend, TorchCodecBackend]
+
+
+# The CPU's default order, by measurement (docs/performance.md, "Decoders"): PyAV on one thread decoded the
+# 10-minute 720p file faster than decord (whose reader keeps a second thread busy: 1.5 cores for one decode), so
+# decode workers sharing a long file scale with PyAV and not with decord; decord reads what PyAV cannot.
+# torchcodec decodes no faster on the CPU, and loading it costs a decode process torch (seconds, and 0.7 GB
+# resident), so it is used on the CPU only when named.  Decoding on a GPU (``device="cuda"``) puts it first.
+CPU_BACKENDS = ("pyav", "decord")
+GPU_BACKENDS = ("torchcodec", "pyav", "decord")
+
+
+def default_backends(device: str | None = None) -> tuple[str, ...]:
+    return GPU_BACKENDS if _on_gpu(device) else CPU_BACKENDS
+
+
+def _on_gpu(device: str | None) -> bool:
+    return bool(device) and str(device).startswith("cuda")
+
+
+class VideoDecoder:
+    """Probe a file and read sampled frames, trying each backend in turn.
+
+    ``backends``: the names to try (default ``default_backends(device)``); ``device``: where torchcodec
+    decodes ("cuda", "cuda:N"; None or "cpu": the CPU); ``threads``: decoding threads per file (None: each
+    decoder's default; decode workers ask for 1, a worker being a core). A CUDA device that cannot be used
+    (no GPU, torchcodec missing or unable to load, NVDEC failing) means decoding on the CPU, said once per process
+    ("decode on cuda unavailable (<reason>); decoding on cpu").
+    """
+
+    def __init__(self, short_side: int = DEFAULT_SHORT_SIDE, backends: Sequence[str] | None = None,
+                 device: str | None = None, threads: int | None = None):
+        self.short_side = short_side
+        self.device = device
+        self.backends: list[Backend] = []
+        factories, order = _available_backends(), GPU_BACKENDS if _on_gpu(device) else (*CPU_BACKENDS, "torchcodec")
+        wanted = set(backends if backends is not None else default_backends(device))
+        if backends is None and not any(f.name in wanted for f in factories):
+            wanted = {f.name for f in factories}  # the decoders were narrowed to others (bench.perf.decoders)
+        for factory in sorted(factories, key=lambda f: order.index(f.name) if f.name in order else len(order)):
+            if factory.name not in wanted:
+                continue
+            try:
+                self.backends.append(_make(factory, device, threads))
+            except ImportError as exc:
+                _unavailable(factory.name, exc, device)  # decord is optional (x86_64 Linux only), torchcodec too
+        if not self.backends:
+            raise RuntimeError("no video decoder is installed (install decord or av)")
+
+    def probe(self, path: str | Path) -> VideoInfo:
+        """Frame count, rate, duration and size of a file, from the first decoder that can open it."""
+        return self._with_backends(path, lambda backend, info: info, self._resize(as_spec(1)))[0]
+
+    def sample(self, path: str | Path, spec: FrameSpec | int, segment_seconds: float | None = None,
+               units: Callable[[VideoInfo, list[Span]], slice] | None = None, cut: Sequence[Span] | None = None):
+        """Return (VideoInfo, [(Span, Frames), ...]) or raise DecodeError with the reason.
+
+        ``spec`` says which frames and at what size (a bare count: 1 fps then uniform, decoder-scaled).
+        The file's units are ``cut`` when given (its shots), else ``spans(duration, segment_seconds)``.
+        ``units`` picks, once the file is probed, which of its units to read (default: all), so that a
+        long file can be read a window of units at a time and memory never grows with its length.
+        """
+        spec = as_spec(spec)
+
+        def read(backend, info):
+            every_unit = list(cut) if cut is not None else spans(info.duration, segment_seconds)
+            chosen = every_unit if units is None else every_unit[units(info, every_unit)]
+            wanted = [span_frame_indices(info, span, spec) for span in chosen]
+            check_frame_count(spec, wanted)
+            # one read for every unit read: the file is opened and indexed once, decoded in one forward pass
+            every = backend.read(Path(path), info, [i for indices in wanted for i in indices], self._resize(spec))
+            bounds = np.cumsum([0, *map(len, wanted)])
+            return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
+                    for span, a, b in zip(chosen, bounds[:-1], bounds[1:])]
+
+        return self._with_backends(path, read, self._resize(spec))
+
+    def sample_span(self, path: str | Path, spec: FrameSpec | int, start: float, end: float | None) -> Frames:
+        """Frames of one time range of a file (an anchor given with --start/--end)."""
+        spec = as_spec(spec)
+
+        def read(backend, info):
+            stop = info.duration if end is None else min(end, info.duration)
+            if start >= stop:
+                raise SpanError(start, stop, info.duration)
+            indices = span_frame_indices(info, Span(0, start, stop), spec)
+            check_frame_count(spec, [indices])
+            return backend.read(Path(path), info, indices, self._resize(spec))
+
+        return self._with_backends(path, read, self._resize(spec))[1]
+
+    def _resize(self, spec: FrameSpec):
+        return spec.resize if spec.resize is not None else DecoderScaled(self.short_side)
+
+    def _with_backends(self, path, read, resize):
+        path = Path(path)
+        check_not_empty(path)
+        errors = []
+        for backend in self._order(resize, path):
+            try:
+                info = backend.probe(path)
+                return info, read(backend, info)
+            except (SpanError, FileChanged):
+                raise  # the request or the file is at fault, not the backend: another decoder would say the same
+            except DecodeError as exc:
+                errors.append((backend.name, str(exc)))
+            except Exception as exc:  # decoders raise many types; each is a per-file failure
+                errors.append((backend.name, _one_line(exc)))
+        raise DecodeError(plain_reason(errors))
+
+
+    def _order(self, resize, path: Path) -> list[Backend]:
+        """Full-size frames come from PyAV before decord: decord decodes ahead of a slow reader (each frame is
+        resized before the next is asked for) and held 2.2 GB of 4K frames where PyAV held 0.3 GB; torchcodec,
+        which decodes a few frames at a time, keeps its place. Containers decord seeks in inexactly
+        (``INEXACT_SEEK_FORMATS``) go to PyAV first of all."""
+        if inexact_seek_container(path):
+            return sorted(self.backends, key=lambda backend: backend.name != "pyav")
+        if resize.in_decoder:
+            return self.backends
+        return sorted(self.backends, key=lambda backend: backend.name == "decord")
+
+
+def _make(factory: Callable[..., Backend], device: str | None, threads: int | None) -> Backend:
+    if factory.name == "torchcodec":
+        return factory(device=device, threads=threads or 1)
+    if factory.name == "pyav":
+        return factory(threads=threads)
+    return factory()  # decord: one thread always (its threaded decoding corrupts VP9 frames)
+
+
+def _unavailable(name: str, exc: ImportError, device: str | None) -> None:
+    """A backend that cannot be made: decord or torchcodec not installed is no news, unless decoding on a GPU
+    was asked for; torchcodec installed but unable to load is said once."""
+    if name != "torchcodec":
+        return
+    if _on_gpu(device):
+        reason = str(exc) if isinstance(exc, BackendUnavailable) else "torchcodec is not installed"
+        notice(f"decode on cuda unavailable ({reason}); decoding on cpu")
+    elif isinstance(exc, BackendUnavailable):
+        notice(f"{exc}; decoding with the other decoders")
+
+
+# what a decoder's own words mean, in the user's: the first phrase found in any backend's error wins
+KNOWN_FAILURES = (
+    ("moov atom not found", "not a complete video file (moov atom not found)"),
+    ("partial file", "not a complete video file (truncated)"),
+    ("Invalid data found when processing input", "not a video file (invalid data)"),
+)
+
+
+def plain_reason(errors: Sequence[tuple[str, str]]) -> str:
+    """One reason for a file every backend failed on, from their (name, message) pairs: a known failure in
+    plain words, one message when all say the same, else each backend's."""
+    text = " ".join(message for _, message in errors)
+    for phrase, reason in KNOWN_FAILURES:
+        if phrase in text:
+            return reason
+    messages = list(dict.fromkeys(message for _, message in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return "; ".join(f"{name}: {message}" for name, message in errors)
+
+
+# decord's C++ messages start "[12:00:00] /path/to/file.cc:151: " and may carry a stack trace
+_NATIVE_PREFIX = re.compile(r"\[\d\d:\d\d:\d\d\] \S+:\d+: ")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = _NATIVE_PREFIX.sub("", str(exc)).split("Stack trace")[0]
+    return one_line(RuntimeError(text), 300) if text.strip() else type(exc).__name__

@@ -1,0 +1,108 @@
+"""The rows the catalog stores and hands back, as values: files, units, indexers, descriptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FileState:
+    file_id: int
+    size: int
+    mtime: float
+    content_hash: str | None
+    status: str
+    error: str | None = None  # why it failed (status "failed")
+    transient: bool = False  # it failed for a passing reason (timeout, crash, full disk): a later run retries it
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str  # relative to the index root, POSIX separators
+    size: int
+    mtime: float
+    content_hash: str
+    duration: float
+    fps: float
+    width: int
+    height: int
+    frame_count: int
+    decoder: str
+    units_by: str = ""  # how its units were cut (``retrieval.core.segmentation`` label); "" when not recorded
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    segment: int
+    start: float
+    end: float
+    frame_times: tuple[float, ...]
+    boundary: str | None = None  # shot units: "start", "cut" or "split"; None: fixed units
+    confidence: float | None = None  # of the detected cut that starts the unit
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitRow(UnitRecord):
+    """A stored unit as recall reads it back: the record, with its id and its file."""
+
+    unit_id: int
+    path: str
+    content_hash: str | None
+
+
+@dataclass(frozen=True)
+class IndexerRow:
+    indexer: str
+    name: str
+    source: str
+    kind: str
+    dim: int
+    frames: int
+    faiss_factory: str | None
+
+
+@dataclass(frozen=True)
+class DescriptionSignal:
+    """A text indexer's vectors of one concept's descriptions: a signal of its own, with its own FAISS index."""
+
+    signal: str  # "<text indexer model id>#<concept key>"
+    indexer: str  # the text indexer's model id
+    concept: str
+    dim: int
+    faiss_factory: str | None = None
+
+
+@dataclass(frozen=True)
+class DescriberKey:
+    """Which model wrote a description, and how it was asked: with the unit, the description's cache key."""
+
+    model: str  # the model's stable id, e.g. "llava-onevision:llava-hf/..."
+    revision: str  # its weights: hub commit or a hash of the local folder
+    prompt_version: str  # the requests and the frames it saw
+
+
+@dataclass(frozen=True)
+class Description:
+    """One stored answer: a unit's caption (concept "caption") or its description of one concept.
+
+    Units are named by their bytes and span, not their file, so the same bytes under another
+    name, or a re-index, find it again. ``status`` "ok", or "unreadable" with the reason in ``error``.
+    """
+
+    content_hash: str
+    start: float
+    end: float
+    concept: str
+    key: DescriberKey
+    text: str | None
+    status: str = "ok"
+    error: str | None = None
+
+
+# descriptions read from ``<stem>.txt`` / ``<stem>.<concept>.txt`` files: written by a person or another tool
+FILE_KEY = DescriberKey("file", "", "file")
+
+
+def span_key(seconds: float) -> float:
+    # spans are keyed to the millisecond: the same unit read again never misses its rows by a rounding
+    return round(float(seconds), 3)
