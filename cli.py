@@ -115,7 +115,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     """The engine's failures a user can fix: imported when something failed, not at start-up."""
     from indexers.errors import ModelUnavailableError
     from rerankers.base import RerankerError
-    from rerankers.diff_prompt import DiffInputError
+    from rerankers.prompts.diff import DiffInputError
     from retrieval.core.concepts import ConceptError
     from retrieval.core.registry import UnknownModelError
     from retrieval.engine import NoIndexError, NotIndexedError

@@ -267,7 +267,7 @@ class Engine:
         caption and the five ConViS concepts; ``caption_only``: the caption alone), and embed each concept's
         descriptions into its own signal. ``captioner``: any reranker spec; default the last one
         ``index --captioner`` used."""
-        from rerankers import describe_prompt
+        from rerankers.prompts import describe as describe_prompt
         from retrieval.pipeline.describe_run import NoCaptionerError, describe_index
 
         if not self.has_index:
@@ -549,7 +549,7 @@ class Engine:
         """Which-video questions and open lists of differences, asked of ``reranker`` through this engine's score
         cache and decoded frames; ``fps``: frames at that fixed rate instead of the family's rule."""
         from rerankers.base import check_mode
-        from rerankers.diff_prompt import DiffInputError
+        from rerankers.prompts.diff import DiffInputError
         from retrieval.search.diff import DiffScorer
 
         check_mode(mode)
@@ -564,7 +564,7 @@ class Engine:
              b_span: tuple[float, float | None] = (0.0, None)) -> DiffResult:
         """What differs between clips ``a`` and ``b`` performing ``action``: closed mode (``statements``, key ->
         text: which clip each is more true of) or open mode (``most``: the LMM proposes up to that many)."""
-        from rerankers.diff_prompt import DiffInputError, check_action
+        from rerankers.prompts.diff import DiffInputError, check_action
         from retrieval.search.diff import diff_pair
 
         action = check_action(action)  # before a model is built: a bad action is the user's line, not a load error
@@ -585,7 +585,7 @@ class Engine:
         """``candidates`` ranked by how much each differs from ``reference`` (most different first): the sum over
         the statements (given, or each candidate's own proposed ones) of how surely the LMM tells the two apart.
         A candidate with the reference's content is not asked and ranks last, with a notice."""
-        from rerankers.diff_prompt import check_action
+        from rerankers.prompts.diff import check_action
         from retrieval.search.diff import DiffRanking, diff_pair, rank_by_difference
 
         action = check_action(action)

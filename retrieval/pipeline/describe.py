@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from indexers.base import Indexer
-from rerankers import describe_prompt
+from rerankers.prompts import describe as describe_prompt
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.media.frames import VideoDecoder

@@ -23,7 +23,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rerankers.base import UNREADABLE, PairScore
-from rerankers.diff_prompt import (
+from rerankers.frames import padded_count
+from rerankers.prompts.diff import (
     LETTERS,
     DiffInputError,
     ProposedList,
@@ -34,7 +35,6 @@ from rerankers.diff_prompt import (
     parse_differences,
     video_description,
 )
-from rerankers.frames import padded_count
 from retrieval.core.sampling import FrameSpec
 from retrieval.search.rerank import ClipRef, FrameCache, ScoreCache, seen
 

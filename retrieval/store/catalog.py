@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 import duckdb
 import numpy as np
 
-from rerankers.describe_prompt import CAPTION as CAPTION_KEY
+from rerankers.prompts.describe import CAPTION as CAPTION_KEY
 from retrieval.store.errors import (
     CatalogBusy,
     CatalogDamaged,

@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.tiny import vlm as tiny_vlm
-from rerankers import describe_prompt
-from rerankers.describe_prompt import DESCRIBE_KEYS
 from rerankers.internvl import InternVLReranker
+from rerankers.prompts import describe as describe_prompt
+from rerankers.prompts.describe import DESCRIBE_KEYS
 from retrieval.engine import Engine
 from retrieval.pipeline.describe import MAX_CHARS, MODEL_CALLS_PER_UNIT, read_answer
 from retrieval.pipeline.distribute import SerialDistributor

@@ -11,7 +11,7 @@ import pytest
 
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.base import LetterOdds, Reranker
-from rerankers.diff_prompt import DiffInputError
+from rerankers.prompts.diff import DiffInputError
 from retrieval.engine import Engine
 from retrieval.search.diff import gather_statements, read_statements
 
