@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Sequence
 
 from indexers.base import Indexer
+from retrieval.lmm.captioning import Describer, Requests
 from retrieval.pipeline import description_index
 from retrieval.pipeline.catalog_settings import rebuild_indices
 from retrieval.pipeline.describe import (
     DescribeCounts,
     DescribePass,
-    Describer,
     Progress,
-    Requests,
     captions_per_second,
     describer_key,
     embed_generated_captions,

@@ -28,6 +28,7 @@ from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec, as_spec
 from retrieval.core.segmentation import ShotRule, segmentation_label
 from retrieval.core.segmentation import describe as describe_units
+from retrieval.lmm.captioning import Describer
 from retrieval.media.frames import (
     DEFAULT_SHORT_SIDE,
     DecodeError,
@@ -56,7 +57,6 @@ from retrieval.pipeline.catalog_settings import (
 )
 from retrieval.pipeline.describe import (
     DescribePass,
-    Describer,
     captions_per_second,
     describer_key,
     embed_generated_captions,
