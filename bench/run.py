@@ -49,10 +49,10 @@ from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 from retrieval.core.scores import clipscore, unit_similarity
 from retrieval.core.signal_kinds import caption_signal
 from retrieval.engine import Engine
+from retrieval.lmm.clips import ClipRef
+from retrieval.lmm.vqascore import Captioned
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.search.rerank import ClipRef
-from retrieval.search.vqascore import Captioned
 from retrieval.store.catalog_records import IndexerRow
 
 GT_NAME = "gt_conditioned_similarities.json"

@@ -12,7 +12,7 @@ from rerankers.base import (
     expected_score,
 )
 from rerankers.factory import available_rerankers, create_reranker
-from rerankers.prompt import PROMPT_VERSION, parse_score, system_prompt
+from rerankers.prompts.similarity import PROMPT_VERSION, parse_score, system_prompt
 
 __all__ = [
     "MODES",

@@ -12,11 +12,11 @@ from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from rerankers.describe_prompt import DESCRIBE_PROMPT_VERSION
-from rerankers.diff_prompt import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.frames import as_video, concat_pair, join_pair, prepare, resample
-from rerankers.prompt import ANSWER_TOKENS, PROMPT_VERSION, parse_score
-from rerankers.vqa_prompt import VQA_PROMPT_VERSION
+from rerankers.prompts.describe import DESCRIBE_PROMPT_VERSION
+from rerankers.prompts.diff import DIFF_PROMPT_VERSION, parse_letter
+from rerankers.prompts.similarity import ANSWER_TOKENS, PROMPT_VERSION, parse_score
+from rerankers.prompts.vqascore import VQA_PROMPT_VERSION
 from retrieval.core.errors import ConvisError
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
@@ -262,7 +262,7 @@ class Reranker(ABC):
                           prepared: bool = False) -> list[float | None]:
         """P("Yes") as the first answer token, for each video (T, H, W, 3) uint8 RGB asked its own question.
 
-        The probability is the softmax over the whole vocabulary (rerankers.vqa_prompt).  Videos are
+        The probability is the softmax over the whole vocabulary (rerankers.prompts.vqascore).  Videos are
         prepared as ``describe`` prepares them; ``batch_size`` of them go in a forward pass.  A video
         whose logits are not finite gets None (and a line in the notices), never an exception.
         """

@@ -1,7 +1,7 @@
 """Running a transformers video LMM as a reranker: load a checkpoint, ask, read the next token.
 
 Family modules subclass :class:`HFVideoReranker` and set which checkpoints they load
-(``model_classes``), where the prompt pieces go (``layout``, see rerankers.prompt) and, where
+(``model_classes``), where the prompt pieces go (``layout``, see rerankers.prompts.similarity) and, where
 the reference prepares frames itself, ``_video_inputs``.
 """
 
@@ -17,11 +17,11 @@ from typing import Any, Callable, ClassVar, Mapping, TypeVar
 import numpy as np
 
 from rerankers.base import RERANKERS, LetterOdds, NextToken, Reranker, RerankerError, RerankerUnavailable
-from rerankers.describe_prompt import describe_chat, text_chat
-from rerankers.diff_prompt import LETTERS
 from rerankers.frames import processor_frame_size
-from rerankers.prompt import ANSWER_TOKENS, build_chat
-from rerankers.vqa_prompt import YES
+from rerankers.prompts.describe import describe_chat, text_chat
+from rerankers.prompts.diff import LETTERS
+from rerankers.prompts.similarity import ANSWER_TOKENS, build_chat
+from rerankers.prompts.vqascore import YES
 from retrieval.core.device import pick_device
 from retrieval.core.pixels import FixedResize
 from retrieval.core.weights import quiet_loading
@@ -239,7 +239,7 @@ def single_token_id(tokenizer, answer: str) -> int:
 class HFVideoReranker(Reranker):
     """A transformers image-text-to-text model fed the pair as one video."""
 
-    layout: ClassVar[str]  # key of rerankers.prompt.CHAT_LAYOUTS
+    layout: ClassVar[str]  # key of rerankers.prompts.similarity.CHAT_LAYOUTS
     model_classes: ClassVar[Mapping[str, str]]  # config model_type -> transformers class name
     fp16_safe: ClassVar[bool] = True  # False where activations overflow float16 (never run such a family in it)
     frames_per_video = 16  # the reference feeds LLaVA and InternVL 16 frames a video; Qwen sets its own

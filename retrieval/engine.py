@@ -25,6 +25,9 @@ from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
 from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
 from retrieval.core.timecode import format_span
+from retrieval.lmm.clips import ClipRef, FrameCache
+from retrieval.lmm.score_cache import ScoreCache, default_score_cache
+from retrieval.lmm.similarity import PairScorer, rerank
 from retrieval.media.scan import content_hash, find_videos
 from retrieval.pipeline.catalog_settings import (
     CAPTIONER,
@@ -39,7 +42,6 @@ from retrieval.search.compose import Change, ChangeQuery
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.pair_signals import PairSignals
-from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache, default_score_cache, rerank
 from retrieval.search.results import CompareResult, Hit, QueryResult, shown_path
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, FileListing, list_files
@@ -52,12 +54,13 @@ from retrieval.store.vectors import VectorIndex, check_folder
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
+    from retrieval.lmm.differences import DiffResult, DiffScorer
+    from retrieval.lmm.vqascore import VqaScorer
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.run import Executor, IndexReport, Progress, Scan
     from retrieval.pipeline.settings import IndexSettings
-    from retrieval.search.diff import DiffRanking, DiffResult, DiffScorer
-    from retrieval.search.vqascore import VqaScorer
+    from retrieval.search.diff import DiffRanking
 
 
 
@@ -270,7 +273,7 @@ class Engine:
         caption and the five ConViS concepts; ``caption_only``: the caption alone), and embed each concept's
         descriptions into its own signal. ``captioner``: any reranker spec; default the last one
         ``index --captioner`` used."""
-        from rerankers import describe_prompt
+        from rerankers.prompts import describe as describe_prompt
         from retrieval.pipeline.describe_run import NoCaptionerError, describe_index
 
         if not self.has_index:
@@ -481,7 +484,7 @@ class Engine:
     def vqa_scorer(self, spec, notices: list[str] | None = None) -> VqaScorer:
         """VQAScore with the LMM ``spec`` (or a Reranker), built once per engine, sharing its score cache and
         decoded frames (its ``questions_asked`` counts this engine's model calls)."""
-        from retrieval.search.vqascore import VqaScorer
+        from retrieval.lmm.vqascore import VqaScorer
 
         model = self.reranker(spec)
         if id(model) not in self._vqa:
@@ -552,8 +555,8 @@ class Engine:
         """Which-video questions and open lists of differences, asked of ``reranker`` through this engine's score
         cache and decoded frames; ``fps``: frames at that fixed rate instead of the family's rule."""
         from rerankers.base import check_mode
-        from rerankers.diff_prompt import DiffInputError
-        from retrieval.search.diff import DiffScorer
+        from rerankers.prompts.diff import DiffInputError
+        from retrieval.lmm.differences import DiffScorer
 
         check_mode(mode)
         if fps is not None and not (math.isfinite(fps) and fps > 0):
@@ -567,8 +570,8 @@ class Engine:
              b_span: tuple[float, float | None] = (0.0, None)) -> DiffResult:
         """What differs between clips ``a`` and ``b`` performing ``action``: closed mode (``statements``, key ->
         text: which clip each is more true of) or open mode (``most``: the LMM proposes up to that many)."""
-        from rerankers.diff_prompt import DiffInputError, check_action
-        from retrieval.search.diff import diff_pair
+        from rerankers.prompts.diff import DiffInputError, check_action
+        from retrieval.lmm.differences import diff_pair
 
         action = check_action(action)  # before a model is built: a bad action is the user's line, not a load error
         notices: list[str] = []
@@ -588,8 +591,9 @@ class Engine:
         """``candidates`` ranked by how much each differs from ``reference`` (most different first): the sum over
         the statements (given, or each candidate's own proposed ones) of how surely the LMM tells the two apart.
         A candidate with the reference's content is not asked and ranks last, with a notice."""
-        from rerankers.diff_prompt import check_action
-        from retrieval.search.diff import DiffRanking, diff_pair, rank_by_difference
+        from rerankers.prompts.diff import check_action
+        from retrieval.lmm.differences import diff_pair
+        from retrieval.search.diff import DiffRanking, rank_by_difference
 
         action = check_action(action)
         notices: list[str] = []

@@ -13,8 +13,10 @@ from bench.perf.results import RerankResult
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import parse_concepts
+from retrieval.lmm.clips import ClipRef, FrameCache
+from retrieval.lmm.score_cache import ScoreCache
+from retrieval.lmm.similarity import PairScorer
 from retrieval.media.scan import content_hash
-from retrieval.search.rerank import ClipRef, FrameCache, PairScorer, ScoreCache
 
 
 def tiny_reranker(folder: Path) -> str:

@@ -101,7 +101,7 @@ def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scori
 
 def _skippable() -> tuple[type[BaseException], ...]:
     """What one sample's videos or labels can get wrong (a model that cannot load, or a bug, stops the run)."""
-    from rerankers.diff_prompt import DiffInputError
+    from rerankers.prompts.diff import DiffInputError
     from retrieval.media.frames import DecodeError
     from retrieval.search.anchor import AnchorError
 

@@ -1,71 +1,43 @@
 """The describe pass: a video LMM looks at each indexed unit once and its answers are stored.
 
-reader (units without this model's descriptions) -> mapper (decode the family's frames, ask the
-caption and one request per concept) -> writer (one catalog transaction per unit).  Answers are
-keyed by the unit's bytes and span, the model, its revision and the prompt version, so a re-index,
-or the same bytes under another name, never asks again, and a run killed mid-way loses at most the
-unit in flight.  A text indexer then embeds the generated captions as it embeds caption files.
+reader (units without this model's descriptions) -> mapper (``retrieval.lmm.captioning``: decode the
+family's frames, ask the caption and one request per concept) -> writer (one catalog transaction per
+unit).  Answers are keyed by the unit's bytes and span, the model, its revision and the prompt version,
+so a re-index, or the same bytes under another name, never asks again, and a run killed mid-way loses
+at most the unit in flight.  A text indexer then embeds the generated captions as it embeds caption files.
 """
 
 from __future__ import annotations
 
-import time
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from indexers.base import Indexer
-from rerankers import describe_prompt
+from rerankers.prompts import describe as describe_prompt
 from retrieval.core.errors import one_line
-from retrieval.core.sampling import FrameSpec
+from retrieval.lmm.captioning import (
+    Answer,
+    Described,
+    Describer,
+    LocalDescriber,
+    Mapper,
+    Requests,
+    Work,
+    read_answer,
+)
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog_records import FILE_KEY, DescriberKey, Description, UnitRow
 
-MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
 FILE_MAX_CHARS = 20_000  # a caption file may be long (released captions run to 5,000 characters); not a book
 MODEL_CALLS_PER_UNIT = len(describe_prompt.DESCRIBE_KEYS)  # the caption and one request per concept
 
 
-class Describer(Protocol):
-    """A model that answers a request about one video: every reranker family is one."""
-
-    model_id: str
-    revision: str
-    describe_version: str
-    frame_spec: FrameSpec
-
-    def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str: ...
-
-    def describe_many(self, videos: Sequence[np.ndarray], prompt: str, max_new_tokens: int,
-                      prepared: bool = False) -> list[str]: ...
-
-
 def describer_key(model: Describer) -> DescriberKey:
     return DescriberKey(model.model_id, model.revision, model.describe_version)
-
-
-@dataclass(frozen=True)
-class Answer:
-    text: str | None
-    status: str = "ok"
-    error: str | None = None
-
-
-def read_answer(raw, max_chars: int = MAX_CHARS) -> Answer:
-    """An answer as stored: clean text, or "unreadable" with the reason (never an exception)."""
-    if not isinstance(raw, str):
-        return Answer(None, "unreadable", f"not text: {type(raw).__name__}")
-    # control characters (a model emitting raw bytes) say nothing and break terminals; newlines stay
-    text = "".join(c for c in raw if c in "\n\t" or unicodedata.category(c)[0] != "C").strip()
-    if not text:
-        return Answer(None, "unreadable", "empty answer")
-    if len(text) > max_chars:
-        return Answer(None, "unreadable", f"{len(text)} characters, more than {max_chars}")
-    return Answer(text)
 
 
 @dataclass
@@ -89,65 +61,6 @@ def captions_per_second(calls: int, seconds: float) -> float | None:
 Note = Callable[[str], None]
 # (event, data): "describe" {total} when the pass starts, "described" {calls, seconds} after each unit
 Progress = Callable[[str, dict], None]
-Requests = dict[str, tuple[str, int]]  # key -> (request, max new tokens), asked in this order
-
-
-@dataclass(frozen=True)
-class Described:
-    """One unit's answers to the requests it lacked, or why there are none (``reason``), and what it cost."""
-
-    unit: UnitRow
-    answers: dict[str, Answer] | None
-    reason: str | None = None
-    calls: int = 0
-    seconds: float = 0.0
-
-
-def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Work) -> list[Described]:
-    """Decode each unit with the model's own frames, then ask each request of every unit lacking it in one
-    ``describe_many`` (the family batches what it can); never raises: a unit that failed says why."""
-    pixels, failed = {}, {}
-    for i, (unit, _) in enumerate(work):
-        try:
-            pixels[i] = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end).pixels
-        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
-            failed[i] = f"not decoded ({one_line(exc, 200)})"
-    answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
-    seconds = {i: 0.0 for i in pixels}
-    keys = list(dict.fromkeys(k for _, requests in work for k in requests))
-    for key in keys:
-        asked = [i for i in pixels if key in work[i][1] and i not in failed]
-        if not asked:
-            continue
-        request, tokens = work[asked[0]][1][key]
-        started = time.perf_counter()
-        try:
-            raws = model.describe_many([pixels[i] for i in asked], request, tokens, prepared=True)
-        except Exception as exc:  # out of memory, mostly: nothing stored for these units, a later run asks again
-            failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
-            continue
-        share = (time.perf_counter() - started) / len(asked)
-        for i, raw in zip(asked, raws):
-            answers[i][key], seconds[i] = read_answer(raw), seconds[i] + share
-    return [Described(unit, None, failed[i]) if i in failed else
-            Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
-
-
-Work = list[tuple[UnitRow, Requests]]  # each unit with the requests it lacks answers to
-Mapper = Callable[[Work], Iterable[Described]]  # the model's answers, unit by unit, in any order
-
-
-class LocalDescriber:
-    """The mapper of a local run: this process asks the model, the model's ``batch_size`` units at a time (what
-    a run killed mid-way can lose)."""
-
-    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None):
-        self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
-
-    def __call__(self, work: Work) -> Iterator[Described]:
-        size = max(1, int(getattr(self.model, "batch_size", 1)))
-        for start in range(0, len(work), size):
-            yield from describe_units(self.model, self.decoder, self.root, work[start:start + size])
 
 
 class DescribePass:

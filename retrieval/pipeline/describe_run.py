@@ -15,13 +15,12 @@ from typing import Sequence
 
 from indexers.base import Indexer
 from retrieval.core.errors import ConvisError
+from retrieval.lmm.captioning import Describer, Requests
 from retrieval.pipeline import description_index
 from retrieval.pipeline.describe import (
     DescribeCounts,
     DescribePass,
-    Describer,
     Progress,
-    Requests,
     captions_per_second,
     describer_key,
     embed_generated_captions,

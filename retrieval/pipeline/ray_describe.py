@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from retrieval.core.sampling import FrameSpec
-from retrieval.pipeline.describe import Described, Work, describe_units
+from retrieval.lmm.captioning import Described, Work, describe_units
 
 DESCRIBE_BATCH = 4  # units per actor call: amortises the call, small enough to spread over the actors
 

@@ -22,6 +22,7 @@ import numpy as np
 from indexers.base import Indexer
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.segmentation import describe as describe_units
+from retrieval.lmm.captioning import Describer
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
@@ -35,7 +36,6 @@ from retrieval.pipeline.catalog_settings import (
 )
 from retrieval.pipeline.describe import (
     DescribePass,
-    Describer,
     captions_per_second,
     describer_key,
     embed_generated_captions,

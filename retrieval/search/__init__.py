@@ -1,1 +1,1 @@
-"""Querying: signals per concept, recall and ranking, LMM reranking, fusion at query time."""
+"""Querying: signals per concept, recall and ranking, pair signals, fusion at query time, ranking by difference."""

@@ -20,11 +20,11 @@ from retrieval.core.errors import ConvisError
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.signal_kinds import clipscore_parts
 from retrieval.core.timecode import format_time
+from retrieval.lmm.clips import ClipRef
 from retrieval.media.frames import DecodeError, SpanError
 from retrieval.media.scan import content_hash
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search import signals
-from retrieval.search.rerank import ClipRef
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog_records import UnitRow

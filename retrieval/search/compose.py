@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from indexers.base import Indexer
-from rerankers.prompt import ChangeWords
+from rerankers.prompts.similarity import ChangeWords
 from retrieval.core.concepts import Concept, combine
 from retrieval.core.scores import unit_similarity
 from retrieval.search import ranking

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrieval.core.concepts import Concept
-from retrieval.search.rerank import ClipRef
+from retrieval.lmm.clips import ClipRef
+from retrieval.lmm.vqascore import Captioned, VqaScorer
 from retrieval.search.results import Hit
-from retrieval.search.vqascore import Captioned, VqaScorer
 
 
 @dataclass

@@ -20,7 +20,7 @@ from fastapi.responses import Response
 
 from indexers import INDEXERS
 from indexers.factory import available_indexers
-from rerankers.describe_prompt import CAPTION
+from rerankers.prompts.describe import CAPTION
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.sampling import FRAME_RULES, RULE_TEXT, FrameSpec
 from retrieval.media.frames import VideoInfo

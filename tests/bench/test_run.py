@@ -192,7 +192,7 @@ def test_captions_from_a_folder_name_the_text_and_cross_modal_rows(dataset, tmp_
 
 def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions(table3_run, dataset):
     from rerankers.factory import create_reranker
-    from rerankers.vqa_prompt import pair_questions
+    from rerankers.prompts.vqascore import pair_questions
     from retrieval.media.video_decoder import VideoDecoder
 
     out, _, _, _ = table3_run

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rerankers import describe_prompt
 from rerankers.base import UnknownModelError
-from rerankers.describe_prompt import (
+from rerankers.factory import create_captioner
+from rerankers.prompts import describe as describe_prompt
+from rerankers.prompts.describe import (
     CAPTION_REQUEST,
     CONCEPT_REQUESTS,
     DESCRIBE_KEYS,
@@ -20,7 +21,6 @@ from rerankers.describe_prompt import (
     describe_chat,
     describe_requests,
 )
-from rerankers.factory import create_captioner
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.media.video_decoder import VideoDecoder
 from tests import media

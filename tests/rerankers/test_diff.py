@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from rerankers.base import LetterOdds, to_choice
-from rerankers.diff_prompt import (
+from rerankers.factory import create_reranker
+from rerankers.hf import letter_token_ids
+from rerankers.prompts.diff import (
     CLOSED_TEMPLATE,
     MAX_ACTION_CHARS,
     OPEN_TEMPLATE,
@@ -22,8 +24,6 @@ from rerankers.diff_prompt import (
     parse_letter,
     video_description,
 )
-from rerankers.factory import create_reranker
-from rerankers.hf import letter_token_ids
 from tests.rerankers.spies import FAMILIES, PLACEHOLDER, KnownHead, ProcessorSpy
 
 FRAMES_A_VIDEO = {"qwen2_vl": 8, "qwen2_5_vl": 8, "llava": 16, "internvl": 16}

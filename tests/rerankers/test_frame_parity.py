@@ -16,8 +16,9 @@ import pytest
 from bench.tiny import vlm as tiny_vlm
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import parse_concepts
+from retrieval.lmm.clips import ClipRef, FrameCache
+from retrieval.lmm.similarity import PairScorer
 from retrieval.media.video_decoder import VideoDecoder
-from retrieval.search.rerank import ClipRef, FrameCache, PairScorer
 from tests import media
 from tests.rerankers.spies import ProcessorSpy
 

@@ -28,7 +28,7 @@ from rerankers.base import (
 from rerankers.factory import create_reranker
 from rerankers.frames import concat_pair
 from rerankers.hf import answer_token_ids, revision_of
-from rerankers.prompt import PROMPT_VERSION, build_chat, parse_score, system_prompt
+from rerankers.prompts.similarity import PROMPT_VERSION, build_chat, parse_score, system_prompt
 from rerankers.qwen import reference_target_size, snap_to_grid
 from tests.rerankers.spies import FAMILIES, ProcessorSpy
 

@@ -16,8 +16,8 @@ import torch
 from rerankers.base import Reranker, RerankerError
 from rerankers.factory import create_reranker
 from rerankers.hf import single_token_id
-from rerankers.prompt import PROMPT_VERSION
-from rerankers.vqa_prompt import (
+from rerankers.prompts.similarity import PROMPT_VERSION
+from rerankers.prompts.vqascore import (
     FIGURE_QUESTION,
     VIDEO_QUESTION,
     VQA_PROMPT_VERSION,

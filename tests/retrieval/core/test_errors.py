@@ -20,7 +20,7 @@ from bench.viddiff.judge import UnreadableAnswer
 from bench.viddiff.run import SampleSkipped
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError, RerankerUnavailable
-from rerankers.diff_prompt import DiffInputError
+from rerankers.prompts.diff import DiffInputError
 from retrieval.core.concepts import CloseToConcept, ConceptError
 from retrieval.core.errors import ConvisError
 from retrieval.core.pixels import SizeError
@@ -30,7 +30,6 @@ from retrieval.core.timecode import TimeFormatError
 from retrieval.engine import Engine, NoIndexError, NotIndexedError
 from retrieval.media.frames import BackendUnavailable, DecodeError, FileChanged, SpanError
 from retrieval.media.preview import PreviewError
-from retrieval.pipeline.catalog_settings import IndexSettingsError
 from retrieval.pipeline.describe_run import NoCaptionerError
 from retrieval.pipeline.distribute import TaskFailed
 from retrieval.pipeline.guard import MainGuardError
@@ -41,7 +40,7 @@ from retrieval.search.fusion import FusionError
 from retrieval.search.signals import SignalError
 from retrieval.search.text_query import NoTextSignal
 from retrieval.serve.errors import ApiError
-from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty, DiskFull
+from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty, DiskFull, IndexSettingsError
 from tests.paths import ROOT
 
 PACKAGES = ("retrieval", "indexers", "rerankers", "bench")

@@ -15,11 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.tiny import vlm as tiny_vlm
-from rerankers import describe_prompt
-from rerankers.describe_prompt import DESCRIBE_KEYS
 from rerankers.internvl import InternVLReranker
+from rerankers.prompts import describe as describe_prompt
+from rerankers.prompts.describe import DESCRIBE_KEYS
 from retrieval.engine import Engine
-from retrieval.pipeline.describe import MAX_CHARS, MODEL_CALLS_PER_UNIT, read_answer
+from retrieval.lmm.captioning import MAX_CHARS
+from retrieval.pipeline.describe import MODEL_CALLS_PER_UNIT
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
@@ -180,17 +181,6 @@ def test_the_text_indexer_embeds_each_generated_caption(index, calls):
     model = engine.indexer("text")
     for unit_id, text in readable.items():
         np.testing.assert_allclose(stored[unit_id], model.embed_texts([text])[0], atol=1e-5)
-
-
-@pytest.mark.parametrize("raw, expected", [
-    ("  A man walks.\n", ("A man walks.", "ok", None)),
-    ("a\x00b\x1bc", ("abc", "ok", None)),
-    ("", (None, "unreadable", "empty answer")),
-    (None, (None, "unreadable", "not text: NoneType")),
-])
-def test_answers_are_read_as_clean_text_or_unreadable(raw, expected):
-    a = read_answer(raw)
-    assert (a.text, a.status, a.error) == expected
 
 
 def test_the_cli_reports_descriptions_as_json(tmp_path, tiny_models, captioner_folder, video_folder, calls):

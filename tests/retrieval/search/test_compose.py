@@ -154,7 +154,7 @@ CHANGE_PROMPT = (
 
 
 def test_the_composition_question_word_for_word_where_each_family_puts_its_concept_prompt():
-    from rerankers.prompt import SCORE_REQUEST, ChangeWords, build_chat, system_prompt
+    from rerankers.prompts.similarity import SCORE_REQUEST, ChangeWords, build_chat, system_prompt
 
     words = ChangeWords("  a cup instead   of a box ")
     assert system_prompt(words) == CHANGE_PROMPT
@@ -177,7 +177,7 @@ def demo_copy(demo_index, tmp_path):
 
 def test_a_reranked_composed_query_asks_the_concepts_and_the_change_and_caches_both(demo_copy, tmp_path):
     from bench.tiny.vlm import build_qwen_vl
-    from rerankers.prompt import ChangeWords
+    from rerankers.prompts.similarity import ChangeWords
 
     qwen = str(build_qwen_vl(tmp_path / "qwen2-vl-tiny"))
     engine = Engine(demo_copy)

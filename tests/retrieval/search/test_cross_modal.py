@@ -13,7 +13,7 @@ from bench.tiny.vlm import build_llava_onevision
 from cli import app
 from indexers.text import read_captions
 from rerankers.factory import create_reranker
-from rerankers.vqa_prompt import pair_questions
+from rerankers.prompts.vqascore import pair_questions
 from retrieval.core.signal_kinds import caption_signal
 from retrieval.engine import Engine
 from retrieval.media.video_decoder import VideoDecoder

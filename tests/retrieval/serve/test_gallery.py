@@ -14,9 +14,10 @@ from PIL import Image
 from rerankers.base import PairScore
 from retrieval.core.concepts import parse_concepts
 from retrieval.engine import Engine
+from retrieval.lmm.differences import DiffResult
 from retrieval.media.preview import Previews
 from retrieval.media.scan import content_hash
-from retrieval.search.diff import DiffRanking, DiffResult, RankedCandidate
+from retrieval.search.diff import DiffRanking, RankedCandidate
 from retrieval.search.results import CompareResult, Hit, QueryResult
 from retrieval.serve.gallery import (
     strip,

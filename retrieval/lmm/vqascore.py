@@ -2,10 +2,10 @@
 
 For a pair (clip 1, caption 1), (clip 2, caption 2) the model is asked about clip 1 ``Is this figure showing
 "<caption 2>"? Please answer yes or no.`` and about clip 2 ``Is this video showing "<caption 1>"? ...``
-(``rerankers.vqa_prompt``, the reference's strings); the pair's score is the mean of the two P("Yes") (already a
-probability in [0, 1], no rescaling). Each question's answer is stored in the score cache, keyed by the model's
-identity (``vqa_tag``), the clip's bytes and span, and a digest of the question, so a pair asked again, or a
-clip asked the same question in another pair, costs no forward pass. Clips are decoded once per command with
+(``rerankers.prompts.vqascore``, the reference's strings); the pair's score is the mean of the two P("Yes")
+(already a probability in [0, 1], no rescaling). Each question's answer is stored in the score cache, keyed by
+the model's identity (``vqa_tag``), the clip's bytes and span, and a digest of the question, so a pair asked
+again, or a clip asked the same question in another pair, costs no forward pass. Clips are decoded once per command with
 the family's own frames (``FrameCache``).
 """
 
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rerankers.base import PairScore
-from rerankers.vqa_prompt import pair_questions, pair_score
+from rerankers.prompts.vqascore import pair_questions, pair_score
 from retrieval.core.signal_kinds import VQASCORE
-from retrieval.search.rerank import ClipRef, FrameCache, ScoreCache
+from retrieval.lmm.clips import ClipRef, FrameCache
+from retrieval.lmm.score_cache import ScoreCache
 
 MODE = "yes"  # the score cache's mode column: a probability of "Yes", not a 1-5 answer
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rerankers.prompt import INTERNVL_SYSTEM_MESSAGE, LLAVA_SYSTEM_MESSAGE
+from rerankers.prompts.similarity import INTERNVL_SYSTEM_MESSAGE, LLAVA_SYSTEM_MESSAGE
 from retrieval.core.concepts import CONVIS_CONCEPTS
 
 # Bump whenever a request, a chat layout or a token budget below changes: it is part of every description's

@@ -1,0 +1,125 @@
+"""Asking a video LMM about units: its caption and descriptions of each unit, read back as stored text.
+
+Each unit is decoded with the model's own frames, then each request is asked of every unit lacking its answer
+in one ``describe_many`` (the family batches what it can). A unit that cannot be decoded or answered says why
+and is left for a later run; an answer that is not usable text is kept as unreadable, with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
+
+import numpy as np
+
+from retrieval.core.errors import one_line
+from retrieval.core.sampling import FrameSpec
+from retrieval.media.video_decoder import VideoDecoder
+
+MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
+
+
+class Describer(Protocol):
+    """A model that answers a request about one video: every reranker family is one."""
+
+    model_id: str
+    revision: str
+    describe_version: str
+    frame_spec: FrameSpec
+
+    def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str: ...
+
+    def describe_many(self, videos: Sequence[np.ndarray], prompt: str, max_new_tokens: int,
+                      prepared: bool = False) -> list[str]: ...
+
+
+class Unit(Protocol):
+    """A unit to describe (a catalog's ``UnitRow``): its file, relative to the index's root, and its span."""
+
+    path: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    status: str = "ok"
+    error: str | None = None
+
+
+def read_answer(raw, max_chars: int = MAX_CHARS) -> Answer:
+    """An answer as stored: clean text, or "unreadable" with the reason (never an exception)."""
+    if not isinstance(raw, str):
+        return Answer(None, "unreadable", f"not text: {type(raw).__name__}")
+    # control characters (a model emitting raw bytes) say nothing and break terminals; newlines stay
+    text = "".join(c for c in raw if c in "\n\t" or unicodedata.category(c)[0] != "C").strip()
+    if not text:
+        return Answer(None, "unreadable", "empty answer")
+    if len(text) > max_chars:
+        return Answer(None, "unreadable", f"{len(text)} characters, more than {max_chars}")
+    return Answer(text)
+
+
+Requests = dict[str, tuple[str, int]]  # key -> (request, max new tokens), asked in this order
+
+
+@dataclass(frozen=True)
+class Described:
+    """One unit's answers to the requests it lacked, or why there are none (``reason``), and what it cost."""
+
+    unit: Unit
+    answers: dict[str, Answer] | None
+    reason: str | None = None
+    calls: int = 0
+    seconds: float = 0.0
+
+
+Work = list[tuple[Unit, Requests]]  # each unit with the requests it lacks answers to
+Mapper = Callable[[Work], Iterable[Described]]  # the model's answers, unit by unit, in any order
+
+
+def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Work) -> list[Described]:
+    """Decode each unit with the model's own frames, then ask each request of every unit lacking it in one
+    ``describe_many`` (the family batches what it can); never raises: a unit that failed says why."""
+    pixels, failed = {}, {}
+    for i, (unit, _) in enumerate(work):
+        try:
+            pixels[i] = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end).pixels
+        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
+            failed[i] = f"not decoded ({one_line(exc, 200)})"
+    answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
+    seconds = {i: 0.0 for i in pixels}
+    keys = list(dict.fromkeys(k for _, requests in work for k in requests))
+    for key in keys:
+        asked = [i for i in pixels if key in work[i][1] and i not in failed]
+        if not asked:
+            continue
+        request, tokens = work[asked[0]][1][key]
+        started = time.perf_counter()
+        try:
+            raws = model.describe_many([pixels[i] for i in asked], request, tokens, prepared=True)
+        except Exception as exc:  # out of memory, mostly: nothing stored for these units, a later run asks again
+            failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
+            continue
+        share = (time.perf_counter() - started) / len(asked)
+        for i, raw in zip(asked, raws):
+            answers[i][key], seconds[i] = read_answer(raw), seconds[i] + share
+    return [Described(unit, None, failed[i]) if i in failed else
+            Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
+
+
+class LocalDescriber:
+    """The mapper of a local run: this process asks the model, the model's ``batch_size`` units at a time (what
+    a run killed mid-way can lose)."""
+
+    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None):
+        self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
+
+    def __call__(self, work: Work) -> Iterator[Described]:
+        size = max(1, int(getattr(self.model, "batch_size", 1)))
+        for start in range(0, len(work), size):
+            yield from describe_units(self.model, self.decoder, self.root, work[start:start + size])
