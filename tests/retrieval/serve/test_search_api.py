@@ -4,7 +4,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine
+from retrieval.engine import Engine, SearchRequest
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.server import MAX_SEARCH_K, create_app
 from tests.indexes import CAPTIONS, indexed_copies
@@ -31,7 +31,7 @@ def test_search_ranks_exactly_as_the_engine_with_media_links(client, captioned):
     answer = client.get("/search", params={"text": CUP, "k": 2})
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    want = Engine(captioned).search(CUP, k=2).as_dict()
+    want = Engine(captioned).search(SearchRequest(CUP, k=2)).as_dict()
     assert [(h["path"], h["total"]) for h in data["hits"]] == [(h["path"], h["total"]) for h in want["hits"]]
     assert data["hits"][0]["path"] == "cup.mp4" and data["text"] == CUP and data["root"] == "videos"
     assert data["hits"][0]["media"] == "/media/cup.mp4" and data["hits"][0]["strip"].startswith("/strips/cup.mp4")
@@ -61,7 +61,7 @@ def test_search_of_one_concepts_descriptions_ranks_as_the_engine(client, caption
     answer = client.get("/search", params={"text": "a paved square outdoors", "concept": "location", "k": 3})
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    want = Engine(captioned).search("a paved square outdoors", k=3, concept="location").as_dict()
+    want = Engine(captioned).search(SearchRequest("a paved square outdoors", k=3, concept="location")).as_dict()
     assert [(h["path"], h["total"]) for h in data["hits"]] == [(h["path"], h["total"]) for h in want["hits"]]
     assert data["hits"][0]["path"] == "campus_01.mp4" and list(data["signals"]) == ["text#location"]
     missing = client.get("/search", params={"text": CUP, "concept": "main-objects"})
