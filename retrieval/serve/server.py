@@ -347,6 +347,13 @@ SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search o
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
+    _add_index_routes(app, state)
+    _add_asking_routes(app, state)
+    _add_media_routes(app, state)
+
+
+def _add_index_routes(app: FastAPI, state: ServerState) -> None:
+    """The UI's files, and what the index holds."""
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
         return HTMLResponse(ui_file("index.html"), headers={"Cache-Control": "no-cache"})
@@ -389,6 +396,9 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             item.update(state.playing(item["path"]))
         return {"root": state.root.name, **page, "notices": [state.public(notice) for notice in notices]}
 
+
+def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
+    """Uploading an anchor, and the verbs: query (and its gallery), search, compare."""
     # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
     @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query",
               responses=responses(400, 403, 413, 415, 422), max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
@@ -420,6 +430,9 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     def compare(body: CompareIn):
         return run_compare(state, body)
 
+
+def _add_media_routes(app: FastAPI, state: ServerState) -> None:
+    """Frames, thumbnails and the clips themselves."""
     @app.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
              responses=responses(400, 403, 404, 422, 503))
     def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):

@@ -183,7 +183,7 @@ def test_a_reranked_composed_query_asks_the_concepts_and_the_change_and_caches_b
     engine = Engine(demo_copy)
     assert CHANGE_PROMPT in engine.reranker(qwen).render_prompt(ChangeWords(CHANGE))  # what the model reads
     result = engine.query(QueryRequest(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
-                          change=Change(CHANGE)))
+                                       change=Change(CHANGE)))
     assert engine.models.pair_scorer(qwen).model_pairs == 6  # three candidates, asked of the concept and of the change
     for hit in result.hits:
         assert set(hit.ratings) == {"main-objects", "change"} and set(hit.scores) == {"main-objects"}
@@ -192,6 +192,6 @@ def test_a_reranked_composed_query_asks_the_concepts_and_the_change_and_caches_b
         assert hit.total == pytest.approx((hit.composed["stay"] + hit.composed["change"]) / 2)
     again = Engine(demo_copy)
     repeat = again.query(QueryRequest(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
-                         change=Change(CHANGE)))
+                                      change=Change(CHANGE)))
     assert again.models.pair_scorer(qwen).model_pairs == 0  # every answer from the score cache
     assert [h.as_dict() for h in repeat.hits] == [h.as_dict() for h in result.hits]

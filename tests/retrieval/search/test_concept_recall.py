@@ -74,7 +74,7 @@ def test_an_anchor_without_a_description_is_scored_by_its_visual_signal_with_a_n
 
 def test_a_signal_override_naming_the_description_signal_uses_it_alone(demo_index, example_videos, vectors):
     result = Engine(demo_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=3,
-                                      signal_overrides={"location": "text#location"}))
+                                                   signal_overrides={"location": "text#location"}))
     assert result.signals == {"location": LOCATION} and result.beside == {}
     anchor = vectors["campus_01.mp4"][LOCATION]
     for hit in result.hits:

@@ -83,7 +83,7 @@ def test_a_concept_scored_by_clipscore_ranks_every_clip_by_the_references_formul
     videos, folder, text_of = clip_index
     model_id = f"clip:{folder}"
     result = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=10,
-                                              signal_overrides={"location": "clipscore"}))
+                                                           signal_overrides={"location": "clipscore"}))
     # independently: each clip's video vector (the index's) and the raw model's text vector of its caption
     video = _catalog_vectors(videos / ".convis", model_id)
     captions = read_captions(CAPTIONS)
@@ -136,7 +136,7 @@ def test_a_concept_scored_by_vqascore_is_the_mean_yes_probability_of_the_two_cro
     videos, llava = vqa_setup
     engine = Engine(videos / ".convis")
     result = engine.query(QueryRequest(videos / "cup.mp4", ["location", "main-action"], k=3, rerank_top=3,
-                          signal_overrides={"location": f"vqascore:{llava}"}))
+                                       signal_overrides={"location": f"vqascore:{llava}"}))
     assert len(result.hits) == 3
     # independently: the model asked the reference's two questions about the decoded clips
     model = create_reranker(str(llava), device="cpu")
@@ -166,10 +166,10 @@ def test_vqascore_reorders_the_shortlist_before_it_is_cut_to_k(vqa_setup):
     videos, llava = vqa_setup
     asked = {"location": f"vqascore:{llava}"}
     three = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
-                                             signal_overrides=asked))
+                                                          signal_overrides=asked))
     best = max(three.hits, key=lambda h: h.scores["location"])
     one = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=1, rerank_top=3,
-                                           signal_overrides=asked))
+                                                        signal_overrides=asked))
     assert [h.path for h in one.hits] == [best.path]
     assert [h.path for h in three.hits] == sorted((h.path for h in three.hits),
                                                   key=lambda p: -next(h.scores["location"] for h in three.hits
@@ -180,17 +180,17 @@ def test_vqascore_with_a_reranker_is_one_clear_error(vqa_setup):
     videos, llava = vqa_setup
     with pytest.raises(SignalError, match="use one of them"):
         Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], reranker=str(llava),
-                                         signal_overrides={"location": f"vqascore:{llava}"}))
+                                                      signal_overrides={"location": f"vqascore:{llava}"}))
 
 
 def test_compare_by_vqascore_asks_about_that_pair_alone(vqa_setup):
     videos, llava = vqa_setup
     engine = Engine(videos / ".convis")
     compared = engine.compare(CompareRequest(videos / "cup.mp4", videos / "box.mp4", ["location"],
-                              signal_overrides={"location": f"vqascore:{llava}"}))
+                                             signal_overrides={"location": f"vqascore:{llava}"}))
     assert engine.models.vqa_scorer(str(llava)).questions_asked in (0, 2)  # box's two questions at most (maybe cached)
     query = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
-                                             signal_overrides={"location": f"vqascore:{llava}"}))
+                                                          signal_overrides={"location": f"vqascore:{llava}"}))
     box = next(h for h in query.hits if h.path == "box.mp4")
     assert compared.concepts[0].score == pytest.approx(box.scores["location"], abs=1e-9)
     assert compared.as_dict()["scored_by"] == "recall similarity (location: vqascore)" and compared.rank is None
@@ -201,7 +201,7 @@ def test_vqascore_for_an_anchor_without_a_caption_keeps_the_recall_score_and_say
     stranger = tmp_path / "stranger.mp4"
     shutil.copy(CAPTIONS.parent / "videos" / "bikes.mp4", stranger)
     result = Engine(videos / ".convis").query(QueryRequest(stranger, ["location"], k=2,
-                                              signal_overrides={"location": f"vqascore:{llava}"}))
+                                                           signal_overrides={"location": f"vqascore:{llava}"}))
     assert result.hits and all(not h.recall_scores for h in result.hits)
     assert any("VQAScore asks about the anchor's caption" in n for n in result.notices)
 
@@ -228,7 +228,7 @@ def test_fusion_takes_clipscore_as_an_input_and_explains_it(clip_index):
 
 def _clipscore_of(videos, path):
     plain = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=10,
-                                             signal_overrides={"location": "clipscore"}))
+                                                          signal_overrides={"location": "clipscore"}))
     return next(h.scores["location"] for h in plain.hits if h.path == path)
 
 
@@ -236,10 +236,10 @@ def test_fusion_takes_vqascore_as_an_input(vqa_setup):
     videos, llava = vqa_setup
     asked = {"location": f"vqascore:{llava}"}
     plain = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=2, rerank_top=2,
-                                             signal_overrides=asked))
+                                                          signal_overrides=asked))
     vqa = {h.path: h.scores["location"] for h in plain.hits}
     result = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=2, rerank_top=2,
-                                              signal_overrides=asked, fusion="default"))
+                                                           signal_overrides=asked, fusion="default"))
     assert {h.path for h in result.hits} == set(vqa)
     for hit in result.hits:
         assert {"vqascore", "text"} <= set(hit.inputs["location"]) and "vqascore" in hit.contributions["location"]

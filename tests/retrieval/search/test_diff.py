@@ -55,7 +55,7 @@ def test_closed_mode_asks_each_statement_once_and_reads_p_a(engine, example_vide
     lmm = ScriptedLMM([LetterOdds(0.06, 0.02, "a"), LetterOdds(0.01, 0.03, "b")])
     result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
                                      statements={"0": "faster", "7": "more people"},
-                         reranker=lmm))
+                                     reranker=lmm))
     assert [v.p_a for v in result.verdicts] == pytest.approx([0.75, 0.25])
     assert result.predictions() == {"0": "a", "7": "b"}  # VidDiff's format, the given keys
     assert result.model_calls == 2 and len(lmm.asked) == 2
@@ -69,7 +69,7 @@ def test_symmetric_asks_both_orders_and_averages_p_a(engine, example_videos):
     lmm = ScriptedLMM(forward + backward)
     result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
                                      statements={"0": "faster", "1": "taller"},
-                         reranker=lmm, symmetric=True))
+                                     reranker=lmm, symmetric=True))
     # (a, b)'s P(a) and 1 - P(first) of (b, a), averaged
     assert [v.p_a for v in result.verdicts] == pytest.approx([(0.75 + 0.75) / 2, (0.25 + 0.5) / 2])
     assert result.model_calls == 4  # two a statement
@@ -80,7 +80,7 @@ def test_greedy_letters_that_disagree_across_orders_are_undecided(engine, exampl
     lmm = ScriptedLMM([LetterOdds(0.5, 0.1, "a"), LetterOdds(0.5, 0.1, "a")])  # "a" both times: a, then b
     result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
                                      statements={"0": "faster"}, reranker=lmm,
-                         mode="greedy", symmetric=True))
+                                     mode="greedy", symmetric=True))
     (verdict,) = result.verdicts
     assert verdict.p_a == 0.5 and verdict.prediction is None and result.predictions() == {}
     assert verdict.to_dict()["prediction"] is None
@@ -100,7 +100,7 @@ def test_asking_again_is_answered_from_the_cache(tmp_path, example_videos, monke
     other = ScriptedLMM([LetterOdds(0.3, 0.3, "a")])
     third = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="running",
                                           statements={"0": "faster"},
-                              reranker=other))
+                                          reranker=other))
     assert third.model_calls == 1  # another action is another question
 
 
@@ -150,7 +150,7 @@ def test_fps_samples_each_clip_at_a_fixed_rate_and_says_so_in_the_question(engin
     lmm = ScriptedLMM([LetterOdds(0.2, 0.1, "a")])
     result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / CUP, action="riding",
                                      statements={"0": "faster"}, reranker=lmm,
-                         fps=rate))
+                                     fps=rate))
     seen = result.seen.to_dict()
     for key, name in (("a", BIKES), ("b", CUP)):
         assert seen[key]["indices"] == _stride_frames(example_videos / name, rate, 75)
@@ -192,7 +192,7 @@ def test_candidates_rank_by_how_surely_they_differ_and_the_reference_itself_last
                        LetterOdds(0.9, 0.1, "a"), LetterOdds(0.05, 0.95, "b")])  # cup: 0.9, 0.05
     ranking = engine.diff(DiffRequest(example_videos / BIKES, candidates=[example_videos / BOX, example_videos / CUP,
                                                         example_videos / BIKES], action="riding",
-                               statements={"0": "faster", "1": "taller"}, reranker=lmm))
+                                      statements={"0": "faster", "1": "taller"}, reranker=lmm))
     assert [c.path.split("/")[-1] for c in ranking.candidates] == [CUP, BOX, BIKES]
     assert [c.rank for c in ranking.candidates] == [1, 2, 3]
     assert ranking.candidates[0].differences == pytest.approx(0.8 + 0.9)
@@ -261,7 +261,7 @@ def test_most_different_with_a_change_is_refused(example_index, example_videos):
 
     with pytest.raises(SignalError, match="most-different"):
         Engine(example_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], change="at night",
-                                    most_different=True))
+                                                 most_different=True))
 
 
 def test_an_overflowed_answer_is_unreadable_in_both_modes_and_asked_again(tmp_path, example_videos, monkeypatch):
@@ -270,12 +270,12 @@ def test_an_overflowed_answer_is_unreadable_in_both_modes_and_asked_again(tmp_pa
         nan = LetterOdds(float("nan"), float("nan"), "a", finite=False)
         first = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
                                               statements={"0": "faster"},
-                                  reranker=ScriptedLMM([nan]), mode=mode))
+                                              reranker=ScriptedLMM([nan]), mode=mode))
         assert first.verdicts[0].p_a is None and first.verdicts[0].answers[0].raw == "non-finite logits"
         again = ScriptedLMM([LetterOdds(0.3, 0.1, "a")])
         second = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
                                                statements={"0": "faster"},
-                                   reranker=again, mode=mode))
+                                               reranker=again, mode=mode))
         assert second.model_calls == 1 and second.verdicts[0].p_a == pytest.approx(0.75 if mode == "expected" else 1)
 
 
@@ -293,8 +293,8 @@ def test_a_proposal_too_long_to_ask_is_reported_and_the_others_rescored(engine, 
 def test_a_bad_action_is_said_before_any_model_is_built(engine, example_videos, action):
     with pytest.raises(DiffInputError, match="action description"):
         engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action=action, statements={"0": "faster"},
-                    reranker="/nowhere/no-such-model"))
+                                reranker="/nowhere/no-such-model"))
     with pytest.raises(DiffInputError, match="action description"):
         engine.diff(DiffRequest(example_videos / BIKES, candidates=[example_videos / BOX], action=action,
                                 statements={"0": "faster"},
-                         reranker="/nowhere/no-such-model"))
+                                reranker="/nowhere/no-such-model"))

@@ -44,7 +44,7 @@ def test_fused_scores_are_the_weights_file_applied_to_the_signals(captioned_inde
 def _dinov2_sim(engine, hit):
     """The hit's dinov2 similarity, from a plain query that scores location with dinov2."""
     forced = Engine(engine.index_dir).query(QueryRequest(engine.root / "box.mp4", ["location"], k=8,
-                                            signal_overrides={"location": "dinov2"}))
+                                                         signal_overrides={"location": "dinov2"}))
     return {h.path: h.scores["location"] for h in forced.hits}[hit.path]
 
 

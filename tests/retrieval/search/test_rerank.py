@@ -67,7 +67,7 @@ def test_repeated_query_makes_no_model_call(index_copy, example_videos, qwen):
 
 def test_weights_combine_reranker_scores_as_eq2(index_copy, example_videos, qwen):
     result = Engine(index_copy).query(QueryRequest(example_videos / "box.mp4", ["location=3", "main-objects=1"], k=3,
-                                      reranker=qwen, rerank_top=3))
+                                                   reranker=qwen, rerank_top=3))
     for hit in result.hits:
         assert hit.total == pytest.approx(0.75 * hit.scores["location"] + 0.25 * hit.scores["main-objects"])
 
