@@ -14,6 +14,23 @@ from typing import TYPE_CHECKING, Sequence
 
 import duckdb
 
+# isort: split
+# What the CLI reads its option values with (it imports nothing below the engine itself).
+from rerankers.base import MODES as MODES
+from retrieval.core.errors import ConvisError as ConvisError
+from retrieval.core.segmentation import SegmentationError as SegmentationError
+from retrieval.core.segmentation import ShotRule as ShotRule
+from retrieval.core.segmentation import parse_segment as parse_segment
+from retrieval.core.timecode import TimeFormatError as TimeFormatError
+from retrieval.core.timecode import parse_time as parse_time
+from retrieval.pipeline.settings import IndexSettings as IndexSettings
+from retrieval.search.anchor import AnchorSpanError as AnchorSpanError
+from retrieval.search.diff import gather_statements as gather_statements
+from retrieval.search.signals import parse_overrides as parse_overrides
+from retrieval.search.text_query import parse_weights as parse_weights
+from retrieval.store.errors import is_damage as is_damage
+
+# isort: split
 # What a query, `info` and `ls` need is imported here; what only indexing, describing, reranking, text search
 # or building a model needs is imported where it is used, so that a query whose anchor is indexed imports no
 # model code (torch, transformers) and no decoder (`convis bench perf` measures the CLI's start-up).
@@ -56,7 +73,6 @@ if TYPE_CHECKING:
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.indexing import Executor, IndexReport, Progress, Scan
-    from retrieval.pipeline.settings import IndexSettings
     from retrieval.search.diff import DiffRanking, DiffResult, DiffScorer
     from retrieval.search.vqascore import VqaScorer
 
@@ -148,7 +164,6 @@ class Engine:
         one is left as it was, and the report says ``found`` 0."""
         from retrieval.pipeline.executors import open_executor
         from retrieval.pipeline.indexing import IndexReport
-        from retrieval.pipeline.settings import IndexSettings
 
         started = time.perf_counter()
         settings = settings or IndexSettings()
