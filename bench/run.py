@@ -238,7 +238,7 @@ class BenchRun:
         wanted = list(dict.fromkeys([*((a, b) for a, b in self.dataset.pairs),
                                      *((a, c) for a, cands in self.dataset.split.items() for c in cands)]))
         wanted = [(a, b) for a, b in wanted if a in have and b in have]
-        scorer = self.engine.vqa_scorer(model)
+        scorer = self.engine.models.vqa_scorer(model)
         values = dict(zip(wanted, scorer.score([(Captioned(clips[a], captions[a]), Captioned(clips[b], captions[b]))
                                                 for a, b in wanted])))
         unreadable = {k for k, v in values.items() if v is None}
@@ -274,7 +274,7 @@ class BenchRun:
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:
         reranker = create_reranker(self.reranker_spec, device=self.engine.device, frames_per_video=self.frames)
-        scorer = self.engine.pair_scorer(reranker, self.mode, self.symmetric, [])
+        scorer = self.engine.models.pair_scorer(reranker, self.mode, self.symmetric, [])
         # the class attribute is the family's own frame count (the paper's setting)
         folder = model_folder(RERANKERS, reranker.name, reranker.source, reranker.frames_per_video,
                               type(reranker).frames_per_video)

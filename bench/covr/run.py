@@ -65,7 +65,9 @@ def rank_query(engine, query: CovrQuery, by_id: dict[str, Path], change) -> list
     anchor = by_id.get(video_id(query.query_video))
     if anchor is None:
         raise BenchDataError(f"query {query.query_id}: its video {query.query_video} is not in the dataset")
-    result = engine.query(anchor, [], k=TOP * 4, change=change)
+    from retrieval.engine import QueryRequest
+
+    result = engine.query(QueryRequest(anchor, (), k=TOP * 4, change=change))
     return _files_once([video_id(h.path) for h in result.hits])[:TOP]
 
 

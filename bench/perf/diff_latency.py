@@ -25,18 +25,21 @@ REPEATS = 3
 
 def per_statement(spec: str, a: str, b: str, symmetric: bool, fps: float | None) -> tuple[float, float, list[int]]:
     """(median seconds a statement, model calls a statement, frames of each clip in the prompt)."""
-    from retrieval.engine import Engine
+    from retrieval.engine import DiffRequest, Engine
 
     times, calls, frames = [], [], []
     for repeat in range(REPEATS):
         engine = Engine(None)
-        engine.diff(a, b, "warm-up", {"0": "x"}, reranker=spec, symmetric=symmetric, fps=fps)  # load, decode
+        engine.diff(DiffRequest(a, b, action="warm-up", statements={"0": "x"}, reranker=spec, symmetric=symmetric,
+                                fps=fps))  # load, decode
         statements = {str(i): f"statement {repeat} {i} {symmetric} {fps}" for i in range(STATEMENTS)}
         started = time.perf_counter()
-        result = engine.diff(a, b, "riding a bike", statements, reranker=spec, symmetric=symmetric, fps=fps)
+        result = engine.diff(DiffRequest(a, b, action="riding a bike", statements=statements, reranker=spec,
+                                         symmetric=symmetric, fps=fps))
         times.append((time.perf_counter() - started) / STATEMENTS)
         calls.append(result.model_calls / STATEMENTS)
-        again = engine.diff(a, b, "riding a bike", statements, reranker=spec, symmetric=symmetric, fps=fps)
+        again = engine.diff(DiffRequest(a, b, action="riding a bike", statements=statements, reranker=spec,
+                                         symmetric=symmetric, fps=fps))
         if again.model_calls:
             raise AssertionError(f"asking again made {again.model_calls} model calls")
         frames = result.seen.to_dict()["frames_in_prompt"]

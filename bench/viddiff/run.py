@@ -89,8 +89,12 @@ def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scori
                   if label in ("a", "b") and k in sample.differences} if mode == "closed" else None
     if statements == {}:
         raise SampleSkipped("no difference labelled 'a' or 'b' to ask about")
-    result = engine.diff(a, b, sample.action_description, statements, sample.n_open if mode == "open" else None,
-                         reranker, scoring, symmetric, sample_rate(sample, frames), a_span, b_span)
+    from retrieval.engine import DiffRequest
+
+    result = engine.diff(DiffRequest(a, b, action=sample.action_description, statements=statements,
+                                     most=sample.n_open if mode == "open" else None, reranker=reranker, mode=scoring,
+                                     symmetric=symmetric, fps=sample_rate(sample, frames), a_span=a_span,
+                                     b_span=b_span))
     out.details[sample.sample_key] = result.to_dict()
     out.model_calls += result.model_calls
     return result.predictions()

@@ -15,9 +15,9 @@ def info(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: JsonOp
     """Show what is indexed, by which indexers, and what failed."""
     from retrieval.engine import Engine
 
-    engine = Engine(resolve_index_dir(index_dir or folder))
-    summary = engine.info()
-    present.print_notices(engine.notices)  # e.g. a damaged catalog read from its snapshot
+    notices: list[str] = []
+    summary = Engine(resolve_index_dir(index_dir or folder)).info(notices)
+    present.print_notices(notices)  # e.g. a damaged catalog read from its snapshot
     present.print_info(summary, as_json)
 
 
@@ -53,9 +53,9 @@ def list_files(folder: WhereArg = None, index_dir: IndexDirOpt = None, failed: F
     """List the indexed files: duration, units, status (with the reason a file failed), caption."""
     from retrieval.engine import Engine
 
-    engine = Engine(resolve_index_dir(index_dir or folder))
-    files = [f for f in engine.files() if not failed or f.status != "ok"]
-    present.print_notices(engine.notices)
+    engine, notices = Engine(resolve_index_dir(index_dir or folder)), []
+    files = [f for f in engine.files(notices) if not failed or f.status != "ok"]
+    present.print_notices(notices)
     present.print_listing(engine.root, files, as_json)
 
 

@@ -87,34 +87,12 @@ def failed(exc: Exception) -> None:
 
     if isinstance(exc, ConvisError):
         fail(exc.public(), exc.exit_code)
-    if isinstance(exc, _BRIDGE()):  # BRIDGE: until every error class derives from ConvisError
-        fail(str(exc).strip() or type(exc).__name__)
     if isinstance(exc, (NotADirectoryError, FileNotFoundError)):
         fail(str(exc).strip() or type(exc).__name__)
     if isinstance(exc, duckdb.Error) and is_damage(exc):
         present.damaged(exc)
     if isinstance(exc, OSError):  # the system refused: a full disk, a permission, a file where a folder should be
         present.refused(exc)
-
-
-def _BRIDGE():  # BRIDGE
-    from indexers.errors import ModelUnavailableError
-    from rerankers.base import RerankerError
-    from rerankers.diff_prompt import DiffInputError
-    from retrieval.core.concepts import ConceptError
-    from retrieval.core.registry import UnknownModelError
-    from retrieval.engine import NoIndexError, NotIndexedError
-    from retrieval.pipeline.describe_run import NoCaptionerError
-    from retrieval.pipeline.indexing import IndexSettingsError
-    from retrieval.pipeline.ray_pipeline import RayUnavailable
-    from retrieval.search.anchor import AnchorError
-    from retrieval.search.fusion import FusionError
-    from retrieval.search.signals import SignalError
-    from retrieval.store.errors import CatalogBusy, CatalogDamaged
-
-    return (ModelUnavailableError, CatalogBusy, ConceptError, AnchorError, NoIndexError, DiffInputError,
-            IndexSettingsError, UnknownModelError, SignalError,
-            RerankerError, FusionError, RayUnavailable, CatalogDamaged, NoCaptionerError, NotIndexedError)
 
 
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, rich_markup_mode=None,

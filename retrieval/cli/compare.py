@@ -44,13 +44,13 @@ def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt =
             as_json: JsonOpt = False):
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
     index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker."""
-    from retrieval.engine import Engine, parse_overrides
+    from retrieval.engine import CompareRequest, Engine, parse_overrides
 
     check_page(html)
     concepts = concepts_to_score(concept, mode, free_text)
     engine = Engine(_compare_index(index_dir, a, reranker), device=device, rerank_batch=rerank_batch)
-    result = engine.compare(a, b, concepts, reranker, mode, symmetric,
-                            signal_overrides=parse_overrides(signal, free_text))
+    result = engine.compare(CompareRequest(a, b, concepts, reranker, mode, symmetric,
+                                           signal_overrides=parse_overrides(signal, free_text)))
     if html is not None:
         present.page_written("page", present.write_compare_html(result, a, b, html))
     present.show(result, as_json, present.print_comparison)
@@ -103,7 +103,7 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = [], sta
     """What differs between clips of the same action, and in which clip? Closed mode places given statements
     (--statement, --statements), open mode (--open N) lets the LMM list differences; with more than two clips,
     ranks the others by how much they differ from the first."""
-    from retrieval.engine import Engine, gather_statements
+    from retrieval.engine import DiffRequest, Engine, gather_statements
 
     check_page(html)
     check_mode(mode)
@@ -113,17 +113,19 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = [], sta
         raise UserError("give statements (closed mode) or --open N (open mode), not both")
     given = gather_statements(statement, None if statements is None else str(statements)) if open_n is None else None
     engine = Engine(_diff_index(index_dir, videos[0]), device=device, rerank_batch=rerank_batch)
-    if len(videos) == 2:
-        result = engine.diff(videos[0], videos[1], action, given, open_n, reranker, mode, symmetric, fps)
+    pair = len(videos) == 2
+    request = DiffRequest(videos[0], videos[1] if pair else None, () if pair else videos[1:], action, given, open_n,
+                          reranker, mode, symmetric, fps)
+    if pair:
+        result = engine.diff(request)
         if html is not None:
             present.page_written("page", present.write_diff_html(result, videos[0], videos[1], html))
     else:
         with present.counting("candidates", len(videos) - 1, as_json) as progress:
-            result = engine.diff_rank(videos[0], videos[1:], action, given, open_n, reranker, mode, symmetric, fps,
-                                      progress=progress)
+            result = engine.diff(request, progress=progress)
         if html is not None:
             present.page_written("page", present.write_diff_ranking_html(result, videos[0], html))
-    present.show_diff(result, len(videos) > 2, as_json)
+    present.show_diff(result, not pair, as_json)
 
 
 def _diff_index(index_dir: Optional[Path], a: Path) -> Optional[Path]:

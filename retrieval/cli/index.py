@@ -98,10 +98,11 @@ def index(folder: FolderArg, indexer: IndexerOpt = [], index_dir: NewIndexDirOpt
                              faiss_params=faiss_params, protocol=protocol, move_root=move_root, prune=prune,
                              retry_failed=retry_failed, captioner=captioner, decode_device=decode_device)
     engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
+    notices: list[str] = []
     with present.index_progress(disable=as_json) as progress:
-        report = engine.index(folder, indexer, settings, progress=progress)
+        report = engine.index(folder, indexer, settings, progress=progress, notices=notices)
     report.seconds = command_seconds(report.seconds)
-    present.index_summary(report, engine.notices, progress, folder, as_json)
+    present.index_summary(report, notices, progress, folder, as_json)
     if not report.indexed and not report.unchanged:
         raise typer.Exit(1)  # nothing usable came out of this folder
 

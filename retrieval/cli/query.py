@@ -66,7 +66,7 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = [], free_text: FreeText
           device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
     well they show ANCHOR changed as a sentence says)."""
-    from retrieval.engine import AnchorSpanError, Change, Engine, parse_overrides
+    from retrieval.engine import AnchorSpanError, Change, Engine, QueryRequest, parse_overrides
 
     check_page(html)
     if not concept and change is None:
@@ -75,10 +75,11 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = [], free_text: FreeText
     changed = Change(change, change_weight) if change is not None else None
     engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
     span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
+    request = QueryRequest(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
+                           rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion, change=changed,
+                           most_different=most_different)
     try:
-        result = engine.query(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
-                              rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion, change=changed,
-                              most_different=most_different)
+        result = engine.query(request)
     except AnchorSpanError as exc:  # said in the words the user typed
         raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
     if html is not None:
@@ -104,12 +105,12 @@ def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None,
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
     text-tower pass per signal; no LMM is asked."""
-    from retrieval.engine import Engine, parse_weights
+    from retrieval.engine import Engine, SearchRequest, parse_weights
 
     check_page(html)
     weights = parse_weights(signal)
     engine = Engine(resolve_index_dir(index_dir or where), device=device)
-    result = engine.search(text, k, weights, concept=concept)
+    result = engine.search(SearchRequest(text, k, weights, concept=concept))
     if html is not None:
         present.page_written("gallery", present.write_query_html(result, engine.root, html,
                                                                  index_dir=engine.index_dir))

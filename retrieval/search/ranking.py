@@ -7,16 +7,27 @@ damaged or stale FAISS file can at worst change which units are recalled, never 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 
 from retrieval.core.concepts import Concept
 from retrieval.core.scores import unit_similarity
+from retrieval.pipeline.catalog_settings import build_index
 from retrieval.search.results import Hit
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, UnitRow
-from retrieval.store.vectors import VectorIndex
+from retrieval.store.vectors import VectorIndex, index_path
+
+
+def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> VectorIndex:
+    """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
+    saved = VectorIndex.load(index_path(index_dir, model_id))
+    if saved is not None and saved.generation == catalog.generation and \
+            saved.size == signal_vectors.count(catalog, model_id):
+        return saved
+    return build_index(catalog, model_id)
 
 
 def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int,

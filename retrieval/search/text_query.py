@@ -16,8 +16,9 @@ The cost is one text-tower forward pass per answering signal; no LMM is asked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
@@ -31,7 +32,11 @@ from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
 from retrieval.store.catalog import Catalog
+from retrieval.store.index_dir import open_catalog, protocol_of
 from retrieval.store.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from retrieval.model_cache import ModelCache
 
 MAX_TEXT_CHARS = 1000  # a sentence, not a document: CLIP reads 77 tokens, MiniLM 256
 
@@ -163,6 +168,16 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], Indexer],
                       empty_reason=None if hits else _why_empty(candidates, signal_of), text=text,
                       spread=Spread.of(h.total for h in hits),
                       ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]))
+
+
+def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextResult:
+    """``query`` answered from the index in ``index_dir``, with the text towers of the models the index used."""
+    catalog, notices = open_catalog(index_dir)
+    with catalog:
+        protocol = protocol_of(catalog)
+        result = search(query, catalog, lambda spec: models.indexer(spec, protocol),
+                        lambda model_id: ranking.vector_index(catalog, index_dir, model_id))
+    return replace(result, notices=[*notices, *result.notices], root=result.root or str(index_dir.parent.resolve()))
 
 
 def _description_signal(query: TextQuery, catalog: Catalog, indexed: dict[str, str],

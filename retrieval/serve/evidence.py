@@ -115,7 +115,8 @@ def decode_frame(decoder, path: Path, info: VideoInfo, index: int):
 
 # -- reading the catalog ------------------------------------------------------------------------
 def read_unit(state, ref: str, segment: int) -> IndexedUnit:
-    with state.using_engine() as engine, engine.open_catalog() as catalog:
+    notices: list[str] = []
+    with state.engine.open_catalog(notices) as catalog:
         units = catalog.file_units(ref)
         if not units:
             raise ApiError(404, f"not in the index: {ref}")
@@ -125,7 +126,7 @@ def read_unit(state, ref: str, segment: int) -> IndexedUnit:
         unit, unit_id = found[0]
         return IndexedUnit(unit, catalog.indexers(), catalog.description_signals(),
                            catalog.unit_descriptions(unit_id), catalog.setting("protocol") or "fast",
-                           list(engine.notices))
+                           notices)
 
 
 def _segments(units: list[UnitRecord]) -> str:

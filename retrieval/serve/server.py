@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal, Sequence
+from typing import Annotated, Callable, Iterator, Literal, Sequence
 from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, File, Query, UploadFile
@@ -42,10 +42,10 @@ from indexers.errors import ModelUnavailableError
 from indexers.factory import has_text_tower
 from rerankers.base import RerankerError
 from retrieval.core.concepts import CloseToConcept, Concept, ConceptError, parse_concepts
-from retrieval.core.defaults import MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
+from retrieval.core.defaults import DEFAULT_K, MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
 from retrieval.core.errors import one_line
 from retrieval.core.registry import UnknownModelError
-from retrieval.engine import DEFAULT_K, Engine, NoIndexError
+from retrieval.engine import CompareRequest, Engine, NoIndexError, QueryRequest, SearchRequest
 from retrieval.media.frames import DecodeError, VideoDecoder
 from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
@@ -114,6 +114,18 @@ class QueryIn(BaseModel):
     symmetric: bool = False
     free_text: bool = Field(False, description=FREE_TEXT_HELP)
 
+    def to_request(self, resolve: Callable[[str], Path], reranker_for: Callable[[bool], str | None]) -> QueryRequest:
+        """The query this body asks, its anchor's ref resolved to a file (``resolve``) and its ``rerank`` to the
+        server's reranker (``reranker_for``); the request checks the rest."""
+        if not self.concepts and not (self.change or "").strip():
+            raise HTTPException(422, "give at least one concept, or a change")
+        anchor = resolve(self.anchor)
+        concepts = parsed_concepts(self.concepts, self.free_text) if self.concepts else ()
+        return QueryRequest(anchor, concepts, self.k, self.start, self.end, reranker=reranker_for(self.rerank),
+                            rerank_top=self.rerank_top, mode=self.mode, symmetric=self.symmetric,
+                            change=None if self.change is None else Change(self.change, self.change_weight),
+                            most_different=self.most_different)
+
 
 class CompareIn(BaseModel):
     a: Ref = Field(..., description="The anchor: indexed path or upload ref.", examples=["campus_01.mp4"])
@@ -128,6 +140,13 @@ class CompareIn(BaseModel):
     symmetric: bool = False
     free_text: bool = Field(False, description=FREE_TEXT_HELP)
 
+    def to_request(self, resolve: Callable[[str], Path], reranker_for: Callable[[bool], str | None]
+                   ) -> CompareRequest:
+        """The comparison this body asks (see ``QueryIn.to_request``)."""
+        a, b = resolve(self.a), resolve(self.b)
+        return CompareRequest(a, b, parsed_concepts(self.concepts, self.free_text), reranker_for(self.rerank),
+                              self.mode, self.symmetric, a_span=(self.a_start, self.a_end), b_start=self.b_start)
+
 
 def parsed_concepts(concepts: list[ConceptIn | str], free_text: bool) -> list[Concept]:
     return parse_concepts([c if isinstance(c, str) else f"{c.name}={c.weight}" for c in concepts], free_text)
@@ -140,8 +159,8 @@ class ServerState:
     reranker: str | None
     uploads: UploadStore
     decoder: VideoDecoder = field(default_factory=lambda: VideoDecoder(short_side=THUMB_SHORT_SIDE))
-    # the Engine caches models, decoded frames and the reranker's scorer without locking
-    engine_lock: threading.Lock = field(default_factory=threading.Lock)
+    # requests are answered at the same time; those that ask the reranker take turns (one model, one score cache)
+    reranker_lock: threading.Lock = field(default_factory=threading.Lock)
     strips: OrderedDict = field(default_factory=OrderedDict)
     strips_lock: threading.Lock = field(default_factory=threading.Lock)
     index_dir: Path | None = None
@@ -149,18 +168,10 @@ class ServerState:
     allow_writes: bool = False  # `convis serve --allow-writes`: the app may add, remove and re-index files
     _root: Path | None = None
 
-    @contextmanager
-    def using_engine(self):
-        """The engine for one request: one at a time, with that request's notices only."""
-        with self.engine_lock:
-            self.engine.notices.clear()  # the Engine collects notices for one command; a server runs many
-            yield self.engine
-
     @property
     def root(self) -> Path:
         if self._root is None:  # read once: the catalog may be busy now and free later
-            with self.using_engine() as engine:
-                self._root = engine.root.resolve()
+            self._root = self.engine.root.resolve()
         return self._root
 
     def resolve(self, ref: str) -> Path:
@@ -182,6 +193,15 @@ class ServerState:
         except (ApiError, OSError) as exc:
             reason = str(exc) if isinstance(exc, ApiError) else "the file cannot be read"
             return {"media": None, "playback": {"kind": "none", "reason": self.public(reason)}}
+
+    @contextmanager
+    def asking(self, reranker) -> Iterator[None]:
+        """While a request asks ``reranker`` (None: no model, no turn to wait for)."""
+        if reranker is None:
+            yield
+            return
+        with self.reranker_lock:
+            yield
 
     def reranker_for(self, wanted: bool) -> str | None:
         if not wanted:
@@ -327,6 +347,13 @@ SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search o
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
+    _add_index_routes(app, state)
+    _add_asking_routes(app, state)
+    _add_media_routes(app, state)
+
+
+def _add_index_routes(app: FastAPI, state: ServerState) -> None:
+    """The UI's files, and what the index holds."""
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
         return HTMLResponse(ui_file("index.html"), headers={"Cache-Control": "no-cache"})
@@ -340,9 +367,8 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     @app.get("/health", summary="Is the index readable, and what is in it", responses=responses(503))
     def health():
         root = state.root
-        with state.using_engine() as engine:
-            info = engine.info()  # opens the catalog: busy or missing shows here
-            notices = list(engine.notices)
+        notices: list[str] = []
+        info = state.engine.info(notices)  # opens the catalog: busy or missing shows here
         # folders by name only: where the server keeps its files is not the client's business
         return {"status": "ok", "root": root.name, "index_dir": _shown_index_dir(Path(info["index_dir"]), root),
                 "files_ok": info["files_ok"], "files_failed": info["files_failed"], "units": info["units"],
@@ -354,23 +380,25 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     @app.get("/videos", summary="Indexed files and their retrievable units", responses=responses(503))
     def videos():
         root = state.root
-        with state.using_engine() as engine:
-            return {"root": root.name, "files": list_videos(engine, state.public),
-                    "notices": [state.public(notice) for notice in engine.notices]}
+        notices: list[str] = []
+        files = list_videos(state.engine, state.public, notices)
+        return {"root": root.name, "files": files, "notices": [state.public(notice) for notice in notices]}
 
     @app.get("/collection", summary="A page of the indexed units (or of the failed files), filtered by folder, "
              "status and name", responses=responses(503))
     def collection(folder: str | None = FOLDER, status: Literal["ok", "failed"] = "ok",
                    name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
                    limit: int = Query(60, ge=1, le=MAX_PAGE)):
-        with state.using_engine() as engine:
-            files = engine.files()
-            notices = [state.public(notice) for notice in engine.notices]
+        notices: list[str] = []
+        files = state.engine.files(notices)
         page = collection_page(files, folder, status, name, offset, limit, state.public)
         for item in page["items"] if status == "ok" else ():
             item.update(state.playing(item["path"]))
-        return {"root": state.root.name, **page, "notices": notices}
+        return {"root": state.root.name, **page, "notices": [state.public(notice) for notice in notices]}
 
+
+def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
+    """Uploading an anchor, and the verbs: query (and its gallery), search, compare."""
     # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
     @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query",
               responses=responses(400, 403, 413, 415, 422), max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
@@ -402,6 +430,9 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     def compare(body: CompareIn):
         return run_compare(state, body)
 
+
+def _add_media_routes(app: FastAPI, state: ServerState) -> None:
+    """Frames, thumbnails and the clips themselves."""
     @app.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
              responses=responses(400, 403, 404, 422, 503))
     def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):
@@ -440,15 +471,15 @@ def _shown_index_dir(index_dir: Path, root: Path) -> str:
 
 
 # -- endpoint bodies ----------------------------------------------------------------------------
-def list_videos(engine: Engine, public=str) -> list[dict]:
-    """Every file the index knows (the engine reads the last published snapshot while an index run writes);
-    ``public`` rewrites error messages for the client."""
+def list_videos(engine: Engine, public=str, notices: list[str] | None = None) -> list[dict]:
+    """Every file the index knows (the engine reads the last published snapshot while an index run writes, and
+    says so in ``notices``); ``public`` rewrites error messages for the client."""
     return [{"path": f.path, "status": f.status, "error": public(f.error) if f.error else f.error,
              "duration": f.duration, "width": f.width, "height": f.height,
              "media": media_url(f.path) if f.status == "ok" else None,
              "units": [{"segment": seg, "start": round(start, 3), "end": round(end, 3),
                         "strip": strip_url(f.path, start, end)} for seg, start, end in f.units]}
-            for f in engine.files()]
+            for f in engine.files(notices)]
 
 
 def folder_of(path: str) -> str:
@@ -483,17 +514,10 @@ def collection_page(files, folder: str | None, status: str, name: str | None, of
 
 def query_result(state: ServerState, body: QueryIn):
     """The engine's answer to ``body``, and the index's files (their durations)."""
-    if not body.concepts and not (body.change or "").strip():
-        raise HTTPException(422, "give at least one concept, or a change")
-    anchor = state.resolve(body.anchor)
-    concepts = parsed_concepts(body.concepts, body.free_text) if body.concepts else []
-    with state.using_engine() as engine:
-        result = engine.query(anchor, concepts, body.k, body.start, body.end,
-                              reranker=state.reranker_for(body.rerank), rerank_top=body.rerank_top,
-                              mode=body.mode, symmetric=body.symmetric,
-                              change=None if body.change is None else Change(body.change, body.change_weight),
-                              most_different=body.most_different)
-        return result, engine.files()
+    request = body.to_request(state.resolve, state.reranker_for)
+    with state.asking(request.reranker):
+        result = state.engine.query(request)
+    return result, state.engine.files()
 
 
 def run_query(state: ServerState, body: QueryIn) -> dict:
@@ -533,22 +557,18 @@ def linked(state: ServerState, hits: list[dict], files) -> None:
 
 
 def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:
-    with state.using_engine() as engine:
-        data = engine.search(text, k, concept=concept).as_dict()
-        files = engine.files()
+    data = state.engine.search(SearchRequest(text, k, concept=concept)).as_dict()
+    files = state.engine.files()
     linked(state, data["hits"], files)
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
     return data
 
 
 def run_compare(state: ServerState, body: CompareIn) -> dict:
-    a, b = state.resolve(body.a), state.resolve(body.b)
-    concepts = parsed_concepts(body.concepts, body.free_text)
-    reranker = state.reranker_for(body.rerank)
-    with state.using_engine() as engine:
+    request = body.to_request(state.resolve, state.reranker_for)
+    with state.asking(request.reranker):
         # by signals: the scores a query for the anchor gives b, exactly what the gallery showed
-        data = engine.compare(a, b, concepts, reranker, body.mode, body.symmetric, a_span=(body.a_start, body.a_end),
-                              b_start=body.b_start).as_dict()
+        data = state.engine.compare(request).as_dict()
     a_plays, b_plays = state.playing(body.a), state.playing(body.b)
     data.update(a=body.a, b=body.b, a_media=a_plays["media"], b_media=b_plays["media"],
                 a_playback=a_plays["playback"], b_playback=b_plays["playback"],

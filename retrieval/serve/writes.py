@@ -99,9 +99,9 @@ def write_routes(state) -> APIRouter:
     @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk)",
                    responses=write_responses(400, 403, 404, 409, 422))
     def remove_file(ref: str = REF_PATH):
-        with writing(state, jobs), state.using_engine() as engine:
+        with writing(state, jobs):
             try:
-                return {"removed": engine.remove([ref])}
+                return {"removed": state.engine.remove([ref])}
             except NotIndexedError as exc:
                 raise ApiError(404, str(exc)) from None
             except CatalogBusy as exc:  # a writer came between the check and the open

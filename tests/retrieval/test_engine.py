@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from tests.indexes import indexed_copies
 from tests.retrieval.search.test_confidence import expected_label, expected_z
 
@@ -17,8 +17,8 @@ def segmented(tmp_path_factory):
 
 def test_confidence_labels_come_from_every_recalled_candidates_totals(example_index, example_videos):
     engine = Engine(example_index)
-    everything = engine.query(example_videos / "campus_01.mp4", ["location"], k=100)
-    top = engine.query(example_videos / "campus_01.mp4", ["location"], k=3).as_dict()
+    everything = engine.query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=100))
+    top = engine.query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=3)).as_dict()
     totals = np.array([h.total for h in everything.hits])
     assert top["spread"]["n"] == len(totals)  # the pool is every candidate, not the 3 shown
     assert top["spread"]["low"] == pytest.approx(totals.min(), abs=1e-4)
@@ -30,7 +30,7 @@ def test_confidence_labels_come_from_every_recalled_candidates_totals(example_in
 
 def test_fewer_results_than_asked_say_that_the_anchor_is_never_a_result(segmented):
     engine = Engine(segmented / ".convis")
-    whole = engine.query(segmented / "campus_01.mp4", ["location"], k=8)
+    whole = engine.query(QueryRequest(segmented / "campus_01.mp4", ["location"], k=8))
     assert len(whole.hits) == 3 and not any(h.path == "campus_01.mp4" for h in whole.hits)
     assert any(n.startswith("3 results, not 8: 2 unit(s) are the anchor itself (the whole file of campus_01.mp4)")
                for n in whole.notices), whole.notices
@@ -38,7 +38,7 @@ def test_fewer_results_than_asked_say_that_the_anchor_is_never_a_result(segmente
 
 def test_a_unit_anchor_finds_the_other_units_of_its_own_file(segmented):
     engine = Engine(segmented / ".convis")
-    unit = engine.query(segmented / "campus_01.mp4", ["location"], k=8, start=0.0, end=10.0)
+    unit = engine.query(QueryRequest(segmented / "campus_01.mp4", ["location"], k=8, start=0.0, end=10.0))
     spans = [(h.path, h.start) for h in unit.hits]
     assert ("campus_01.mp4", 10.0) in spans and ("campus_01.mp4", 0.0) not in spans
     assert len(unit.hits) == 4

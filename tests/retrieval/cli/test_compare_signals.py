@@ -6,7 +6,7 @@ import shutil
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 
 runner = CliRunner()
 
@@ -20,7 +20,7 @@ def test_compare_without_a_reranker_scores_the_pair_by_the_indexs_signals(exampl
     result = compare(box, cup, "-c", "location=3", "-c", "main-objects=1", "--index-dir", example_index, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    query = Engine(example_index).query(box, ["location=3", "main-objects=1"], k=9)
+    query = Engine(example_index).query(QueryRequest(box, ["location=3", "main-objects=1"], k=9))
     hit = next(h for h in query.hits if h.path == "cup.mp4")
     assert data["reranker"] is None and data["rank"] == hit.rank
     assert {c["key"]: c["score"] for c in data["concepts"]} == {k: round(v, 4) for k, v in hit.scores.items()}

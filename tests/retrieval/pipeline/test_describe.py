@@ -97,7 +97,7 @@ def test_every_unit_gets_a_caption_and_one_description_per_concept(index, calls)
     assert len(stored) == UNITS * len(DESCRIBE_KEYS)
     with Catalog(engine.catalog_path, read_only=True) as cat:
         units = cat.db.execute("SELECT u.unit_id, f.content_hash FROM units u JOIN files f USING (file_id)").fetchall()
-        (model,) = engine._rerankers.values()
+        (model,) = engine.models.rerankers()
         for unit_id, digest in units:
             described = cat.unit_descriptions(unit_id)
             assert sorted(d.concept for d in described) == sorted(DESCRIBE_KEYS)

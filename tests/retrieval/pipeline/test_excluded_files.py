@@ -4,7 +4,7 @@ recall it, and undoing the removal lets the next run index it again."""
 
 import pytest
 
-from retrieval.engine import Engine, NotIndexedError
+from retrieval.engine import Engine, NotIndexedError, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.vectors import VectorIndex, index_path
 from tests.indexes import copied_index
@@ -51,7 +51,7 @@ def test_saved_faiss_indices_do_not_recall_removed_units(videos):
         kept = catalog.vector_count(indexer)
     saved = VectorIndex.load(index_path(videos / ".convis", indexer))
     assert saved is not None and saved.generation == generation and saved.size == kept
-    hits = engine.query(videos / "campus_01.mp4", ["location"], k=10).hits
+    hits = engine.query(QueryRequest(videos / "campus_01.mp4", ["location"], k=10)).hits
     assert hits and "cup.mp4" not in {hit.path for hit in hits}
 
 

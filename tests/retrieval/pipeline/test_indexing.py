@@ -5,7 +5,7 @@ import faiss
 import numpy as np
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.media.frames import DecodeError
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.indexing import IndexSettingsError
@@ -104,10 +104,10 @@ def test_faiss_index_choice_is_recorded_overridable_and_kept(engine, video_folde
     run(engine, video_folder)  # a later run without the options keeps them
     factory, saved = _saved_index(engine)
     assert factory == "HNSW16,Flat" and saved.size == 3
-    approximate = engine.query(video_folder / "campus_01.mp4", ["location"], k=2).hits
+    approximate = engine.query(QueryRequest(video_folder / "campus_01.mp4", ["location"], k=2)).hits
     run(engine, video_folder, faiss_index="auto", faiss_params="auto")
     assert _saved_index(engine)[0] == "Flat"
-    exact = engine.query(video_folder / "campus_01.mp4", ["location"], k=2).hits
+    exact = engine.query(QueryRequest(video_folder / "campus_01.mp4", ["location"], k=2)).hits
     assert [h.path for h in approximate] == [h.path for h in exact] and len(exact) == 2
     assert [h.total for h in approximate] == pytest.approx([h.total for h in exact], abs=1e-5)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from indexers import create_indexer
 from indexers.errors import ModelUnavailableError
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.media.frames import VideoDecoder
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.pipeline.settings import IndexSettings
@@ -205,7 +205,7 @@ def test_query_on_an_index_with_no_vectors_yet_returns_nothing(tmp_path, example
     (folder / "broken.mp4").write_bytes(b"\x00" * 1000)
     engine = Engine(tmp_path / "index")
     engine.index(folder, ["efficientnet-lite0"], distributor=SerialDistributor())
-    result = Engine(tmp_path / "index").query(example_videos / "cup.mp4", ["location"], k=3)
+    result = Engine(tmp_path / "index").query(QueryRequest(example_videos / "cup.mp4", ["location"], k=3))
     assert result.hits == []
 
 

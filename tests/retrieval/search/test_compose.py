@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from indexers.text import MINILM, read_captions
 from retrieval.cli.app import app
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.search import ranking
 from retrieval.search.compose import Change, ChangeError, ChangeQuery, composed_vector
 from retrieval.search.signals import described_concepts
@@ -76,7 +76,7 @@ def test_a_composed_query_recalls_by_text_and_composed_vectors_scores_both_parts
         clip_index):
     index_dir, _ = clip_index
     engine = Engine(index_dir)
-    result = engine.query(index_dir.parent / "box.mp4", ["main-objects"], k=5, change=Change(CHANGE, 2.0))
+    result = engine.query(QueryRequest(index_dir.parent / "box.mp4", ["main-objects"], k=5, change=Change(CHANGE, 2.0)))
     assert "box.mp4" not in [h.path for h in result.hits]  # the anchor is masked, as TF-CoVR does
     with Catalog(engine.catalog_path, read_only=True) as catalog:
         models = {r.name: r.indexer for r in catalog.indexers()}
@@ -182,16 +182,16 @@ def test_a_reranked_composed_query_asks_the_concepts_and_the_change_and_caches_b
     qwen = str(build_qwen_vl(tmp_path / "qwen2-vl-tiny"))
     engine = Engine(demo_copy)
     assert CHANGE_PROMPT in engine.reranker(qwen).render_prompt(ChangeWords(CHANGE))  # what the model reads
-    result = engine.query(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
-                          change=Change(CHANGE))
-    assert engine.scorer.model_pairs == 6  # three candidates, asked of the concept and of the change
+    result = engine.query(QueryRequest(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
+                                       change=Change(CHANGE)))
+    assert engine.models.pair_scorer(qwen).model_pairs == 6  # three candidates, asked of the concept and of the change
     for hit in result.hits:
         assert set(hit.ratings) == {"main-objects", "change"} and set(hit.scores) == {"main-objects"}
         assert hit.composed["stay"] == pytest.approx((hit.ratings["main-objects"] - 1) / 4)
         assert hit.composed["change"] == pytest.approx((hit.ratings["change"] - 1) / 4)
         assert hit.total == pytest.approx((hit.composed["stay"] + hit.composed["change"]) / 2)
     again = Engine(demo_copy)
-    repeat = again.query(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
-                         change=Change(CHANGE))
-    assert again.scorer.model_pairs == 0  # every answer from the score cache
+    repeat = again.query(QueryRequest(EXAMPLES / "box.mp4", ["main-objects"], k=3, reranker=qwen, rerank_top=3,
+                                      change=Change(CHANGE)))
+    assert again.models.pair_scorer(qwen).model_pairs == 0  # every answer from the score cache
     assert [h.as_dict() for h in repeat.hits] == [h.as_dict() for h in result.hits]

@@ -13,7 +13,7 @@ import pytest
 
 from indexers.text import MINILM
 from retrieval.core.concepts import parse_concepts
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.search.fusion import DESCRIPTIONS, FusedScore
 from retrieval.search.fusion_query import fuse
 from retrieval.search.results import Hit
@@ -39,7 +39,7 @@ def vectors(demo_index):
 def test_a_described_concept_is_scored_by_the_mean_of_its_descriptions_and_its_visual_signal(demo_index,
                                                                                               example_videos,
                                                                                               vectors):
-    result = Engine(demo_index).query(example_videos / "campus_01.mp4", ["location"], k=8)
+    result = Engine(demo_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=8))
     assert result.signals == {"location": VISUAL} and result.beside == {"location": LOCATION}
     anchor = vectors["campus_01.mp4"]
     for hit in result.hits:
@@ -51,7 +51,7 @@ def test_a_described_concept_is_scored_by_the_mean_of_its_descriptions_and_its_v
 
 
 def test_each_hit_names_the_signals_whose_index_recalled_it(demo_index, example_videos, vectors):
-    result = Engine(demo_index).query(example_videos / "campus_01.mp4", ["location"], k=8, recall_k=3)
+    result = Engine(demo_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=8, recall_k=3))
     anchor = vectors["campus_01.mp4"]
     top = {}
     for m in (VISUAL, LOCATION):  # each signal's three nearest units, the anchor's own among them
@@ -65,15 +65,16 @@ def test_each_hit_names_the_signals_whose_index_recalled_it(demo_index, example_
 
 
 def test_an_anchor_without_a_description_is_scored_by_its_visual_signal_with_a_notice(demo_index, example_videos):
-    result = Engine(demo_index).query(example_videos / "campus_01.mp4", ["location"], k=4, start=0.0, end=5.0)
+    result = Engine(demo_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=4, start=0.0,
+                                                   end=5.0))
     assert result.beside == {}
     assert any(n.startswith("location: the anchor has no description in the index") for n in result.notices)
     assert all(set(h.evidence["location"]) == {VISUAL} for h in result.hits)
 
 
 def test_a_signal_override_naming_the_description_signal_uses_it_alone(demo_index, example_videos, vectors):
-    result = Engine(demo_index).query(example_videos / "campus_01.mp4", ["location"], k=3,
-                                      signal_overrides={"location": "text#location"})
+    result = Engine(demo_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=3,
+                                                   signal_overrides={"location": "text#location"}))
     assert result.signals == {"location": LOCATION} and result.beside == {}
     anchor = vectors["campus_01.mp4"][LOCATION]
     for hit in result.hits:

@@ -15,7 +15,7 @@ from rerankers.factory import create_reranker
 from rerankers.vqa_prompt import pair_questions
 from retrieval.cli.app import app
 from retrieval.core.signal_kinds import caption_signal
-from retrieval.engine import Engine
+from retrieval.engine import CompareRequest, Engine, QueryRequest
 from retrieval.media.frames import VideoDecoder
 from retrieval.search.signals import SignalError
 from retrieval.store.catalog import Catalog
@@ -82,8 +82,8 @@ def test_the_caption_vectors_are_the_models_own_text_vectors_of_the_captions(cli
 def test_a_concept_scored_by_clipscore_ranks_every_clip_by_the_references_formula(clip_index):
     videos, folder, text_of = clip_index
     model_id = f"clip:{folder}"
-    result = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=10,
-                                              signal_overrides={"location": "clipscore"})
+    result = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=10,
+                                                           signal_overrides={"location": "clipscore"}))
     # independently: each clip's video vector (the index's) and the raw model's text vector of its caption
     video = _catalog_vectors(videos / ".convis", model_id)
     captions = read_captions(CAPTIONS)
@@ -100,11 +100,12 @@ def test_a_concept_scored_by_clipscore_ranks_every_clip_by_the_references_formul
 def test_clipscore_by_model_name_and_a_new_anchor_falls_back_to_the_visual_signal(clip_index, tmp_path):
     videos, folder, _ = clip_index
     engine = Engine(videos / ".convis")
-    named = engine.query(videos / "cup.mp4", ["location"], signal_overrides={"location": "clipscore:clip"})
+    named = engine.query(QueryRequest(videos / "cup.mp4", ["location"],
+                                      signal_overrides={"location": "clipscore:clip"}))
     assert named.signals["location"] == f"clipscore:clip:{folder}"
     stranger = tmp_path / "stranger.mp4"  # not indexed: it has no caption
     shutil.copy(CAPTIONS.parent / "videos" / "bikes.mp4", stranger)
-    result = engine.query(stranger, ["location"], signal_overrides={"location": "clipscore"})
+    result = engine.query(QueryRequest(stranger, ["location"], signal_overrides={"location": "clipscore"}))
     assert result.signals["location"] == f"clip:{folder}"
     assert any("no caption" in n for n in result.notices)
 
@@ -113,7 +114,8 @@ def test_clipscore_without_captions_in_the_index_is_one_clear_line(three_clips_i
     videos = tmp_path / "videos"
     shutil.copytree(three_clips_indexed, videos)
     with pytest.raises(SignalError, match="no such CLIPScore; it needs a CLIP-family indexer"):
-        Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], signal_overrides={"location": "clipscore"})
+        Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"],
+                                                      signal_overrides={"location": "clipscore"}))
     result = CliRunner().invoke(app, ["query", "--index-dir", str(videos / ".convis"), "--anchor",
                                       str(videos / "cup.mp4"), "-c", "location", "--signal", "location=clipscore"])
     assert result.exit_code != 0 and "Traceback" not in result.output
@@ -133,8 +135,8 @@ def vqa_setup(tmp_path_factory):
 def test_a_concept_scored_by_vqascore_is_the_mean_yes_probability_of_the_two_cross_questions(vqa_setup):
     videos, llava = vqa_setup
     engine = Engine(videos / ".convis")
-    result = engine.query(videos / "cup.mp4", ["location", "main-action"], k=3, rerank_top=3,
-                          signal_overrides={"location": f"vqascore:{llava}"})
+    result = engine.query(QueryRequest(videos / "cup.mp4", ["location", "main-action"], k=3, rerank_top=3,
+                                       signal_overrides={"location": f"vqascore:{llava}"}))
     assert len(result.hits) == 3
     # independently: the model asked the reference's two questions about the decoded clips
     model = create_reranker(str(llava), device="cpu")
@@ -152,21 +154,22 @@ def test_a_concept_scored_by_vqascore_is_the_mean_yes_probability_of_the_two_cro
         assert "location" in hit.recall_scores  # the recall score stays beside
     concept = result.as_dict()["concepts"][0]
     assert concept["pair_signal"] == f"vqascore:{llava}" and concept["scored_by"] == f"vqascore:{llava}"
-    assert engine.vqa_scorer(str(llava)).questions_asked == 6  # two questions a pair, none cached yet
+    assert engine.models.vqa_scorer(str(llava)).questions_asked == 6  # two questions a pair, none cached yet
     # a repeated query reads every answer from the score cache
     again = Engine(videos / ".convis")
-    again.query(videos / "cup.mp4", ["location"], k=3, rerank_top=3, signal_overrides={"location": f"vqascore:{llava}"})
+    again.query(QueryRequest(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
+                             signal_overrides={"location": f"vqascore:{llava}"}))
     assert again.vqa_scorer(str(llava)).questions_asked == 0
 
 
 def test_vqascore_reorders_the_shortlist_before_it_is_cut_to_k(vqa_setup):
     videos, llava = vqa_setup
     asked = {"location": f"vqascore:{llava}"}
-    three = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
-                                             signal_overrides=asked)
+    three = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
+                                                          signal_overrides=asked))
     best = max(three.hits, key=lambda h: h.scores["location"])
-    one = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=1, rerank_top=3,
-                                           signal_overrides=asked)
+    one = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=1, rerank_top=3,
+                                                        signal_overrides=asked))
     assert [h.path for h in one.hits] == [best.path]
     assert [h.path for h in three.hits] == sorted((h.path for h in three.hits),
                                                   key=lambda p: -next(h.scores["location"] for h in three.hits
@@ -176,18 +179,18 @@ def test_vqascore_reorders_the_shortlist_before_it_is_cut_to_k(vqa_setup):
 def test_vqascore_with_a_reranker_is_one_clear_error(vqa_setup):
     videos, llava = vqa_setup
     with pytest.raises(SignalError, match="use one of them"):
-        Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], reranker=str(llava),
-                                         signal_overrides={"location": f"vqascore:{llava}"})
+        Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], reranker=str(llava),
+                                                      signal_overrides={"location": f"vqascore:{llava}"}))
 
 
 def test_compare_by_vqascore_asks_about_that_pair_alone(vqa_setup):
     videos, llava = vqa_setup
     engine = Engine(videos / ".convis")
-    compared = engine.compare(videos / "cup.mp4", videos / "box.mp4", ["location"],
-                              signal_overrides={"location": f"vqascore:{llava}"})
-    assert engine.vqa_scorer(str(llava)).questions_asked in (0, 2)  # box's two questions at most (maybe cached)
-    query = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
-                                             signal_overrides={"location": f"vqascore:{llava}"})
+    compared = engine.compare(CompareRequest(videos / "cup.mp4", videos / "box.mp4", ["location"],
+                                             signal_overrides={"location": f"vqascore:{llava}"}))
+    assert engine.models.vqa_scorer(str(llava)).questions_asked in (0, 2)  # box's two questions at most (maybe cached)
+    query = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
+                                                          signal_overrides={"location": f"vqascore:{llava}"}))
     box = next(h for h in query.hits if h.path == "box.mp4")
     assert compared.concepts[0].score == pytest.approx(box.scores["location"], abs=1e-9)
     assert compared.as_dict()["scored_by"] == "recall similarity (location: vqascore)" and compared.rank is None
@@ -197,8 +200,8 @@ def test_vqascore_for_an_anchor_without_a_caption_keeps_the_recall_score_and_say
     videos, llava = vqa_setup
     stranger = tmp_path / "stranger.mp4"
     shutil.copy(CAPTIONS.parent / "videos" / "bikes.mp4", stranger)
-    result = Engine(videos / ".convis").query(stranger, ["location"], k=2,
-                                              signal_overrides={"location": f"vqascore:{llava}"})
+    result = Engine(videos / ".convis").query(QueryRequest(stranger, ["location"], k=2,
+                                                           signal_overrides={"location": f"vqascore:{llava}"}))
     assert result.hits and all(not h.recall_scores for h in result.hits)
     assert any("VQAScore asks about the anchor's caption" in n for n in result.notices)
 
@@ -215,7 +218,7 @@ def test_info_lists_the_clipscore_signal(clip_index):
 
 def test_fusion_takes_clipscore_as_an_input_and_explains_it(clip_index):
     videos, folder, _ = clip_index
-    result = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=3, fusion="default")
+    result = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=3, fusion="default"))
     for hit in result.hits:
         assert "clipscore" in hit.contributions["location"]
         # the value fused is the hit's exact CLIPScore, the one a clipscore-scored query gives
@@ -224,19 +227,19 @@ def test_fusion_takes_clipscore_as_an_input_and_explains_it(clip_index):
 
 
 def _clipscore_of(videos, path):
-    plain = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=10,
-                                             signal_overrides={"location": "clipscore"})
+    plain = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=10,
+                                                          signal_overrides={"location": "clipscore"}))
     return next(h.scores["location"] for h in plain.hits if h.path == path)
 
 
 def test_fusion_takes_vqascore_as_an_input(vqa_setup):
     videos, llava = vqa_setup
     asked = {"location": f"vqascore:{llava}"}
-    plain = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=2, rerank_top=2,
-                                             signal_overrides=asked)
+    plain = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=2, rerank_top=2,
+                                                          signal_overrides=asked))
     vqa = {h.path: h.scores["location"] for h in plain.hits}
-    result = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"], k=2, rerank_top=2,
-                                              signal_overrides=asked, fusion="default")
+    result = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"], k=2, rerank_top=2,
+                                                           signal_overrides=asked, fusion="default"))
     assert {h.path for h in result.hits} == set(vqa)
     for hit in result.hits:
         assert {"vqascore", "text"} <= set(hit.inputs["location"]) and "vqascore" in hit.contributions["location"]

@@ -12,7 +12,7 @@ import pytest
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.base import LetterOdds, Reranker
 from rerankers.diff_prompt import DiffInputError
-from retrieval.engine import Engine
+from retrieval.engine import DiffRequest, Engine, QueryRequest
 from retrieval.search.diff import gather_statements, read_statements
 
 BIKES, BOX, CUP = "bikes.mp4", "box.mp4", "cup.mp4"
@@ -53,8 +53,9 @@ def engine(tmp_path, monkeypatch):
 
 def test_closed_mode_asks_each_statement_once_and_reads_p_a(engine, example_videos):
     lmm = ScriptedLMM([LetterOdds(0.06, 0.02, "a"), LetterOdds(0.01, 0.03, "b")])
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster", "7": "more people"},
-                         reranker=lmm)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                     statements={"0": "faster", "7": "more people"},
+                                     reranker=lmm))
     assert [v.p_a for v in result.verdicts] == pytest.approx([0.75, 0.25])
     assert result.predictions() == {"0": "a", "7": "b"}  # VidDiff's format, the given keys
     assert result.model_calls == 2 and len(lmm.asked) == 2
@@ -66,8 +67,9 @@ def test_symmetric_asks_both_orders_and_averages_p_a(engine, example_videos):
     forward = [LetterOdds(0.6, 0.2, "a"), LetterOdds(0.1, 0.3, "b")]
     backward = [LetterOdds(0.2, 0.6, "b"), LetterOdds(0.5, 0.5, "a")]  # P(first) with the clips swapped
     lmm = ScriptedLMM(forward + backward)
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster", "1": "taller"},
-                         reranker=lmm, symmetric=True)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                     statements={"0": "faster", "1": "taller"},
+                                     reranker=lmm, symmetric=True))
     # (a, b)'s P(a) and 1 - P(first) of (b, a), averaged
     assert [v.p_a for v in result.verdicts] == pytest.approx([(0.75 + 0.75) / 2, (0.25 + 0.5) / 2])
     assert result.model_calls == 4  # two a statement
@@ -76,8 +78,9 @@ def test_symmetric_asks_both_orders_and_averages_p_a(engine, example_videos):
 
 def test_greedy_letters_that_disagree_across_orders_are_undecided(engine, example_videos):
     lmm = ScriptedLMM([LetterOdds(0.5, 0.1, "a"), LetterOdds(0.5, 0.1, "a")])  # "a" both times: a, then b
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster"}, reranker=lmm,
-                         mode="greedy", symmetric=True)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                     statements={"0": "faster"}, reranker=lmm,
+                                     mode="greedy", symmetric=True))
     (verdict,) = result.verdicts
     assert verdict.p_a == 0.5 and verdict.prediction is None and result.predictions() == {}
     assert verdict.to_dict()["prediction"] is None
@@ -86,15 +89,18 @@ def test_greedy_letters_that_disagree_across_orders_are_undecided(engine, exampl
 def test_asking_again_is_answered_from_the_cache(tmp_path, example_videos, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     statements = {"0": "faster", "1": "taller"}
-    first = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "riding", statements, reranker=ScriptedLMM(
-        [LetterOdds(0.6, 0.2, "a"), LetterOdds(0.1, 0.3, "b")]))
+    first = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                          statements=statements, reranker=ScriptedLMM(
+        [LetterOdds(0.6, 0.2, "a"), LetterOdds(0.1, 0.3, "b")])))
     again = ScriptedLMM()  # would fail if asked
-    second = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "riding", statements, reranker=again)
+    second = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                           statements=statements, reranker=again))
     assert second.model_calls == 0 and again.asked == []
     assert [v.p_a for v in second.verdicts] == [v.p_a for v in first.verdicts]
     other = ScriptedLMM([LetterOdds(0.3, 0.3, "a")])
-    third = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "running", {"0": "faster"},
-                              reranker=other)
+    third = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="running",
+                                          statements={"0": "faster"},
+                                          reranker=other))
     assert third.model_calls == 1  # another action is another question
 
 
@@ -102,7 +108,8 @@ def test_open_mode_reads_the_proposals_and_rescores_each_in_closed_mode(engine, 
     answer = json.dumps({"0": {"description": "the rider is faster", "prediction": "b"},
                          "1": {"description": "more people", "prediction": "a"}, "2": {"prediction": "a"}})
     lmm = ScriptedLMM([LetterOdds(0.1, 0.3, "b"), LetterOdds(0.2, 0.2, "a")], [answer])
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", most=3, reranker=lmm)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding", most=3,
+                                     reranker=lmm))
     assert "Suggest no more than 3 differences." in lmm.requests[0]
     assert [(p.description, p.proposed, p.verdict.p_a) for p in result.proposals] == [
         ("the rider is faster", "b", pytest.approx(0.25)), ("more people", "a", pytest.approx(0.5))]
@@ -117,7 +124,8 @@ def test_open_mode_reads_the_proposals_and_rescores_each_in_closed_mode(engine, 
 
 def test_an_unreadable_open_answer_is_reported_with_no_items(engine, example_videos):
     lmm = ScriptedLMM([], ["I see two videos."])
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", most=2, reranker=lmm)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding", most=2,
+                                     reranker=lmm))
     assert result.proposals == () and result.model_calls == 1
     assert result.problems == ("no difference could be read from the answer: I see two videos.",)
 
@@ -140,8 +148,9 @@ def _stride_frames(path, rate: float, most: int) -> list[int]:
 @pytest.mark.parametrize("rate", [2.0, 5.0, 100.0])
 def test_fps_samples_each_clip_at_a_fixed_rate_and_says_so_in_the_question(engine, example_videos, rate):
     lmm = ScriptedLMM([LetterOdds(0.2, 0.1, "a")])
-    result = engine.diff(example_videos / BIKES, example_videos / CUP, "riding", {"0": "faster"}, reranker=lmm,
-                         fps=rate)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / CUP, action="riding",
+                                     statements={"0": "faster"}, reranker=lmm,
+                                     fps=rate))
     seen = result.seen.to_dict()
     for key, name in (("a", BIKES), ("b", CUP)):
         assert seen[key]["indices"] == _stride_frames(example_videos / name, rate, 75)
@@ -161,7 +170,8 @@ def test_fps_samples_each_clip_at_a_fixed_rate_and_says_so_in_the_question(engin
 
 
 def test_the_familys_own_frames_without_fps(engine, example_videos, qwen):
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster"}, reranker=qwen)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                     statements={"0": "faster"}, reranker=qwen))
     assert result.frames == "per-second:8" and result.seen.to_dict()["frames_in_prompt"] == [8, 8]
     assert 0.0 <= result.verdicts[0].p_a <= 1.0 and result.model_calls == 1
     assert result.model.startswith("qwen2-vl:")
@@ -171,7 +181,8 @@ def test_two_identical_files_are_refused_in_one_line(engine, example_videos, tmp
     copy = tmp_path / "same.mp4"
     copy.write_bytes((example_videos / BIKES).read_bytes())
     with pytest.raises(DiffInputError, match="same video") as err:
-        engine.diff(example_videos / BIKES, copy, "riding", {"0": "faster"}, reranker=ScriptedLMM())
+        engine.diff(DiffRequest(example_videos / BIKES, copy, action="riding", statements={"0": "faster"},
+                                reranker=ScriptedLMM()))
     assert "\n" not in str(err.value)
 
 
@@ -179,9 +190,9 @@ def test_candidates_rank_by_how_surely_they_differ_and_the_reference_itself_last
     # per candidate: two statements; cup is told apart surely, box barely
     lmm = ScriptedLMM([LetterOdds(0.5, 0.4, "a"), LetterOdds(0.4, 0.5, "b"),  # box: 0.556, 0.444
                        LetterOdds(0.9, 0.1, "a"), LetterOdds(0.05, 0.95, "b")])  # cup: 0.9, 0.05
-    ranking = engine.diff_rank(example_videos / BIKES, [example_videos / BOX, example_videos / CUP,
-                                                        example_videos / BIKES], "riding",
-                               {"0": "faster", "1": "taller"}, reranker=lmm)
+    ranking = engine.diff(DiffRequest(example_videos / BIKES, candidates=[example_videos / BOX, example_videos / CUP,
+                                                        example_videos / BIKES], action="riding",
+                                      statements={"0": "faster", "1": "taller"}, reranker=lmm))
     assert [c.path.split("/")[-1] for c in ranking.candidates] == [CUP, BOX, BIKES]
     assert [c.rank for c in ranking.candidates] == [1, 2, 3]
     assert ranking.candidates[0].differences == pytest.approx(0.8 + 0.9)
@@ -235,8 +246,8 @@ def test_no_statements_and_a_key_given_twice_are_errors(tmp_path):
 def test_most_different_ranks_the_same_scores_ascending_and_recalls_the_farthest(example_index, example_videos):
     engine = Engine(example_index)
     anchor = example_videos / "campus_01.mp4"
-    every = engine.query(anchor, ["location", "main-action"], k=100, recall_k=100)
-    least = engine.query(anchor, ["location", "main-action"], k=3, recall_k=3, most_different=True)
+    every = engine.query(QueryRequest(anchor, ["location", "main-action"], k=100, recall_k=100))
+    least = engine.query(QueryRequest(anchor, ["location", "main-action"], k=3, recall_k=3, most_different=True))
     totals = sorted(h.total for h in every.hits)
     assert [h.total for h in least.hits] == pytest.approx(totals[:3])  # recalled from only 3 a signal: the farthest
     assert [h.rank for h in least.hits] == [1, 2, 3] and least.most_different
@@ -249,20 +260,22 @@ def test_most_different_with_a_change_is_refused(example_index, example_videos):
     from retrieval.search.signals import SignalError
 
     with pytest.raises(SignalError, match="most-different"):
-        Engine(example_index).query(example_videos / "campus_01.mp4", ["location"], change="at night",
-                                    most_different=True)
+        Engine(example_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], change="at night",
+                                                 most_different=True))
 
 
 def test_an_overflowed_answer_is_unreadable_in_both_modes_and_asked_again(tmp_path, example_videos, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     for mode in ("expected", "greedy"):
         nan = LetterOdds(float("nan"), float("nan"), "a", finite=False)
-        first = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster"},
-                                  reranker=ScriptedLMM([nan]), mode=mode)
+        first = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                              statements={"0": "faster"},
+                                              reranker=ScriptedLMM([nan]), mode=mode))
         assert first.verdicts[0].p_a is None and first.verdicts[0].answers[0].raw == "non-finite logits"
         again = ScriptedLMM([LetterOdds(0.3, 0.1, "a")])
-        second = Engine(None).diff(example_videos / BIKES, example_videos / BOX, "riding", {"0": "faster"},
-                                   reranker=again, mode=mode)
+        second = Engine(None).diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding",
+                                               statements={"0": "faster"},
+                                               reranker=again, mode=mode))
         assert second.model_calls == 1 and second.verdicts[0].p_a == pytest.approx(0.75 if mode == "expected" else 1)
 
 
@@ -270,7 +283,8 @@ def test_a_proposal_too_long_to_ask_is_reported_and_the_others_rescored(engine, 
     answer = json.dumps({"0": {"description": "x" * 600, "prediction": "a"},
                          "1": {"description": "faster", "prediction": "b"}})
     lmm = ScriptedLMM([LetterOdds(0.1, 0.3, "b")], [answer])
-    result = engine.diff(example_videos / BIKES, example_videos / BOX, "riding", most=3, reranker=lmm)
+    result = engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action="riding", most=3,
+                                     reranker=lmm))
     assert [p.description for p in result.proposals] == ["faster"]
     assert result.problems[0].startswith("difference 0 is longer than 500 characters")
 
@@ -278,8 +292,9 @@ def test_a_proposal_too_long_to_ask_is_reported_and_the_others_rescored(engine, 
 @pytest.mark.parametrize("action", ["", "x" * 10_000])
 def test_a_bad_action_is_said_before_any_model_is_built(engine, example_videos, action):
     with pytest.raises(DiffInputError, match="action description"):
-        engine.diff(example_videos / BIKES, example_videos / BOX, action, {"0": "faster"},
-                    reranker="/nowhere/no-such-model")
+        engine.diff(DiffRequest(example_videos / BIKES, example_videos / BOX, action=action, statements={"0": "faster"},
+                                reranker="/nowhere/no-such-model"))
     with pytest.raises(DiffInputError, match="action description"):
-        engine.diff_rank(example_videos / BIKES, [example_videos / BOX], action, {"0": "faster"},
-                         reranker="/nowhere/no-such-model")
+        engine.diff(DiffRequest(example_videos / BIKES, candidates=[example_videos / BOX], action=action,
+                                statements={"0": "faster"},
+                                reranker="/nowhere/no-such-model"))

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.fusion import FusionModel, default_weights_path
 
@@ -22,9 +22,10 @@ def captioned_index(tmp_path_factory, example_videos, tiny_models):
 
 def test_fused_scores_are_the_weights_file_applied_to_the_signals(captioned_index, example_videos):
     engine = Engine(captioned_index)
-    result = engine.query(example_videos / "box.mp4", ["main-action", "location"], k=4, fusion="default")
+    result = engine.query(QueryRequest(example_videos / "box.mp4", ["main-action", "location"], k=4, fusion="default"))
     model = FusionModel.load(default_weights_path())
-    plain = {h.path: h for h in Engine(captioned_index).query(example_videos / "box.mp4", ["main-action"], k=8).hits}
+    plain = {h.path: h for h in Engine(captioned_index).query(QueryRequest(example_videos / "box.mp4", ["main-action"],
+                                                                           k=8)).hits}
     for hit in result.hits:
         for concept in ("main-action", "location"):
             parts = hit.contributions[concept]
@@ -42,13 +43,14 @@ def test_fused_scores_are_the_weights_file_applied_to_the_signals(captioned_inde
 
 def _dinov2_sim(engine, hit):
     """The hit's dinov2 similarity, from a plain query that scores location with dinov2."""
-    forced = Engine(engine.index_dir).query(engine.root / "box.mp4", ["location"], k=8,
-                                            signal_overrides={"location": "dinov2"})
+    forced = Engine(engine.index_dir).query(QueryRequest(engine.root / "box.mp4", ["location"], k=8,
+                                                         signal_overrides={"location": "dinov2"}))
     return {h.path: h.scores["location"] for h in forced.hits}[hit.path]
 
 
 def test_free_text_concepts_keep_their_own_score_with_a_notice(captioned_index, example_videos):
-    result = Engine(captioned_index).query(example_videos / "box.mp4", ["camera angle"], k=3, fusion="default")
+    result = Engine(captioned_index).query(QueryRequest(example_videos / "box.mp4", ["camera angle"], k=3,
+                                                        fusion="default"))
     assert any("camera-angle" in n for n in result.notices)
     assert all(not h.contributions for h in result.hits)
 

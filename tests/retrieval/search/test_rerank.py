@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from bench.tiny.vlm import build_qwen_vl
 from retrieval.cli.app import app
-from retrieval.engine import Engine
+from retrieval.engine import CompareRequest, Engine, QueryRequest
 from retrieval.media.frames import VideoDecoder
 
 
@@ -28,17 +28,17 @@ def index_copy(example_index, tmp_path):
 
 def test_reranked_query_reorders_the_recall_set_by_lmm_scores(index_copy, example_videos, qwen):
     anchor = example_videos / "campus_01.mp4"
-    recall = Engine(index_copy).query(anchor, ["location"], k=5)
+    recall = Engine(index_copy).query(QueryRequest(anchor, ["location"], k=5))
     engine = Engine(index_copy)
-    reranked = engine.query(anchor, ["location"], k=5, reranker=qwen, rerank_top=5)
+    reranked = engine.query(QueryRequest(anchor, ["location"], k=5, reranker=qwen, rerank_top=5))
     assert {h.path for h in reranked.hits} == {h.path for h in recall.hits}
     totals = [h.total for h in reranked.hits]
     assert totals == sorted(totals, reverse=True)
     assert all(1.0 <= h.ratings["location"] <= 5.0 for h in reranked.hits)  # the LMM's own answers
     assert all(h.scores["location"] == pytest.approx((h.ratings["location"] - 1) / 4) for h in reranked.hits)
     assert all(h.recall_scores for h in reranked.hits)  # recall similarity kept beside the LMM score
-    assert engine.scorer.model_pairs == 5
-    assert engine.frames.decodes == 6  # the anchor once, each candidate once
+    assert engine.models.pair_scorer(qwen).model_pairs == 5
+    assert engine.models.frames.decodes == 6  # the anchor once, each candidate once
     for hit in reranked.hits:  # the frames behind each score: the anchor's, then the candidate's
         seen = hit.as_dict()["seen"]["location"]
         assert len(seen["a"]["indices"]) == len(seen["b"]["indices"]) == 8 and len(seen["size"]) == 2
@@ -49,23 +49,25 @@ def test_a_reranked_query_reports_the_rerankers_notices(index_copy, example_vide
     engine = Engine(index_copy)
     model = engine.reranker(qwen)
     model.notices.append("qwen2-vl: no bfloat16 on this GPU; running in float32")  # as the dtype choice says it
-    result = engine.query(example_videos / "campus_01.mp4", ["location"], k=3, reranker=qwen, rerank_top=3)
+    result = engine.query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=3, reranker=qwen,
+                                       rerank_top=3))
     assert "qwen2-vl: no bfloat16 on this GPU; running in float32" in result.notices
     assert "qwen2-vl: no bfloat16 on this GPU; running in float32" in result.as_dict()["notices"]
 
 
 def test_repeated_query_makes_no_model_call(index_copy, example_videos, qwen):
     anchor = example_videos / "campus_01.mp4"
-    first = Engine(index_copy).query(anchor, ["location", "main-action"], k=3, reranker=qwen, rerank_top=3)
+    first = Engine(index_copy).query(QueryRequest(anchor, ["location", "main-action"], k=3, reranker=qwen,
+                                                  rerank_top=3))
     again = Engine(index_copy)  # a new command: only the on-disk score cache is shared
-    second = again.query(anchor, ["location", "main-action"], k=3, reranker=qwen, rerank_top=3)
-    assert again.scorer.model_pairs == 0 and again.frames.decodes == 0
+    second = again.query(QueryRequest(anchor, ["location", "main-action"], k=3, reranker=qwen, rerank_top=3))
+    assert again.models.pair_scorer(qwen).model_pairs == 0 and again.models.frames.decodes == 0
     assert [h.as_dict() for h in second.hits] == [h.as_dict() for h in first.hits]
 
 
 def test_weights_combine_reranker_scores_as_eq2(index_copy, example_videos, qwen):
-    result = Engine(index_copy).query(example_videos / "box.mp4", ["location=3", "main-objects=1"], k=3,
-                                      reranker=qwen, rerank_top=3)
+    result = Engine(index_copy).query(QueryRequest(example_videos / "box.mp4", ["location=3", "main-objects=1"], k=3,
+                                                   reranker=qwen, rerank_top=3))
     for hit in result.hits:
         assert hit.total == pytest.approx(0.75 * hit.scores["location"] + 0.25 * hit.scores["main-objects"])
 
@@ -73,9 +75,9 @@ def test_weights_combine_reranker_scores_as_eq2(index_copy, example_videos, qwen
 def test_symmetric_compare_averages_both_orders(index_copy, example_videos, qwen):
     a, b = example_videos / "box.mp4", example_videos / "cup.mp4"
     engine = Engine(index_copy)
-    ab = engine.compare(a, b, ["main-objects"], qwen).concepts[0].score
-    ba = engine.compare(b, a, ["main-objects"], qwen).concepts[0].score
-    both = engine.compare(a, b, ["main-objects"], qwen, symmetric=True)
+    ab = engine.compare(CompareRequest(a, b, ["main-objects"], qwen)).concepts[0].score
+    ba = engine.compare(CompareRequest(b, a, ["main-objects"], qwen)).concepts[0].score
+    both = engine.compare(CompareRequest(a, b, ["main-objects"], qwen, symmetric=True))
     assert both.concepts[0].score == pytest.approx((ab + ba) / 2)
     assert both.model_pairs == 0  # both directions were already cached
 
@@ -107,8 +109,8 @@ def test_compare_cli_json(index_copy, example_videos, qwen):
 
 def test_rerank_batch_option_sets_the_pairs_per_forward_pass(index_copy, example_videos, qwen):
     engine = Engine(index_copy, rerank_batch=1)
-    engine.query(example_videos / "campus_01.mp4", ["location"], k=3, reranker=qwen, rerank_top=3)
-    assert engine.scorer.reranker.batch_size == 1
+    engine.query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=3, reranker=qwen, rerank_top=3))
+    assert engine.models.pair_scorer(qwen).reranker.batch_size == 1
     result = CliRunner().invoke(app, ["compare", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
                                       "-c", "location", "-r", qwen, "--rerank-batch", "0"])
     assert result.exit_code == 2  # at least one pair a pass

@@ -4,7 +4,7 @@ import shutil
 
 import numpy as np
 
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.ranking import StoredVectors, score
 from retrieval.store.catalog import Catalog
@@ -18,7 +18,7 @@ def test_scores_ignore_vectors_a_faiss_file_holds(tmp_path, example_videos):
         shutil.copy(example_videos / name, videos / name)
     engine = Engine(videos / ".convis")
     engine.index(videos, ["efficientnet-lite0"], IndexSettings(workers=1))
-    clean = engine.query(videos / "cup.mp4", ["location"])
+    clean = engine.query(QueryRequest(videos / "cup.mp4", ["location"]))
     with Catalog(videos / ".convis" / "catalog.duckdb", read_only=True) as catalog:
         (row,) = catalog.indexers()
         ids, matrix = catalog.vectors(row.indexer)
@@ -26,7 +26,7 @@ def test_scores_ignore_vectors_a_faiss_file_holds(tmp_path, example_videos):
     # a well-formed index (right count, generation and checksum) holding other vectors
     scrambled = (matrix * 1e18).astype(np.float32)
     VectorIndex.build(ids, scrambled, generation).save(index_path(videos / ".convis", row.indexer))
-    again = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"])
+    again = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"]))
     assert sorted((h.path, round(h.total, 6)) for h in again.hits) == \
         sorted((h.path, round(h.total, 6)) for h in clean.hits)
 

@@ -6,7 +6,7 @@ import pytest
 
 from indexers import create_indexer
 from indexers.text import MINILM, read_captions, weights_path
-from retrieval.engine import Engine
+from retrieval.engine import Engine, SearchRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search import text_query as tq
 from retrieval.search.signals import SignalError
@@ -46,7 +46,7 @@ def test_captions_answer_a_sentence_and_rank_the_clip_they_describe_first(captio
     captions = read_captions(CAPTIONS)
     # only cup.mp4's caption speaks of a cup (box.mp4's hand holds a box): what the first place rests on
     assert [stem for stem, text in captions.items() if "cup" in text.lower()] == ["cup"]
-    result = Engine(captioned_index).search(CUP, k=3)
+    result = Engine(captioned_index).search(SearchRequest(CUP, k=3))
     assert [h.path for h in result.hits][0] == "cup.mp4" and [h.rank for h in result.hits] == [1, 2, 3]
     assert result.signals == {"text": f"text:{MINILM}"} and result.text == CUP
     assert any("efficientnet-lite0" in n and "no text tower" in n for n in result.notices)
@@ -58,13 +58,13 @@ def test_captions_answer_a_sentence_and_rank_the_clip_they_describe_first(captio
 
 def test_an_index_without_a_text_tower_cannot_search_and_says_what_would(example_index):
     with pytest.raises(tq.NoTextSignal) as refused:
-        Engine(example_index).search(CUP)
+        Engine(example_index).search(SearchRequest(CUP))
     message = str(refused.value)
     assert "\n" not in message and "efficientnet-lite0" in message and "--captions" in message
 
 
 def test_every_signal_with_a_text_tower_answers_with_equal_weights(text_and_clip_index):
-    result = Engine(text_and_clip_index).search(CUP, k=3)
+    result = Engine(text_and_clip_index).search(SearchRequest(CUP, k=3))
     assert sorted(result.signals) == ["clip", "text"] and not result.notices
     assert [(c.key, c.weight) for c in result.concepts] == [("clip", 0.5), ("text", 0.5)]
     assert len(result.hits) == 3
@@ -74,13 +74,13 @@ def test_every_signal_with_a_text_tower_answers_with_equal_weights(text_and_clip
 
 def test_weights_pick_and_weigh_the_signals(text_and_clip_index):
     engine = Engine(text_and_clip_index)
-    weighted = engine.search(CUP, k=3, weights={"text": 3, "clip": 1})
+    weighted = engine.search(SearchRequest(CUP, k=3, weights={"text": 3, "clip": 1}))
     for hit in weighted.hits:
         assert hit.total == pytest.approx(0.75 * hit.scores["text"] + 0.25 * hit.scores["clip"])
-    alone = engine.search(CUP, k=3, weights={"text": 1})
+    alone = engine.search(SearchRequest(CUP, k=3, weights={"text": 1}))
     assert list(alone.signals) == ["text"] and alone.hits[0].path == "cup.mp4"
     with pytest.raises(SignalError, match="efficientnet-lite0"):
-        engine.search(CUP, weights={"efficientnet-lite0": 1})
+        engine.search(SearchRequest(CUP, weights={"efficientnet-lite0": 1}))
 
 
 def test_signal_concepts_are_equal_unless_weighted():
@@ -128,5 +128,5 @@ def test_the_registry_says_which_families_have_a_text_tower_as_their_built_model
 
 def test_a_search_builds_only_the_models_that_can_answer(captioned_index):
     engine = Engine(captioned_index)
-    engine.search(CUP, k=2)
-    assert [spec.split(":")[0] for spec, _ in engine._models] == ["text"]  # EfficientNet-Lite0 never loaded
+    engine.search(SearchRequest(CUP, k=2))
+    assert [spec.split(":")[0] for spec, _ in engine.models.indexers()] == ["text"]  # EfficientNet-Lite0 never loaded

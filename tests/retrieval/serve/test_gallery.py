@@ -13,7 +13,7 @@ from PIL import Image
 
 from rerankers.base import PairScore
 from retrieval.core.concepts import parse_concepts
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.media.preview import Previews
 from retrieval.media.scan import content_hash
 from retrieval.search.diff import DiffRanking, DiffResult, RankedCandidate
@@ -71,7 +71,7 @@ def assert_offline(html: str) -> None:
 
 def test_query_page_shows_anchor_strip_then_hits_in_rank_order(example_index, example_videos, tmp_path):
     engine = Engine(example_index)
-    result = engine.query(example_videos / "campus_01.mp4", ["location"], k=5)
+    result = engine.query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=5))
     out = write_query_html(result, engine.root, tmp_path / "report" / "query.html")
     html = out.read_text(encoding="utf-8")
     page = Page(html)

@@ -4,7 +4,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine
+from retrieval.engine import Engine, SearchRequest
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.server import MAX_SEARCH_K, create_app
 from tests.indexes import CAPTIONS, indexed_copies
@@ -31,7 +31,7 @@ def test_search_ranks_exactly_as_the_engine_with_media_links(client, captioned):
     answer = client.get("/search", params={"text": CUP, "k": 2})
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    want = Engine(captioned).search(CUP, k=2).as_dict()
+    want = Engine(captioned).search(SearchRequest(CUP, k=2)).as_dict()
     assert [(h["path"], h["total"]) for h in data["hits"]] == [(h["path"], h["total"]) for h in want["hits"]]
     assert data["hits"][0]["path"] == "cup.mp4" and data["text"] == CUP and data["root"] == "videos"
     assert data["hits"][0]["media"] == "/media/cup.mp4" and data["hits"][0]["strip"].startswith("/strips/cup.mp4")
@@ -61,8 +61,30 @@ def test_search_of_one_concepts_descriptions_ranks_as_the_engine(client, caption
     answer = client.get("/search", params={"text": "a paved square outdoors", "concept": "location", "k": 3})
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    want = Engine(captioned).search("a paved square outdoors", k=3, concept="location").as_dict()
+    want = Engine(captioned).search(SearchRequest("a paved square outdoors", k=3, concept="location")).as_dict()
     assert [(h["path"], h["total"]) for h in data["hits"]] == [(h["path"], h["total"]) for h in want["hits"]]
     assert data["hits"][0]["path"] == "campus_01.mp4" and list(data["signals"]) == ["text#location"]
     missing = client.get("/search", params={"text": CUP, "concept": "main-objects"})
     assert missing.status_code == 400 and "no descriptions of main-objects" in missing.json()["error"]
+
+
+def test_requests_answered_at_the_same_time_each_get_their_own_answer(client):
+    """No lock holds the engine: queries and searches run at once, and each answer (its notices included) is the
+    one it gets alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asks = [("/search", {"text": CUP, "k": 2}), ("/query", {"anchor": "box.mp4", "concepts": ["location"], "k": 1}),
+            ("/search", {"text": "a paved square outdoors", "k": 3}),
+            ("/query", {"anchor": "cup.mp4", "concepts": ["main-objects"], "k": 5})]  # fewer than k: a notice
+
+    def ask(item):
+        path, body = item
+        answer = client.get(path, params=body) if path == "/search" else client.post(path, json=body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    alone = [ask(item) for item in asks]
+    assert alone[3]["notices"] and not alone[1]["notices"]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(ask, asks * 4))
+    assert together == alone * 4

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from bench.tiny.vlm import build_qwen_vl
-from retrieval.engine import Engine, NoIndexError
+from retrieval.engine import Engine, NoIndexError, QueryRequest
 from retrieval.serve.server import ApiError, create_app, safe_path
 from retrieval.store.catalog import Catalog
 from tests.media import make_clip
@@ -68,7 +68,7 @@ def test_videos_lists_indexed_files_and_units(client):
     ("box.mp4", ["location=3", "main-objects=1"]),
 ])
 def test_query_ranks_exactly_as_the_engine(client, example_index, example_videos, anchor, concepts):
-    expected = Engine(example_index).query(example_videos / anchor, concepts, k=6)
+    expected = Engine(example_index).query(QueryRequest(example_videos / anchor, concepts, k=6))
     response = client.post("/query", json={"anchor": anchor, "concepts": concepts, "k": 6})
     assert response.status_code == 200, response.text
     data = response.json()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.engine import Engine, QueryRequest
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
@@ -91,9 +91,9 @@ def test_a_damaged_catalog_is_named_and_readers_read_the_snapshot(videos, how):
     damage(catalog, how)
     with pytest.raises(CatalogDamaged, match="is damaged.*`convis repair` restores the snapshot of"):
         Catalog(catalog, read_only=True)
-    engine = Engine(videos / ".convis")
-    assert engine.info()["files_ok"] == 3
-    assert any("damaged" in n and "snapshot" in n for n in engine.notices)
+    notices: list[str] = []
+    assert Engine(videos / ".convis").info(notices)["files_ok"] == 3
+    assert any("damaged" in n and "snapshot" in n for n in notices)
 
 
 @pytest.mark.parametrize("how", DAMAGE)
@@ -111,10 +111,11 @@ def test_repair_restores_the_snapshot_and_keeps_the_damaged_file(videos, how):
 
 def test_an_index_run_restores_a_damaged_catalog_and_says_so(videos):
     damage(videos / ".convis" / "catalog.duckdb", "zeroed block")
-    engine = Engine(videos / ".convis")
-    report = engine.index(videos, settings=IndexSettings(workers=1, move_root=True))
+    notices: list[str] = []
+    report = Engine(videos / ".convis").index(videos, settings=IndexSettings(workers=1, move_root=True),
+                                              notices=notices)
     assert report.unchanged == 3 and not report.failed
-    assert any("restored the snapshot" in n and "3 file(s)" in n for n in engine.notices)
+    assert any("restored the snapshot" in n and "3 file(s)" in n for n in notices)
 
 
 def test_no_snapshot_to_restore_is_said(videos):
@@ -201,13 +202,13 @@ def test_a_real_full_disk_is_one_line_and_the_catalog_stays_whole(three_clips_in
 
 def test_a_flipped_bit_in_a_faiss_file_changes_no_score(videos):
     anchor = videos / "cup.mp4"
-    clean = Engine(videos / ".convis").query(anchor, ["location"])
+    clean = Engine(videos / ".convis").query(QueryRequest(anchor, ["location"]))
     faiss_file = next((videos / ".convis" / "faiss").glob("*.faiss"))
     data = bytearray(faiss_file.read_bytes())
     data[len(data) // 2 + 3] ^= 0x40  # the high byte of a float in the vector payload
     faiss_file.write_bytes(bytes(data))
     assert VectorIndex.load(faiss_file) is None
-    flipped = Engine(videos / ".convis").query(anchor, ["location"])
+    flipped = Engine(videos / ".convis").query(QueryRequest(anchor, ["location"]))
     assert [(h.path, h.total) for h in flipped.hits] == [(h.path, h.total) for h in clean.hits]
     assert all(0 <= h.total <= 1 for h in flipped.hits)
 
@@ -215,7 +216,7 @@ def test_a_flipped_bit_in_a_faiss_file_changes_no_score(videos):
 def test_faiss_folder_replaced_by_a_file(videos):
     shutil.rmtree(videos / ".convis" / "faiss")
     (videos / ".convis" / "faiss").write_text("not a folder")
-    result = Engine(videos / ".convis").query(videos / "cup.mp4", ["location"])
+    result = Engine(videos / ".convis").query(QueryRequest(videos / "cup.mp4", ["location"]))
     assert result.hits  # readers rebuild from the catalog in memory
     with Catalog(videos / ".convis" / "catalog.duckdb") as catalog:
         (row,) = catalog.indexers()

@@ -1,0 +1,121 @@
+"""The models and caches an engine keeps between requests: built once, shared by every request.
+
+Indexers (by spec and the index's protocol), rerankers (by spec), the scorers that ask a reranker (by their
+settings), the persistent score cache and the decoded frames.  Building is behind one lock, so requests
+answered at the same time build each model once; what a request learns along the way (a fallback, a cache
+that cannot open) goes to the ``notices`` it passes in, never to state kept here.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from indexers.factory import create_indexer  # the registry; a family's module loads when built
+from retrieval.core.errors import one_line
+from retrieval.search.rerank import FrameCache, PairScorer, ScoreCache, default_score_cache
+from retrieval.store.index_dir import has_index
+
+if TYPE_CHECKING:
+    from indexers.base import Indexer
+    from retrieval.search.diff import DiffScorer
+    from retrieval.search.vqascore import VqaScorer
+
+
+def model_notices(notices: list[str], model) -> None:
+    """A reranker's own lines (precision fallback, smaller batches after running out of memory), once each."""
+    notices.extend(n for n in getattr(model, "notices", []) if n not in notices)
+
+
+class ModelCache:
+    def __init__(self, device: str | None = None, trust_remote_code: bool = False, rerank_batch: int | None = None,
+                 index_dir: Path | None = None):
+        self.device = device
+        self.trust_remote_code = trust_remote_code
+        self.rerank_batch = rerank_batch  # pairs per LMM forward pass (None: the family's default)
+        self.index_dir = index_dir  # the score cache lives beside its index (none: in the user cache)
+        self.frames = FrameCache()  # each clip decoded once
+        self._lock = threading.RLock()
+        self._indexers: dict[tuple[str, str], Indexer] = {}
+        self._rerankers: dict = {}
+        self._pairs: dict[tuple[int, str, bool], PairScorer] = {}
+        self._vqa: dict[int, VqaScorer] = {}  # reranker object id -> its VQAScore scorer
+        self._scores: ScoreCache | None = None
+
+    def indexer(self, spec: str, protocol: str = "fast") -> Indexer:
+        """The indexer for ``spec``, built once, as an index of that ``protocol`` builds it."""
+        key = (spec, protocol)
+        with self._lock:
+            if key not in self._indexers:
+                extra = {"trust_remote_code": True} if self.trust_remote_code else {}
+                self._indexers[key] = create_indexer(spec, protocol=protocol, device=self.device, **extra)
+            return self._indexers[key]
+
+    def indexers(self) -> list[tuple[str, str]]:
+        """The (spec, protocol) of every indexer built so far."""
+        return list(self._indexers)
+
+    def reranker(self, spec):
+        """A Reranker built once (specs are names, hub ids or folders; a Reranker is itself)."""
+        from rerankers.base import Reranker
+        from rerankers.factory import create_reranker
+
+        if isinstance(spec, Reranker):
+            return spec
+        with self._lock:
+            if spec not in self._rerankers:
+                self._rerankers[spec] = create_reranker(spec, device=self.device, batch_size=self.rerank_batch)
+            return self._rerankers[spec]
+
+    def rerankers(self) -> list:
+        """Every reranker built so far."""
+        return list(self._rerankers.values())
+
+    def pair_scorer(self, spec, mode: str = "expected", symmetric: bool = False,
+                    notices: list[str] | None = None) -> PairScorer:
+        """Similarity of pairs asked of ``spec`` as ``mode`` and ``symmetric`` say, one scorer for each (its
+        ``model_pairs`` counts the pairs it sent to the model)."""
+        model = self.reranker(spec)
+        key = (id(model), mode, symmetric)
+        with self._lock:
+            if key not in self._pairs:
+                self._pairs[key] = PairScorer(model, self.score_cache([] if notices is None else notices),
+                                              self.frames, mode, symmetric)
+            return self._pairs[key]
+
+    def vqa_scorer(self, spec, notices: list[str] | None = None) -> VqaScorer:
+        """VQAScore with the LMM ``spec`` (or a Reranker), built once, sharing the score cache and decoded frames
+        (its ``questions_asked`` counts the model calls)."""
+        from retrieval.search.vqascore import VqaScorer
+
+        model = self.reranker(spec)
+        with self._lock:
+            if id(model) not in self._vqa:
+                self._vqa[id(model)] = VqaScorer(model, self.score_cache([] if notices is None else notices),
+                                                 self.frames)
+            return self._vqa[id(model)]
+
+    def diff_scorer(self, spec, mode: str = "expected", symmetric: bool = False, fps: float | None = None,
+                    notices: list[str] | None = None) -> DiffScorer:
+        """Which-video questions and open lists of differences, asked of ``spec`` through the score cache and
+        decoded frames; ``fps``: frames at that fixed rate instead of the family's rule.  A new one each time:
+        its ``model_calls`` count one request's."""
+        from retrieval.search.diff import DiffScorer
+
+        return DiffScorer(self.reranker(spec), self.score_cache([] if notices is None else notices), self.frames,
+                          mode, symmetric, fps)
+
+    def score_cache(self, notices: list[str]) -> ScoreCache | None:
+        """The persistent score cache, opened once; None (with a notice) when it cannot be."""
+        with self._lock:
+            if self._scores is None:
+                path = default_score_cache(self.index_dir if has_index(self.index_dir) else None)
+                try:
+                    self._scores = ScoreCache(path)
+                except (duckdb.IOException, OSError) as exc:
+                    notices.append(f"score cache {path} unavailable ({one_line(exc, 120)}); not caching")
+                    return None
+            return self._scores

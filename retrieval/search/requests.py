@@ -1,0 +1,175 @@
+"""What each engine verb is asked: one frozen value per verb, checked when it is made.
+
+A request that exists is one the engine can run as given: the checks that need nothing but the request (a
+concept list, a scoring mode, options that exclude each other) raise here, with the same errors and lines
+every face shows, so the CLI, the server and Python callers refuse the same inputs the same way.  What
+needs the index or the files (is the anchor indexed, is a signal available) is checked by the verb.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from rerankers.base import check_mode
+from rerankers.diff_prompt import DiffInputError, check_action
+from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
+from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K
+from retrieval.search import signals
+from retrieval.search.compose import Change
+from retrieval.search.text_query import TextQuery, check_text
+
+Span = tuple[float | None, float | None]
+
+
+def as_concepts(concepts: Sequence[str] | Sequence[Concept]) -> tuple[Concept, ...]:
+    """Concepts as given (already parsed: their weights stay), or parsed from strings (ConceptError when none)."""
+    if concepts and all(isinstance(c, Concept) for c in concepts):
+        return tuple(concepts)
+    return tuple(parse_concepts(list(concepts)))
+
+
+def _set(request, name: str, value) -> None:
+    object.__setattr__(request, name, value)  # a frozen value normalises its own fields once
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """Clips like ``anchor`` under ``concepts`` (see ``Engine.query``): recall with the indexed signals; with
+    ``reranker`` (a spec or a Reranker), the top ``rerank_top`` rescored by the LMM; with ``fusion`` (a
+    FusionModel, a weights file or "default"), each concept scored by the learned combination of every signal;
+    with ``change`` (a ``compose.Change`` or its text), clips like the anchor but changed as it says (no
+    concepts: the five ConViS ones); with ``most_different``, the clips least like the anchor first."""
+
+    anchor: str | Path
+    concepts: Sequence[str] | Sequence[Concept] = ()
+    k: int = DEFAULT_K
+    start: float | None = None
+    end: float | None = None
+    signal_overrides: dict[str, str] | None = None
+    recall_k: int | None = None
+    reranker: object = None
+    rerank_top: int = 20
+    mode: str = "expected"
+    symmetric: bool = False
+    fusion: object = None
+    change: Change | str | None = None
+    most_different: bool = False
+
+    def __post_init__(self) -> None:
+        if self.most_different and self.change is not None:
+            raise signals.SignalError("--most-different ranks clips unlike the anchor and --change clips like it "
+                                      "but changed: use one of them")
+        if isinstance(self.change, str):
+            _set(self, "change", Change(self.change))
+        default = tuple(CONVIS_CONCEPTS) if self.change is not None else ()  # a change alone: the ConViS five
+        _set(self, "concepts", as_concepts(self.concepts or default))
+        check_mode(self.mode)
+        pair = self.pair_overrides
+        if self.change is not None and (self.fusion is not None or pair):
+            raise signals.SignalError("--change goes with recall signals or a --reranker, not yet with --fusion or "
+                                      "a pair signal (vqascore)")
+        if pair and self.reranker is not None:
+            raise signals.SignalError(f"--signal {next(iter(pair))}=vqascore and --reranker both rescore "
+                                      "the shortlist, and the reranker would overwrite VQAScore: use one of them")
+        signals.check_concepts(pair, list(self.concepts))
+
+    @property
+    def vector_overrides(self) -> dict[str, str]:
+        """The signals asked for by concept that recall (every override but a pair signal's)."""
+        return signals.split_pair_signals(self.signal_overrides or {})[0]
+
+    @property
+    def pair_overrides(self) -> dict[str, str]:
+        """Concept -> the pair signal (VQAScore) that rescores its shortlist."""
+        return signals.split_pair_signals(self.signal_overrides or {})[1]
+
+    @property
+    def recall(self) -> int:
+        """How many candidates each signal's index proposes."""
+        return self.recall_k or max(100, 10 * self.k)
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """Indexed units ranked by how well they match ``text``: with every indexed signal that has a text tower
+    (``weights``: indexer name -> weight, else equal), or with ``concept``'s descriptions only (a ConViS
+    concept or free text, as ``describe`` named it)."""
+
+    text: str
+    k: int = DEFAULT_K
+    weights: dict[str, float] | None = None
+    recall_k: int | None = None
+    concept: str | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "text", check_text(self.text))
+        if self.concept is not None:
+            parse_concept(self.concept, free_text=True)
+
+    @property
+    def concept_key(self) -> str | None:
+        """The concept whose descriptions answer, by its key; None: every signal with a text tower."""
+        return None if self.concept is None else parse_concept(self.concept, free_text=True).key
+
+    def text_query(self) -> TextQuery:
+        return TextQuery(self.text, self.k, self.weights, self.recall_k, self.concept_key)
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """Per-concept similarity of clips ``a`` and ``b``: the LMM's answers with a ``reranker`` (whole files), else
+    the index's signals, exactly as a query for ``a`` (over ``a_span``) scores ``b`` (``b_start``: its unit)."""
+
+    a: str | Path
+    b: str | Path
+    concepts: Sequence[str] | Sequence[Concept]
+    reranker: object = None
+    mode: str = "expected"
+    symmetric: bool = False
+    signal_overrides: dict[str, str] | None = None
+    a_span: Span = (None, None)
+    b_start: float | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "concepts", as_concepts(self.concepts))
+        check_mode(self.mode)
+
+
+@dataclass(frozen=True)
+class DiffRequest:
+    """What differs between clips performing ``action``: for the pair ``a``, ``b``, or each of ``candidates``
+    against ``a`` (ranked, most different first).  Closed mode: ``statements`` (key -> text: which clip each is
+    more true of); open mode: ``most`` (the LMM proposes up to that many).  ``fps``: frames at that fixed rate
+    instead of the family's rule."""
+
+    a: str | Path
+    b: str | Path | None = None
+    candidates: Sequence[str | Path] = ()
+    action: str = ""
+    statements: dict[str, str] | None = None
+    most: int | None = None
+    reranker: object = DEFAULT_DIFF_MODEL
+    mode: str = "expected"
+    symmetric: bool = False
+    fps: float | None = None
+    a_span: tuple[float, float | None] = (0.0, None)
+    b_span: tuple[float, float | None] = (0.0, None)
+
+    def __post_init__(self) -> None:
+        if (self.b is None) == (not self.candidates):
+            raise DiffInputError("compare two clips, or rank candidates against one: give b or candidates, "
+                                 "not both and not neither")
+        _set(self, "candidates", tuple(self.candidates))
+        # before a model is built: a bad action is the user's line, not a load error
+        _set(self, "action", check_action(self.action))
+        check_mode(self.mode)
+        if self.fps is not None and not (math.isfinite(self.fps) and self.fps > 0):
+            raise DiffInputError(f"--fps must be a positive number of frames a second, got {self.fps}")
+
+    @property
+    def ranks(self) -> bool:
+        """Candidates ranked by difference (else one pair)."""
+        return self.b is None

@@ -1,0 +1,205 @@
+"""An index folder (``.convis``): finding it, opening its catalog to read, and what it holds.
+
+Readers open the catalog read-only: its published snapshot when that is current (readers then never hold
+the catalog file, which would keep an index run out), else the file itself, briefly; while an index run
+holds it, or when it is damaged, the last snapshot, with a notice.  Notices are returned to the caller,
+which gives them to its user with its answer.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from retrieval.core.defaults import INDEX_DIRNAME
+from retrieval.core.segmentation import describe as describe_units
+from retrieval.core.segmentation import from_label, segmentation_label
+from retrieval.store import signal_vectors
+from retrieval.store.catalog import Catalog, FileListing, list_files
+from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
+from retrieval.store.repair import Restored, restore_snapshot
+from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
+
+PROTOCOL = "protocol"  # the catalog setting: how the index's models embed ("fast" unless set)
+
+
+class NoIndexError(FileNotFoundError):
+    """No index where one was expected."""
+
+
+class NotIndexedError(LookupError):
+    """Paths a remove (or its undo) names that the index does not hold as such; nothing was changed."""
+
+
+def find_index_dir(*starts: Path) -> Path | None:
+    """The nearest ``.convis`` folder at or above any of ``starts``."""
+    for start in starts:
+        start = start.resolve()
+        for folder in [start, *start.parents]:
+            if (folder / INDEX_DIRNAME / CATALOG_NAME).is_file():
+                return folder / INDEX_DIRNAME
+    return None
+
+
+def locate_index(given: Path | None, *near: Path) -> Path:
+    """The index folder meant by ``given`` (an index folder, or a video folder holding ``.convis``), else the
+    nearest ``.convis`` at or above ``near``; NoIndexError names what was looked for and any index just below."""
+    if given is not None:
+        for candidate in (given, given / INDEX_DIRNAME):
+            if (candidate / CATALOG_NAME).is_file():
+                return candidate
+        raise NoIndexError(f"no index at {given} (looked for {given / CATALOG_NAME} and "
+                           f"{given / INDEX_DIRNAME / CATALOG_NAME}); run `convis index {given}` first")
+    found = find_index_dir(*near)
+    if found is not None:
+        return found
+    below = sorted(str(p.parent.parent) for start in near[-1:] for p in start.glob(f"*/{INDEX_DIRNAME}/{CATALOG_NAME}"))
+    hint = f"; found {', '.join(below)}: pass one of them" if below else "; run `convis index FOLDER` first"
+    raise NoIndexError(f"no {INDEX_DIRNAME} index in {near[-1] if near else Path.cwd()} or above{hint}")
+
+
+def has_index(index_dir: Path | None) -> bool:
+    return index_dir is not None and (index_dir / CATALOG_NAME).is_file()
+
+
+def require_index(index_dir: Path | None) -> Path:
+    """The catalog file of ``index_dir``, or NoIndexError."""
+    if not has_index(index_dir):
+        raise NoIndexError(f"no index at {index_dir}: run `convis index FOLDER` first")
+    return index_dir / CATALOG_NAME
+
+
+def open_catalog(index_dir: Path | None) -> tuple[Catalog, list[str]]:
+    """The catalog, read-only (see the module's notes), and the notices of reading a snapshot instead."""
+    catalog_path = require_index(index_dir)
+    snapshot = index_dir / SNAPSHOT_NAME
+    in_progress = "an index run is in progress; results reflect its state at {{}}"
+    try:
+        busy = writer_pid(catalog_path) is not None and snapshot.is_file()
+        if busy or snapshot_is_current(catalog_path, snapshot):
+            try:
+                return Catalog(snapshot, read_only=True), [in_progress.format(clock(snapshot))] if busy else []
+            except (CatalogDamaged, CatalogEmpty):
+                pass  # read the catalog itself
+        return Catalog(catalog_path, read_only=True), []
+    except CatalogEmpty:
+        raise NoIndexError(f"nothing is indexed in {index_dir} yet: run `convis index FOLDER`") from None
+    except CatalogBusy:
+        if not snapshot.is_file():
+            raise CatalogBusy(f"an index run is writing {index_dir} and has not published a snapshot "
+                              "yet; retry in a minute") from None
+        notice = in_progress.format(clock(snapshot))
+    except CatalogDamaged as damaged:
+        if not snapshot.is_file():
+            raise
+        notice = f"{damaged}; reading the snapshot meanwhile"
+    return Catalog(snapshot, read_only=True), [notice]
+
+
+def reading(index_dir: Path | None, notices: list[str]) -> Catalog:
+    """``open_catalog``'s catalog, its notices added to ``notices``."""
+    catalog, said = open_catalog(index_dir)
+    notices.extend(said)
+    return catalog
+
+
+def root_of(catalog: Catalog, index_dir: Path) -> Path:
+    """The folder the index covers (paths in the catalog are relative to it)."""
+    stored = catalog.setting("root")
+    return Path(stored) if stored else index_dir.parent
+
+
+def index_root(index_dir: Path, notices: list[str] | None = None) -> Path:
+    """The folder the index in ``index_dir`` covers."""
+    with reading(index_dir, [] if notices is None else notices) as catalog:
+        return root_of(catalog, index_dir)
+
+
+def protocol_of(catalog: Catalog) -> str:
+    """How the index's models embed (anchors and texts are embedded as the index was)."""
+    return catalog.setting(PROTOCOL) or "fast"
+
+
+def info(index_dir: Path, notices: list[str]) -> dict:
+    """What ``convis info`` shows of the index."""
+    with reading(index_dir, notices) as catalog:
+        summary = catalog.summary()
+        summary["indexers"] = [
+            {"indexer": r.indexer, "kind": r.kind, "dim": r.dim, "frames": r.frames, "faiss": r.faiss_factory}
+            for r in catalog.indexers()
+        ]
+        # signals made from two stored ones (a CLIP-family model's video and caption vectors)
+        summary["cross_modal_signals"] = sorted(signal_vectors.clipscore_signals(catalog).values())
+        summary["root"] = catalog.setting("root")
+        summary["protocol"] = protocol_of(catalog)
+        seconds, shots = from_label(summary.pop("segment_seconds", None))
+        summary["segment_seconds"] = seconds  # null: one unit per file, or shot units
+        summary["segmentation"] = segmentation_label(seconds, shots)
+        summary["units_by"] = describe_units(seconds, shots)
+        summary["shots"] = catalog.shot_summary() if shots is not None else None
+    summary["index_dir"] = str(index_dir.resolve())
+    return summary
+
+
+def files(index_dir: Path, notices: list[str]) -> list[FileListing]:
+    """Every file the index knows, ok or failed, with its units (what `convis ls` lists)."""
+    with reading(index_dir, notices) as catalog:
+        return list_files(catalog)
+
+
+def repair(index_dir: Path | None) -> Restored | None:
+    """Restore a damaged catalog from its snapshot (the damaged file is kept aside); None when it is whole."""
+    catalog_path = require_index(index_dir)
+    try:
+        Catalog(catalog_path).close()  # the writer lock: no index run is writing it meanwhile
+    except CatalogDamaged:
+        return restore_snapshot(catalog_path)
+    return None
+
+
+def writing(index_dir: Path | None) -> Catalog:
+    """The catalog as its writer (CatalogBusy while an index run holds it)."""
+    return Catalog(require_index(index_dir))
+
+
+def relative(catalog: Catalog, index_dir: Path, paths: Sequence[str | Path]) -> list[str]:
+    """``paths`` as the catalog names them (POSIX, relative to the root), in order, once each."""
+    root = Path(catalog.setting("root") or index_dir.parent)
+    return list(dict.fromkeys(_root_relative(Path(p), root) for p in paths))
+
+
+def check_removable(catalog: Catalog, rels: list[str]) -> None:
+    """NotIndexedError naming those of ``rels`` the index does not list (a remove then changes nothing)."""
+    listed, excluded = catalog.file_states(), set(catalog.excluded())
+    unknown = [r for r in rels if r not in listed]
+    if unknown:
+        again = [r for r in unknown if r in excluded]
+        hint = f" ({', '.join(again)} removed already)" if again else ""
+        raise NotIndexedError(f"not in the index: {', '.join(unknown)}{hint}")
+
+
+def unremove(index_dir: Path | None, paths: Sequence[str | Path]) -> list[str]:
+    """Undo a remove: the next run indexes these files again (root-relative paths returned), or NotIndexedError
+    naming those that were not removed (then nothing changes)."""
+    with writing(index_dir) as catalog:
+        rels = relative(catalog, index_dir, paths)
+        excluded = set(catalog.excluded())
+        unknown = [r for r in rels if r not in excluded]
+        if unknown:
+            raise NotIndexedError(f"not removed from the index: {', '.join(unknown)}")
+        catalog.include(rels)
+    return rels
+
+
+def _root_relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root``: as given when relative, else by its place under the root (as written, or
+    with links resolved: the root is stored resolved)."""
+    if not path.is_absolute():
+        if ".." in path.parts:
+            raise NotIndexedError(f"not a path inside the indexed folder: {path}")
+        return path.as_posix()
+    for candidate, base in ((Path(os.path.abspath(path)), root), (path.resolve(), root.resolve())):
+        if candidate.is_relative_to(base):
+            return candidate.relative_to(base).as_posix()
+    raise NotIndexedError(f"{path} is not inside the indexed folder {root}")
