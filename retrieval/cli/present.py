@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from retrieval.cli.options import UserError
 from retrieval.core.errors import one_line
 from retrieval.core.timecode import format_span, format_time
 
@@ -418,7 +419,6 @@ def model_rows(protocol: str) -> list[dict]:
     from indexers.factory import available_indexers
     from rerankers.base import RERANKERS
     from rerankers.factory import available_rerankers
-    from retrieval.cli.options import UserError
     from retrieval.core.signal_kinds import SIGNALS
 
     if protocol not in PROTOCOLS:
