@@ -273,7 +273,7 @@ class BenchRun:
 
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:
-        reranker = create_reranker(self.reranker_spec, device=self.engine.device, frames_per_video=self.frames)
+        reranker = create_reranker(self.reranker_spec, device=self.engine.models.device, frames_per_video=self.frames)
         scorer = self.engine.models.pair_scorer(reranker, self.mode, self.symmetric, [])
         # the class attribute is the family's own frame count (the paper's setting)
         folder = model_folder(RERANKERS, reranker.name, reranker.source, reranker.frames_per_video,

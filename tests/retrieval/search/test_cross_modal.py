@@ -159,7 +159,7 @@ def test_a_concept_scored_by_vqascore_is_the_mean_yes_probability_of_the_two_cro
     again = Engine(videos / ".convis")
     again.query(QueryRequest(videos / "cup.mp4", ["location"], k=3, rerank_top=3,
                              signal_overrides={"location": f"vqascore:{llava}"}))
-    assert again.vqa_scorer(str(llava)).questions_asked == 0
+    assert again.models.vqa_scorer(str(llava)).questions_asked == 0
 
 
 def test_vqascore_reorders_the_shortlist_before_it_is_cut_to_k(vqa_setup):
