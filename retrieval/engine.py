@@ -11,6 +11,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+# isort: split
+# What the CLI reads its option values with, and the catalog damage it tells apart (it imports nothing below
+# the engine itself).
+from rerankers.base import MODES as MODES
+from retrieval.core.concepts import parse_concepts as parse_concepts
+from retrieval.core.segmentation import SegmentationError as SegmentationError
+from retrieval.core.segmentation import ShotRule as ShotRule
+from retrieval.core.segmentation import parse_segment as parse_segment
+from retrieval.core.timecode import TimeFormatError as TimeFormatError
+from retrieval.core.timecode import parse_time as parse_time
+from retrieval.search.anchor import AnchorSpanError as AnchorSpanError
+from retrieval.search.diff import gather_statements as gather_statements
+from retrieval.search.signals import parse_overrides as parse_overrides
+from retrieval.search.text_query import parse_weights as parse_weights
+from retrieval.store.errors import is_damage as is_damage
+
+# isort: split
 # What a query, `info` and `ls` need is imported here; what only indexing, describing, reranking, text search
 # or building a model needs is imported where it is used, so that a query whose anchor is indexed imports no
 # model code (torch, transformers) and no decoder (`convis bench perf` measures the CLI's start-up).

@@ -11,9 +11,9 @@ from bench.loaders import load_pair_scores, load_retrieval_scores
 from bench.run import model_folder
 from bench.tiny.dataset import CLIPS, build_dataset
 from bench.tiny.vlm import build_qwen_vl
-from cli import app
 from indexers.base import INDEXERS
 from indexers.factory import available_indexers
+from retrieval.cli.app import app
 from retrieval.store.catalog import Catalog
 
 

@@ -14,7 +14,6 @@ import typer
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import cli
 from bench.loaders import BenchDataError
 from bench.viddiff.judge import UnreadableAnswer
 from bench.viddiff.run import SampleSkipped
@@ -22,6 +21,8 @@ from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError, RerankerUnavailable
 from rerankers.prompts.diff import DiffInputError
 from retrieval.core.concepts import CloseToConcept, ConceptError
+from retrieval.cli.app import app, failed
+from retrieval.cli.options import UserError
 from retrieval.core.errors import ConvisError
 from retrieval.core.pixels import SizeError
 from retrieval.core.registry import UnknownModelError
@@ -48,7 +49,7 @@ PACKAGES = ("retrieval", "indexers", "rerankers", "bench")
 # class: (exit code, HTTP status, the builtin base it keeps); the faces' answers before they read these
 # attributes (the CLI's exit 2 list, the server's 400/503 handlers), and 1 / 500 for the system's own failures
 FACES = {
-    cli.UserError: (2, 400, Exception),
+    UserError: (2, 400, Exception),
     NoCaptionerError: (2, 400, ValueError),
     TaskFailed: (1, 500, Exception),
     MainGuardError: (1, 500, SystemExit),
@@ -152,8 +153,7 @@ class Teapot(ConvisError):
 
 def exits(exc: BaseException, capsys) -> tuple[int, str]:
     with pytest.raises(typer.Exit) as exited:
-        with cli.user_errors():
-            raise exc
+        failed(exc)
     return exited.value.exit_code, capsys.readouterr().err
 
 
@@ -177,7 +177,7 @@ def test_a_command_that_meets_a_convis_error_prints_one_line(tmp_path, monkeypat
         raise TaskFailed("decoder crashed: its worker process died")
 
     monkeypatch.setattr(Engine, "info", fails)
-    result = CliRunner().invoke(cli.app, ["info", "--index-dir", str(index)])
+    result = CliRunner().invoke(app, ["info", "--index-dir", str(index)])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert result.stderr == "error: decoder crashed: its worker process died\n" and result.stdout == ""
 

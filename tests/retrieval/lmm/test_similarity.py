@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.tiny.vlm import build_qwen_vl
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import CompareRequest, Engine, QueryRequest
 from retrieval.media.video_decoder import VideoDecoder
 

@@ -47,7 +47,7 @@ def test_a_cuda_decode_without_a_gpu_falls_back_to_the_cpu_and_says_so(monkeypat
 def test_the_cli_refuses_an_unknown_decode_device_in_one_line(tmp_path):
     from typer.testing import CliRunner
 
-    from cli import app
+    from retrieval.cli.app import app
 
     videos = tmp_path / "videos"
     videos.mkdir()

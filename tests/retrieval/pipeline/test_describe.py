@@ -184,7 +184,7 @@ def test_the_text_indexer_embeds_each_generated_caption(index, calls):
 
 
 def test_the_cli_reports_descriptions_as_json(tmp_path, tiny_models, captioner_folder, video_folder, calls):
-    from cli import app
+    from retrieval.cli.app import app
 
     result = CliRunner().invoke(app, ["index", str(video_folder), "--index-dir", str(tmp_path / "ix"), "-i",
                                       f"dinov2:{tiny_models['dinov2']}", "--captioner",
@@ -252,7 +252,7 @@ def test_a_catalog_from_before_descriptions_opens_reads_nothing_and_gains_the_ta
 
 
 def describe_cli(index_dir, *args):
-    from cli import app
+    from retrieval.cli.app import app
 
     return CliRunner().invoke(app, ["describe", "--index-dir", str(index_dir), *map(str, args)])
 
@@ -272,7 +272,7 @@ def test_describe_asks_a_users_concept_once_a_unit_and_gives_it_a_searchable_sig
         f"seen from angle {n}" for n in range(1, UNITS + 1))
     again = describe_cli(engine.index_dir, "--concept", "camera angle", "--json")
     assert json.loads(again.stdout)["calls"] == 0 and calls.count == UNITS  # never asked twice
-    from cli import app
+    from retrieval.cli.app import app
 
     queried = CliRunner().invoke(app, ["query", "--anchor", str(video_folder / "cup.mp4"), "-c", "camera angle",
                                        "--index-dir", str(engine.index_dir), "--json"])

@@ -14,7 +14,7 @@ import faiss
 import numpy as np
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import Engine
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import CatalogEmpty

@@ -6,7 +6,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.pipeline.plan import needs_prune
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError

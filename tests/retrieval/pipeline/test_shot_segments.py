@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.core.segmentation import ShotRule
 from retrieval.engine import Engine
 from retrieval.media import shot_units

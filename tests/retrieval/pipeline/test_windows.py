@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import Engine
 from retrieval.media.frames import DecodeError
 from retrieval.pipeline import local, stages

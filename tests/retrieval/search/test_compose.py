@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
 from indexers.text import MINILM, read_captions
+from retrieval.cli.app import app
 from retrieval.engine import Engine, QueryRequest
 from retrieval.search import ranking
 from retrieval.search.compose import Change, ChangeError, ChangeQuery, composed_vector

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import Engine, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.fusion import FusionModel, default_weights_path

@@ -124,14 +124,15 @@ def test_the_upload_folder_is_removed_when_the_process_exits(example_index):
 
 
 def test_serve_takes_the_upload_limits_from_its_options(example_index, monkeypatch):
-    import cli
+    from retrieval.cli import pages
+    from retrieval.cli.app import app
 
     started = {}
-    monkeypatch.setattr(cli, "run_server", lambda *args, **kwargs: started.update(kwargs))
-    monkeypatch.setattr(cli, "_check_port", lambda host, port: None)
+    monkeypatch.setattr(pages, "run_server", lambda *args, **kwargs: started.update(kwargs))
+    monkeypatch.setattr(pages, "check_port", lambda host, port: None)
     runner = CliRunner()
-    ok = runner.invoke(cli.app, ["serve", str(example_index), "--max-upload-mb", "8", "--upload-quota-mb", "16"])
+    ok = runner.invoke(app, ["serve", str(example_index), "--max-upload-mb", "8", "--upload-quota-mb", "16"])
     assert ok.exit_code == 0, ok.output
     assert started["max_upload"] == 8 << 20 and started["upload_quota"] == 16 << 20
-    refused = runner.invoke(cli.app, ["serve", str(example_index), "--max-upload-mb", "8", "--upload-quota-mb", "4"])
+    refused = runner.invoke(app, ["serve", str(example_index), "--max-upload-mb", "8", "--upload-quota-mb", "4"])
     assert refused.exit_code != 0 and "--upload-quota-mb" in refused.output and "Traceback" not in refused.output

@@ -7,7 +7,7 @@ import json
 
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 
 
 def test_protocol_is_recorded_and_one_index_keeps_one(video_folder, tmp_path):

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from tests.indexes import copied_index
 
 runner = CliRunner()

@@ -5,7 +5,7 @@ import shutil
 
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import Engine, QueryRequest
 
 runner = CliRunner()

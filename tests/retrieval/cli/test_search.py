@@ -5,8 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
 from indexers.text import MINILM
+from retrieval.cli.app import app
 from tests.paths import ROOT
 
 runner = CliRunner()

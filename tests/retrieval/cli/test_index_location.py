@@ -6,7 +6,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 

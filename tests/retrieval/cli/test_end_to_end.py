@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from tests.media import make_clip
 from tests.paths import ROOT
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 
 runner = CliRunner()
 

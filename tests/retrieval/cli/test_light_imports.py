@@ -18,7 +18,7 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "open_clip", "av", "d
 _RUN = """
 import json, sys
 from typer.testing import CliRunner
-from cli import app
+from retrieval.cli.app import app
 result = CliRunner().invoke(app, json.loads(sys.argv[1]))
 heavy = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(sys.argv[2])))
 print(json.dumps({"code": result.exit_code, "output": result.output[-2000:], "heavy": heavy}))

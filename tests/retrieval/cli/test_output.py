@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.tiny.vlm import build_qwen_vl
-from cli import app
+from retrieval.cli.app import app
 
 OPTIONS = ("--action", "--statement", "--statements", "--open", "--reranker", "--mode", "--symmetric", "--fps",
            "--rerank-batch", "--index-dir", "--device", "--html", "--json")

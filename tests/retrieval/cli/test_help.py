@@ -5,7 +5,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from retrieval.cli.app import app
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.engine import DEFAULT_K
 from tests.paths import ROOT

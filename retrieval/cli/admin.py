@@ -1,0 +1,72 @@
+"""Looking after an index: ``info``, ``repair``, ``remove``, ``ls``; and ``models``, what convis can run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List
+
+import typer
+
+from retrieval.cli import present
+from retrieval.cli.options import IndexDirOpt, JsonOpt, RemoveIndexDirOpt, WhereArg, resolve_index_dir
+
+
+def info(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: JsonOpt = False):
+    """Show what is indexed, by which indexers, and what failed."""
+    from retrieval.engine import Engine
+
+    notices: list[str] = []
+    summary = Engine(resolve_index_dir(index_dir or folder)).info(notices)
+    present.print_notices(notices)  # e.g. a damaged catalog read from its snapshot
+    present.print_info(summary, as_json)
+
+
+def repair(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: JsonOpt = False):
+    """Restore a damaged catalog from the index's last snapshot (the damaged file is kept aside, renamed)."""
+    from retrieval.engine import Engine
+
+    where = resolve_index_dir(index_dir or folder)
+    present.print_repair(where, Engine(where).repair(), as_json)
+
+
+FilesArg = Annotated[List[Path], typer.Argument(metavar="FILE", help="Indexed files: paths as you see them, or "
+                                                "relative to the indexed folder.")]
+UndoOpt = Annotated[bool, typer.Option("--undo", help="Let the next `convis index` run index these files again.")]
+
+
+def remove(files: FilesArg, index_dir: RemoveIndexDirOpt = None, undo: UndoOpt = False, as_json: JsonOpt = False):
+    """Remove files from the index (their vectors, units and descriptions); the files themselves stay where they
+    are, and later `convis index` runs skip them; --undo lets the next run index them again."""
+    from retrieval.engine import Engine
+
+    engine = Engine(resolve_index_dir(index_dir, *files))
+    # a file that exists here is named by where it is; any other path is taken relative to the indexed folder
+    named = [f.resolve() if f.exists() else f for f in files]
+    present.print_removed(engine.unremove(named) if undo else engine.remove(named), undo, as_json)
+
+
+FailedOpt = Annotated[bool, typer.Option("--failed", help="Only the files that could not be indexed.")]
+
+
+def list_files(folder: WhereArg = None, index_dir: IndexDirOpt = None, failed: FailedOpt = False,
+               as_json: JsonOpt = False):
+    """List the indexed files: duration, units, status (with the reason a file failed), caption."""
+    from retrieval.engine import Engine
+
+    engine, notices = Engine(resolve_index_dir(index_dir or folder)), []
+    files = [f for f in engine.files(notices) if not failed or f.status != "ok"]
+    present.print_notices(notices)
+    present.print_listing(engine.root, files, as_json)
+
+
+ProtocolOpt = Annotated[str, typer.Option(metavar="fast|paper", help="Show the indexers as this protocol builds "
+                                          "them.")]
+FullOpt = Annotated[bool, typer.Option("--full", help="Also show what each model is fed: frames, decode size, "
+                                       "pooling, precision.")]
+CompleteJsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON (always complete).")]
+
+
+def models(protocol: ProtocolOpt = "fast", full: FullOpt = False, as_json: CompleteJsonOpt = False):
+    """List the registered indexers, rerankers and pair signals: default weights, and what each is fed (frames,
+    decode size, pooling, precision), before anything is downloaded."""
+    present.print_models(present.model_rows(protocol), full, as_json)

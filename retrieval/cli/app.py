@@ -1,0 +1,149 @@
+"""The ``convis`` app: its commands, usage errors and failures as one line each, ``--version``, ``main``.
+
+Start-up is most of what `convis --help`, `query` (an indexed anchor), `info` and `ls` cost, so the command
+modules import only typer, rich and constants when the app is built; each command imports the engine when it
+runs, and the engine what it uses (models, decoders, FastAPI, the bench commands' SciPy are imported by the
+commands that run them). `convis bench perf --section cli` measures it; tests/retrieval/cli/test_light_imports.py
+checks what is imported.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.markup import escape
+from typer.core import TyperGroup
+
+try:  # typer carries its own copy of click since 0.22
+    from typer._click import exceptions as click_errors
+except ImportError:
+    from click import exceptions as click_errors
+
+from bench.console import PlainUsage
+from retrieval.cli import admin, compare, index, pages, present, query
+from retrieval.cli.present import err, fail, out
+
+BENCH_HELP = "Reproduce ConViS-Bench metrics and measure convis on them."
+
+EXIT_CODES = ("exit codes: 0 done, 1 nothing usable came out of the run or the system refused (disk full, "
+              "permission), 2 usage or input error, 130 interrupted")
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (unknown option, missing value, bad choice) as one line on stderr, exit code 2; a command's
+    failure as one line with its exit code (``failed``).
+
+    The ``bench`` sub-app is loaded when a command line names it: until then it is a placeholder carrying its
+    one-line help, which is all ``convis --help`` shows of it."""
+
+    _listing = False  # True while the help lists the commands: the placeholder's help is enough
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name == "bench" and not self._listing and getattr(self.commands.get(cmd_name), "placeholder", False):
+            self.commands[cmd_name] = _bench_group()
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            fail("interrupted; what was committed stays indexed, run the same command to resume", 130)
+        except Exception as exc:
+            failed(exc)
+            raise
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode: bool = True, **extra):
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:
+            out.print(exc.format_message(), highlight=False, markup=False)  # a bare `convis` prints its help
+            code = 0
+        except click_errors.ClickException as exc:
+            hint = f" (see {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""
+            err.print(f"[bold red]error:[/] {escape(exc.format_message())}{hint}", highlight=False, soft_wrap=True)
+            code = exc.exit_code
+        except typer.Abort:
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def failed(exc: Exception) -> None:
+    """The one handler of a command's failure: a ConvisError is its one line and its exit code; a missing file
+    or folder is the user's to fix (2); a damaged catalog, or the system refusing (a full disk, a permission), is
+    1. Anything else returns, and the caller re-raises it: a traceback is a bug's report."""
+    import duckdb
+
+    from retrieval.engine import ConvisError, is_damage
+
+    if isinstance(exc, ConvisError):
+        fail(exc.public(), exc.exit_code)
+    if isinstance(exc, (NotADirectoryError, FileNotFoundError)):
+        fail(str(exc).strip() or type(exc).__name__)
+    if isinstance(exc, duckdb.Error) and is_damage(exc):
+        present.damaged(exc)
+    if isinstance(exc, OSError):  # the system refused: a full disk, a permission, a file where a folder should be
+        present.refused(exc)
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
+                  help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.",
+                  epilog=EXIT_CODES)
+for command in (index.index, index.describe, query.query, query.search, compare.compare, compare.diff, pages.serve,
+                admin.info, admin.repair, admin.remove):
+    app.command(cls=PlainUsage)(command)
+app.command("ls", cls=PlainUsage)(admin.list_files)
+app.command(cls=PlainUsage)(admin.models)
+
+
+class _BenchPlaceholder(TyperGroup):
+    """Stands for ``bench`` in the command list; OneLineErrors.get_command swaps in the real group."""
+
+    placeholder = True
+
+
+app.add_typer(typer.Typer(), name="bench", help=BENCH_HELP, cls=_BenchPlaceholder)
+
+
+def _bench_group():
+    """The ``bench`` sub-app as a click group, built as ``app.add_typer(bench_app, ...)`` would build it."""
+    from bench.cli import app as bench_app  # SciPy, the perf harness: only `convis bench ...` pays for them
+
+    holder = typer.Typer(rich_markup_mode=app.rich_markup_mode, add_completion=False)
+    holder.add_typer(bench_app, name="bench", help=BENCH_HELP)
+    return typer.main.get_group(holder).commands["bench"]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"convis {_version()}", highlight=False)
+        raise typer.Exit()
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("convis")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")) -> None:
+    """Concept-conditioned video retrieval: find clips like this one, in terms of a concept."""
+
+
+def main() -> None:
+    app()

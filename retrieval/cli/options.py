@@ -1,0 +1,157 @@
+"""The options several commands share, declared once (``Annotated`` aliases), and the CLI's own input checks.
+
+Only typer and constants are imported here: every command's help is built from this module at start-up, and
+`convis --help` imports no engine (`convis bench perf --sections cli` measures it). What parses an option's
+value is imported from ``retrieval.engine`` when a command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+# the defaults and limits the help texts name: constants only, so the help costs no engine import
+from retrieval.core.defaults import (
+    DEFAULT_DIFF_MODEL,
+    DEFAULT_K,
+    INDEX_DIRNAME,
+    MAX_UPLOAD_BYTES,
+    MIN_SEGMENT_SECONDS,
+    UPLOAD_QUOTA_BYTES,
+    WINDOW_FRAMES,
+    WORKER_MEMORY_MB,
+    MiB,
+)
+from retrieval.core.errors import ConvisError
+from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
+from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
+
+__all__ = ["DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS", "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",
+           "MAX_UPLOAD_BYTES", "MIN_SEGMENT_SECONDS", "MiB", "TIME_EXAMPLES", "UPLOAD_QUOTA_BYTES", "WINDOW_FRAMES",
+           "WORKER_MEMORY_MB"]
+
+
+class UserError(ConvisError):
+    """What the user typed cannot be run as given (options that exclude each other, a bad value): exit code 2."""
+
+    exit_code = 2
+
+
+# -- where the index is -----------------------------------------------------------------------
+WHERE_HELP = ("The indexed video folder or its index folder (default: the nearest .convis at or above the "
+              "current folder).")
+WhereArg = Annotated[Optional[Path], typer.Argument(metavar="FOLDER", help=WHERE_HELP, show_default=False)]
+IndexDirOpt = Annotated[Optional[Path], typer.Option(metavar="DIR", help="Same as FOLDER.")]
+QueryIndexDirOpt = Annotated[Optional[Path], typer.Option(
+    metavar="DIR", help="The indexed video folder or its index folder (default: the nearest .convis above the "
+    "anchor or the current folder).")]
+CompareIndexDirOpt = Annotated[Optional[Path], typer.Option(
+    metavar="DIR", help="The index whose signals score the pair, and where an LMM's score cache is kept (default: "
+    "the nearest .convis above A or the current folder; an LMM without one caches in the user cache folder).")]
+DiffIndexDirOpt = Annotated[Optional[Path], typer.Option(
+    metavar="DIR", help="Keep the answer cache in this index (default: the nearest .convis above A, else the user "
+    "cache folder).")]
+RemoveIndexDirOpt = Annotated[Optional[Path], typer.Option(
+    metavar="DIR", help="The index folder, or the video folder holding it (default: the nearest .convis at or "
+    "above FILE).")]
+
+# -- output -----------------------------------------------------------------------------------
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
+RunJsonOpt = Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")]
+ResultsJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON.")]
+HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML "
+                                                 "page here, with thumbnails and players.")]
+TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, metavar="N", help="How many results.")]
+
+# -- models -----------------------------------------------------------------------------------
+DeviceOpt = Annotated[Optional[str], typer.Option(metavar="DEVICE", help="torch device (default cuda when present, "
+                                                  "else cpu).")]
+RerankBatchOpt = Annotated[Optional[int], typer.Option(
+    min=1, metavar="N", help="Pairs per LMM forward pass (default 4); on running out of GPU memory the batch is "
+    "halved and retried.")]
+ModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="Reranker scoring: expected (mean of "
+                                      "P(1..5)) or greedy (the paper's parsed single token).")]
+PairModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="With --reranker: expected (mean of "
+                                          "P(1..5)) or greedy (parsed single token).")]
+SymmetricOpt = Annotated[bool, typer.Option(help="Score (a, b) and (b, a) and average them.")]
+PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker: score (a, b) and (b, a) and average them.")]
+
+# -- concepts ---------------------------------------------------------------------------------
+CONCEPT_HELP = ("Concept, optionally weighted by a positive number: location, main-action=0.7, 'camera angle=2'. "
+                "Repeat to combine (weights normalised). The ConViS concepts (location, main-action, main-subjects, "
+                "main-objects, order-of-actions) match up to case, spaces and underscores; any other name is free "
+                "text, except one close to a ConViS concept ('locaton'), refused as a likely typo unless --free-text.")
+QueryConceptsOpt = Annotated[List[str], typer.Option(
+    "--concept", "-c", metavar="CONCEPT[=WEIGHT]", help=CONCEPT_HELP + " Required unless --change is given (then: "
+    "what must stay the same; without it, the five ConViS concepts equally).")]
+PairConceptsOpt = Annotated[List[str], typer.Option("--concept", "-c", metavar="CONCEPT[=WEIGHT]",
+                                                    help="Concept(s), optionally weighted, read as in query.")]
+FreeTextOpt = Annotated[bool, typer.Option("--free-text", help="Take every concept name as written, even one close "
+                                           "to a ConViS concept.")]
+
+
+# -- reading option values (what parses them is the engine's, imported when a command runs) ----------------
+def parse_duration(text: str | None, allow_zero: bool = False, option: str = "duration") -> float | None:
+    """``80``, ``80s``, ``1m20s``, ``1:20``, ``00:02`` -> seconds."""
+    from retrieval.engine import TimeFormatError, parse_time
+
+    if text is None:
+        return None
+    try:
+        seconds = parse_time(text)
+    except TimeFormatError as exc:
+        raise UserError(f"{option}: {exc}") from None
+    if seconds == 0 and not allow_zero:
+        raise UserError(f"{option} must be positive: {text!r}")
+    return seconds
+
+
+def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
+    """``--index-dir`` (an index folder or the video folder holding one), else the nearest index above ``near``
+    or the current folder."""
+    from retrieval.engine import locate_index
+
+    return locate_index(index_dir, *[p.parent if p.is_file() else p for p in near], Path.cwd())
+
+
+def check_page(html: Optional[Path]) -> None:
+    """``--html`` names a file to write; said before any work is done."""
+    if html is not None and html.is_dir():
+        raise UserError(f"--html {html} is a folder: give the page a file name, e.g. {html / 'results.html'}")
+
+
+def check_mode(mode: str) -> None:
+    from retrieval.engine import MODES
+
+    if mode not in MODES:
+        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> list:
+    """The concepts of a query or a comparison, once the reranker's scoring mode is known to be valid."""
+    from retrieval.engine import parse_concepts
+
+    concepts = parse_concepts(specs, free_text)
+    check_mode(mode)
+    return concepts
+
+
+def units_option(segment: str | None, shot_min: float | None, shot_max: float | None):
+    """(unit length, shot rule) from ``--segment`` and the shot lengths: a length, 'off' for one unit per file
+    (0), or shots; (None, None) keeps the index's own."""
+    from retrieval.engine import SegmentationError, ShotRule, parse_segment
+
+    try:
+        shots = parse_segment(segment) if segment is not None else None
+        if shots is None and (shot_min is not None or shot_max is not None):
+            raise UserError("--shot-min and --shot-max go with --segment shots")
+        if shots is not None:
+            return None, ShotRule(shots.detector, shots.min_seconds if shot_min is None else shot_min,
+                                  shots.max_seconds if shot_max is None else (shot_max or None))
+    except SegmentationError as exc:
+        raise UserError(f"--segment: {exc}") from None
+    if segment is not None and segment.strip().lower() == "off":
+        return 0.0, None
+    return parse_duration(segment, option="--segment"), None

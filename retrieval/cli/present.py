@@ -1,0 +1,485 @@
+"""What the user reads: tables, JSON, notes and errors on stderr, progress bars, the HTML pages' files.
+
+The one CLI module that may reach below the engine (results, the gallery, registries): rendering needs their
+shapes. What only a page or a table of models needs is imported when it is drawn, so that `convis --help`
+stays light.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from retrieval.cli.options import UserError
+from retrieval.core.errors import one_line
+from retrieval.core.timecode import format_span, format_time
+
+if TYPE_CHECKING:
+    from retrieval.search.results import CompareResult, QueryResult
+
+# emoji=False: model ids such as "package:..." must print as written
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def damaged(exc: Exception) -> NoReturn:
+    fail(f"the index's catalog is damaged ({one_line(exc, 160)}); `convis repair` restores its snapshot", 1)
+
+
+def refused(exc: OSError) -> NoReturn:
+    """The system refused: a full disk, a permission, a file where a folder should be."""
+    where = f": {exc.filename}" if exc.filename else ""
+    fail(f"{exc.strerror or one_line(exc, 200)}{where}", 1)
+
+
+def print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def print_notices(notices) -> None:
+    for notice in notices:
+        err.print(f"[yellow]note:[/] {escape(notice)}", soft_wrap=True, highlight=False)
+
+
+def page_written(what: str, page: Path) -> None:
+    """``gallery: FILE`` or ``page: FILE`` on stderr, so --json output on stdout stays parseable."""
+    err.print(f"{what}: {page}", highlight=False)
+
+
+def note(text: str) -> None:
+    err.print(f"[yellow]note:[/] {escape(text)}", highlight=False, soft_wrap=True)
+
+
+class IndexProgress:
+    """The run's notes, printed as they come, then a bar that appears once the run knows its files, and one
+    for the captioner's pass when there is one."""
+
+    def __init__(self, bar, describing=None):  # rich.progress.Progress bars
+        self.bar, self.task, self.noted = bar, None, []
+        self.describing, self.described = describing, None
+        self.calls, self.seconds = 0, 0.0
+
+    def __call__(self, event: str, data: dict) -> None:
+        if event == "note":
+            self.noted.append(data["text"])
+            note(data["text"])
+        elif event == "start" and data["total"]:  # nothing to do: no bar
+            self.bar.start()
+            self.task = self.bar.add_task("index", total=data["total"], frames=0, rate="", current="")
+        elif event == "describe" and self.describing is not None:
+            self.stop()  # one live display at a time: the files are done
+            self.describing.start()
+            self.described = self.describing.add_task("describe", total=data["total"], rate="")
+        elif event == "described" and self.described is not None:
+            self.calls, self.seconds = self.calls + data["calls"], self.seconds + data["seconds"]
+            rate = f"{self.calls / self.seconds:.2f} captions/s" if self.seconds > 0 else ""
+            self.describing.update(self.described, advance=1, rate=rate)
+        elif event == "file" and self.task is not None:
+            self._advance(data)
+
+    def stop(self) -> None:
+        if self.task is not None:  # stopping a bar never shown would print an empty line
+            self.bar.stop()
+            self.task = None
+        if self.described is not None:
+            self.describing.stop()
+            self.described = None
+
+    def _advance(self, data: dict) -> None:
+        task = self.bar.tasks[self.task]
+        frames = task.fields["frames"] + data["frames"]
+        rate = f"{frames / task.elapsed:.1f} frames/s" if task.elapsed else ""
+        # file names are the user's: escaped, or rich would read "[bold]a.mp4" as markup
+        self.bar.update(self.task, advance=1, frames=frames, rate=rate, current=escape(Path(data["path"]).name[:40]))
+
+
+@contextmanager
+def index_progress(disable: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = [TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+               TextColumn("{task.fields[frames]} frames"), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+               TextColumn("{task.fields[current]}")]
+    describing = [TextColumn("[bold]describing"), BarColumn(), MofNCompleteColumn(), TextColumn("units"),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn()]
+    events = IndexProgress(Progress(*columns, console=err, disable=disable, transient=False),
+                           Progress(*describing, console=err, disable=disable, transient=False))
+    try:
+        yield events
+    finally:
+        events.stop()
+
+
+def index_summary(report, notices, progress: IndexProgress, folder: Path, as_json: bool) -> None:
+    """After an index run: the notes not printed while it ran, the report, and a warning for a folder without
+    videos."""
+    for notice in notices:
+        if notice not in progress.noted:  # the rest were printed before the progress bar
+            note(notice)
+    if as_json:
+        print_json(report.as_dict())
+    elif report.found or report.failed:
+        print_index_report(report)
+    if not report.found:
+        err.print(f"[yellow]warning:[/] no video files in {escape(str(folder))} (.mp4, .mov, .mkv, .webm, .avi "
+                  "and other video extensions); nothing was indexed or recorded", highlight=False, soft_wrap=True)
+
+
+def describe_summary(report, as_json: bool) -> None:
+    if as_json:
+        print_json(report.as_dict())
+        return
+    c = report.counts
+    rate = f", {c.per_second:.2f} captions/s" if c.seconds else ""
+    out.print(f"described {c.described} of {report.units} unit(s) lacking {', '.join(report.concepts)}: "
+              f"{c.calls} model calls{rate}; {report.description_vectors} description(s) embedded; "
+              f"{report.seconds:.1f} s", highlight=False, markup=False)
+
+
+def print_index_report(report) -> None:
+    failed = f"failed {len(report.failed)}"
+    if report.excluded:
+        failed += (f"; {report.excluded} file{'s' if report.excluded != 1 else ''} excluded (convis remove --undo "
+                   "FILE to index them again)")
+    if report.failed_earlier:
+        failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried: --retry-failed)"
+    out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
+              f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; {failed}"
+              + (f"; captions {report.captioned}" if report.captioned else "")
+              + (f"; described {report.described} unit(s) ({report.describe_calls} model calls)"
+                 if report.described else ""), highlight=False)
+    out.print(f"indexers: {', '.join(report.indexers)}", highlight=False, markup=False)
+    if report.failed:
+        table = Table(title="skipped files", title_justify="left")
+        table.add_column("file", overflow="fold")
+        table.add_column("reason", overflow="fold")
+        for path, reason in report.failed:
+            table.add_row(escape(path), escape(reason))
+        out.print(table)
+
+
+def show(result: QueryResult | CompareResult, as_json: bool, as_table) -> None:
+    """Notes on stderr, then the result as JSON or as ``as_table`` prints it."""
+    print_notices(result.notices)
+    if as_json:
+        print_json(result.as_dict())
+    else:
+        as_table(result)
+
+
+def print_hits(result: QueryResult) -> None:
+    if not result.hits:
+        out.print(f"no results for {escape(_anchor_title(result))}: {escape(result.empty_reason or '')}",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
+    change = result.change
+    changed = f', changed: "{escape(change["text"])}" (weight {change["weight"]:g})' if change else ""
+    like = "clips least like" if getattr(result, "most_different", False) else "clips like"
+    table = Table(title=f"{like} {escape(_anchor_title(result))}  ({weights}){changed}", title_justify="left")
+    table.add_column("rank", justify="right")
+    table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
+    table.add_column("time", justify="right", no_wrap=True)
+    for c in result.concepts:  # under each concept, what scored it
+        table.add_column(f"{escape(c.key)}\n[dim]{escape(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
+    parts = ("stay", "change") if change else ()
+    for part in parts:  # a composed query: what of the total came from staying alike, what from the change
+        table.add_column(part, justify="right")
+    table.add_column("total", justify="right", style="bold")
+    for hit in result.hits:
+        table.add_row(str(hit.rank), escape(hit.path), format_span(hit.start, hit.end),
+                      *[_score(hit.scores[c.key]) for c in result.concepts],
+                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total))
+    out.print(table)
+    if change:
+        out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
+                  f"change text against {', '.join(_scorer_name(s) for s in change['signals'])}[/]", highlight=False)
+    recall = ", ".join(f"{c}: {_scorer_name(' + '.join([m, *filter(None, [result.beside.get(c)])]))}"
+                       for c, m in result.signals.items())
+    how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
+    scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
+    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {recall}){scale}[/]", highlight=False)
+    if result.beside and not how:
+        out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
+                  "evidence)[/]", highlight=False)
+    if any(hit.contributions for hit in result.hits):
+        out.print("[dim]fused scores: the average rated pair's score, plus or minus what each signal adds[/]",
+                  highlight=False)
+    for hit in result.hits:
+        for concept in hit.contributions:
+            out.print(f"[dim]  {hit.rank}. {escape(_contribution_line(hit, concept))}[/]", highlight=False)
+
+
+def _anchor_title(result: QueryResult) -> str:
+    """The anchor and, when the query used part of it, its window: ``long.mp4 1:00.0-1:20.0``; a text
+    search's sentence in quotes."""
+    if getattr(result, "text", None):
+        return f'"{result.text}"'
+    if result.start is None and result.end is None:
+        return result.anchor
+    return f"{result.anchor} {format_span(result.start or 0.0, result.end)}"
+
+
+def _scorer_name(model_id: str) -> str:
+    from retrieval.search.signals import scorer_label
+
+    return scorer_label(model_id)
+
+
+def _contribution_line(hit, concept: str) -> str:
+    """``main-action 0.417 = 0.618 average pair - 0.190 text (similarity 0.702)``: a fused score, term by term."""
+    parts, given = hit.contributions[concept], hit.inputs.get(concept, {})
+    terms = " ".join(f"{'+' if v >= 0 else '-'} {abs(v):.3f} {_signal_input(name, given.get(name))}"
+                     for name, v in parts.items() if name != "intercept")
+    return f"{concept} {_score(hit.scores[concept])} = {parts['intercept']:.3f} average pair {terms}"
+
+
+def _signal_input(signal: str, value) -> str:
+    """A fusion input as a reader knows it: an indexer's similarity, or an LMM's 1-5 answer."""
+    from retrieval.search.fusion import RERANKER_PREFIX
+
+    if value is None:
+        return signal
+    if signal.startswith(RERANKER_PREFIX):
+        return f"{signal[len(RERANKER_PREFIX):]} (answer {value:.2f} of 5)"
+    return f"{signal} (similarity {value:.3f})"
+
+
+def _score(value) -> str:
+    return "unreadable" if value is None else f"{value:.3f}"
+
+
+
+def print_comparison(result: CompareResult) -> None:
+    lmm = result.reranker is not None
+    how = f"{result.reranker}, {result.mode}" if lmm else "the index's signals"
+    table = Table(title=f"{escape(result.a)} vs {escape(result.b)}  ({how})", title_justify="left")
+    columns = ("concept", "weight", "score", "LMM 1-5", "answer") if lmm else ("concept", "weight", "score", "signal")
+    for col in columns:
+        table.add_column(col)
+    for row in result.concepts:
+        extra = (_score(row.rating), row.raw) if lmm else (_scorer_name(row.signal),)
+        table.add_row(row.concept.words, f"{row.concept.weight:.2f}", _score(row.score), *extra)
+    table.add_row("total", "", _score(result.total), *[""] * (len(columns) - 3), style="bold")
+    out.print(table)
+    detail = "an LMM's 1-5 answer r scored (r - 1) / 4" if lmm else \
+        f"B's unit {format_span(result.b_start, result.b_end)}, rank {result.rank} in a query for A"
+    out.print(f"[dim]scored by {escape(result.scored_by)}; {detail}[/]", highlight=False)
+
+
+
+def show_diff(result, ranked: bool, as_json: bool) -> None:
+    """A pair's differences, or candidates ranked by how much they differ from the reference."""
+    print_notices(result.notices)
+    if as_json:
+        print_json(result.to_dict())
+    elif ranked:
+        print_diff_ranking(result)
+    else:
+        print_diff(result)
+
+
+@contextmanager
+def counting(what: str, total: int, quiet: bool):
+    """A bar on stderr for work done a piece at a time; yields ``progress(done, total)``."""
+    from bench.console import counting as bar
+
+    with bar(what, total, quiet) as progress:
+        yield progress
+
+
+def print_diff(result) -> None:
+    how = f"{result.model}, {result.mode}" + (", both orders" if result.symmetric else "")
+    table = Table(title=f"{escape(result.a)} (a) vs {escape(result.b)} (b): {escape(result.action)}  ({escape(how)})",
+                  title_justify="left")
+    rows = result.verdicts if result.closed else [p.verdict for p in result.proposals]
+    proposed = {} if result.closed else {p.verdict.key: p.proposed or "-" for p in result.proposals}
+    for col in ("key", "statement", *(() if result.closed else ("proposed",)), "more true of", "P(a)", "P(b)",
+                "answer"):
+        table.add_column(col)
+    for v in rows:
+        table.add_row(v.key, escape(v.statement), *(() if result.closed else (proposed[v.key],)),
+                      v.prediction or "undecided", _score(v.p_a), _score(None if v.p_a is None else 1 - v.p_a),
+                      escape(" | ".join(repr(a.raw) for a in v.answers)))
+    out.print(table)
+    for problem in result.problems:
+        err.print(f"[yellow]not read from the answer:[/] {escape(problem)}", soft_wrap=True, highlight=False)
+    out.print(f"[dim]frames {escape(result.frames)}; {result.model_calls} model calls (the rest from the cache); "
+              f"differences {result.differences:.3f} (sum of |2 P(a) - 1|)[/]", highlight=False)
+
+
+def print_diff_ranking(ranking) -> None:
+    table = Table(title=f"most different from {escape(ranking.reference)}: {escape(ranking.action)}",
+                  title_justify="left")
+    for col in ("rank", "clip", "differences", "decided", "strongest"):
+        table.add_column(col)
+    for c in ranking.candidates:
+        scored = [] if c.result is None else list(c.result.scored)
+        top = max(scored, key=lambda v: v.strength, default=None)
+        table.add_row(str(c.rank), escape(c.path), f"{c.differences:.3f}",
+                      f"{sum(v.prediction is not None for v in scored)}/{len(scored)}",
+                      "-" if top is None else escape(f"{top.statement} ({top.prediction or 'undecided'})"))
+    out.print(table)
+    out.print(f"[dim]differences: the sum over statements of |2 P(a) - 1|; {ranking.model_calls} model calls[/]",
+              highlight=False)
+
+
+
+def print_info(summary: dict, as_json: bool) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    out.print(f"index {summary['index_dir']} of {summary['root']} (protocol {summary['protocol']})", highlight=False)
+    out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']} "
+              f"({summary['units_by']})", highlight=False)
+    if summary.get("shots"):
+        shots = summary["shots"]
+        confidence = shots["mean_cut_confidence"]
+        out.print(f"  shots: {shots['cuts']} cut(s) (mean confidence "
+                  f"{'n/a' if confidence is None else f'{confidence:.2f}'}), {shots['splits']} split(s) of long "
+                  f"shots, mean unit {shots['mean_unit_seconds']} s", highlight=False)
+    for row in summary["indexers"]:
+        count = summary["vectors"].get(row["indexer"], 0)
+        out.print(f"  {row['indexer']}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss {row['faiss']}",
+                  highlight=False)
+    for signal in summary["cross_modal_signals"]:
+        out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False)
+    for failure in summary["failures"]:
+        out.print(f"  [red]failed[/] {escape(failure['path'])}: {escape(failure['error'] or '')}", highlight=False)
+
+
+def print_repair(where: Path, restored, as_json: bool) -> None:
+    if as_json:
+        print_json({"index_dir": str(where.resolve()), "repaired": restored is not None,
+                    **({"kept_aside": str(restored.kept_aside), "snapshot_time": restored.snapshot_time,
+                        "files": restored.files} if restored else {})})
+        return
+    out.print(str(restored) if restored else f"the catalog in {where} is whole; nothing to repair", highlight=False)
+
+
+def print_removed(changed: list[str], undo: bool, as_json: bool) -> None:
+    if as_json:
+        print_json({"restored" if undo else "removed": changed})
+    elif undo:
+        out.print(f"the next `convis index` run indexes {len(changed)} file(s) again: {', '.join(changed)}",
+                  highlight=False, markup=False)
+    else:
+        out.print(f"removed {len(changed)} file(s) from the index: {', '.join(changed)}; the files stay on disk "
+                  "and later runs skip them (convis remove --undo FILE to index them again)",
+                  highlight=False, markup=False)
+
+
+def print_listing(root: Path, files: list, as_json: bool) -> None:
+    if as_json:
+        print_json({"root": str(root), "files": [listing_record(f) for f in files]})
+        return
+    table = Table(title=f"{len(files)} file(s) in {escape(str(root))}", title_justify="left")
+    for col in ("path", "duration", "units", "status", "caption"):
+        table.add_column(col, overflow="fold", justify="right" if col in ("duration", "units") else "left")
+    for f in files:
+        table.add_row(escape(f.path), format_time(f.duration) if f.duration is not None else "",
+                      str(len(f.units)), "ok" if f.status == "ok" else f"failed: {escape(f.error or '')}",
+                      "yes" if f.captioned else "")
+    out.print(table)
+
+
+def listing_record(f) -> dict:
+    return {"path": f.path, "status": f.status, "error": f.error, "duration": f.duration, "width": f.width,
+            "height": f.height, "captioned": f.captioned,
+            "units_by": f.units_by or None,
+            "units": [{"segment": seg, "start": start, "end": end, **_cut_record(f, i)}
+                      for i, (seg, start, end) in enumerate(f.units)]}
+
+
+def _cut_record(f, i: int) -> dict:
+    """A shot unit's boundary (what starts it: start, cut or split) and the cut's confidence; nothing for fixed
+    units."""
+    if i >= len(f.cuts) or f.cuts[i][0] is None:
+        return {}
+    boundary, confidence = f.cuts[i]
+    return {"boundary": boundary, "confidence": None if confidence is None else round(confidence, 4)}
+
+
+def model_rows(protocol: str) -> list[dict]:
+    """The registered indexers (as ``protocol`` builds them), rerankers and pair signals, as `models` lists them."""
+    from indexers.base import INDEXERS, PROTOCOLS
+    from indexers.factory import available_indexers
+    from rerankers.base import RERANKERS
+    from rerankers.factory import available_rerankers
+    from retrieval.core.signal_kinds import SIGNALS
+
+    if protocol not in PROTOCOLS:
+        raise UserError(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    rows = [_model_row("indexer", INDEXERS.entry(n), protocol, INDEXERS.entry(n).card.get(protocol, {}))
+            for n in available_indexers()]
+    rows += [_model_row("reranker", RERANKERS.entry(n), None, RERANKERS.entry(n).card) for n in available_rerankers()]
+    return rows + [_signal_row(SIGNALS.entry(n)) for n in SIGNALS.names()]
+
+
+def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(caption="weights: bundled (installed with a package), cached (Hugging Face cache), local folder, "
+                  "download on first use, or missing (offline and not cached)", caption_justify="left")
+    columns = ("kind", "name", "default", "weights", *(("frames", "size", "pooling", "dtype") if full else ()))
+    for col in columns:  # names and ids never break inside a word
+        table.add_column(col, no_wrap=col in ("name", "default"))
+    for row in rows:
+        table.add_row(*(escape(str(row.get(c, ""))) for c in columns))
+    out.print(table)
+
+
+def _signal_row(entry) -> dict:
+    """A registered pair signal (CLIPScore, VQAScore): the model it asks by default and its definition."""
+    kind = entry.builder(None)
+    return {"kind": "signal", "name": entry.name, "default": kind.model or "the index's first CLIP-family indexer",
+            "weights": "-", "description": kind.definition, "family": kind.family, "cost": kind.cost,
+            # what it is fed is its model's: the CLIP-family indexer's frames, the LMM's own frame rule
+            **{field: "its model's" for field in ("frames", "size", "pooling", "dtype")}}
+
+
+def _model_row(kind: str, entry, variant: str | None, card: dict) -> dict:
+    return {"kind": kind, "name": entry.name, "default": entry.source_for(variant),
+            "weights": entry.weights_for(variant), "description": entry.description, **card}
+
+
+def write_query_html(*args, index_dir: Path, **kwargs) -> Path:
+    """The gallery page; a file browsers cannot play links the preview `convis serve` made of it, if any."""
+    from retrieval.media.preview import Previews
+    from retrieval.serve.gallery import write_query_html as write  # decoders: only a page pays for them
+    from retrieval.serve.playback import PREVIEWS_DIRNAME
+
+    return write(*args, previews=Previews(index_dir / PREVIEWS_DIRNAME), **kwargs)
+
+
+def write_diff_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_diff_html as write
+
+    return write(*args, **kwargs)
+
+
+def write_diff_ranking_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_diff_ranking_html as write
+
+    return write(*args, **kwargs)
+
+
+def write_compare_html(*args, **kwargs) -> Path:
+    from retrieval.serve.gallery import write_compare_html as write
+
+    return write(*args, **kwargs)
+

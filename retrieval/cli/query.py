@@ -1,0 +1,117 @@
+"""``convis query`` (clips like an anchor, by concept) and ``convis search`` (clips that match a text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from retrieval.cli import present
+from retrieval.cli.options import (
+    DEFAULT_K,
+    TIME_EXAMPLES,
+    DeviceOpt,
+    FreeTextOpt,
+    HtmlOpt,
+    IndexDirOpt,
+    ModeOpt,
+    QueryConceptsOpt,
+    QueryIndexDirOpt,
+    RerankBatchOpt,
+    ResultsJsonOpt,
+    SymmetricOpt,
+    TopOpt,
+    UserError,
+    WhereArg,
+    check_mode,
+    check_page,
+    concepts_to_score,
+    parse_duration,
+    resolve_index_dir,
+)
+
+AnchorOpt = Annotated[Path, typer.Option("--anchor", "-a", metavar="FILE", help="The video to find similar clips "
+                                         "for (indexed or not).")]
+ChangeOpt = Annotated[Optional[str], typer.Option(
+    "--change", metavar="TEXT", help="Clips like the anchor but changed as TEXT says, e.g. \"a cup instead of a "
+    "box\": every signal with a text tower reads it (CLIP against frames, the text indexer against captions and "
+    "descriptions); each hit's total is (stay + w * change) / (1 + w).")]
+ChangeWeightOpt = Annotated[float, typer.Option("--change-weight", metavar="W", help="How much matching --change "
+                                                "counts against staying like the anchor (w above; > 0).")]
+MostDifferentOpt = Annotated[bool, typer.Option(
+    "--most-different", help="Rank the other way: the clips that differ most from the anchor under the concepts "
+    "first (the same scores, ascending; recalled as the farthest from it).")]
+StartOpt = Annotated[Optional[str], typer.Option(metavar="TIME", help=f"Use only the anchor from this time "
+                                                 f"({TIME_EXAMPLES}).")]
+EndOpt = Annotated[Optional[str], typer.Option(metavar="TIME", help="Use only the anchor up to this time.")]
+SignalOpt = Annotated[List[str], typer.Option(
+    metavar="CONCEPT=SIGNAL", help="Score a concept with one signal: an indexer (dinov2), its descriptions "
+    "(text#location), clipscore[:MODEL] or vqascore[:LMM] (asked of the --rerank-top shortlist).")]
+RerankerOpt = Annotated[Optional[str], typer.Option(
+    "--reranker", "-r", metavar="NAME", help="LMM that rescores the recalled candidates per concept (qwen2.5-vl, "
+    "llava-onevision, llava-video, internvl, a hub id or a local folder).")]
+RerankTopOpt = Annotated[int, typer.Option(min=1, metavar="N", help="How many recalled candidates the reranker (or "
+                                           "VQAScore) rescores.")]
+FusionOpt = Annotated[Optional[str], typer.Option(
+    metavar="FILE|default", help="Score each concept by a learned combination of every available signal: a weights "
+    "file from `convis bench fusion`, or 'default' for the weights shipped with convis.")]
+
+
+def query(anchor: AnchorOpt, concept: QueryConceptsOpt = [], free_text: FreeTextOpt = False, change: ChangeOpt = None,
+          change_weight: ChangeWeightOpt = 1.0, most_different: MostDifferentOpt = False, k: TopOpt = DEFAULT_K,
+          index_dir: QueryIndexDirOpt = None, start: StartOpt = None, end: EndOpt = None, signal: SignalOpt = [],
+          reranker: RerankerOpt = None, rerank_top: RerankTopOpt = 20, mode: ModeOpt = "expected",
+          symmetric: SymmetricOpt = False, rerank_batch: RerankBatchOpt = None, fusion: FusionOpt = None,
+          device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False):
+    """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
+    well they show ANCHOR changed as a sentence says)."""
+    from retrieval.engine import AnchorSpanError, Change, Engine, QueryRequest, parse_overrides
+
+    check_page(html)
+    if not concept and change is None:
+        raise UserError("Missing option '--concept' / '-c' (or give --change)")
+    concepts = concepts_to_score(concept, mode, free_text) if concept else check_mode(mode) or []
+    changed = Change(change, change_weight) if change is not None else None
+    engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
+    span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
+    request = QueryRequest(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
+                           rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion, change=changed,
+                           most_different=most_different)
+    try:
+        result = engine.query(request)
+    except AnchorSpanError as exc:  # said in the words the user typed
+        raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
+    if html is not None:
+        present.page_written("gallery", present.write_query_html(result, engine.root, html, start=span[0],
+                                                                 end=span[1], index_dir=engine.index_dir))
+    present.show(result, as_json, present.print_hits)
+
+
+TextArg = Annotated[str, typer.Argument(metavar="TEXT", help="What to look for, in words (at most 1,000 "
+                                        "characters).")]
+WeightsOpt = Annotated[List[str], typer.Option(metavar="INDEXER=WEIGHT", help="Use only the named signals, "
+                                               "weighted as given (default: every indexed signal with a text tower, "
+                                               "equally).")]
+DescriptionsOpt = Annotated[Optional[str], typer.Option(
+    "--concept", "-c", metavar="CONCEPT", help="Search only this concept's descriptions (written at index time by "
+    "--captioner or `convis describe`), e.g. location.")]
+SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON (a query's, plus \"text\").")]
+
+
+def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
+           signal: WeightsOpt = [], concept: DescriptionsOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
+           as_json: SearchJsonOpt = False):
+    """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
+    (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
+    text-tower pass per signal; no LMM is asked."""
+    from retrieval.engine import Engine, SearchRequest, parse_weights
+
+    check_page(html)
+    weights = parse_weights(signal)
+    engine = Engine(resolve_index_dir(index_dir or where), device=device)
+    result = engine.search(SearchRequest(text, k, weights, concept=concept))
+    if html is not None:
+        present.page_written("gallery", present.write_query_html(result, engine.root, html,
+                                                                 index_dir=engine.index_dir))
+    present.show(result, as_json, present.print_hits)
