@@ -20,9 +20,9 @@ from bench.viddiff.run import SampleSkipped
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError, RerankerUnavailable
 from rerankers.prompts.diff import DiffInputError
-from retrieval.core.concepts import CloseToConcept, ConceptError
 from retrieval.cli.app import app, failed
 from retrieval.cli.options import UserError
+from retrieval.core.concepts import CloseToConcept, ConceptError
 from retrieval.core.errors import ConvisError
 from retrieval.core.pixels import SizeError
 from retrieval.core.registry import UnknownModelError
@@ -91,7 +91,7 @@ FACES = {
 
 def project_exceptions() -> set[type[BaseException]]:
     """Every exception class defined in a module of the project (cli.py and all of its packages)."""
-    modules = [cli]
+    modules = [importlib.import_module("cli")]
     for name in PACKAGES:
         package = importlib.import_module(name)
         modules.append(package)
