@@ -25,7 +25,7 @@ try:  # typer carries its own copy of click since 0.22
 except ImportError:
     from click import exceptions as click_errors
 
-from bench.console import PlainUsage, counting
+from retrieval.cli.console import PlainUsage, counting
 from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.defaults import (
     DEFAULT_DIFF_MODEL,
@@ -1083,7 +1083,7 @@ app.add_typer(typer.Typer(), name="bench", help=BENCH_HELP, cls=_BenchPlaceholde
 
 def _bench_group():
     """The ``bench`` sub-app as a click group, built as ``app.add_typer(bench_app, ...)`` would build it."""
-    from bench.cli import app as bench_app  # SciPy, the perf harness: only `convis bench ...` pays for them
+    from retrieval.cli.bench import app as bench_app  # SciPy, the perf harness: only `convis bench ...` pays for them
 
     holder = typer.Typer(rich_markup_mode=app.rich_markup_mode, add_completion=False)
     holder.add_typer(bench_app, name="bench", help=BENCH_HELP)
