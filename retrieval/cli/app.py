@@ -20,8 +20,8 @@ try:  # typer carries its own copy of click since 0.22
 except ImportError:
     from click import exceptions as click_errors
 
-from bench.console import PlainUsage
 from retrieval.cli import admin, compare, index, pages, present, query
+from retrieval.cli.console import PlainUsage
 from retrieval.cli.present import err, fail, out
 
 BENCH_HELP = "Reproduce ConViS-Bench metrics and measure convis on them."
@@ -117,7 +117,7 @@ app.add_typer(typer.Typer(), name="bench", help=BENCH_HELP, cls=_BenchPlaceholde
 
 def _bench_group():
     """The ``bench`` sub-app as a click group, built as ``app.add_typer(bench_app, ...)`` would build it."""
-    from bench.cli import app as bench_app  # SciPy, the perf harness: only `convis bench ...` pays for them
+    from retrieval.cli.bench import app as bench_app  # SciPy, the perf harness: only `convis bench ...` pays for them
 
     holder = typer.Typer(rich_markup_mode=app.rich_markup_mode, add_completion=False)
     holder.add_typer(bench_app, name="bench", help=BENCH_HELP)

@@ -295,7 +295,7 @@ def show_diff(result, ranked: bool, as_json: bool) -> None:
 @contextmanager
 def counting(what: str, total: int, quiet: bool):
     """A bar on stderr for work done a piece at a time; yields ``progress(done, total)``."""
-    from bench.console import counting as bar
+    from retrieval.cli.console import counting as bar
 
     with bar(what, total, quiet) as progress:
         yield progress

@@ -1,5 +1,5 @@
 """Retrieval rows on different anchors stay apart, each with its own random choice; the paper's values only
-where they are comparable; notes printed once; a file of another format given as --gt says what to run."""
+where they are comparable."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from bench import paper
-from bench.cli import app
 from bench.evaluate import ALL_ANCHORS, PAPER_SPLIT, random_rows, retrieval_rows
 from bench.loaders import ScoreFile, discover, load_gt_pairs, ranked_from_data
 from bench.split import make_split
@@ -23,21 +21,12 @@ LLAVA = "LLaVA-OneVision-Qwen2-7B"
 LLAVA_LOCATION = SCORES / "Location" / LLAVA / f"{LLAVA}_Location_ranking.json"
 
 
-def _run(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def _flat(text: str) -> str:
-    """Table notes wrap at the terminal width; compare them as one line."""
-    return " ".join(text.split())
-
-
 @pytest.fixture(scope="module")
 def made_split() -> list[dict]:
     return make_split(load_gt_pairs(GT))
 
 
-def _stand_in_paper_ranks() -> list[dict]:
+def stand_in_paper_ranks() -> list[dict]:
     """The paper's anchors and candidates with made-up ranks (its own human ranks are not released)."""
     return [{"anchor": a, **{key: {c: i + 1 for i, c in enumerate(sorted(cands))} for key in BENCH_KEYS.values()}}
             for a, cands in paper.SPLIT.items()]
@@ -68,7 +57,7 @@ def test_random_choice_is_averaged_over_the_anchors_and_candidates_each_model_sc
 
 
 def test_on_the_papers_split_rows_carry_its_values(tmp_path):
-    human = ranked_from_data(_stand_in_paper_ranks(), "stand-in")
+    human = ranked_from_data(stand_in_paper_ranks(), "stand-in")
     rows = retrieval_rows(discover([LLAVA_LOCATION], "_ranking.json"), human)
     [row] = rows
     assert row.anchor_set == ALL_ANCHORS and row.paper == paper.paper_retrieval(LLAVA, "location")
@@ -92,67 +81,3 @@ def test_the_papers_split_is_the_released_one():
     released = json.loads((CONVIS_BENCH / "to_be_ranked.json").read_text())
     assert paper.SPLIT == {a: frozenset(c) for a, c in released.items()}
     assert paper.is_split(released) and not paper.is_split({a: c[:3] for a, c in released.items()})
-
-
-# ---------------------------------------------------------------- the commands
-
-
-def test_cli_retrieval_after_make_split_keeps_the_paper_split_apart(tmp_path, made_split):
-    ranked = tmp_path / "ranked.json"
-    ranked.write_text(json.dumps(made_split))
-    table = _run("retrieval", "--gt", ranked, SCORES)
-    assert table.exit_code == 0, table.output
-    text = _flat(table.stdout)
-    assert text.count("retrieval at 1 (x100), paper split only") == 4  # the four concepts the scores cover
-    assert text.count("anchors = anchors scored") == 1
-    ranked_candidates = sum(len(set(e["Location"]) & paper.SPLIT[e["anchor"]]) for e in made_split
-                            if e["anchor"] in paper.SPLIT)
-    assert (f"paper split = the 133 anchors of the paper's retrieval split (to_be_ranked.json), the ones the "
-            f"scores share with the ground truth; it ranks {ranked_candidates} of their 532 candidates") in text
-    assert "Table 4 is not shown" in text and "(84.2)" not in text
-
-    data = _run("retrieval", "--gt", ranked, SCORES, "--json")
-    rows = json.loads(data.stdout)["results"]
-    randoms = {r["concept"]: r for r in rows if r["model"] == "random choice"}
-    assert {r["anchor_set"] for r in rows if r["concept"] == "location"} == {PAPER_SPLIT}
-    assert randoms["location"]["n"] == 133
-    unscored = randoms["order-of-actions"]  # no released scores: chance on everything the split ranks
-    assert (unscored["anchor_set"], unscored["n"]) == (ALL_ANCHORS, len(made_split))
-    assert all(r["paper_recall"] is None for r in rows)
-
-
-def test_cli_retrieval_on_the_papers_split_shows_its_values(tmp_path):
-    ranked = tmp_path / "ranked.json"
-    ranked.write_text(json.dumps(_stand_in_paper_ranks()))
-    result = _run("retrieval", "--gt", ranked, SCORES / "Main_Action")
-    assert result.exit_code == 0, result.output
-    text = _flat(result.stdout)
-    assert f"({paper.paper_retrieval(LLAVA, 'main-action')[0]})" in text
-    assert "(paper) = the paper's Table 4" in text and "paper split only" not in text
-
-
-def test_cli_correlation_notes_once_after_the_last_table():
-    result = _run("correlation", "--gt", GT, CONVIS_BENCH / "computed_conditioned_similarities",
-                  CONVIS_BENCH / "computed_similarities")
-    assert result.exit_code == 0, result.output
-    text = _flat(result.stdout)
-    assert text.count("concept-conditioned answers first") == 1
-    assert text.endswith("concept-conditioned answers first, then global signals; model = paper's name when it has one")
-
-
-@pytest.mark.parametrize(
-    "gt, what, pairs",
-    [
-        (CONVIS_BENCH / "to_be_ranked.json", "is a retrieval split ({anchor: [candidates]}", GT),
-        (GT, "holds pair ratings", GT),
-        (LLAVA_LOCATION, "holds retrieval scores", "gt_conditioned_similarities.json"),
-        (next((CONVIS_BENCH / "computed_similarities").rglob("*_similarities.json")), "holds pair scores",
-         "gt_conditioned_similarities.json"),
-    ],
-)
-def test_cli_retrieval_with_another_format_as_gt_says_what_to_run(gt, what, pairs):
-    result = _run("retrieval", "--gt", gt, SCORES)
-    assert result.exit_code == 2
-    [line] = result.stderr.splitlines()
-    assert line.startswith(f"error: {gt} {what}")
-    assert f"`convis bench make-split --pairs {pairs} --out ranked.json`" in line

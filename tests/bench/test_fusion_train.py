@@ -1,24 +1,20 @@
-"""Fitting concept fusion: recovery of a known linear truth, held-out honesty, the release data and the command."""
+"""Fitting concept fusion: recovery of a known linear truth, held-out honesty, the release data."""
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from scipy.stats import spearmanr
-from typer.testing import CliRunner
 
 import bench.fusion as bf
 from bench.fusion import FUSED, build_table, cross_validate, margins, query_time_signals
-from bench.fusion_cli import register
 from bench.fusion_train import PairTable, fit_fusion, make_folds
 from bench.loaders import SIMILARITIES_SUFFIX, discover, load_gt_pairs
 from retrieval.search.fusion import FusionModel, default_weights_path
-from tests.fusion_tables import TRUTH, linear_table
+from tests.fusion_tables import TRUTH, linear_table, shared_video_pairs, write_release, write_scores
 
 
 def rho(x: np.ndarray, y: np.ndarray) -> float:
@@ -62,11 +58,6 @@ def test_runs_are_deterministic():
 
 
 # ---------------------------------------------------------------- held-out honesty
-
-
-def shared_video_pairs(n: int = 300, videos: int = 120, seed: int = 0) -> list[tuple[str, str]]:
-    rng = np.random.default_rng(seed)
-    return [tuple(f"{v}.mp4" for v in rng.choice(videos, 2, replace=False)) for _ in range(n)]
 
 
 @pytest.mark.parametrize("grouped", [False, True])
@@ -155,79 +146,6 @@ def test_release_folders_map_to_stable_signal_names(convis_bench, convis_bench_g
     assert np.isnan(table.columns["location"]["reranker:llava-onevision-0.5b"]).sum() == 43
 
 
-# ---------------------------------------------------------------- the command
-
-
-def write_release(root: Path, n: int = 120, seed: int = 0) -> Path:
-    """A small release-format folder: GT, one global file and one LMM per concept."""
-    rng = np.random.default_rng(seed)
-    pairs = [(f"videos_trimmed/{a}.mp4", f"videos_trimmed/{b}.mp4") for a, b in shared_video_pairs(n, 80, seed)]
-    truth = rng.uniform(1, 5, n)
-    keys = {"main-action": "MainAction", "location": "Location"}
-    gt = [{"video1": a, "video2": b, "conditioned_similarity": {k: float(truth[i]) for k in keys.values()}}
-          for i, (a, b) in enumerate(pairs)]
-    (root / "gt.json").write_text(json.dumps(gt))
-    glob_dir = root / "computed_similarities" / "dinov2-large"
-    glob_dir.mkdir(parents=True)
-    dino = 0.5 + 0.1 * truth + 0.1 * rng.standard_normal(n)
-    _write_scores(glob_dir / f"dinov2-large{SIMILARITIES_SUFFIX}", pairs, dino)
-    for folder in ("Main_Action", "Location"):
-        lmm_dir = root / "computed_conditioned_similarities" / folder / "LLaVA-OneVision-Qwen2-7B"
-        lmm_dir.mkdir(parents=True)
-        answers = np.clip(np.round(truth + rng.standard_normal(n)), 1, 5)
-        _write_scores(lmm_dir / f"LLaVA-OneVision-Qwen2-7B_{folder}{SIMILARITIES_SUFFIX}", pairs, answers)
-    return root
-
-
-def _write_scores(path: Path, pairs, values) -> None:
-    path.write_text(json.dumps([{"video1": a, "video2": b, "similarity": float(v)}
-                                for (a, b), v in zip(pairs, values)]))
-
-
-def bench_app() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def root() -> None:
-        """bench"""
-
-    register(app)
-    return app
-
-
-def test_cli_json_and_weights_file(tmp_path):
-    root = write_release(tmp_path)
-    out = tmp_path / "w.json"
-    result = CliRunner().invoke(bench_app(), [
-        "fusion", "--gt", str(root / "gt.json"), "-s", str(root / "computed_similarities"),
-        str(root / "computed_conditioned_similarities"), "--folds", "4", "--both", "--out", str(out), "--json",
-    ])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    assert data["splits"] == ["random", "video"]
-    fused = [r for r in data["results"] if r["signal"] == "fused"]
-    assert {(r["split"], r["concept"]) for r in fused} == {
-        (s, c) for s in ("random", "video") for c in ("main-action", "location")}
-    assert set(data["weights"]["location"]["weights"]) == {"dinov2", "reranker:llava-onevision"}
-    assert all(len(v) == 4 for v in data["fold_choices"]["video"].values())
-    model = FusionModel.load(out)
-    assert model.predict("location", {"dinov2": 0.8}).used == ["dinov2"]
-
-
-def test_cli_tables_and_signal_selection(tmp_path):
-    root = write_release(tmp_path)
-    args = ["fusion", "--gt", str(root / "gt.json"), "-s", str(root), "--folds", "3", "--group-by-video"]
-    result = CliRunner().invoke(bench_app(), [*args, "--use", "dinov2"])
-    assert result.exit_code == 0, result.output
-    assert "fused" in result.stdout and "Learned weights" in result.stdout
-    assert "reranker:llava-onevision" not in result.stdout
-
-    bad = CliRunner().invoke(bench_app(), [*args, "--use", "nope"])
-    assert bad.exit_code == 2 and bad.stderr.startswith("error: --use nope: no such signal")
-    missing = CliRunner().invoke(bench_app(), ["fusion", "--gt", str(tmp_path / "no.json"), "-s", str(root)])
-    assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
-
-
 def test_a_descriptions_file_per_concept_is_that_concepts_descriptions_signal_and_fits(tmp_path):
     root = write_release(tmp_path)
     gt = json.loads((root / "gt.json").read_text())
@@ -237,7 +155,7 @@ def test_a_descriptions_file_per_concept_is_that_concepts_descriptions_signal_an
         truth = np.array([g["conditioned_similarity"][key] for g in gt])
         out = root / "computed_conditioned_similarities" / folder / "descriptions"
         out.mkdir(parents=True)
-        _write_scores(out / f"descriptions_{folder}{SIMILARITIES_SUFFIX}", pairs,
+        write_scores(out / f"descriptions_{folder}{SIMILARITIES_SUFFIX}", pairs,
                       0.4 + 0.1 * truth + 0.05 * rng.standard_normal(len(gt)))
     table = build_table(discover([root / "computed_conditioned_similarities"], SIMILARITIES_SUFFIX),
                         load_gt_pairs(root / "gt.json"))

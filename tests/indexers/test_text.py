@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from bench import paper
-from bench.cli import app
 from bench.evaluate import file_correlation
 from bench.loaders import ScoreFile, load_gt_pairs, load_pair_scores
 from indexers.base import INDEXERS
@@ -118,53 +114,9 @@ def test_sbert_row_from_captions(caption_scores, concept):
     assert row.scores.n == 610
 
 
-# ---------------------------------------------------------------- `bench captions`
-
-
-def test_cli_captions_writes_release_format(tmp_path, caption_scores):
-    # a small slice keeps the command quick; its values must equal the full run's
-    pairs = json.loads(GT.read_text())[:25]
-    gt_path = tmp_path / "gt.json"
-    gt_path.write_text(json.dumps(pairs))
-    folder = tmp_path / "mPLUG-Owl3-7B-240728"
-    folder.mkdir()
-    for p in pairs:
-        for v in (p["video1"], p["video2"]):
-            shutil.copy(CAPTIONS / f"{Path(v).stem}.txt", folder)
-    out = tmp_path / "sbert_similarities.json"
-    result = CliRunner().invoke(app, ["captions", "--captions", str(folder), "--pairs", str(gt_path), "--out", str(out), "--json"])
-    assert result.exit_code == 0, result.output
-    written = json.loads(out.read_text())
-    assert [(w["video1"], w["video2"]) for w in written] == [(p["video1"], p["video2"]) for p in pairs]
-    for w in written:
-        key = (Path(w["video1"]).name, Path(w["video2"]).name)
-        assert w["similarity"] == pytest.approx(caption_scores[key], abs=1e-5)
-    results = json.loads(result.stdout)["results"]
-    assert {r["concept"] for r in results} == set(paper.CONCEPTS)
-    assert all(r["paper_name"] == "SBERT on mPLUG-Owl3 captions" and r["n"] == 25 for r in results)
-
-
-@pytest.mark.parametrize("model", ["sentence-transformers/not-a-real-model", "dinov2", "no-such-family"])
-def test_cli_captions_unusable_model_is_one_line(tmp_path, model):
-    result = CliRunner().invoke(
-        app, ["captions", "--captions", str(CAPTIONS), "--pairs", str(GT), "--out", str(tmp_path / "o.json"), "--model", model]
-    )
-    assert result.exit_code == 2
-    assert result.stderr.strip().splitlines()[-1].startswith("error: ")
-    assert "Traceback" not in result.output
-    assert not (tmp_path / "o.json").exists()
-
-
 def test_unavailable_weights_raise_the_shared_error():
     with pytest.raises(ModelUnavailableError, match="not-a-real-model"):
         INDEXERS.create("sentence-transformers/not-a-real-model")
-
-
-def test_cli_captions_missing_folder(tmp_path):
-    result = CliRunner().invoke(app, ["captions", "--captions", str(tmp_path / "none"), "--pairs", str(GT), "--out", str(tmp_path / "o.json")])
-    assert result.exit_code == 2
-    assert "caption folder not found" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_loading_the_text_model_draws_no_progress_bar(capfd):

@@ -6,8 +6,8 @@ import shutil
 import typer
 from typer.testing import CliRunner
 
-from bench.covr.cli import register
 from bench.covr.metrics import covr_metrics, read_annotations, read_ranking
+from retrieval.cli.bench.covr import register
 from tests.indexes import CAPTIONS
 from tests.paths import EXAMPLES
 

@@ -8,8 +8,8 @@ import av
 import pytest
 from typer.testing import CliRunner
 
-from bench.cli import app
 from bench.tiny.vlm import build_qwen_vl
+from retrieval.cli.bench import app
 
 
 @pytest.fixture(scope="module")

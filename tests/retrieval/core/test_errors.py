@@ -173,7 +173,7 @@ def test_a_command_that_meets_a_convis_error_prints_one_line(tmp_path, monkeypat
     index.mkdir()
     (index / "catalog.duckdb").touch()  # where an index is looked for; the failure comes first
 
-    def fails(_engine):
+    def fails(_engine, *_args):
         raise TaskFailed("decoder crashed: its worker process died")
 
     monkeypatch.setattr(Engine, "info", fails)
@@ -187,7 +187,7 @@ def test_the_server_answers_any_convis_error_with_its_status_and_line(example_in
 
     raised: list[BaseException] = []
 
-    def fails(_engine):
+    def fails(_engine, *_args):
         raise raised[-1]
 
     cases = [

@@ -1,6 +1,7 @@
 """`bench fusion`: cross-validated per-concept fusion of signals, next to every single signal.
 
-Mounted with ``register(app)`` on the bench typer app; ``python -m bench.fusion_cli fusion ...`` runs it alone.
+Mounted with ``register(app)`` on the bench typer app; ``python -m retrieval.cli.bench.fusion fusion ...`` runs it
+alone.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bench.console import PlainUsage
 from bench.fusion import (
     FUSED,
     CvResult,
@@ -27,6 +27,7 @@ from bench.fusion import (
 )
 from bench.fusion_train import PairTable, finite, fit_fusion, save_fusion
 from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
+from retrieval.cli.console import PlainUsage
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.search.fusion import FusionError, FusionModel
 

@@ -1,20 +1,12 @@
-"""`convis bench captions`: embed caption sets, write their pair scores in the release format, and print their
-correlation with the human ratings (the SBERT rows of the paper's Table 3), side by side.
-
-Mounted with ``register(app)`` on the bench typer app.
-"""
+"""Caption sets scored as the release's SBERT rows: embed each set's captions, write their pair scores
+(cos+1)/2 in the release format, and correlate them with the human ratings."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
-from rich.console import Console
-from rich.measure import Measurement
+from typing import Callable, Sequence
 
 from bench import report
-from bench.console import JsonOpt, PlainUsage, note, user_errors
 from bench.evaluate import CorrelationRow, file_correlation
 from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError, GtPair, PairKey, ScoreFile, base_name, load_gt_pairs
 from indexers.errors import ModelUnavailableError
@@ -22,39 +14,20 @@ from indexers.factory import create_indexer
 from indexers.text import MINILM, pair_similarity, read_captions
 from retrieval.core.registry import UnknownModelError
 
-HELP = ("Embed captions, write pair scores (cos+1)/2, and print their correlation (paper Table 3, SBERT rows); "
-        "repeat --captions to compare caption sets side by side.")
 
-
-def register(app: typer.Typer) -> None:
-    """Add the `captions` command to a typer app (the `bench` sub-app)."""
-    app.command("captions", help=HELP, cls=PlainUsage)(captions)
-
-
-def captions(
-    captions_dirs: Annotated[list[Path], typer.Option(
-        "--captions", help="Folder of <video stem>.txt captions; repeat for several caption sets.")],
-    pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
-    out: Annotated[Path, typer.Option("--out", help="Where to write the pair similarities (release format): a "
-                                      ".json file for one caption set, else a folder, filled as "
-                                      f"OUT/<set>/<set>{SIMILARITIES_SUFFIX}.")],
-    model: Annotated[
-        str, typer.Option("--model", help="Text indexer spec: text, a sentence-transformers id or folder.")
-    ] = "text",
-    device: Annotated[Optional[str], typer.Option("--device", help="torch device, e.g. cpu or cuda.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Score every caption set against the human ratings and report them side by side."""
-    with user_errors():
-        gt = load_gt_pairs(pairs)
-        sets = [(folder, _read_captions(folder)) for folder in captions_dirs]  # bad folders fail before the model loads
-        _check_out(out, len(sets))
-        indexer = _text_indexer(model, device)  # once, for every set
-        names = _set_names([folder for folder, _ in sets], indexer)
-        rows: list[CorrelationRow] = []
-        for name, (_, texts) in zip(names, sets):
-            rows += _score_set(name, texts, gt, indexer, _out_path(out, name, len(sets)))
-        _emit(rows, as_json, pairs)
+def score_caption_sets(captions_dirs: Sequence[Path], pairs: Path, out: Path, model: str, device: str | None,
+                       note: Callable[[str], None]) -> list[CorrelationRow]:
+    """Every caption set's pair scores written under ``out`` and its correlation rows; ``note`` hears what was
+    written and what was skipped. Bad input raises BenchDataError (or OSError) before anything is written."""
+    gt = load_gt_pairs(pairs)
+    sets = [(folder, _read_captions(folder)) for folder in captions_dirs]  # bad folders fail before the model loads
+    _check_out(out, len(sets))
+    indexer = _text_indexer(model, device)  # once, for every set
+    names = _set_names([folder for folder, _ in sets], indexer)
+    rows: list[CorrelationRow] = []
+    for name, (_, texts) in zip(names, sets):
+        rows += _score_set(name, texts, gt, indexer, _out_path(out, name, len(sets)), note)
+    return rows
 
 
 def _read_captions(folder: Path) -> dict[str, str]:
@@ -113,10 +86,10 @@ def stem(video: str) -> str:
     return Path(base_name(video)).stem
 
 
-def _score_set(name: str, texts: dict[str, str], gt: dict[PairKey, GtPair], indexer,
-               path: Path) -> list[CorrelationRow]:
+def _score_set(name: str, texts: dict[str, str], gt: dict[PairKey, GtPair], indexer, path: Path,
+               note: Callable[[str], None]) -> list[CorrelationRow]:
     """Write one set's pair scores to ``path`` and return its correlation rows."""
-    scores = _caption_scores(name, gt, texts, indexer)
+    scores = caption_scores(name, gt, texts, indexer, note)
     path.parent.mkdir(parents=True, exist_ok=True)
     report.write_json(
         path, [{"video1": gt[k].video1, "video2": gt[k].video2, "similarity": s} for k, s in scores.items()]
@@ -125,7 +98,9 @@ def _score_set(name: str, texts: dict[str, str], gt: dict[PairKey, GtPair], inde
     return file_correlation(ScoreFile(path, name, None), scores, gt)
 
 
-def _caption_scores(name: str, gt: dict[PairKey, GtPair], texts: dict[str, str], indexer) -> dict[PairKey, float]:
+def caption_scores(name: str, gt: dict[PairKey, GtPair], texts: dict[str, str], indexer,
+                   note: Callable[[str], None] = lambda _: None) -> dict[PairKey, float]:
+    """(cos+1)/2 of the captions of every rated pair both of whose videos have one (the others: a warning)."""
     keys = [k for k in gt if stem(k[0]) in texts and stem(k[1]) in texts]
     if not keys:
         raise BenchDataError(f"{name}: no pair has captions for both videos")
@@ -136,17 +111,3 @@ def _caption_scores(name: str, gt: dict[PairKey, GtPair], texts: dict[str, str],
     row = {n: i for i, n in enumerate(names)}
     sims = pair_similarity(vectors[[row[stem(k[0])] for k in keys]], vectors[[row[stem(k[1])] for k in keys]])
     return {k: float(s) for k, s in zip(keys, sims)}
-
-
-def _emit(rows: list[CorrelationRow], as_json: bool, pairs: Path) -> None:
-    if as_json:
-        typer.echo(report.to_json({"gt": str(pairs), "results": report.records(rows)}))
-        return
-    console = Console()
-    tables = report.correlation_tables(rows, side_by_side=True)
-    if not console.is_terminal:
-        # piped output has no screen to fit: keep each concept on one line rather than fold the numbers
-        unbounded = console.options.update_width(10_000)
-        console.width = max(console.width, *(Measurement.get(console, unbounded, t).maximum for t in tables))
-    for table in tables:
-        console.print(table)

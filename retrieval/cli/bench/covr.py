@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from bench.console import JsonOpt, fail, note, user_errors
+from retrieval.cli.bench.common import JsonOpt, user_errors
+from retrieval.cli.console import fail, note
 
 HELP = ("Score a TF-CoVR ranking (query_id -> video ids, best first) against its annotation CSV: mAP@5/10/25/50 "
         "and Recall@K as the benchmark's code computes them (the query's own video is never counted).")

@@ -1,23 +1,15 @@
-"""What every command shares with the user: plain help, one-line errors, notes on stderr, common options."""
+"""What every command shares with the user: plain help, one-line errors, notes on stderr, progress bars."""
 
 from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Annotated, Callable, Iterator, NoReturn, Optional
+from typing import Callable, Iterator, NoReturn
 
 import typer
 from typer.core import TyperCommand
 
-from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError
 from retrieval.core.errors import one_line
-
-GtPairsOpt = Annotated[Path, typer.Option("--gt", help="Human ratings: gt_conditioned_similarities.json.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")]
-SimilaritiesOpt = Annotated[Optional[list[Path]], typer.Option(
-    "--similarities", "-s", help=f"Pair-score file, or folder searched for *{SIMILARITIES_SUFFIX}.")]
-MorePaths = Annotated[Optional[list[Path]], typer.Argument(help="More score files or folders.", show_default=False)]
 
 
 class PlainUsage(TyperCommand):
@@ -56,15 +48,6 @@ def fail(message: str) -> NoReturn:
 
 def note(message: str) -> None:
     typer.echo(message, err=True)  # stderr, so --json output on stdout stays parseable
-
-
-@contextmanager
-def user_errors(*more: type[BaseException]) -> Iterator[None]:
-    """Bad input (and the ``more`` kinds of error) becomes one line on stderr and exit code 2, not a traceback."""
-    try:
-        yield
-    except (BenchDataError, OSError, *more) as e:
-        fail(str(e))
 
 
 @contextmanager

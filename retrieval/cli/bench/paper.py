@@ -1,4 +1,8 @@
-"""`bench` commands: reproduce ConViS-Bench correlation and retrieval numbers from released-format files."""
+"""`convis bench correlation|retrieval|make-split|run`: reproduce ConViS-Bench correlation and retrieval numbers
+from released-format files, or run convis on a ConViS-Bench folder.
+
+Mounted with ``register(app)`` on the bench typer app.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,7 @@ import typer
 from rich.console import Console
 
 from bench import report
-from bench.captions_cli import register as register_captions
-from bench.console import GtPairsOpt, JsonOpt, MorePaths, PlainUsage, SimilaritiesOpt, fail, note, user_errors
-from bench.covr.cli import register as register_covr
 from bench.evaluate import correlation_rows, random_rows, retrieval_rows
-from bench.fusion_cli import register as register_fusion
 from bench.loaders import (
     RANKING_SUFFIX,
     SIMILARITIES_SUFFIX,
@@ -22,33 +22,28 @@ from bench.loaders import (
     load_gt_pairs,
     load_ranked,
 )
-from bench.perf_cli import register as register_perf
 from bench.run import BenchRun, load_dataset
 from bench.split import make_split
-from bench.viddiff.cli import register as register_viddiff
 from indexers.base import PROTOCOLS
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError
+from retrieval.cli.bench.common import GtPairsOpt, JsonOpt, MorePaths, SimilaritiesOpt, user_errors
+from retrieval.cli.console import PlainUsage, fail, note
 from retrieval.core.registry import UnknownModelError
 from retrieval.store.errors import CatalogBusy
-
-app = typer.Typer(
-    name="bench",
-    help="Reproduce the ConViS-Bench paper's metrics from score files in its released formats.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
-register_fusion(app)
-register_perf(app)
-register_captions(app)
-register_covr(app)
-register_viddiff(app)
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
 # missing weights, unknown models and lock conflicts are user errors too when a command runs models
 MODEL_ERRORS = (ModelUnavailableError, RerankerError, UnknownModelError, CatalogBusy, ValueError)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `correlation`, `retrieval`, `make-split` and `run` commands to a typer app (the `bench` sub-app)."""
+    app.command(cls=PlainUsage)(correlation)
+    app.command(cls=PlainUsage)(retrieval)
+    app.command("make-split", cls=PlainUsage)(make_split_command)
+    app.command(cls=PlainUsage)(run)
 
 
 def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart: Path | None,
@@ -83,7 +78,6 @@ def _evaluate(files: Callable[[], list[ScoreFile]], rows_of: Callable[[list[Scor
         _emit(rows, tables_of(rows), out["as_json"], out["csv_path"], out["chart"], metrics, title, meta)
 
 
-@app.command(cls=PlainUsage)
 def correlation(
     gt: GtPairsOpt,
     similarities: SimilaritiesOpt = None,
@@ -100,7 +94,6 @@ def correlation(
               {"gt": str(gt)})
 
 
-@app.command(cls=PlainUsage)
 def retrieval(
     gt: Annotated[Path, typer.Option(
         "--gt", help="Human partial orders in ranked.json format, e.g. from `make-split`.")],
@@ -124,7 +117,6 @@ def retrieval(
               {"gt": str(gt)})
 
 
-@app.command("make-split", cls=PlainUsage)
 def make_split_command(
     pairs: Annotated[Path, typer.Option("--pairs", help="Human ratings: gt_conditioned_similarities.json.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the split (ranked.json format).")],
@@ -139,7 +131,6 @@ def make_split_command(
     typer.echo(f"wrote {out}: {len(split)} anchors, {min(sizes)}-{max(sizes)} candidates each")
 
 
-@app.command(cls=PlainUsage)
 def run(
     dataset: Annotated[Path, typer.Option("--dataset", help="ConViS-Bench folder: videos, "
                                           "gt_conditioned_similarities.json, optional to_be_ranked.json, "

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from bench.covr.cli import register
+from retrieval.cli.bench.covr import register
 
 CSV = ("query_id,query_video,target_video,target_videos_ids,modification\n"
        "0,v1,t1,\"['t1', 't2']\",with a half twist\n"
@@ -88,7 +88,7 @@ def test_missing_files_and_options(files, tmp_path):
 
 
 def test_importing_the_command_stays_light():
-    code = ("import sys, bench.covr.cli; heavy = {'torch', 'transformers', 'scipy'} & set(sys.modules); "
+    code = ("import sys, retrieval.cli.bench.covr; heavy = {'torch', 'transformers', 'scipy'} & set(sys.modules); "
             "print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -13,8 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from bench.console import JsonOpt, PlainUsage, counting, fail, note, user_errors
 from bench.viddiff.run import FRAME_CHOICES
+from retrieval.cli.bench.common import JsonOpt, user_errors
+from retrieval.cli.console import PlainUsage, counting, fail, note
 from retrieval.core.defaults import DEFAULT_DIFF_MODEL
 
 HELP = ("Score VidDiff predictions against a VidDiffBench-shaped dataset as the benchmark's eval_viddiff.py does: "

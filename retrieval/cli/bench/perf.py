@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from bench.console import PlainUsage
 from bench.perf import PerfConfig, PerfReport, combine, markdown, run, section_names
+from retrieval.cli.console import PlainUsage
 from retrieval.core.errors import one_line
 
 DEFAULT_OUT = Path("docs/performance.md")

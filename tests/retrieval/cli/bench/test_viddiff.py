@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from bench.cli import app
+from retrieval.cli.bench import app
 
 ROWS = [
     {"sample_key": "s0", "split": "easy", "domain": "fitness", "action": "fitness_0", "action_description": "squat",

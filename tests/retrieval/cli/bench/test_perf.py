@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from bench.perf_cli import register
+from retrieval.cli.bench.perf import register
 from retrieval.store.vectors import FAISS_BLAS_THRESHOLD
 
 
