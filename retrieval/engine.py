@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Sequence
 # isort: split
 # What the CLI reads its option values with, and the catalog damage it tells apart (it imports nothing below
 # the engine itself).
+from indexers.base import PROTOCOLS as PROTOCOLS
 from rerankers.base import MODES as MODES
 from retrieval.core.concepts import parse_concepts as parse_concepts
+from retrieval.core.errors import one_line as one_line
 from retrieval.core.segmentation import SegmentationError as SegmentationError
 from retrieval.core.segmentation import ShotRule as ShotRule
 from retrieval.core.segmentation import parse_segment as parse_segment

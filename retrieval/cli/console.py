@@ -9,8 +9,6 @@ from typing import Callable, Iterator, NoReturn
 import typer
 from typer.core import TyperCommand
 
-from retrieval.core.errors import one_line
-
 
 class PlainUsage(TyperCommand):
     """Help as people write it: ``convis index FOLDER``, ``--gt GT``; typer would add braces round arguments and
@@ -42,7 +40,7 @@ _TYPE_TAG = re.compile(r" <[^>]+>")  # what typer shows for an option without a 
 
 def fail(message: str) -> NoReturn:
     """``message`` as one line on stderr (library errors can span lines), exit code 2."""
-    typer.echo(f"error: {one_line(RuntimeError(message), None)}", err=True)
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
     raise typer.Exit(code=2)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
-from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError
+from bench.loaders import SIMILARITIES_SUFFIX
 from retrieval.cli.console import fail
 
 GtPairsOpt = Annotated[Path, typer.Option("--gt", help="Human ratings: gt_conditioned_similarities.json.")]
@@ -20,8 +20,13 @@ MorePaths = Annotated[Optional[list[Path]], typer.Argument(help="More score file
 
 @contextmanager
 def user_errors(*more: type[BaseException]) -> Iterator[None]:
-    """Bad input (and the ``more`` kinds of error) becomes one line on stderr and exit code 2, not a traceback."""
+    """Any ConvisError (bad input, a missing model, a busy index), an OSError and the ``more`` kinds of error
+    become one line on stderr and exit code 2, not a traceback."""
     try:
         yield
-    except (BenchDataError, OSError, *more) as e:
-        fail(str(e))
+    except Exception as e:
+        from retrieval.engine import ConvisError  # on failure only: the bench commands' help imports no engine
+
+        if isinstance(e, (ConvisError, OSError, *more)):
+            fail(str(e))
+        raise

@@ -91,11 +91,8 @@ def run(
     """Run convis on a TF-CoVR-shaped folder: index it, one composed query a row (query video + modification),
     write the ranking (query_id -> top-50 video ids) and score it as `convis bench covr` does."""
     from bench.covr.run import CovrRun, run_covr
-    from indexers.errors import ModelUnavailableError
-    from retrieval.search.signals import SignalError
-    from retrieval.store.errors import IndexSettingsError
 
-    with user_errors(SignalError, IndexSettingsError, ModelUnavailableError):
+    with user_errors():
         result = run_covr(CovrRun(dataset, index_dir or dataset / ".convis-covr", tuple(indexer or ()), captions,
                                   change_weight), progress=note)
     note(f"ranking written to {result['ranking']}")

@@ -25,11 +25,9 @@ from bench.fusion import (
     query_time_signals,
     weight_records,
 )
-from bench.fusion_train import PairTable, finite, fit_fusion, save_fusion
-from bench.loaders import SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
+from bench.fusion_train import FusionError, FusionModel, PairTable, finite, fit_fusion, save_fusion
+from bench.loaders import CONVIS_CONCEPTS, SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
 from retrieval.cli.console import PlainUsage
-from retrieval.core.concepts import CONVIS_CONCEPTS
-from retrieval.search.fusion import FusionError, FusionModel
 
 HELP = "Learn per-concept weights of signals and compare the fused score with each signal (k-fold CV)."
 

@@ -24,18 +24,14 @@ from bench.loaders import (
 )
 from bench.run import BenchRun, load_dataset
 from bench.split import make_split
-from indexers.base import PROTOCOLS
-from indexers.errors import ModelUnavailableError
-from rerankers.base import RerankerError
 from retrieval.cli.bench.common import GtPairsOpt, JsonOpt, MorePaths, SimilaritiesOpt, user_errors
 from retrieval.cli.console import PlainUsage, fail, note
-from retrieval.core.registry import UnknownModelError
-from retrieval.store.errors import CatalogBusy
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
-# missing weights, unknown models and lock conflicts are user errors too when a command runs models
-MODEL_ERRORS = (ModelUnavailableError, RerankerError, UnknownModelError, CatalogBusy, ValueError)
+# missing weights, unknown models and lock conflicts (ConvisErrors) and a bad value are user errors too when a
+# command runs models
+MODEL_ERRORS = (ValueError,)
 
 
 def register(app: typer.Typer) -> None:
@@ -163,6 +159,8 @@ def run(
 ) -> None:
     """Run convis on a ConViS-Bench folder: every Table 3 signal (video-to-video, text-to-text, cross-modal) and
     the LMM's concept scores, written in the released formats and evaluated."""
+    from retrieval.engine import PROTOCOLS
+
     if protocol not in PROTOCOLS:
         fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     with user_errors(*MODEL_ERRORS):

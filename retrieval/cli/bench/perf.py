@@ -12,7 +12,6 @@ import typer
 
 from bench.perf import PerfConfig, PerfReport, combine, markdown, run, section_names
 from retrieval.cli.console import PlainUsage
-from retrieval.core.errors import one_line
 
 DEFAULT_OUT = Path("docs/performance.md")
 SECTIONS_HELP = f"Comma-separated: {','.join(section_names())}."  # the registry's names, so help never lags it
@@ -96,6 +95,8 @@ def perf(
     try:
         report = run(config, progress=lambda message: typer.echo(message, err=True), command=command.strip())
     except (ValueError, RuntimeError, OSError) as exc:
+        from retrieval.engine import one_line
+
         typer.echo(f"error: {one_line(exc, None)}", err=True)
         raise typer.Exit(code=2) from None
     _write(report, out, as_json)

@@ -16,7 +16,7 @@ import typer
 from bench.viddiff.run import FRAME_CHOICES
 from retrieval.cli.bench.common import JsonOpt, user_errors
 from retrieval.cli.console import PlainUsage, counting, fail, note
-from retrieval.core.defaults import DEFAULT_DIFF_MODEL
+from retrieval.cli.options import DEFAULT_DIFF_MODEL
 
 HELP = ("Score VidDiff predictions against a VidDiffBench-shaped dataset as the benchmark's eval_viddiff.py does: "
         "closed accuracy over differences labelled 'a'/'b', or open recall after a judge matches descriptions.")
@@ -79,11 +79,8 @@ def viddiff(
 
 def _score_open(samples, predictions, the_judge) -> dict:
     from bench.viddiff.judge import score_open
-    from indexers.errors import ModelUnavailableError
-    from rerankers.base import RerankerError
-    from retrieval.core.registry import UnknownModelError
 
-    with user_errors(ModelUnavailableError, RerankerError, UnknownModelError):
+    with user_errors():
         result = score_open(samples, predictions, the_judge, note)
     note(result["comparability"])
     return result
@@ -171,12 +168,10 @@ def run(
     from bench.viddiff import data
     from bench.viddiff.metrics import closed_accuracy
     from bench.viddiff.run import RunOutput, run_samples, write_outputs
-    from rerankers.base import RerankerError
-    from retrieval.core.registry import UnknownModelError
     from retrieval.engine import Engine
 
     result = RunOutput()
-    with user_errors(RerankerError, UnknownModelError):
+    with user_errors():
         samples = data.read_dataset(dataset)
         engine = Engine(index_dir, device=device)
         try:
