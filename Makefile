@@ -44,11 +44,12 @@ ffmpeg:
 browser:
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium)
 
-# lint first: a layer broken or a name unused fails in seconds, before the suite's minutes
+# lint first: a layer broken or a name unused fails in seconds, before the suite's minutes; the 15 slowest tests
+# are listed at the end, where a new slow one shows
 test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 clean:
 	rm -rf out .pytest_cache

@@ -43,19 +43,23 @@ class UserError(ConvisError):
 WHERE_HELP = ("The indexed video folder or its index folder (default: the nearest .convis at or above the "
               "current folder).")
 WhereArg = Annotated[Optional[Path], typer.Argument(metavar="FOLDER", help=WHERE_HELP, show_default=False)]
-IndexDirOpt = Annotated[Optional[Path], typer.Option(metavar="DIR", help="Same as FOLDER.")]
-QueryIndexDirOpt = Annotated[Optional[Path], typer.Option(
-    metavar="DIR", help="The indexed video folder or its index folder (default: the nearest .convis above the "
-    "anchor or the current folder).")]
-CompareIndexDirOpt = Annotated[Optional[Path], typer.Option(
-    metavar="DIR", help="The index whose signals score the pair, and where an LMM's score cache is kept (default: "
-    "the nearest .convis above A or the current folder; an LMM without one caches in the user cache folder).")]
-DiffIndexDirOpt = Annotated[Optional[Path], typer.Option(
-    metavar="DIR", help="Keep the answer cache in this index (default: the nearest .convis above A, else the user "
-    "cache folder).")]
-RemoveIndexDirOpt = Annotated[Optional[Path], typer.Option(
-    metavar="DIR", help="The index folder, or the video folder holding it (default: the nearest .convis at or "
-    "above FILE).")]
+
+
+def _index_dir(help_text: str):
+    """``--index-dir DIR`` as a command reads it (each says where it looks by default)."""
+    return Annotated[Optional[Path], typer.Option(metavar="DIR", help=help_text)]
+
+
+IndexDirOpt = _index_dir("Same as FOLDER.")
+QueryIndexDirOpt = _index_dir("The indexed video folder or its index folder (default: the nearest .convis above the "
+                              "anchor or the current folder).")
+CompareIndexDirOpt = _index_dir("The index whose signals score the pair, and where an LMM's score cache is kept "
+                                "(default: the nearest .convis above A or the current folder; an LMM without one "
+                                "caches in the user cache folder).")
+DiffIndexDirOpt = _index_dir("Keep the answer cache in this index (default: the nearest .convis above A, else the "
+                             "user cache folder).")
+RemoveIndexDirOpt = _index_dir("The index folder, or the video folder holding it (default: the nearest .convis at "
+                               "or above FILE).")
 
 # -- output -----------------------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]

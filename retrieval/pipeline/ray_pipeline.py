@@ -43,21 +43,11 @@ from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.files import atomic_write_bytes
 from retrieval.core.segmentation import segmentation_label
 from retrieval.media.frames import Frames, Span, VideoInfo
+from retrieval.pipeline import stages
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor
 from retrieval.pipeline.ray_describe import ray_captioner
 from retrieval.pipeline.run import IndexReport
 from retrieval.pipeline.settings import DECODE_TIMEOUT
-from retrieval.pipeline.stages import (
-    NO_PIXELS,
-    DecodeJob,
-    EmbeddedFile,
-    FileJob,
-    FileResult,
-    decode_job,
-    embed_file,
-    is_transient,
-    reason_of,
-)
 
 SHARDS_DIRNAME = "shards"
 LOCAL = {None, "", "local"}  # addresses that mean "start a Ray instance on this machine"
@@ -154,7 +144,7 @@ def _quiet_ray_data() -> None:
 
 
 # -- the shard store --------------------------------------------------------------------------------
-def _file_key(job: DecodeJob) -> tuple:
+def _file_key(job: stages.DecodeJob) -> tuple:
     f = job.file
     return f.rel, f.size, f.mtime, segmentation_label(job.segment_seconds, job.shots), job.short_side
 
@@ -169,7 +159,7 @@ class ShardStore:
         self.written = 0
         self._manifest: dict[tuple, tuple[Path, int, dict]] | None = None
 
-    def find(self, job: DecodeJob, need: dict[str, int]) -> EmbeddedFile | None:
+    def find(self, job: stages.DecodeJob, need: dict[str, int]) -> stages.EmbeddedFile | None:
         """The file's vectors from an earlier shard, if one holds every needed indexer at its frame count."""
         hit = self.manifest().get(_file_key(job))
         if hit is None:
@@ -190,7 +180,7 @@ class ShardStore:
                     self._manifest[tuple(entry["key"])] = (sidecar.with_suffix(".npz"), pos, entry)
         return self._manifest
 
-    def write(self, items: Sequence[tuple[DecodeJob, EmbeddedFile]], frames: dict[str, int]) -> Path:
+    def write(self, items: Sequence[tuple[stages.DecodeJob, stages.EmbeddedFile]], frames: dict[str, int]) -> Path:
         """One shard (``frames``: each indexer's frames per unit); vectors first, the sidecar last,
         so a shard without its sidecar does not exist."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -210,7 +200,7 @@ class ShardStore:
         self._manifest = None
 
 
-def _entry(job: DecodeJob, done: EmbeddedFile, per_indexer: dict[str, int]) -> dict:
+def _entry(job: stages.DecodeJob, done: stages.EmbeddedFile, per_indexer: dict[str, int]) -> dict:
     # one group per frame spec; only the unit timestamps are read back, so the specs need not be
     frames = [[[np.asarray(f.timestamps).tolist(), list(f.indices)] for f in fs] for fs in done.frames.values()]
     return {
@@ -226,14 +216,14 @@ def _span(segment, start, end, frames=None, boundary=None, confidence=None) -> S
     return Span(int(segment), float(start), float(end), tuple(frames) if frames else None, boundary, confidence)
 
 
-def _from_entry(npz: Path, pos: int, entry: dict, need: dict[str, int]) -> EmbeddedFile:
+def _from_entry(npz: Path, pos: int, entry: dict, need: dict[str, int]) -> stages.EmbeddedFile:
     with np.load(npz) as data:
         vectors = {m: data[f"{pos}_{entry['order'].index(m)}"] for m in need}
     groups = entry["frames"].values() if isinstance(entry["frames"], dict) else entry["frames"]  # dict: older shards
-    frames = {n: [Frames(NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
+    frames = {n: [Frames(stages.NO_PIXELS, np.asarray(ts, dtype=np.float64), tuple(ix)) for ts, ix in units]
               for n, units in enumerate(groups)}
     spans = [_span(*fields) for fields in entry["spans"]]
-    return EmbeddedFile(VideoInfo(**entry["info"]), entry["content_hash"], spans, frames, vectors)
+    return stages.EmbeddedFile(VideoInfo(**entry["info"]), entry["content_hash"], spans, frames, vectors)
 
 
 def _read_sidecar(path: Path) -> list[dict]:
@@ -256,18 +246,20 @@ class _Decoder:
         self.runner = ProcessDistributor(1, timeout) if isolate else SerialDistributor()
         context = getattr(self.runner, "context", None)
         if context is not None and context.get_start_method() == "forkserver":
-            context.set_forkserver_preload([decode_job.__module__])
+            context.set_forkserver_preload([stages.decode_job.__module__])
 
     def __call__(self, batch: dict) -> dict:
         jobs = [pickle.loads(blob) for blob in batch["job"]]
-        results = {job.file.rel: result for job, result in self.runner.map(decode_job, jobs)}
+        results = {job.file.rel: result for job, result in self.runner.map(stages.decode_job, jobs)}
         blobs = [pickle.dumps(_portable(results[job.file.rel])) for job in jobs]
         return {"i": batch["i"], "blob": np.array(blobs, dtype=object)}
 
 
 def _portable(result: Any) -> Any:
     # the reason text is what the catalog stores; an arbitrary exception may not unpickle elsewhere
-    return RemoteFailure(reason_of(result), is_transient(result)) if isinstance(result, BaseException) else result
+    if isinstance(result, BaseException):
+        return RemoteFailure(stages.reason_of(result), stages.is_transient(result))
+    return result
 
 
 class _Embedder:
@@ -290,7 +282,7 @@ class _Embedder:
         return {"i": batch["i"], "blob": np.array(blobs, dtype=object)}
 
     def _embed(self, decoded: Any) -> Any:
-        return decoded if isinstance(decoded, BaseException) else embed_file(decoded, self.models)
+        return decoded if isinstance(decoded, BaseException) else stages.embed_file(decoded, self.models)
 
 
 # -- the executor -----------------------------------------------------------------------------------
@@ -314,13 +306,14 @@ class RayExecutor:
         """An executor keeping its shards in the index folder."""
         return cls(ShardStore(Path(index_dir) / SHARDS_DIRNAME), options)
 
-    def embed(self, jobs: Sequence[FileJob], models: Sequence[Indexer]) -> Iterator[tuple[FileJob, FileResult]]:
+    def embed(self, jobs: Sequence[stages.FileJob], models: Sequence[Indexer]
+              ) -> Iterator[tuple[stages.FileJob, stages.FileResult]]:
         self.need = {m.model_id: m.frames_per_unit for m in models}
         self.protocol = next((m.protocol for m in models), "fast")  # the index's; the actors build models alike
         jobs = list(jobs)
         ready = self._from_shards(jobs)  # job index -> result, until handed on
         todo = [i for i in range(len(jobs)) if i not in ready]
-        pending: list[tuple[int, EmbeddedFile]] = []  # computed, not yet in a shard
+        pending: list[tuple[int, stages.EmbeddedFile]] = []  # computed, not yet in a shard
         stream = self._stream([jobs[i].decode for i in todo]) if todo else iter(())
         try:
             nxt = 0
@@ -355,7 +348,7 @@ class RayExecutor:
         return RayIndexReport(**vars(report), computed=self.computed, reused=self.reused,
                               shards=self.shards.written)
 
-    def _from_shards(self, jobs: list[FileJob]) -> dict[int, Any]:
+    def _from_shards(self, jobs: list[stages.FileJob]) -> dict[int, Any]:
         found = {i: self.shards.find(job.decode, self.need) for i, job in enumerate(jobs)}
         ready = {i: done for i, done in found.items() if done is not None}
         self.reused = len(ready)
@@ -363,7 +356,7 @@ class RayExecutor:
 
     def _arrived(self, i: int, result: Any, jobs, pending: list, ready: dict[int, Any]) -> None:
         self.computed += 1
-        if isinstance(result, EmbeddedFile) and result.error is None:
+        if isinstance(result, stages.EmbeddedFile) and result.error is None:
             pending.append((i, result))
         else:
             ready[i] = result  # failures go to the catalog as they are, never to a shard
@@ -371,7 +364,7 @@ class RayExecutor:
         if len(pending) >= o.shard_files or time.monotonic() - self._flushed > o.shard_seconds:
             self._flush(jobs, pending, ready)
 
-    def _flush(self, jobs, pending: list[tuple[int, EmbeddedFile]], ready: dict[int, Any]) -> None:
+    def _flush(self, jobs, pending: list[tuple[int, stages.EmbeddedFile]], ready: dict[int, Any]) -> None:
         if not pending:
             return
         self.shards.write([(jobs[i].decode, done) for i, done in pending], self.need)
@@ -379,7 +372,7 @@ class RayExecutor:
         pending.clear()
         self._flushed = time.monotonic()
 
-    def _stream(self, jobs: list[DecodeJob]) -> Iterator[tuple[int, Any]]:
+    def _stream(self, jobs: list[stages.DecodeJob]) -> Iterator[tuple[int, Any]]:
         """(position in ``jobs``, result) as Ray finishes them."""
         import ray  # ray: optional, only the --ray path pays for importing it
 
@@ -392,7 +385,7 @@ class RayExecutor:
             if started:
                 ray.shutdown()
 
-    def _dataset(self, jobs: list[DecodeJob]):
+    def _dataset(self, jobs: list[stages.DecodeJob]):
         import ray.data  # ray: optional, only the --ray path pays for importing it
 
         _quiet_ray_data()

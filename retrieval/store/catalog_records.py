@@ -33,6 +33,8 @@ class FileRecord:
 
 @dataclass(frozen=True)
 class UnitRecord:
+    """One unit of a file as an index run writes it: its place in the file and the frames that stand for it."""
+
     segment: int
     start: float
     end: float

@@ -17,6 +17,16 @@ DEFAULT_OUT = Path("docs/performance.md")
 SECTIONS_HELP = f"Comma-separated: {','.join(section_names())}."  # the registry's names, so help never lags it
 
 
+ThreadsOpt = Annotated[Optional[str], typer.Option(
+    "--torch-threads", help="Comma-separated torch thread counts to measure embedding with; 'default' is torch's "
+    "choice. The last one is used for reranking.")]
+RerankerOpt = Annotated[Optional[str], typer.Option(
+    "--reranker", "-r", help="Reranker spec (default: a tiny random Qwen2-VL, which measures the pipeline only).")]
+LongVideoOpt = Annotated[Optional[Path], typer.Option(
+    "--long-video", help="Also index this one (long) video alone and report its peak memory; the scaling section "
+    "decodes it with 1..N workers.")]
+
+
 def _numbers(text: str | None, name: str) -> tuple[int, ...] | None:
     if text is None:
         return None
@@ -60,14 +70,9 @@ def perf(
                                                   "(the median is reported).")] = None,
     copies: Annotated[Optional[int], typer.Option("--copies", min=1, help="Index each clip this many times "
                                                   "(hard links) so start-up costs amortise.")] = None,
-    torch_threads: Annotated[Optional[str], typer.Option("--torch-threads", help="Comma-separated torch thread "
-                                                         "counts to measure embedding with; 'default' is torch's "
-                                                         "choice. The last one is used for reranking.")] = None,
-    reranker: Annotated[Optional[str], typer.Option("--reranker", "-r", help="Reranker spec (default: a tiny "
-                                                    "random Qwen2-VL, which measures the pipeline only).")] = None,
-    long_video: Annotated[Optional[Path], typer.Option("--long-video", help="Also index this one (long) video "
-                                                       "alone and report its peak memory; the scaling section "
-                                                       "decodes it with 1..N workers.")] = None,
+    torch_threads: ThreadsOpt = None,
+    reranker: RerankerOpt = None,
+    long_video: LongVideoOpt = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
     from_json: Annotated[Optional[list[Path]], typer.Option(

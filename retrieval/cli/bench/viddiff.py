@@ -26,15 +26,19 @@ SHOWN = 5  # per-sample problems listed before the rest are counted
 viddiff_app = typer.Typer(name="viddiff", help=HELP, invoke_without_command=True, add_completion=False)
 
 
+DatasetOpt = Annotated[Optional[Path], typer.Option(
+    "--gt", metavar="DATASET", help="VidDiffBench-shaped folder (dataset.jsonl, dataset.json or test.jsonl, videos "
+    "beside it) or the rows file itself.")]
+PredOpt = Annotated[Optional[Path], typer.Option(
+    "--pred", metavar="PRED.json", help="Predictions: {sample_key: {diff_key: 'a'|'b' or {description, prediction}}}, "
+    "or a list in dataset order.")]
+
+
 @viddiff_app.callback()
 def viddiff(
     ctx: typer.Context,
-    gt: Annotated[Optional[Path], typer.Option(
-        "--gt", metavar="DATASET", help="VidDiffBench-shaped folder (dataset.jsonl, dataset.json or test.jsonl, "
-        "videos beside it) or the rows file itself.")] = None,
-    pred: Annotated[Optional[Path], typer.Option(
-        "--pred", metavar="PRED.json", help="Predictions: {sample_key: {diff_key: 'a'|'b' or {description, "
-        "prediction}}}, or a list in dataset order.")] = None,
+    gt: DatasetOpt = None,
+    pred: PredOpt = None,
     mode: Annotated[Optional[str], typer.Option(
         "--mode", metavar="closed|open", help="Default: detected from the predictions (letters: closed; "
         "{description, prediction} objects: open).")] = None,
