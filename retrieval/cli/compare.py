@@ -38,7 +38,7 @@ PairSignalOpt = Annotated[List[str], typer.Option(metavar="CONCEPT=INDEXER", hel
 
 
 def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt = False,
-            reranker: PairRerankerOpt = None, signal: PairSignalOpt = [], mode: PairModeOpt = "expected",
+            reranker: PairRerankerOpt = None, signal: PairSignalOpt = None, mode: PairModeOpt = "expected",
             symmetric: PairSymmetricOpt = False, rerank_batch: RerankBatchOpt = None,
             index_dir: CompareIndexDirOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
             as_json: JsonOpt = False):
@@ -50,7 +50,7 @@ def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt =
     concepts = concepts_to_score(concept, mode, free_text)
     engine = Engine(_compare_index(index_dir, a, reranker), device=device, rerank_batch=rerank_batch)
     result = engine.compare(CompareRequest(a, b, concepts, reranker, mode, symmetric,
-                                           signal_overrides=parse_overrides(signal, free_text)))
+                                           signal_overrides=parse_overrides(signal or [], free_text)))
     if html is not None:
         present.page_written("page", present.write_compare_html(result, a, b, html))
     present.show(result, as_json, present.print_comparison)
@@ -96,7 +96,7 @@ FpsOpt = Annotated[Optional[float], typer.Option(
     "ballsports 5, diving 6, music 1, surgery 1), at most 75 a clip. Default: the LMM family's own frames.")]
 
 
-def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = [], statements: StatementsOpt = None,
+def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = None, statements: StatementsOpt = None,
          open_n: OpenOpt = None, reranker: DiffRerankerOpt = DEFAULT_DIFF_MODEL, mode: DiffModeOpt = "expected",
          symmetric: DiffSymmetricOpt = False, fps: FpsOpt = None, rerank_batch: RerankBatchOpt = None,
          index_dir: DiffIndexDirOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: JsonOpt = False):
@@ -111,7 +111,8 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = [], sta
         raise UserError("give two clips to compare (A B), or a reference and the clips to rank (A B C ...)")
     if open_n is not None and (statement or statements is not None):
         raise UserError("give statements (closed mode) or --open N (open mode), not both")
-    given = gather_statements(statement, None if statements is None else str(statements)) if open_n is None else None
+    given = None if open_n is not None else \
+        gather_statements(statement or [], None if statements is None else str(statements))
     engine = Engine(_diff_index(index_dir, videos[0]), device=device, rerank_batch=rerank_batch)
     pair = len(videos) == 2
     request = DiffRequest(videos[0], videos[1] if pair else None, () if pair else videos[1:], action, given, open_n,

@@ -80,7 +80,7 @@ DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     "CPU and a notice says why.")]
 
 
-def index(folder: FolderArg, indexer: IndexerOpt = [], index_dir: NewIndexDirOpt = None, segment: SegmentOpt = None,
+def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirOpt = None, segment: SegmentOpt = None,
           shot_min: ShotMinOpt = None, shot_max: ShotMaxOpt = None, captions: CaptionsOpt = None,
           workers: WorkersOpt = None, timeout: TimeoutOpt = 300.0, publish_every: PublishEveryOpt = 60.0,
           device: DeviceOpt = None, trust_remote_code: RemoteCodeOpt = False, ray: RayOpt = None,
@@ -100,7 +100,7 @@ def index(folder: FolderArg, indexer: IndexerOpt = [], index_dir: NewIndexDirOpt
     engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
     notices: list[str] = []
     with present.index_progress(disable=as_json) as progress:
-        report = engine.index(folder, indexer, settings, progress=progress, notices=notices)
+        report = engine.index(folder, indexer or [], settings, progress=progress, notices=notices)
     report.seconds = command_seconds(report.seconds)
     present.index_summary(report, notices, progress, folder, as_json)
     if not report.indexed and not report.unchanged:
@@ -126,7 +126,7 @@ DescriberOpt = Annotated[Optional[str], typer.Option(help="Video LMM that writes
 HubCodeOpt = Annotated[bool, typer.Option(help="Allow custom model code from the hub.")]
 
 
-def describe(where: WhereArg = None, index_dir: IndexDirOpt = None, concept: DescribeConceptOpt = [],
+def describe(where: WhereArg = None, index_dir: IndexDirOpt = None, concept: DescribeConceptOpt = None,
              captioner: DescriberOpt = None, free_text: FreeTextOpt = False, device: DeviceOpt = None,
              trust_remote_code: HubCodeOpt = False, as_json: RunJsonOpt = False):
     """Describe every indexed unit by more concepts (one model call a unit and concept, never asked twice) and

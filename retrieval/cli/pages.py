@@ -35,7 +35,7 @@ AllowWritesOpt = Annotated[bool, typer.Option(
 
 
 def serve(folder: WhereArg = None, index_dir: IndexDirOpt = None, host: HostOpt = "127.0.0.1", port: PortOpt = 8000,
-          reranker: RerankerOpt = None, allowed_host: AllowedHostOpt = [],
+          reranker: RerankerOpt = None, allowed_host: AllowedHostOpt = None,
           max_upload_mb: MaxUploadOpt = MAX_UPLOAD_BYTES // MiB,
           upload_quota_mb: UploadQuotaOpt = UPLOAD_QUOTA_BYTES // MiB, allow_writes: AllowWritesOpt = False):
     """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
@@ -44,7 +44,7 @@ def serve(folder: WhereArg = None, index_dir: IndexDirOpt = None, host: HostOpt 
                         f"({max_upload_mb}): the quota holds at least one upload")
     found = resolve_index_dir(index_dir or folder)
     check_port(host, port)
-    run_server(found, host, port, reranker, extra_hosts=allowed_host, max_upload=max_upload_mb << 20,
+    run_server(found, host, port, reranker, extra_hosts=allowed_host or [], max_upload=max_upload_mb << 20,
                upload_quota=upload_quota_mb << 20, allow_writes=allow_writes)
 
 

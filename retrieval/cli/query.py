@@ -58,9 +58,9 @@ FusionOpt = Annotated[Optional[str], typer.Option(
     "file from `convis bench fusion`, or 'default' for the weights shipped with convis.")]
 
 
-def query(anchor: AnchorOpt, concept: QueryConceptsOpt = [], free_text: FreeTextOpt = False, change: ChangeOpt = None,
+def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTextOpt = False, change: ChangeOpt = None,
           change_weight: ChangeWeightOpt = 1.0, most_different: MostDifferentOpt = False, k: TopOpt = DEFAULT_K,
-          index_dir: QueryIndexDirOpt = None, start: StartOpt = None, end: EndOpt = None, signal: SignalOpt = [],
+          index_dir: QueryIndexDirOpt = None, start: StartOpt = None, end: EndOpt = None, signal: SignalOpt = None,
           reranker: RerankerOpt = None, rerank_top: RerankTopOpt = 20, mode: ModeOpt = "expected",
           symmetric: SymmetricOpt = False, rerank_batch: RerankBatchOpt = None, fusion: FusionOpt = None,
           device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False):
@@ -75,7 +75,7 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = [], free_text: FreeText
     changed = Change(change, change_weight) if change is not None else None
     engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
     span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
-    request = QueryRequest(anchor, concepts, k, *span, parse_overrides(signal, free_text), reranker=reranker,
+    request = QueryRequest(anchor, concepts, k, *span, parse_overrides(signal or [], free_text), reranker=reranker,
                            rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion, change=changed,
                            most_different=most_different)
     try:
@@ -100,7 +100,7 @@ SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JS
 
 
 def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
-           signal: WeightsOpt = [], concept: DescriptionsOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
+           signal: WeightsOpt = None, concept: DescriptionsOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
            as_json: SearchJsonOpt = False):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
@@ -108,7 +108,7 @@ def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None,
     from retrieval.engine import Engine, SearchRequest, parse_weights
 
     check_page(html)
-    weights = parse_weights(signal)
+    weights = parse_weights(signal or [])
     engine = Engine(resolve_index_dir(index_dir or where), device=device)
     result = engine.search(SearchRequest(text, k, weights, concept=concept))
     if html is not None:
