@@ -25,7 +25,7 @@ def score_caption_sets(captions_dirs: Sequence[Path], pairs: Path, out: Path, mo
     indexer = _text_indexer(model, device)  # once, for every set
     names = _set_names([folder for folder, _ in sets], indexer)
     rows: list[CorrelationRow] = []
-    for name, (_, texts) in zip(names, sets):
+    for name, (_, texts) in zip(names, sets, strict=False):
         rows += _score_set(name, texts, gt, indexer, _out_path(out, name, len(sets)), note)
     return rows
 
@@ -110,4 +110,4 @@ def caption_scores(name: str, gt: dict[PairKey, GtPair], texts: dict[str, str], 
     vectors = indexer.embed_texts([texts[n] for n in names])
     row = {n: i for i, n in enumerate(names)}
     sims = pair_similarity(vectors[[row[stem(k[0])] for k in keys]], vectors[[row[stem(k[1])] for k in keys]])
-    return {k: float(s) for k, s in zip(keys, sims)}
+    return {k: float(s) for k, s in zip(keys, sims, strict=False)}

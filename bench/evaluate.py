@@ -75,7 +75,8 @@ class RetrievalRow:
     used_ranks: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict:
-        paper_values = dict(zip(("paper_recall", "paper_precision", "paper_f1"), self.paper or (None,) * 3))
+        paper_values = dict(zip(("paper_recall", "paper_precision", "paper_f1"), self.paper or (None,) * 3,
+                                strict=False))
         head = _flat(self, drop=("paper", "path", "anchor_set", "used_ranks"))
         return {**head, **paper_values, "path": self.path, "anchor_set": self.anchor_set}
 

@@ -27,7 +27,7 @@ class PaperRow:
 
 def _row(record: dict) -> PaperRow:
     cells = (tuple(float(x) for x in cell) for cell in record["values"])
-    return PaperRow(record["name"], record["folder"], dict(zip(CONCEPTS, cells)), int(record["decimals"]))
+    return PaperRow(record["name"], record["folder"], dict(zip(CONCEPTS, cells, strict=False)), int(record["decimals"]))
 
 
 def _table(rows: list[dict]) -> dict[str, PaperRow]:

@@ -120,7 +120,7 @@ def _pair_cells(r: CorrelationRow | None, with_paper: bool) -> tuple[str, ...]:
     if r is None:  # a concept this model has no row for
         return ("",) * (3 if with_paper else 1)
     cells = _metric_cells(r, with_paper=True)  # rho, paper, Δ, tau, paper, Δ
-    pairs = [f"{a} / {b}" if a or b else "" for a, b in zip(cells[:3], cells[3:])]
+    pairs = [f"{a} / {b}" if a or b else "" for a, b in zip(cells[:3], cells[3:], strict=False)]
     return tuple(pairs if with_paper else pairs[:1])
 
 
@@ -166,7 +166,8 @@ def _retrieval_table(concept: str, label: str, rows: list[RetrievalRow]) -> Tabl
         m, theirs = r.scores, r.paper or (None, None, None)
         t.add_row(
             escape(r.model),
-            *(_with_paper(ours, paper_value) for ours, paper_value in zip((m.recall, m.precision, m.f1), theirs)),
+            *(_with_paper(ours, paper_value)
+              for ours, paper_value in zip((m.recall, m.precision, m.f1), theirs, strict=False)),
             _fmt(m.tau), _fmt(m.ndcg),
             f"{m.n}/{r.n_gt}",
         )
@@ -266,7 +267,7 @@ def bar_chart(path: str | Path, rows: Sequence[dict], metrics: dict[str, str], t
     fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4.5), squeeze=False)
     width = 0.8 / max(len(models), 1)
     x = np.arange(len(concepts))
-    for ax, (field, label) in zip(axes[0], metrics.items()):
+    for ax, (field, label) in zip(axes[0], metrics.items(), strict=False):
         for i, model in enumerate(models):
             values = [_value(rows, model, c, field) for c in concepts]
             offset = (i - (len(models) - 1) / 2) * width

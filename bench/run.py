@@ -149,21 +149,30 @@ def model_folder(registry, name: str, source: str, frames: int, default_frames: 
     return label if frames == default_frames else f"{label}-f{frames}"
 
 
+@dataclass(eq=False)
 class BenchRun:
-    def __init__(self, dataset: Dataset, out: Path, indexers: list[str], reranker: str | None, frames: int | None,
-                 mode: str = "expected", symmetric: bool = False, workers: int | None = None,
-                 device: str | None = None, note: Callable[[str], None] = lambda m: None, protocol: str = "fast",
-                 captioner: str | None = None, vqascore: str | None = None):
-        self.dataset, self.out, self.frames, self.protocol = dataset, out, frames, protocol
-        self.indexers, self.reranker_spec = indexers, reranker
-        self.mode, self.symmetric, self.workers, self.note = mode, symmetric, workers, note
-        self.captioner, self.vqascore = captioner, vqascore
+    dataset: Dataset
+    out: Path
+    indexers: list[str]
+    reranker: str | None  # the spec of the conditioned reranker, or None
+    frames: int | None
+    mode: str = "expected"
+    symmetric: bool = False
+    workers: int | None = None
+    device: str | None = None
+    note: Callable[[str], None] = lambda m: None
+    protocol: str = "fast"
+    captioner: str | None = None
+    vqascore: str | None = None
+    engine: Engine = field(init=False)
+    result: RunResult = field(init=False, default_factory=RunResult)
+    caption_set: str | None = field(init=False, default=None)  # the captions' name: their folder, or the captioner's
+
+    def __post_init__(self) -> None:
         # one index per protocol, frame count and caption source: an index keeps the protocol it was built with,
         # and captions of one source must never stand in for another's (a caption file wins over any captioner)
-        by = f"-by-{re.sub(r'[^A-Za-z0-9._-]+', '_', captioner).strip('_')}" if captioner else ""
-        self.engine = Engine(out / f"index-{protocol}-f{frames or 'default'}{by}", device=device)
-        self.result = RunResult()
-        self.caption_set: str | None = None  # the captions' name: their folder, or the captioner's
+        by = f"-by-{re.sub(r'[^A-Za-z0-9._-]+', '_', self.captioner).strip('_')}" if self.captioner else ""
+        self.engine = Engine(self.out / f"index-{self.protocol}-f{self.frames or 'default'}{by}", device=self.device)
 
     def run(self) -> RunResult:
         # a captioner's captions stand alone: caption files would win over them (a person's words first)
@@ -179,7 +188,7 @@ class BenchRun:
             self._write_vqascore(videos.captions)
         elif self.vqascore:
             self.note("VQAScore needs captions (--captioner or a captions folder): not computed")
-        if self.reranker_spec:
+        if self.reranker:
             self._write_conditioned()
         return self.result
 
@@ -240,7 +249,7 @@ class BenchRun:
         wanted = [(a, b) for a, b in wanted if a in have and b in have]
         scorer = self.engine.models.vqa_scorer(model)
         values = dict(zip(wanted, scorer.score([(Captioned(clips[a], captions[a]), Captioned(clips[b], captions[b]))
-                                                for a, b in wanted])))
+                                                for a, b in wanted]), strict=True))
         unreadable = {k for k, v in values.items() if v is None}
         if unreadable:
             self.note(f"VQAScore: {len(unreadable)} pair(s) had unreadable logits and are not scored")
@@ -273,7 +282,7 @@ class BenchRun:
 
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:
-        reranker = create_reranker(self.reranker_spec, device=self.engine.models.device, frames_per_video=self.frames)
+        reranker = create_reranker(self.reranker, device=self.engine.models.device, frames_per_video=self.frames)
         scorer = self.engine.models.pair_scorer(reranker, self.mode, self.symmetric, [])
         # the class attribute is the family's own frame count (the paper's setting)
         folder = model_folder(RERANKERS, reranker.name, reranker.source, reranker.frames_per_video,
@@ -288,7 +297,7 @@ class BenchRun:
             path = (self.out / "computed_conditioned_similarities" / cfolder / folder
                     / f"{folder}_{cfolder}_similarities.json")
             _write(path, [{"video1": g.video1, "video2": g.video2, "similarity": _released(s.score)}
-                          for (g, _), s in zip(pairs, scores)])
+                          for (g, _), s in zip(pairs, scores, strict=True)])
             self.result.files.append(ScoreFile(path, folder, key))
             if key in self.dataset.human:
                 self._write_ranking(folder, key, self._rank_scores(scorer, clips, concept))
@@ -301,7 +310,7 @@ class BenchRun:
             cands = [c for c in cands if c in clips]
             if anchor in clips and cands:
                 scores = scorer.score([(clips[anchor], clips[c]) for c in cands], concept)
-                out[anchor] = {c: _released(s.score) for c, s in zip(cands, scores)}
+                out[anchor] = {c: _released(s.score) for c, s in zip(cands, scores, strict=True)}
         return out
 
     def _clips(self):

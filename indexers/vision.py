@@ -124,7 +124,7 @@ class ImageIndexer(TorchIndexer):
             for batch in frame_batches(counts, self.batch_size)
         ])
         bounds = np.cumsum([0, *counts])
-        pooled = np.stack([feats[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
+        pooled = np.stack([feats[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:], strict=False)])
         return l2_normalise(pooled)
 
 

@@ -205,7 +205,7 @@ class Reranker(ABC):
             clips = [self._clip(a, b, prepared) for a, b in batch]
             tokens = self._next_tokens(clips, concept_words)
             scores.extend(replace(to_pair_score(t, mode), evidence={"size": list(c.shape[1:3])})
-                          for t, c in zip(tokens, clips))
+                          for t, c in zip(tokens, clips, strict=False))
         return scores
 
     def _clip(self, a: np.ndarray, b: np.ndarray, prepared: bool) -> np.ndarray:

@@ -383,7 +383,7 @@ class HFVideoReranker(Reranker):
         greedy = out.sequences[:, -1].tolist()
         decode = self.processor.tokenizer.decode
         texts = [decode([token], skip_special_tokens=True) for token in greedy]
-        return [self._read(logits, text) for logits, text in zip(answer_logits, texts)]
+        return [self._read(logits, text) for logits, text in zip(answer_logits, texts, strict=False)]
 
     # -- describing one clip -------------------------------------------------------------------------
     def render_request(self, request: str) -> str:
@@ -437,7 +437,7 @@ class HFVideoReranker(Reranker):
         return self._yes_id
 
     def _yes_probabilities(self, clips: list[np.ndarray], questions: list[str]) -> list[float | None]:
-        return self._fitted(self._run_yes, list(zip(clips, questions)), unit="video")
+        return self._fitted(self._run_yes, list(zip(clips, questions, strict=False)), unit="video")
 
     def _run_yes(self, rows: list[tuple[np.ndarray, str]]) -> list[float | None]:
         """Each clip asked its own question in the family's one-video chat; P("Yes") over the whole vocabulary."""
@@ -452,7 +452,7 @@ class HFVideoReranker(Reranker):
             # a numerical overflow in a row costs that video's answer only, never the batch
             self._notice(f"{self.name}: some videos gave non-finite logits ({self.dtype}); "
                          "their yes/no answers are unreadable")
-        return [p if ok else None for p, ok in zip(probs, finite)]
+        return [p if ok else None for p, ok in zip(probs, finite, strict=False)]
 
     # -- which video a statement fits more, what differs (VidDiff) ------------------------------------
     @property
@@ -463,7 +463,7 @@ class HFVideoReranker(Reranker):
         return self._letter_ids
 
     def _letter_odds(self, clips: list[np.ndarray], questions: list[str]) -> list[LetterOdds]:
-        return self._fitted(self._run_letters, list(zip(clips, questions)), unit="pair")
+        return self._fitted(self._run_letters, list(zip(clips, questions, strict=False)), unit="pair")
 
     def _run_letters(self, rows: list[tuple[np.ndarray, str]]) -> list[LetterOdds]:
         """Each pair clip asked its own question in the family's one-video chat; P(a), P(b) over the vocabulary."""
@@ -480,7 +480,7 @@ class HFVideoReranker(Reranker):
         if not all(finite):
             self._notice(f"{self.name}: some pairs gave non-finite logits ({self.dtype}); their answers are unreadable")
         return [LetterOdds(a if ok else float("nan"), b if ok else float("nan"), text, ok)
-                for a, b, text, ok in zip(p_a, p_b, texts, finite)]
+                for a, b, text, ok in zip(p_a, p_b, texts, finite, strict=False)]
 
     def answer_text(self, prompt: str, max_new_tokens: int) -> str:
         """A text-only question in the family's chat (its default system message), answered greedily."""

@@ -51,4 +51,4 @@ def write_release(root: Path, n: int = 120, seed: int = 0) -> Path:
 
 def write_scores(path: Path, pairs, values) -> None:
     path.write_text(json.dumps([{"video1": a, "video2": b, "similarity": float(v)}
-                                for (a, b), v in zip(pairs, values)]))
+                                for (a, b), v in zip(pairs, values, strict=False)]))

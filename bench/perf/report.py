@@ -43,7 +43,7 @@ class PerfReport:
             "long_video": [_with_rates(r) for r in self.long_video],
             "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
-            "checks": [dict(zip(("target", "measured", "met"), c)) for c in checks(self)],
+            "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
     @classmethod

@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -112,25 +113,26 @@ def measure_index(data: RecallData, label: str, factory: str, params: str, singl
     gc.collect()
     row = partial(RecallResult, data.vectors, data.dim, label, factory, index.search_params)
     batch = min(100, len(queries))
+
+    def timed(size: int, calls: int, threads: int) -> RecallResult:
+        measured = _latencies(index, queries, size, calls, budget_s)
+        return row(size, len(measured[0]), threads, *_stats(measured, truth), build_s)
+
     # VectorIndex.search itself drops to one OpenMP thread for a handful of queries
-    one = _latencies(index, queries, 1, single, budget_s)
-    many = _latencies(index, queries, batch, batches, budget_s)
-    rows = [row(1, len(one[0]), 1, *_stats(one, truth), build_s),
-            row(batch, len(many[0]), cores, *_stats(many, truth), build_s)]
+    rows = [timed(1, single, 1), timed(batch, batches, cores)]
     if factory == "Flat":  # exact search on a batch is where FAISS's BLAS switch-over matters
-        rows.append(_blas_row(index, queries, batch, batches, budget_s, truth, row, build_s, cores))
+        rows.append(_with_faiss_blas_threshold(lambda: timed(batch, batches, cores)))
     return rows
 
 
-def _blas_row(index, queries, batch, batches, budget_s, truth, row, build_s, cores) -> RecallResult:
+def _with_faiss_blas_threshold(timed_batch: Callable[[], RecallResult]) -> RecallResult:
     """The exact batch again with FAISS's shipped BLAS threshold (convis lowers it for batches)."""
     ours, vectors.BLAS_FROM_QUERIES = vectors.BLAS_FROM_QUERIES, vectors.FAISS_BLAS_THRESHOLD
     try:
-        many = _latencies(index, queries, batch, batches, budget_s)
+        result = timed_batch()
     finally:
         vectors.BLAS_FROM_QUERIES = ours
-    return replace(row(batch, len(many[0]), cores, *_stats(many, truth), build_s),
-                   index=f"exact, FAISS's BLAS threshold {vectors.FAISS_BLAS_THRESHOLD}")
+    return replace(result, index=f"exact, FAISS's BLAS threshold {vectors.FAISS_BLAS_THRESHOLD}")
 
 
 def _latencies(index, queries: np.ndarray, batch: int, calls: int, budget_s: float):
@@ -150,7 +152,8 @@ def _latencies(index, queries: np.ndarray, batch: int, calls: int, budget_s: flo
 
 def _stats(measured, truth: np.ndarray) -> tuple[float, float, float]:
     found, times = measured
-    hits = [len(np.intersect1d(f[f >= 0], t)) / len(t) for f, t in zip(found, truth)]
+    # a search stopped by its time budget answered only the first queries
+    hits = [len(np.intersect1d(f[f >= 0], t)) / len(t) for f, t in zip(found, truth, strict=False)]
     return (round(float(np.median(times)) * 1e3, 3), round(float(np.percentile(times, 95)) * 1e3, 3),
             round(float(np.mean(hits)), 4))
 

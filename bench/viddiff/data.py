@@ -189,10 +189,10 @@ def align_predictions(samples: list[VidDiffSample], predictions: dict[str, Any] 
             raise BenchDataError(f"{where} list has {len(predictions)} entries for {len(samples)} samples; "
                                  "a list must follow the dataset order one for one")
         aligned = [dict(p or {}) for p in predictions]
-        return aligned, [s.sample_key for s, p in zip(samples, aligned) if not p], []
+        return aligned, [s.sample_key for s, p in zip(samples, aligned, strict=False) if not p], []
     keys = {s.sample_key for s in samples}
     aligned = [dict(predictions.get(s.sample_key) or {}) for s in samples]
-    absent = [s.sample_key for s, p in zip(samples, aligned) if not p]
+    absent = [s.sample_key for s, p in zip(samples, aligned, strict=False) if not p]
     unknown = [k for k in predictions if k not in keys]
     if len(unknown) == len(predictions):
         raise BenchDataError(f"{where}: no sample_key matches the dataset (first: {unknown[0]!r})")

@@ -273,7 +273,7 @@ class SbertJudge:
         vectors = self._encoder().embed_texts([gt[k] for k in g] + [pred[k] or "" for k in p])
         sim = np.asarray(vectors[: len(g)], dtype=np.float64) @ np.asarray(vectors[len(g):], dtype=np.float64).T
         rows, cols = linear_sum_assignment(sim, maximize=True)
-        return {g[r]: p[c] for r, c in zip(rows, cols) if sim[r, c] >= self.threshold}
+        return {g[r]: p[c] for r, c in zip(rows, cols, strict=False) if sim[r, c] >= self.threshold}
 
 
 def make_judge(spec: str, device: Optional[str] = None) -> Judge:
@@ -316,7 +316,7 @@ def _reverse_check(judge: Judge, samples: list[VidDiffSample], items: list[dict[
     """``test_reverse_statements``: matched pairs in sample order, gt keys in numeric order, asked
     ``REVERSE_BATCH`` at a time; the gt keys whose pair the judge calls opposite. An unreadable batch flips
     nothing (reported)."""
-    where = [(i, k) for i, (s, m) in enumerate(zip(samples, matches)) for k in sorted(m, key=_key_order)
+    where = [(i, k) for i, (s, m) in enumerate(zip(samples, matches, strict=False)) for k in sorted(m, key=_key_order)
              if items[i][m[k]].description is not None]
     pairs = [(samples[i].differences[k], items[i][matches[i][k]].description) for i, k in where]
     opposite: list[set[str]] = [set() for _ in samples]
@@ -327,7 +327,7 @@ def _reverse_check(judge: Judge, samples: list[VidDiffSample], items: list[dict[
             keys = ", ".join(f"{samples[i].sample_key}/{k}" for i, k in where[start:start + REVERSE_BATCH])
             report(f"judge answer unreadable for the reverse-statement check of {keys}; not flipped")
             continue
-        for (i, k), flag in zip(where[start:start + REVERSE_BATCH], flags):
+        for (i, k), flag in zip(where[start:start + REVERSE_BATCH], flags, strict=False):
             if flag:
                 opposite[i].add(k)
     return opposite
@@ -346,7 +346,7 @@ def score_open(samples: list[VidDiffSample], predictions: list[dict], judge: Jud
     items, cut = open_items(samples, predictions)
     for line in cut:
         note(line)
-    matches = [_match_one(judge, s, its, note) if s.gt and its else {} for s, its in zip(samples, items)]
+    matches = [_match_one(judge, s, its, note) if s.gt and its else {} for s, its in zip(samples, items, strict=False)]
     reverse = hasattr(judge, "opposites")
     opposite = _reverse_check(judge, samples, items, matches, note) if reverse else None
     result = open_recall(samples, items, matches, opposite)
@@ -356,5 +356,5 @@ def score_open(samples: list[VidDiffSample], predictions: list[dict], judge: Jud
     result["comparability"] = NOT_COMPARABLE.format(judge=judge.name)
     result["truncated_samples"] = len(cut)
     result["judge_problems"] = [n for n in notes if n not in cut]
-    result["matches"] = {s.sample_key: m for s, m in zip(samples, matches)}
+    result["matches"] = {s.sample_key: m for s, m in zip(samples, matches, strict=False)}
     return result

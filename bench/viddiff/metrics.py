@@ -83,7 +83,7 @@ def check(samples: list[VidDiffSample], predictions: list[dict], mode: str) -> N
     if mode == "open":
         open_items(samples, predictions)
     else:
-        for sample, pred in zip(samples, predictions):
+        for sample, pred in zip(samples, predictions, strict=False):
             items_of(pred, f"predictions for {sample.sample_key}")
 
 
@@ -116,7 +116,7 @@ def closed_accuracy(samples: list[VidDiffSample], predictions: list[dict]) -> di
     """Closed-mode accuracy of ``predictions`` (one dict a sample, aligned with ``samples``)."""
     rows: list[Scored] = []
     extra = invalid = c_preds = 0
-    for sample, pred in zip(samples, predictions):
+    for sample, pred in zip(samples, predictions, strict=False):
         items = items_of(pred, f"predictions for {sample.sample_key}")
         keys = _scored_keys(sample)
         extra += sum(k not in keys for k in items)
@@ -143,7 +143,7 @@ def _excluded(samples: Iterable[VidDiffSample]) -> dict:
 def open_items(samples: list[VidDiffSample], predictions: list[dict]) -> tuple[list[dict[str, Item]], list[str]]:
     """Open-mode items per sample, cut to each sample's ``n_open`` (first ones kept), with a note per cut."""
     out, notes = [], []
-    for sample, pred in zip(samples, predictions):
+    for sample, pred in zip(samples, predictions, strict=False):
         where = f"predictions for {sample.sample_key}"
         items = items_of(pred, where)
         if any(not isinstance(v, dict) for v in pred.values()):
@@ -167,7 +167,7 @@ def open_recall(samples: list[VidDiffSample], items: list[dict[str, Item]], matc
     """Open-mode recall given each sample's matching (gt key -> predicted key, already validated) and, where the
     reverse-statement check ran, the gt keys whose matched description says the opposite (their letter flips)."""
     rows: list[Scored] = []
-    for i, (sample, its, match) in enumerate(zip(samples, items, matches)):
+    for i, (sample, its, match) in enumerate(zip(samples, items, matches, strict=False)):
         for key in _scored_keys(sample):
             item = its.get(match.get(key, ""))
             letter = item.prediction if item else None

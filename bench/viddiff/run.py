@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Callable
 
 from bench.viddiff.data import DOMAIN_FPS, VidDiffSample
-from retrieval.core.errors import ConvisError
 
 FRAME_CHOICES = ("domain", "family")
 
@@ -42,10 +41,8 @@ def sample_spans(sample: VidDiffSample, probe) -> list[tuple[float, float | None
     return spans
 
 
-class SampleSkipped(ConvisError):
+class SampleSkipped(Exception):
     """A sample that cannot be asked as it stands (its videos or labels): recorded, and the run goes on."""
-
-    exit_code, http_status = 2, 400
 
 
 def sample_rate(sample: VidDiffSample, frames: str) -> float | None:
@@ -58,8 +55,19 @@ def sample_rate(sample: VidDiffSample, frames: str) -> float | None:
     return float(DOMAIN_FPS[sample.domain])
 
 
-def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, scoring: str = "expected",
-                symmetric: bool = False, frames: str = "domain",
+@dataclass(frozen=True)
+class Asking:
+    """How every sample is asked: ``mode`` closed or open, the LMM ``reranker``, its ``scoring`` (expected or
+    argmax), both orders (``symmetric``), and ``frames`` (one of FRAME_CHOICES)."""
+
+    mode: str
+    reranker: str
+    scoring: str = "expected"
+    symmetric: bool = False
+    frames: str = "domain"
+
+
+def run_samples(engine, samples: list[VidDiffSample], asking: Asking,
                 progress: Callable[[int, int], None] | None = None, out: RunOutput | None = None) -> RunOutput:
     """Ask ``engine.diff`` about every usable sample; a sample that cannot be asked is recorded with its reason.
 
@@ -71,8 +79,7 @@ def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, 
     out = out if out is not None else RunOutput()
     for done, sample in enumerate(samples, 1):
         try:
-            out.predictions[sample.sample_key] = _ask(engine, decoder, sample, mode, reranker, scoring, symmetric,
-                                                      frames, out)
+            out.predictions[sample.sample_key] = _ask(engine, decoder, sample, asking, out)
         except skippable as exc:  # one sample's videos or labels at fault: the others still run
             out.skipped[sample.sample_key] = " ".join(str(exc).split()) or type(exc).__name__
         if progress is not None:
@@ -80,8 +87,7 @@ def run_samples(engine, samples: list[VidDiffSample], mode: str, reranker: str, 
     return out
 
 
-def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scoring: str, symmetric: bool,
-         frames: str, out: RunOutput) -> dict:
+def _ask(engine, decoder, sample: VidDiffSample, asking: Asking, out: RunOutput) -> dict:
     if sample.problems:
         raise SampleSkipped("; ".join(sample.problems))
     if len(sample.videos) != 2:
@@ -89,15 +95,15 @@ def _ask(engine, decoder, sample: VidDiffSample, mode: str, reranker: str, scori
     (a, _), (b, _) = sample.videos
     a_span, b_span = sample_spans(sample, decoder.probe)
     statements = {k: sample.differences[k] for k, label in sample.gt.items()
-                  if label in ("a", "b") and k in sample.differences} if mode == "closed" else None
+                  if label in ("a", "b") and k in sample.differences} if asking.mode == "closed" else None
     if statements == {}:
         raise SampleSkipped("no difference labelled 'a' or 'b' to ask about")
     from retrieval.engine import DiffRequest
 
     result = engine.diff(DiffRequest(a, b, action=sample.action_description, statements=statements,
-                                     most=sample.n_open if mode == "open" else None, reranker=reranker, mode=scoring,
-                                     symmetric=symmetric, fps=sample_rate(sample, frames), a_span=a_span,
-                                     b_span=b_span))
+                                     most=sample.n_open if asking.mode == "open" else None, reranker=asking.reranker,
+                                     mode=asking.scoring, symmetric=asking.symmetric,
+                                     fps=sample_rate(sample, asking.frames), a_span=a_span, b_span=b_span))
     out.details[sample.sample_key] = result.to_dict()
     out.model_calls += result.model_calls
     return result.predictions()

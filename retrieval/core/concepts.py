@@ -118,7 +118,7 @@ def parse_concepts(specs: list[str] | tuple[str, ...], free_text: bool = False) 
     keys = [c.key for c in concepts]
     if len(set(keys)) != len(keys):
         raise ConceptError(f"a concept is given twice: {', '.join(keys)}")
-    return [Concept(c.key, c.words, w) for c, w in zip(concepts, normalise([c.weight for c in concepts]))]
+    return [Concept(c.key, c.words, w) for c, w in zip(concepts, normalise([c.weight for c in concepts]), strict=False)]
 
 
 def normalise(weights: list[float]) -> list[float]:

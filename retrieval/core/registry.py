@@ -14,26 +14,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
-from retrieval.core.errors import ConvisError
 from retrieval.core.weights import hub_weights
 
 T = TypeVar("T")
 
 
-class UnknownModelError(ConvisError, ValueError):
+class UnknownModelError(ValueError):
     """The spec names no registered model family."""
-
-    exit_code, http_status = 2, 503  # a server's models are its setup, not the request: 503 like a busy index
-    label = "model unavailable"
 
 
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     name: str
     builder: Callable[..., T]
-    default_source: str | None
+    default_source: str | None = None
     aliases: tuple[str, ...] = ()
     # substrings of a hub id / local config `model_type` that identify this family
     claims: tuple[str, ...] = ()
@@ -66,23 +62,13 @@ class Registry(Generic[T]):
     kind: str  # "indexer" or "reranker", used in messages
     _entries: dict[str, Entry[T]] = field(default_factory=dict)
 
-    def register(
-        self,
-        name: str,
-        *,
-        default_source: str | None = None,
-        aliases: tuple[str, ...] = (),
-        claims: tuple[str, ...] = (),
-        description: str = "",
-        variant_sources: dict[str, str] | None = None,
-        card: dict[str, str] | None = None,
-        weights: Callable[[str], str] = hub_weights,
-        text_tower: bool = False,
-    ) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    def register(self, name: str, **fields: Any) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        """A decorator: its builder becomes the family ``name``; ``fields`` are the rest of its Entry, by name
+        (default_source, aliases, claims, description, variant_sources, card, weights, text_tower)."""
+
         def decorate(builder: Callable[..., T]) -> Callable[..., T]:
-            entry = Entry(name, builder, default_source, aliases, claims, description, variant_sources or {},
-                          card or {}, weights, text_tower)
-            for key in (name, *aliases):
+            entry = Entry(name, builder, **fields)
+            for key in (name, *entry.aliases):
                 if key in self._entries:
                     raise ValueError(f"{self.kind} {key!r} is registered twice")
                 self._entries[key] = entry

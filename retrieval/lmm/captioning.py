@@ -106,7 +106,7 @@ def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Wo
             failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
             continue
         share = (time.perf_counter() - started) / len(asked)
-        for i, raw in zip(asked, raws):
+        for i, raw in zip(asked, raws, strict=False):
             answers[i][key], seconds[i] = read_answer(raw), seconds[i] + share
     return [Described(unit, None, failed[i]) if i in failed else
             Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]

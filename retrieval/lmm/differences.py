@@ -186,7 +186,7 @@ class DiffScorer:
         backward = self._ask(b, a, action, list(texts.values())) if self.symmetric else None
         return [Verdict(key, text, _combined(ab, None if backward is None else backward[i]),
                         (ab,) if backward is None else (ab, backward[i]))
-                for i, ((key, text), ab) in enumerate(zip(texts.items(), forward))]
+                for i, ((key, text), ab) in enumerate(zip(texts.items(), forward, strict=False))]
 
     def propose(self, a: ClipRef, b: ClipRef, action: str, most: int,
                 max_new_tokens: int = OPEN_TOKENS) -> tuple[str, ProposedList]:
@@ -218,7 +218,7 @@ class DiffScorer:
         if missing:
             answers = self.reranker.which_video([clip] * len(missing), [questions[i] for i in missing], self.mode)
             self.model_calls += len(missing)
-            for i, answer in zip(missing, answers):
+            for i, answer in zip(missing, answers, strict=False):
                 found[i] = answer
                 if self.cache and answer.raw != UNREADABLE:  # an overflow is asked again next time
                     self.cache.put(self.tag, keys[i], self.mode, first.key, second.key, answer)
@@ -283,6 +283,6 @@ def diff_pair(scorer: DiffScorer, a: ClipRef, b: ClipRef, shown: tuple[str, str]
         return replace(base, verdicts=tuple(verdicts), model_calls=scorer.model_calls - before)
     answer, read = scorer.propose(a, b, action, most, max_new_tokens)
     verdicts = scorer.closed(a, b, action, {str(i): p.description for i, p in enumerate(read.items)})
-    proposals = tuple(Proposal(p.description, p.video, v) for p, v in zip(read.items, verdicts))
+    proposals = tuple(Proposal(p.description, p.video, v) for p, v in zip(read.items, verdicts, strict=False))
     return replace(base, proposals=proposals, answer=answer, problems=read.problems,
                    model_calls=scorer.model_calls - before)

@@ -32,7 +32,7 @@ class PairScorer:
         if not self.symmetric:
             return forward
         backward = self._directional([(b, a) for a, b in pairs], concept)
-        return [average_scores(ab, ba) for ab, ba in zip(forward, backward)]
+        return [average_scores(ab, ba) for ab, ba in zip(forward, backward, strict=False)]
 
     def _directional(self, pairs: list[tuple[ClipRef, ClipRef]], concept: Concept) -> list[PairScore]:
         tag = self.reranker.cache_tag
@@ -45,7 +45,7 @@ class PairScorer:
             scored = self.reranker.score_pairs([(a.pixels, b.pixels) for a, b in decoded], concept.words,
                                                self.mode, prepared=True)
             self.model_pairs += len(missing)
-            for i, score, (a, b) in zip(missing, scored, decoded):
+            for i, score, (a, b) in zip(missing, scored, decoded, strict=False):
                 found[i] = replace(score, evidence={**(score.evidence or {}), "a": seen(a), "b": seen(b)})
                 if self.cache:
                     self.cache.put(tag, concept.words, self.mode, pairs[i][0].key, pairs[i][1].key, found[i])

@@ -45,7 +45,8 @@ class VqaScorer:
 
     def score(self, pairs: Sequence[tuple[Captioned, Captioned]]) -> list[float | None]:
         """Each pair's VQAScore; None where either answer's logits were unreadable."""
-        asks = [ask for a, b in pairs for ask in zip((a.clip, b.clip), pair_questions(a.caption, b.caption))]
+        asks = [ask for a, b in pairs
+                for ask in zip((a.clip, b.clip), pair_questions(a.caption, b.caption), strict=False)]
         answers = self._answers(list(dict.fromkeys(asks)))
         return [pair_score(answers[asks[2 * i]], answers[asks[2 * i + 1]]) for i in range(len(pairs))]
 
@@ -58,7 +59,7 @@ class VqaScorer:
             videos = [self.frames.get(clip, spec).pixels for clip, _ in missing]
             probabilities = self.model.yes_probabilities(videos, [q for _, q in missing], prepared=True)
             self.questions_asked += len(missing)
-            for (clip, question), p in zip(missing, probabilities):
+            for (clip, question), p in zip(missing, probabilities, strict=False):
                 found[(clip, question)] = PairScore(p, MODE)
                 # an unreadable answer (non-finite logits) is asked again next time, never kept
                 if self.cache is not None and p is not None:

@@ -70,7 +70,8 @@ class PyAVBackend:
                                    exact, seek=seekable)
         grabbed = _fill_missing(grabbed)
         pixels = np.stack([image for image, _ in grabbed])
-        times = np.array([float(t if t is not None else target) - origin for (_, t), target in zip(grabbed, targets)])
+        times = np.array([float(t if t is not None else target) - origin
+                          for (_, t), target in zip(grabbed, targets, strict=False)])
         return reorder(unique, pixels, times, indices)
 
 

@@ -283,7 +283,7 @@ def shots_from_cuts(cuts: Sequence[Cut | int], frame_count: int, fps: float,
             best[index] = confidence
     starts = sorted(best)
     # [start, end, confidence]
-    spans: list[list] = [[s, e, best.get(s)] for s, e in zip([0] + starts, starts + [frame_count])]
+    spans: list[list] = [[s, e, best.get(s)] for s, e in zip([0] + starts, starts + [frame_count], strict=True)]
     spans[0][2] = None
     min_frames = min_seconds * fps
     i = 0
@@ -355,7 +355,8 @@ def detect_shots(path: str | Path, detector: str = "auto", min_seconds: float = 
     def frames() -> Iterator[np.ndarray]:
         nonlocal count
         size = chosen.frame_size(width, height)
-        for count, (_, frame) in enumerate(every_frame(path, size, chosen.interpolation), 1):
+        for _, frame in every_frame(path, size, chosen.interpolation):
+            count += 1
             yield frame
 
     began = time.perf_counter()

@@ -111,7 +111,7 @@ class VideoDecoder:
             every = backend.read(Path(path), info, [i for indices in wanted for i in indices], self._resize(spec))
             bounds = np.cumsum([0, *map(len, wanted)])
             return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
-                    for span, a, b in zip(chosen, bounds[:-1], bounds[1:])]
+                    for span, a, b in zip(chosen, bounds[:-1], bounds[1:], strict=False)]
 
         return self._with_backends(path, read, self._resize(spec))
 

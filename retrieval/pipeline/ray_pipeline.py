@@ -379,7 +379,7 @@ class RayExecutor:
         started = connect(self.options.address, self.options.runtime_env)
         try:
             for batch in self._dataset(jobs).iter_batches(batch_size=None, batch_format="numpy"):
-                for k, blob in zip(batch["i"], batch["blob"]):
+                for k, blob in zip(batch["i"], batch["blob"], strict=False):
                     yield int(k), pickle.loads(blob)
         finally:
             if started:

@@ -401,4 +401,4 @@ def _unit_records(d: DecodedFile) -> list[UnitRecord]:
     # the unit's frame times from the sparsest decode (an every-frame decode would list them all)
     sample = min(d.frames.values(), key=lambda units: sum(len(f.indices) for f in units))
     return [UnitRecord(s.segment, s.start, s.end, tuple(float(t) for t in f.timestamps), s.boundary, s.confidence)
-            for s, f in zip(d.spans, sample)]
+            for s, f in zip(d.spans, sample, strict=False)]

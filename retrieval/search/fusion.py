@@ -107,7 +107,7 @@ class ConceptModel:
     def weights(self, present: Sequence[str] | None = None) -> dict[str, float]:
         """Ridge weights on the z-scored signals, refitted on ``present`` (default: all)."""
         idx = self._index(self.signals if present is None else present)
-        return {self.signals[i]: float(w) for i, w in zip(idx, self._solve(idx))}
+        return {self.signals[i]: float(w) for i, w in zip(idx, self._solve(idx), strict=False)}
 
     def _index(self, names: Iterable[str]) -> tuple[int, ...]:
         wanted = set(names)

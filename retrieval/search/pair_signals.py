@@ -32,7 +32,7 @@ class PairSignals:
         pairs = [(Captioned(self.anchor, self.anchor_caption or ""),
                   Captioned(ClipRef(str(root / h.path), h.content_hash, h.start, h.end), self.captions[h.unit_id]))
                  for h in todo]
-        for hit, value in zip(todo, scorer.score(pairs) if pairs else []):
+        for hit, value in zip(todo, scorer.score(pairs) if pairs else [], strict=False):
             self.values.setdefault(hit.unit_id, {})[signal] = value
         self.used[key] = signal
         self.uncaptioned = sum(h.unit_id not in self.captions for h in hits)

@@ -197,6 +197,16 @@ class ConceptScore:
 
 
 @dataclass(frozen=True)
+class Answerer:
+    """Who answered a comparison: the reranker's model id, how its rating is read, and whether both orders
+    of the pair were asked."""
+
+    reranker: str
+    mode: str
+    symmetric: bool
+
+
+@dataclass(frozen=True)
 class CompareResult:
     """The per-concept similarity of one pair of clips, from a reranker or from the index's signals, and
     their Eq. 2 combination."""
@@ -216,13 +226,12 @@ class CompareResult:
     root: str | None = None  # the index's folder when there is one: a and b inside it are relative to it
 
     @classmethod
-    def answered(cls, a: str, b: str, reranker: str, mode: str, symmetric: bool, concepts: list[Concept],
-                 answers: Mapping[str, PairScore], model_pairs: int, notices: tuple[str, ...],
-                 root: str | None = None) -> CompareResult:
+    def answered(cls, a: str, b: str, by: Answerer, concepts: list[Concept], answers: Mapping[str, PairScore],
+                 model_pairs: int, notices: tuple[str, ...], root: str | None = None) -> CompareResult:
         """From the answers per concept key."""
         rows = tuple(ConceptScore.answered(c, answers[c.key]) for c in concepts)
         total = combine({row.concept.key: row.score for row in rows}, concepts)
-        return cls(a, b, reranker, mode, symmetric, rows, total, model_pairs, notices, root=root)
+        return cls(a, b, by.reranker, by.mode, by.symmetric, rows, total, model_pairs, notices, root=root)
 
     @classmethod
     def from_query(cls, a: str, b: str, result: QueryResult, hit: Hit) -> CompareResult:

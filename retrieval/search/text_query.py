@@ -131,7 +131,7 @@ def signal_concepts(names: list[str], model_ids: dict[str, str], weights: dict[s
         raise SignalError(f"--signal {stray[0]}: not a signal that answers text here (answering: {', '.join(names)})")
     given = {known[w]: v for w, v in (weights or {}).items()}
     chosen = [n for n in names if n in given] if given else names
-    return [Concept(n, n, w) for n, w in zip(chosen, normalise([given.get(n, 1.0) for n in chosen]))]
+    return [Concept(n, n, w) for n, w in zip(chosen, normalise([given.get(n, 1.0) for n in chosen]), strict=False)]
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,8 @@ def read_unit(state, ref: str, segment: int) -> IndexedUnit:
         units = catalog.file_units(ref)
         if not units:
             raise ApiError(404, f"not in the index: {ref}")
-        found = [(unit, unit_id) for unit, unit_id in zip(units, catalog.unit_ids(ref)) if unit.segment == segment]
+        found = [(unit, unit_id) for unit, unit_id in zip(units, catalog.unit_ids(ref), strict=False)
+                 if unit.segment == segment]
         if not found:
             raise ApiError(404, f"{ref} has no segment {segment} (it has {_segments(units)})")
         unit, unit_id = found[0]

@@ -59,7 +59,7 @@ def strip(path: str | Path, start: float = 0.0, end: float | None = None, frames
     sampled = decoder.sample_span(path, frames, start, end)
     seen: set[int] = set()
     thumbs = []
-    for pixels, time, index in zip(sampled.pixels, sampled.timestamps, sampled.indices):
+    for pixels, time, index in zip(sampled.pixels, sampled.timestamps, sampled.indices, strict=False):
         if index not in seen:
             seen.add(index)
             thumbs.append(Thumb(float(time), to_jpeg(pixels), pixels.shape[1], pixels.shape[0]))

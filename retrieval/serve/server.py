@@ -564,14 +564,13 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
 
 
 # -- running it ---------------------------------------------------------------------------------
-def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
-                log_level: str = "info", extra_hosts: Sequence[str] = (), max_upload: int = MAX_UPLOAD_BYTES,
-                upload_quota: int = UPLOAD_QUOTA_BYTES, allow_writes: bool = False):
-    """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread)."""
+def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
+                extra_hosts: Sequence[str] = (), **app_options):
+    """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread); ``app_options``: the rest of
+    ``create_app``'s (reranker, max_upload, upload_quota, allow_writes)."""
     import uvicorn  # uvicorn: only a running server needs it, not the app (tests use the app alone)
 
-    app = create_app(Path(index_dir), reranker, allowed_hosts(host, extra_hosts), max_upload, upload_quota,
-                     allow_writes)
+    app = create_app(Path(index_dir), hosts=allowed_hosts(host, extra_hosts), **app_options)
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
 
 
@@ -580,7 +579,7 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
           upload_quota: int = UPLOAD_QUOTA_BYTES, allow_writes: bool = False) -> None:
     """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise; answering only
     requests for the loopback names, ``host`` and ``extra_hosts``; ``allow_writes``: see writes.py."""
-    make_server(index_dir, host, port, reranker, extra_hosts=extra_hosts, max_upload=max_upload,
+    make_server(index_dir, host, port, extra_hosts=extra_hosts, reranker=reranker, max_upload=max_upload,
                 upload_quota=upload_quota, allow_writes=allow_writes).run()
 
 

@@ -57,7 +57,7 @@ class FileRows(Connection):
                     "DELETE FROM embeddings WHERE indexer = ? AND unit_id IN (SELECT unnest(?::BIGINT[]))",
                     [indexer, unit_ids],
                 )
-                for unit_id, row in zip(unit_ids, matrix):
+                for unit_id, row in zip(unit_ids, matrix, strict=False):
                     vec = np.ascontiguousarray(row, dtype=np.float32).tobytes()
                     self.db.execute("INSERT INTO embeddings (unit_id, indexer, vector) VALUES (?, ?, ?)",
                                     [unit_id, indexer, vec])

@@ -16,7 +16,8 @@ class UnitRows(Connection):
             """SELECT f.path, any_value(f.duration), list(u.start_s ORDER BY u.segment),
                       list(u.end_s ORDER BY u.segment), any_value(coalesce(f.units_by, ''))
                FROM files f JOIN units u USING (file_id) WHERE f.status = 'ok' GROUP BY f.path""").fetchall()
-        return {path: (duration, list(zip(starts, ends)), by) for path, duration, starts, ends, by in rows}
+        return {path: (duration, list(zip(starts, ends, strict=False)), by)
+                for path, duration, starts, ends, by in rows}
 
     def file_units(self, path: str) -> list[UnitRecord]:
         """One indexed file's units, in segment order."""

@@ -13,6 +13,7 @@ from bench.loaders import ScoreFile, load_gt_pairs, load_pair_scores
 from bench.report import signed
 from indexers.base import INDEXERS
 from indexers.text import TextIndexer, read_captions
+from tests.captions_once import each_caption_embedded_once
 from tests.paths import CONVIS_BENCH
 
 GT = CONVIS_BENCH / "gt_conditioned_similarities.json"
@@ -23,6 +24,12 @@ pytestmark = pytest.mark.slow
 
 def released(name: str) -> Path:
     return CONVIS_BENCH / "computed_similarities" / name / f"{name}_similarities.json"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _embedded_once():
+    with each_caption_embedded_once():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -113,7 +113,7 @@ def test_grouped_cv_never_fits_on_a_test_video(monkeypatch):
     cross_validate(table, ["location"], folds=5, seed=0, group_by_video=True)
     folds = make_folds(pairs, 5, seed=0, group_by_video=True)
     assert len(seen) == len(folds)
-    for train_videos, fold in zip(seen, folds):
+    for train_videos, fold in zip(seen, folds, strict=False):
         assert not train_videos & {v for i in fold.test for v in pairs[i]}
 
 

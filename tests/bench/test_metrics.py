@@ -194,7 +194,7 @@ def test_ndcg_matches_sklearn_including_ties():
     for _ in range(50):
         n = int(rng.integers(2, 8))
         human = {f"c{i}": int(r) for i, r in enumerate(rng.integers(1, 4, n))}
-        model = {c: float(s) for c, s in zip(human, rng.integers(1, 4, n))}  # small range: many ties
+        model = {c: float(s) for c, s in zip(human, rng.integers(1, 4, n), strict=False)}  # small range: many ties
         rel = m.relevance(human)
         expected = sklearn_metrics.ndcg_score([[rel[c] for c in human]], [[model[c] for c in human]])
         assert m.ndcg(human, model) == pytest.approx(expected)

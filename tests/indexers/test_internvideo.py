@@ -131,7 +131,7 @@ def gated_repo_error():
     """The exception huggingface_hub raises for a gated repo, made by its own response check."""
     from huggingface_hub.utils import _http, hf_raise_for_status
 
-    http = getattr(_http, "httpx2", None) or getattr(_http, "httpx")
+    http = getattr(_http, "httpx2", None) or _http.httpx
     url = f"https://huggingface.co/{HUB_ID}/resolve/main/config.json"
     response = http.Response(403, headers={"X-Error-Code": "GatedRepo", "X-Error-Message": "Access restricted"},
                              request=http.Request("GET", url))

@@ -34,10 +34,10 @@ def caption_scores(indexer) -> dict:
     gt = load_gt_pairs(GT)
     texts = read_captions(CAPTIONS)
     stems = sorted(texts)
-    vectors = dict(zip(stems, indexer.embed_texts([texts[s] for s in stems])))
+    vectors = dict(zip(stems, indexer.embed_texts([texts[s] for s in stems]), strict=False))
     left = np.stack([vectors[Path(a).stem] for a, _ in gt])
     right = np.stack([vectors[Path(b).stem] for _, b in gt])
-    return dict(zip(gt, pair_similarity(left, right).tolist()))
+    return dict(zip(gt, pair_similarity(left, right).tolist(), strict=False))
 
 
 # ---------------------------------------------------------------- registration

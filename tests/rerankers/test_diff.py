@@ -221,7 +221,7 @@ def test_each_question_goes_in_the_familys_one_video_chat_with_the_pair_as_one_v
     reranker.which_video([clip, clip], questions)
     (kwargs, _), = spy.calls
     assert kwargs["text"] == [reranker.render_request(q) for q in questions]
-    for text, question in zip(kwargs["text"], questions):
+    for text, question in zip(kwargs["text"], questions, strict=False):
         assert text.count(question) == 1 and text.count(PLACEHOLDER[family]) == 1
     video = kwargs["videos"][0]
     assert (n_a, n_b) == (n, n) and len(video) == 2 * n

@@ -436,7 +436,7 @@ def test_batching_gives_the_same_scores_as_one_by_one(tiny_folders, family):
     reranker.batch_size = 1
     single = reranker.score_pairs(pairs, "Location")
     assert len(spy.calls) == 4
-    for b, s in zip(batched, single):
+    for b, s in zip(batched, single, strict=False):
         assert b.probs == pytest.approx(s.probs, abs=1e-5)
         assert b.score == pytest.approx(s.score, abs=1e-5)
     spread = np.ptp(np.array([s.probs for s in single]), axis=0).max()

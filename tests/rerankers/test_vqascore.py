@@ -147,7 +147,7 @@ def test_yes_probability_is_the_softmax_of_the_raw_models_next_token(tiny_folder
     yes_id = reranker.processor.tokenizer.convert_tokens_to_ids("Yes")
     got = reranker.yes_probabilities([frames(n, seed=1), frames(n, seed=2)], QUESTIONS[:2], prepared=True)
     want = []
-    for seed, question in zip((1, 2), QUESTIONS[:2]):
+    for seed, question in zip((1, 2), QUESTIONS[:2], strict=False):
         inputs = reranker.processor(text=[reranker.render_request(question)], videos=[frames(n, seed=seed)],
                                     return_tensors="pt", **video_kwargs(family, n))
         with torch.no_grad():

@@ -171,7 +171,7 @@ def run(
         fail(f"--frames is domain or family, got {frames!r}")
     from bench.viddiff import data
     from bench.viddiff.metrics import closed_accuracy
-    from bench.viddiff.run import RunOutput, run_samples, write_outputs
+    from bench.viddiff.run import Asking, RunOutput, run_samples, write_outputs
     from retrieval.engine import Engine
 
     result = RunOutput()
@@ -180,7 +180,7 @@ def run(
         engine = Engine(index_dir, device=device)
         try:
             with counting("samples", len(samples), as_json) as progress:
-                run_samples(engine, samples, mode, reranker, scoring, symmetric, frames, progress, result)
+                run_samples(engine, samples, Asking(mode, reranker, scoring, symmetric, frames), progress, result)
         finally:  # what was asked before a failure is kept
             paths = write_outputs(result, out, mode)
     _listed([f"sample {key} skipped: {why}" for key, why in result.skipped.items()])

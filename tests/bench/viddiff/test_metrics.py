@@ -56,7 +56,7 @@ def reference_accuracy(samples, preds):
     """The rule in a plain loop: score gt 'a'/'b' only; right iff the given letter equals the label."""
     correct = scored = 0
     by_split = {}
-    for s, p in zip(samples, preds):
+    for s, p in zip(samples, preds, strict=False):
         for key, label in s.gt.items():
             if label not in ("a", "b"):
                 continue

@@ -72,7 +72,7 @@ def test_the_rate_rule_is_viddiffs_stride(n, fps, rate):
 def test_past_the_cap_the_stride_grows_so_the_rate_stays_fixed():
     picked = FrameSpec.at_rate(5.0, 10).indices(300, 30.0)  # 50 frames at 5 fps: too many
     assert len(picked) <= 10 and picked[0] == 0
-    assert len({b - a for a, b in zip(picked, picked[1:])}) == 1  # one stride throughout
+    assert len({b - a for a, b in zip(picked, picked[1:], strict=False)}) == 1  # one stride throughout
 
 
 def test_a_rate_spec_needs_a_positive_rate_and_only_the_rate_rule_takes_one():

@@ -26,7 +26,7 @@ def bikes():
 def test_units_follow_the_labelled_cuts(bikes):
     expected = shots_from_cuts(LABELS["boundaries"], LABELS["frame_count"], LABELS["fps"])
     assert len(bikes.units) == len(expected)
-    for unit, shot in zip(bikes.units, expected):
+    for unit, shot in zip(bikes.units, expected, strict=False):
         assert abs(unit.frames[0] - shot.start_frame) <= 2 and abs(unit.frames[1] - shot.end_frame) <= 2
         assert unit.start == pytest.approx(unit.frames[0] / LABELS["fps"])
     # the 8-frame last shot (242-249) is shorter than a second: merged into the one before
@@ -41,7 +41,7 @@ def test_frames_sampled_in_the_detection_pass_equal_a_seeking_decode_pixel_for_p
     for spec in SPECS:
         _, seeking = VideoDecoder(backends=["pyav"]).sample(BIKES, spec, cut=bikes.units)
         assert [span for span, _ in seeking] == bikes.units
-        for (_, expected), got in zip(seeking, bikes.frames[spec]):
+        for (_, expected), got in zip(seeking, bikes.frames[spec], strict=False):
             assert got.indices == expected.indices
             assert got.pixels.shape == expected.pixels.shape and np.array_equal(got.pixels, expected.pixels)
             np.testing.assert_allclose(got.timestamps, expected.timestamps, atol=1e-6)

@@ -222,7 +222,7 @@ def test_split_parts_stay_within_max_at_fractional_frame_rates():
     shots = shots_from_cuts([], 54_000, fps, max_seconds=60.0)
     assert all(s.end - s.start <= 60.0 + 1e-9 for s in shots)
     assert shots[0].start_frame == 0 and shots[-1].end_frame == 54_000
-    assert all(a.end_frame == b.start_frame for a, b in zip(shots, shots[1:]))
+    assert all(a.end_frame == b.start_frame for a, b in zip(shots, shots[1:], strict=False))
 
 
 def test_defaults_are_one_second_and_a_minute():

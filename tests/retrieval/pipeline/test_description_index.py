@@ -50,7 +50,7 @@ def stored(engine, signal):
     with Catalog(engine.catalog_path, read_only=True) as cat:
         ids, matrix = cat.vectors(signal)
         units = cat.units(ids.tolist())
-    return {units[int(u)].path: row for u, row in zip(ids, matrix)}
+    return {units[int(u)].path: row for u, row in zip(ids, matrix, strict=False)}
 
 
 def test_each_concept_gets_a_signal_holding_exactly_its_readable_descriptions(folders):

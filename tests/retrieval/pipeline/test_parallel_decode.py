@@ -45,7 +45,7 @@ def test_windows_decoded_apart_are_the_whole_files_frames_pixel_for_pixel(long_c
     for spec in SPECS:
         apart = [f for p in parts for f in p.frames[spec]]
         assert len(apart) == len(whole.frames[spec]) == 15
-        for got, expected in zip(apart, whole.frames[spec]):
+        for got, expected in zip(apart, whole.frames[spec], strict=False):
             assert got.indices == expected.indices
             assert np.array_equal(got.pixels, expected.pixels)
             np.testing.assert_array_equal(got.timestamps, expected.timestamps)
@@ -58,7 +58,7 @@ def test_a_long_file_is_cut_into_a_first_unit_and_even_windows_for_each_worker()
     assert one == [(0, 16), (16, 32), (32, 48), (48, 60)]  # one worker: only the memory bound cuts it
     shared = unit_windows(info, units, (as_spec(8),), parts=2)
     assert shared[0] == (0, 1) and shared[-1][1] == 60
-    assert all(a == b for (_, a), (b, _) in zip(shared, shared[1:]))  # consecutive, nothing left out
+    assert all(a == b for (_, a), (b, _) in zip(shared, shared[1:], strict=False))  # consecutive, nothing left out
     rest = [stop - first for first, stop in shared[1:]]
     assert len(rest) >= 2 * WINDOWS_PER_WORKER and max(rest) - min(rest) <= 1
     assert all(8 * n <= WINDOW_FRAMES for n in rest)

@@ -73,7 +73,7 @@ def test_the_caption_vectors_are_the_models_own_text_vectors_of_the_captions(cli
     model_id = f"clip:{folder}"
     stored = _catalog_vectors(videos / ".convis", caption_signal(model_id))
     captions = read_captions(CAPTIONS)
-    want = dict(zip(CLIPS, text_of(folder, [captions[c.removesuffix(".mp4")] for c in CLIPS])))
+    want = dict(zip(CLIPS, text_of(folder, [captions[c.removesuffix(".mp4")] for c in CLIPS]), strict=False))
     assert sorted(stored) == sorted(CLIPS)
     for path, vector in stored.items():
         assert np.allclose(vector, want[path], atol=1e-5)
@@ -87,7 +87,7 @@ def test_a_concept_scored_by_clipscore_ranks_every_clip_by_the_references_formul
     # independently: each clip's video vector (the index's) and the raw model's text vector of its caption
     video = _catalog_vectors(videos / ".convis", model_id)
     captions = read_captions(CAPTIONS)
-    text = dict(zip(CLIPS, text_of(folder, [captions[c.removesuffix(".mp4")] for c in CLIPS])))
+    text = dict(zip(CLIPS, text_of(folder, [captions[c.removesuffix(".mp4")] for c in CLIPS]), strict=False))
     want = {c: ((video["cup.mp4"] @ text[c] + video[c] @ text["cup.mp4"]) / 2 + 1) / 2 for c in CLIPS[1:]}
     assert [h.path for h in result.hits] == sorted(want, key=want.get, reverse=True)
     for hit in result.hits:

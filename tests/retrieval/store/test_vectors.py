@@ -100,7 +100,7 @@ def test_ivf_index_keeps_exact_vectors_by_id_and_finds_the_exact_neighbours():
     queries = matrix[:30] + 0.01
     _, found = index.search(queries, 20)
     exact = np.argsort(-(queries @ matrix.T), axis=1)[:, :20]
-    recall = np.mean([len(set(f) & set(ids[e])) / 20 for f, e in zip(found, exact)])
+    recall = np.mean([len(set(f) & set(ids[e])) / 20 for f, e in zip(found, exact, strict=False)])
     assert recall >= 0.95
 
 
