@@ -59,3 +59,12 @@ def three_clips_indexed(tmp_path_factory, example_videos) -> Path:
     """A folder of three example clips indexed once into its .convis (EfficientNet-Lite0); tests work on copies."""
     return indexed_copies(tmp_path_factory.mktemp("three-clips"), ("cup.mp4", "campus_01.mp4", "campus_02.mp4"),
                           ["efficientnet-lite0"])
+
+
+@pytest.fixture(scope="module")
+def captions_embedded_once():
+    """For a module of caption tests: MiniLM loaded and each distinct caption embedded once a test run."""
+    from tests.captions_once import each_caption_embedded_once  # sentence-transformers: these tests alone
+
+    with each_caption_embedded_once():
+        yield

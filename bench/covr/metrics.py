@@ -35,7 +35,8 @@ COLUMNS = ("query_id", "query_video", "target_video", "target_videos_ids", "modi
 
 @dataclass(frozen=True)
 class CovrQuery:
-    """One row of a TF-CoVR annotation CSV; ``targets`` keeps the cell's order and any repeats, as the code does."""
+    """One row of a TF-CoVR annotation CSV (video ids without their folder and ``.mp4``); ``targets`` keeps the
+    cell's order and any repeats, as the code does."""
 
     query_id: str
     query_video: str

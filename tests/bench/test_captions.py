@@ -13,23 +13,16 @@ from bench.loaders import ScoreFile, load_gt_pairs, load_pair_scores
 from bench.report import signed
 from indexers.base import INDEXERS
 from indexers.text import TextIndexer, read_captions
-from tests.captions_once import each_caption_embedded_once
 from tests.paths import CONVIS_BENCH
 
 GT = CONVIS_BENCH / "gt_conditioned_similarities.json"
 SETS = ("mPLUG-Owl3-7B-240728", "InternVL2_5-8B", "Qwen2.5-VL-7B-Instruct")  # the release's caption sets
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("captions_embedded_once")]
 
 
 def released(name: str) -> Path:
     return CONVIS_BENCH / "computed_similarities" / name / f"{name}_similarities.json"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _embedded_once():
-    with each_caption_embedded_once():
-        yield
 
 
 @pytest.fixture(scope="module")

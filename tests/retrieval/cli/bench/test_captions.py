@@ -18,7 +18,6 @@ from indexers.base import INDEXERS
 from indexers.text import read_captions
 from retrieval.cli.bench import app
 from retrieval.core.concepts import CONVIS_CONCEPTS
-from tests.captions_once import each_caption_embedded_once
 from tests.paths import CONVIS_BENCH
 
 GT = CONVIS_BENCH / "gt_conditioned_similarities.json"
@@ -26,13 +25,7 @@ SETS = ("mPLUG-Owl3-7B-240728", "InternVL2_5-8B", "Qwen2.5-VL-7B-Instruct")  # t
 CAPTIONS = CONVIS_BENCH / "captions" / SETS[0]
 SLICE = 25  # pairs in the CLI tests: enough for a correlation, few enough to embed quickly
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _embedded_once():
-    with each_caption_embedded_once():
-        yield
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("captions_embedded_once")]
 
 
 @pytest.fixture(scope="module")
