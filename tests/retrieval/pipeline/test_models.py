@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-import retrieval.engine as engine_module
+import retrieval.model_cache as model_cache
 from retrieval.engine import Engine
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
@@ -15,13 +15,13 @@ from retrieval.pipeline.settings import IndexSettings
 def builds(monkeypatch):
     """The specs the engine builds models for, in order."""
     built = []
-    real = engine_module.create_indexer
+    real = model_cache.create_indexer
 
     def counting(spec, **kwargs):
         built.append(spec)
         return real(spec, **kwargs)
 
-    monkeypatch.setattr(engine_module, "create_indexer", counting)
+    monkeypatch.setattr(model_cache, "create_indexer", counting)
     return built
 
 
@@ -61,13 +61,13 @@ def test_an_indexer_new_to_the_index_is_built_and_the_others_are_not(tmp_path, v
 
 
 def test_the_report_times_the_whole_call_model_loading_included(tmp_path, video_folder, tiny_models, monkeypatch):
-    real = engine_module.create_indexer
+    real = model_cache.create_indexer
 
     def slow(spec, **kwargs):
         time.sleep(1.5)  # weights that take a while to load
         return real(spec, **kwargs)
 
-    monkeypatch.setattr(engine_module, "create_indexer", slow)
+    monkeypatch.setattr(model_cache, "create_indexer", slow)
     started = time.perf_counter()
     report = index(tmp_path, video_folder, [f"dinov2:{tiny_models['dinov2']}"])
     wall = time.perf_counter() - started

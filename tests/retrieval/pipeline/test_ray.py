@@ -221,7 +221,7 @@ def test_the_captioner_runs_in_ray_actors_and_stores_what_a_local_run_stores(ray
     local.index(video_folder, [spec], IndexSettings(captioner=captioner), distributor=SerialDistributor())
     remote = Engine(tmp_path / "ray")
     report = remote.index(video_folder, [spec], IndexSettings(ray_address="local", captioner=captioner))
-    assert remote._rerankers == {}  # the driver never loaded the LMM: the actors did
+    assert remote.models.rerankers() == []  # the driver never loaded the LMM: the actors did
     assert (report.described, report.describe_calls) == (4, 24)
 
     def answers(engine):
