@@ -26,7 +26,7 @@ def describe_folder(index_dir: Path | None, models: ModelCache, concepts: Sequen
     """Have ``captioner`` (default: the last one the index used) describe every indexed unit once for
     ``concepts`` (none: the caption and the five ConViS concepts; ``caption_only``: the caption alone), and
     embed each concept's descriptions into its own signal."""
-    from rerankers import describe_prompt
+    from rerankers.prompts import describe as describe_prompt
     from retrieval.pipeline.describe_run import NoCaptionerError, describe_index
 
     catalog_path = require_index(index_dir)
