@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.viddiff.data import DOMAIN_FPS, VidDiffSample
+from retrieval.core.errors import ConvisError
 
 FRAME_CHOICES = ("domain", "family")
 
@@ -41,8 +42,10 @@ def sample_spans(sample: VidDiffSample, probe) -> list[tuple[float, float | None
     return spans
 
 
-class SampleSkipped(Exception):
+class SampleSkipped(ConvisError):
     """A sample that cannot be asked as it stands (its videos or labels): recorded, and the run goes on."""
+
+    exit_code, http_status = 2, 400
 
 
 def sample_rate(sample: VidDiffSample, frames: str) -> float | None:

@@ -16,13 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
+from retrieval.core.errors import ConvisError
 from retrieval.core.weights import hub_weights
 
 T = TypeVar("T")
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(ConvisError, ValueError):
     """The spec names no registered model family."""
+
+    exit_code, http_status = 2, 503  # a server's models are its setup, not the request: 503 like a busy index
+    label = "model unavailable"
 
 
 @dataclass(frozen=True)

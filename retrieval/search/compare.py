@@ -16,7 +16,7 @@ from retrieval.search import signals
 from retrieval.search.anchor import check_file
 from retrieval.search.query import run_query
 from retrieval.search.requests import CompareRequest, QueryRequest
-from retrieval.search.results import CompareResult, shown_path
+from retrieval.search.results import Answerer, CompareResult, shown_path
 from retrieval.store.index_dir import has_index, index_root, open_catalog
 
 
@@ -36,8 +36,9 @@ def _by_reranker(request: CompareRequest, index_dir: Path | None, models: ModelC
     answers = {c.key: scorer.score([pair], c)[0] for c in concepts}
     model_notices(notices, scorer.reranker)
     root = str(index_root(index_dir)) if has_index(index_dir) else None
-    return CompareResult.answered(shown_path(a, root), shown_path(b, root), scorer.reranker.model_id, request.mode,
-                                  request.symmetric, concepts, answers, scorer.model_pairs, tuple(notices), root)
+    by = Answerer(scorer.reranker.model_id, request.mode, request.symmetric)
+    return CompareResult.answered(shown_path(a, root), shown_path(b, root), by, concepts, answers, scorer.model_pairs,
+                                  tuple(notices), root)
 
 
 def _by_signals(request: CompareRequest, index_dir: Path | None, models: ModelCache) -> CompareResult:

@@ -5,7 +5,7 @@ import pytest
 from rerankers.base import PairScore
 from retrieval.core.concepts import parse_concepts
 from retrieval.search.ranking import ranked
-from retrieval.search.results import CompareResult, Hit
+from retrieval.search.results import Answerer, CompareResult, Hit
 
 CONCEPTS = parse_concepts(["location=0.75", "main-action=0.25"])
 
@@ -27,7 +27,7 @@ def test_reranked_hits_score_the_lmm_answers_on_the_zero_to_one_scale():
 
 def test_a_comparison_by_an_lmm_keeps_its_answer_beside_the_zero_to_one_score():
     answers = {"location": PairScore(4.2, "expected", "4"), "main-action": PairScore(None, "expected", "?")}
-    result = CompareResult.answered("a.mp4", "b.mp4", "tiny", "expected", False, CONCEPTS, answers, 1, ())
+    result = CompareResult.answered("a.mp4", "b.mp4", Answerer("tiny", "expected", False), CONCEPTS, answers, 1, ())
     location, action = result.as_dict()["concepts"]
     assert (location["score"], location["rating"]) == (0.8, 4.2)
     assert (action["score"], action["rating"]) == (None, None) and result.total is None

@@ -18,7 +18,7 @@ from retrieval.lmm.differences import DiffResult
 from retrieval.media.preview import Previews
 from retrieval.media.scan import content_hash
 from retrieval.search.diff import DiffRanking, RankedCandidate
-from retrieval.search.results import CompareResult, Hit, QueryResult
+from retrieval.search.results import Answerer, CompareResult, Hit, QueryResult
 from retrieval.serve.gallery import (
     strip,
     video_src,
@@ -131,7 +131,7 @@ def test_unreadable_hit_costs_one_strip_not_the_page(tmp_path):
 
 def _compare_result() -> CompareResult:
     answers = {"location": PairScore(4.2, "expected", "4"), "main-action": PairScore(None, "expected", "?")}
-    return CompareResult.answered("a.mp4", "b.mp4", "tiny-qwen", "expected", False,
+    return CompareResult.answered("a.mp4", "b.mp4", Answerer("tiny-qwen", "expected", False),
                                   parse_concepts(["location=0.75", "main-action=0.25"]), answers, model_pairs=1,
                                   notices=("a <b>note</b>",))
 
