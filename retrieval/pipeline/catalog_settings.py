@@ -19,9 +19,9 @@ from retrieval.media.scan import FoundFile
 from retrieval.pipeline.plan import gone, needs_prune
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
+from retrieval.store.index_dir import PROTOCOL  # "fast" or "paper", fixed when the index is first built
 
 ROOT = "root"  # catalog setting: the folder the index covers (catalog paths are relative to it)
-PROTOCOL = "protocol"  # catalog setting: "fast" or "paper", fixed when the index is first built
 # catalog setting: how units are cut (``retrieval.core.segmentation`` label): "" one unit per file, "10" units of
 # 10 s, "shots:content:1:60" shot units; the key keeps its first name so older indexes read the same
 SEGMENT = "segment_seconds"

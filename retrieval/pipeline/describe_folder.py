@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Sequence
 
 from indexers.factory import has_text_tower
 from retrieval.core.concepts import Concept
-from retrieval.pipeline.catalog_settings import CAPTIONER, PROTOCOL
+from retrieval.pipeline.catalog_settings import CAPTIONER
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog_records import IndexerRow
-from retrieval.store.index_dir import require_index
+from retrieval.store.index_dir import protocol_of, require_index
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
@@ -39,7 +39,7 @@ def describe_folder(index_dir: Path | None, models: ModelCache, concepts: Sequen
                                    "spec, e.g. qwen2-vl)")
         model = models.reranker(spec)
         catalog.set_setting(CAPTIONER, spec)
-        protocol = catalog.setting(PROTOCOL) or "fast"
+        protocol = protocol_of(catalog)
         embedders = _text_indexers(catalog, models, protocol) + _caption_towers(catalog, models, protocol)
         root = Path(catalog.setting("root") or index_dir.parent)
         return describe_index(catalog, index_dir, root, model, requests, embedders, progress)
