@@ -12,11 +12,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, l2_normalise, model_card
+from indexers.base import l2_normalise
 from indexers.errors import ModelUnavailableError, unavailable
 from indexers.hf import image_transform, is_local, load_model
 from indexers.vision import ImageIndexer, ImageTransform, paper_frames
-from retrieval.core.sampling import RULE_TEXT
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -162,21 +161,6 @@ def _build_hf_clip(source: str, device: str | None, protocol: str) -> HFClipInde
                          _frames(protocol, transform), protocol)
 
 
-@INDEXERS.register(
-    "clip",
-    default_source="ViT-L-14/openai",
-    aliases=("open_clip",),
-    claims=("clip", "open_clip"),
-    description="CLIP image tower (open_clip tag or transformers checkpoint), mean-pooled",
-    variant_sources={"paper": "openai/clip-vit-large-patch14"},  # the paper's transformers checkpoint
-    card={
-        "fast": model_card("8 a unit: " + RULE_TEXT["per-second"], "decoder-scaled to short side 256, then resize "
-                           "+ centre crop 224 (bilinear)", "image features per frame, mean over frames", FAST_DTYPE),
-        "paper": model_card(RULE_TEXT["every"], "full-size decode, bicubic short side 224 + centre crop 224 "
-                            "(CLIPProcessor)", "get_image_features per frame, mean over frames", PAPER_DTYPE),
-    },
-    text_tower=True,
-)
 def build_clip(source: str, device: str | None = None, protocol: str = "fast", **_):
     if _is_transformers_checkpoint(source):
         return _build_hf_clip(source, device, protocol)

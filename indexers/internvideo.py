@@ -47,13 +47,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from indexers.base import INDEXERS, l2_normalise, model_card
+from indexers.base import l2_normalise
 from indexers.clip import CLIP_MEAN, CLIP_STD
 from indexers.errors import ModelUnavailableError, unavailable
 from indexers.hf import image_transform
 from indexers.vision import ImageTransform, VideoIndexer
 from retrieval.core.errors import one_line
-from retrieval.core.sampling import RULE_TEXT, FrameSpec
+from retrieval.core.sampling import FrameSpec
 
 DEFAULT_SOURCE = "OpenGVLab/ViCLIP-L-14-hf"
 # get_vid_features first: ViCLIP's encode_vision masks 90% of the patches unless told it is testing
@@ -61,8 +61,6 @@ FEATURE_METHODS = ("get_vid_features", "get_vid_feat", "encode_vision", "get_vid
 DEFAULT_FRAMES = 8
 V1_FRAMES, V1_RESIZE, V1_CROP = 8, 256, 224  # InternVideo.load_video: 8 frames, Resize(256), CenterCrop(224)
 V1_PACKAGE_DIR = "InternVideo1/Pretrain/Multi-Modalities-Pretraining"
-POOLING = "the checkpoint's video embedding (get_vid_features / encode_video)"
-DTYPE = "fp16 on GPU (v1 .ckpt: fp32), fp32 on CPU"
 # what the package imports; pkg_resources (its `from pkg_resources import packaging`) left setuptools in 81
 V1_REQUIREMENTS = "decord ftfy regex timm opencv-python scikit-image 'setuptools<81'"
 PIP_NAMES = {"pkg_resources": "'setuptools<81'", "cv2": "opencv-python", "skimage": "scikit-image"}
@@ -304,22 +302,6 @@ def _check_local(source: str) -> Path | None:
     return None
 
 
-@INDEXERS.register(
-    "internvideo",
-    default_source=DEFAULT_SOURCE,
-    aliases=("internvideo2",),
-    claims=("internvideo",),
-    description="InternVideo-family video encoder with its text tower: ViCLIP, or the paper's InternVideo v1 "
-                ".ckpt (runs code not shipped with convis: needs --trust-remote-code)",
-    card={
-        "fast": model_card("8 a unit: " + RULE_TEXT["linspace"], "decoder-scaled to short side 256, then resize + "
-                           "centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: CLIP mean/std)", POOLING, DTYPE),
-        "paper": model_card("8 a unit: " + RULE_TEXT["linspace"], "ViCLIP: as fast; v1 .ckpt: full-size decode, "
-                            "nearest short side 256 + centre crop 224, CLIP mean/std (the package's load_video)",
-                            POOLING, DTYPE),
-    },
-    text_tower=True,
-)
 def build_internvideo(source: str, device: str | None = None, trust_remote_code: bool = False,
                       protocol: str = "fast", **_):
     ckpt = _check_local(source)

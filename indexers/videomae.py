@@ -12,35 +12,20 @@ from __future__ import annotations
 
 import torch
 
-from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, model_card
+from indexers.families import VIDEOMAE_POOLING
 from indexers.hf import image_transform, load_model
 from indexers.vision import ImageTransform, VideoIndexer
-from retrieval.core.sampling import RULE_TEXT, FrameSpec
-
-POOLING = "mean of all space-time tokens of the clip"
+from retrieval.core.sampling import FrameSpec
 
 
 class VideoMAEIndexer(VideoIndexer):
-    pooling = POOLING
+    pooling = VIDEOMAE_POOLING
 
     def _features(self, pixels: torch.Tensor) -> torch.Tensor:
         # mean over all space-time tokens: VideoMAE has no CLS token
         return self.model(pixel_values=pixels).last_hidden_state.mean(dim=1)
 
 
-@INDEXERS.register(
-    "videomae",
-    default_source="MCG-NJU/videomae-base-finetuned-kinetics",
-    claims=("videomae",),
-    description="VideoMAE ViT (transformers), mean of space-time tokens per clip",
-    variant_sources={"paper": "MCG-NJU/videomae-large"},
-    card={
-        "fast": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "decoder-scaled to short side 256, then "
-                           "resize 256 + centre crop 224 (bilinear)", POOLING, FAST_DTYPE),
-        "paper": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "full-size decode, bicubic short side 224 "
-                            "+ centre crop 224 (the model's image processor)", POOLING, PAPER_DTYPE),
-    },
-)
 def build_videomae(source: str, device: str | None = None, protocol: str = "fast", **_) -> VideoMAEIndexer:
     from transformers import VideoMAEModel
 

@@ -445,7 +445,7 @@ def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
 
 def _signal_row(entry) -> dict:
     """A registered pair signal (CLIPScore, VQAScore): the model it asks by default and its definition."""
-    kind = entry.builder(None)
+    kind = entry.build(None)
     return {"kind": "signal", "name": entry.name, "default": kind.model or "the index's first CLIP-family indexer",
             "weights": "-", "description": kind.definition, "family": kind.family, "cost": kind.cost,
             # what it is fed is its model's: the CLIP-family indexer's frames, the LMM's own frame rule

@@ -11,6 +11,7 @@ one factory turns a *spec* into a built model.  A spec is one of
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,9 @@ class UnknownModelError(ConvisError, ValueError):
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     name: str
-    builder: Callable[..., T]
+    # the builder, or where it lives ("package.module:function"): a family whose module imports torch is
+    # registered by path, so that listing or resolving models imports none of them
+    builder: Callable[..., T] | str
     default_source: str | None = None
     aliases: tuple[str, ...] = ()
     # substrings of a hub id / local config `model_type` that identify this family
@@ -54,6 +57,13 @@ class Entry(Generic[T]):
         source = self.source_for(variant)
         return self.weights(source) if source else ""
 
+    def build(self, source: str | None, **kwargs: Any) -> T:
+        builder = self.builder
+        if isinstance(builder, str):
+            module, _, name = builder.partition(":")
+            builder = getattr(importlib.import_module(module), name)
+        return builder(source, **kwargs)
+
 
 @dataclass(frozen=True)
 class Resolved(Generic[T]):
@@ -71,14 +81,18 @@ class Registry(Generic[T]):
         (default_source, aliases, claims, description, variant_sources, card, weights, text_tower)."""
 
         def decorate(builder: Callable[..., T]) -> Callable[..., T]:
-            entry = Entry(name, builder, **fields)
-            for key in (name, *entry.aliases):
-                if key in self._entries:
-                    raise ValueError(f"{self.kind} {key!r} is registered twice")
-                self._entries[key] = entry
+            self.add(name, builder, **fields)
             return builder
 
         return decorate
+
+    def add(self, name: str, builder: Callable[..., T] | str, **fields: Any) -> None:
+        """Register the family ``name``; ``builder`` may be ``"module:function"``, imported on first build."""
+        entry = Entry(name, builder, **fields)
+        for key in (name, *entry.aliases):
+            if key in self._entries:
+                raise ValueError(f"{self.kind} {key!r} is registered twice")
+            self._entries[key] = entry
 
     def names(self) -> list[str]:
         return sorted({e.name for e in self._entries.values()})
@@ -106,7 +120,7 @@ class Registry(Generic[T]):
     def create(self, spec: str, variant: str | None = None, **kwargs) -> T:
         resolved = self.resolve(spec)
         source = resolved.source or resolved.entry.source_for(variant)
-        return resolved.entry.builder(source, **kwargs)
+        return resolved.entry.build(source, **kwargs)
 
     def _claim(self, text: str, spec: str) -> Entry[T]:
         for entry in {id(e): e for e in self._entries.values()}.values():

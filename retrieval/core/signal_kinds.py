@@ -78,7 +78,7 @@ def parse_signal(spec: str) -> SignalKind | None:
     if name not in SIGNALS.names():
         return None
     try:
-        return SIGNALS.create(spec.strip()) if model else SIGNALS.entry(name).builder(None)
+        return SIGNALS.create(spec.strip()) if model else SIGNALS.entry(name).build(None)
     except UnknownModelError:
         return None
 

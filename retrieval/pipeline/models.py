@@ -12,7 +12,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from indexers.base import INDEXERS, Indexer
-from indexers.factory import available_indexers
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.sampling import FrameSpec
 from retrieval.store.catalog_records import IndexerRow
@@ -77,7 +76,6 @@ def run_indexers(specs: Sequence[str], rows: Sequence[IndexerRow], protocol: str
 
 def model_id_of(spec: str, protocol: str) -> str | None:
     """The id the factory's model for ``spec`` has, without building it (None: no family takes the spec)."""
-    available_indexers()  # registers the built-in families
     try:
         resolved = INDEXERS.resolve(spec)
     except UnknownModelError:

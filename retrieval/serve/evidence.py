@@ -19,7 +19,6 @@ from fastapi import Path as PathParam
 from fastapi.responses import Response
 
 from indexers import INDEXERS
-from indexers.factory import available_indexers
 from rerankers.prompts.describe import CAPTION
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.sampling import FRAME_RULES, RULE_TEXT, FrameSpec
@@ -204,7 +203,6 @@ def chosen_descriptions(rows: list[Description]) -> dict[str, dict]:
 def frame_spec(row: IndexerRow, protocol: str) -> FrameSpec | None:
     """The frame rule ``row``'s model sampled with, from its family's card for ``protocol`` and the catalog's
     frame count; None when the card names no rule this module can apply (a fixed-rate rule needs its rate)."""
-    available_indexers()  # registers the built-in families (their modules import torch: once, here)
     try:
         entry = INDEXERS.entry(row.name)
     except UnknownModelError:
