@@ -48,6 +48,26 @@ class OpenClipIndexer(ImageIndexer):
         tokens = tokens.to(self.device)
         return l2_normalise(self.model.encode_text(tokens).float().cpu().numpy())
 
+    def text_graph(self):
+        """encode_text of token ids, with open_clip's tokenizer as a ``tokenizers`` one: padded with zeros to
+        the model's context and truncated to it, its end token kept last, as open_clip's call does."""
+        from indexers.text_export import TextGraph
+
+        tokenizer = open_clip_tokenizer(self.tokenizer)
+        if tokenizer is None:
+            return None
+        model = self.model
+
+        class EncodeText(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids):
+                return self.model.encode_text(input_ids)
+
+        return TextGraph(EncodeText(), tokenizer, inputs=("input_ids",))
+
 
 class HFClipIndexer(ImageIndexer):
     pooling = "get_image_features per frame, mean over frames"
@@ -73,6 +93,30 @@ class HFClipIndexer(ImageIndexer):
         out = out if isinstance(out, torch.Tensor) else out.pooler_output
         return l2_normalise(out.float().cpu().numpy())
 
+    def text_graph(self):
+        """get_text_features of token ids, with the checkpoint's tokenizer truncating at ``text_context`` and
+        padding to the longest sentence, as ``embed_texts`` calls it."""
+        from indexers.text_export import TextGraph
+
+        tokens = self._tokenizer()
+        if not getattr(tokens, "is_fast", False):
+            return None  # a Python-only tokenizer: `tokenizers` cannot read it
+        tokenizer = type(tokens.backend_tokenizer).from_str(tokens.backend_tokenizer.to_str())
+        tokenizer.enable_truncation(self.text_context)
+        tokenizer.enable_padding(pad_id=tokens.pad_token_id, pad_token=tokens.pad_token)
+        model = self.model
+
+        class TextFeatures(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids, attention_mask):
+                out = self.model.get_text_features(input_ids=input_ids, attention_mask=attention_mask)
+                return out if isinstance(out, torch.Tensor) else out.pooler_output
+
+        return TextGraph(TextFeatures(), tokenizer)
+
     def _tokenizer(self):
         # loaded on the first text only: indexing frames never needs it
         if getattr(self, "_tokens", None) is None:
@@ -87,6 +131,41 @@ class HFClipIndexer(ImageIndexer):
                 raise unavailable("clip", self.source, FileNotFoundError("no tokenizer files beside the weights"))
             self._tokens = tokens
         return self._tokens
+
+
+def open_clip_tokenizer(tokenizer):
+    """open_clip's tokenizer as a ``tokenizers.Tokenizer`` set as its call is (pad with 0 to its context length,
+    truncate keeping the end token), or None for a kind it does not map to one.  Its CLIP BPE (vocabulary and
+    merges) goes through transformers' CLIP tokenizer, which builds the ``tokenizers`` pipeline for it."""
+    import json
+    import tempfile
+
+    from open_clip.tokenizer import HFTokenizer, SimpleTokenizer
+
+    context = int(tokenizer.context_length)
+    if isinstance(tokenizer, HFTokenizer):
+        built = tokenizer.tokenizer
+        if not getattr(built, "is_fast", False):
+            return None
+        backend = type(built.backend_tokenizer).from_str(built.backend_tokenizer.to_str())
+        backend.enable_padding(length=context, pad_id=built.pad_token_id, pad_token=built.pad_token)
+    elif isinstance(tokenizer, SimpleTokenizer):
+        from transformers import CLIPTokenizerFast
+
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "vocab.json").write_text(json.dumps(tokenizer.encoder))
+            merges = sorted(tokenizer.bpe_ranks, key=tokenizer.bpe_ranks.get)
+            (Path(folder) / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges))
+            end = tokenizer.decoder[tokenizer.eot_token_id]
+            built = CLIPTokenizerFast.from_pretrained(folder, bos_token=tokenizer.decoder[tokenizer.sot_token_id],
+                                                      eos_token=end, unk_token=end, pad_token=end)
+        backend = built.backend_tokenizer
+        # open_clip pads with id 0 (a vocabulary entry, not a special token: naming it would split text on it)
+        backend.enable_padding(length=context, pad_id=0, pad_token=tokenizer.decoder[0])
+    else:
+        return None
+    backend.enable_truncation(context)
+    return backend
 
 
 def _open_clip_name(source: str) -> tuple[str, str | None]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, PROTOCOLS, model_card
-from indexers.text import MINILM, text_weights
+from indexers.bundled import MINILM, text_weights
 from retrieval.core.sampling import RULE_TEXT
 from retrieval.core.weights import BUNDLED, hub_weights
 

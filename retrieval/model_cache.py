@@ -1,9 +1,10 @@
 """The models and caches an engine keeps between requests: built once, shared by every request.
 
-Indexers (by spec and the index's protocol), rerankers (by spec), the scorers that ask a reranker (by their
-settings), the persistent score cache and the decoded frames.  Building is behind one lock, so requests
-answered at the same time build each model once; what a request learns along the way (a fallback, a cache
-that cannot open) goes to the ``notices`` it passes in, never to state kept here.
+Indexers (by spec and the index's protocol), their text towers (ONNX Runtime once exported), rerankers (by
+spec), the scorers that ask a reranker (by their settings), the persistent score cache and the decoded frames.
+Building is behind one lock, so requests answered at the same time build each model once; what a request
+learns along the way (a fallback, a cache that cannot open) goes to the ``notices`` it passes in, never to
+state kept here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from indexers import text_towers
 from indexers.factory import create_indexer  # the registry; a family's module loads when built
 from retrieval.core.errors import one_line
 from retrieval.lmm.clips import FrameCache
@@ -42,6 +44,7 @@ class ModelCache:
         self.frames = FrameCache()  # each clip decoded once
         self._lock = threading.RLock()
         self._indexers: dict[tuple[str, str], Indexer] = {}
+        self._towers: dict[tuple[str, str], object] = {}  # (spec, protocol) -> what embeds its sentences
         self._rerankers: dict = {}
         self._pairs: dict[tuple[int, str, bool], PairScorer] = {}
         self._vqa: dict[int, VqaScorer] = {}  # reranker object id -> its VQAScore scorer
@@ -55,6 +58,52 @@ class ModelCache:
                 extra = {"trust_remote_code": True} if self.trust_remote_code else {}
                 self._indexers[key] = create_indexer(spec, protocol=protocol, device=self.device, **extra)
             return self._indexers[key]
+
+    def text_tower(self, spec: str, protocol: str = "fast", notices: list[str] | None = None):
+        """What embeds sentences for the indexer ``spec`` (``embed_texts``, ``model_id``, ``kind``): its ONNX
+        export when one is ready for these weights, with no torch loaded; else the indexer itself, exported on
+        the way so that the next process needs no torch.  Why torch still answers goes to ``notices``."""
+        key = (spec, protocol)
+        with self._lock:
+            if key not in self._towers:
+                folder = text_towers.locate(spec, protocol)
+                tower = text_towers.load(folder)
+                if tower is None:
+                    tower = self._exported(self.indexer(spec, protocol), folder, [] if notices is None else notices)
+                self._towers[key] = tower
+            return self._towers[key]
+
+    def text_towers(self) -> list:
+        """Every text tower handed out so far (an ONNX one, or the indexer answering in torch)."""
+        return list(self._towers.values())
+
+    def export_text_towers(self, notices: list[str]) -> None:
+        """Export the text tower of every indexer built so far that has one and has none exported for its
+        weights: indexing already paid for torch, so the queries after it need none."""
+        for (_, protocol), indexer in list(self._indexers.items()):
+            folder = text_towers.locate(indexer.model_id, protocol)
+            if folder is not None and text_towers.TowerManifest.read(folder) is None:
+                self._exported(indexer, folder, notices)
+
+    def _exported(self, indexer: Indexer, folder: Path | None, notices: list[str]):
+        """``indexer``'s ONNX tower, exported now; the indexer itself when it cannot be, with the reason."""
+        from indexers.text_export import export
+
+        name = indexer.model_id
+        refused = text_towers.refused(folder)
+        if refused is None:
+            try:
+                tower, refused = export(indexer)
+            except Exception as exc:  # an op the exporter lacks, a full disk: torch keeps answering
+                notices.append(f"{name}: sentences are embedded with torch (its ONNX export failed: "
+                               f"{one_line(exc, 160)})")
+                return indexer
+            if tower is not None:
+                return tower
+        if refused is not None:
+            notices.append(f"{name}: sentences are embedded with torch (its ONNX export differs from it: "
+                           f"cosine {refused.cosine:.6f} < {text_towers.MIN_COSINE})")
+        return indexer
 
     def indexers(self) -> list[tuple[str, str]]:
         """The (spec, protocol) of every indexer built so far."""

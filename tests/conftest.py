@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -8,6 +9,19 @@ from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from tests.indexes import indexed_copies
 from tests.paths import EXAMPLES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory) -> Path:
+    """The session's own user cache (exported text towers): shared by its tests, so a model exports once."""
+    folder = tmp_path_factory.mktemp("user-cache")
+    before = os.environ.get("CONVIS_CACHE_DIR")
+    os.environ["CONVIS_CACHE_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("CONVIS_CACHE_DIR", None)
+    else:
+        os.environ["CONVIS_CACHE_DIR"] = before
 
 
 @pytest.fixture(scope="session")

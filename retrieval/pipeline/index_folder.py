@@ -53,6 +53,7 @@ def index_folder(index_dir: Path | None, models: ModelCache, folder: str | Path,
         with open_executor(settings, index_dir, distributor, models.device, models.trust_remote_code) as executor:
             run = _Run(index_dir, models, settings, progress, notices)
             report = run.index(folder, scan, indexers, executor)
+        models.export_text_towers(notices)  # while torch is loaded: the text queries after this need none
     else:
         report = IndexReport(list(indexers), failed=scan[1])
     report.seconds = time.perf_counter() - started

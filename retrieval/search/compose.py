@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from indexers.base import Indexer
+from indexers.text_towers import TextEncoder
 from rerankers.prompts.similarity import ChangeWords
 from retrieval.core.concepts import Concept, combine
 from retrieval.core.scores import unit_similarity
@@ -82,7 +82,7 @@ class ChangeQuery:
     notices: list[str]
 
     @classmethod
-    def prepare(cls, change: Change, indexed: dict[str, str], build: Callable[[str], Indexer],
+    def prepare(cls, change: Change, indexed: dict[str, str], build: Callable[[str], TextEncoder],
                 anchor_vector: Callable[[str], np.ndarray | None],
                 described: dict[str, str] | None = None) -> "ChangeQuery":
         """Embed the change with every indexed signal that reads text (``indexed``: name -> model id);

@@ -25,6 +25,7 @@ import numpy as np
 from indexers.base import Indexer
 from indexers.errors import ModelUnavailableError
 from indexers.factory import has_text_tower
+from indexers.text_towers import TextEncoder
 from retrieval.core.concepts import Concept, normalise
 from retrieval.core.errors import one_line
 from retrieval.search import ranking
@@ -56,9 +57,12 @@ class TextResult(QueryResult):
         return {**super().as_dict(), "text": self.text}
 
 
-def answers_text(model: Indexer) -> bool:
-    """Whether ``model`` has a text tower (its class implements ``embed_texts``)."""
-    return type(model).embed_texts is not Indexer.embed_texts
+def answers_text(model) -> bool:
+    """Whether ``model`` has a text tower: an exported one, or an indexer whose class implements
+    ``embed_texts``."""
+    if isinstance(model, Indexer):
+        return type(model).embed_texts is not Indexer.embed_texts
+    return callable(getattr(model, "embed_texts", None))
 
 
 def check_text(text: str) -> str:
@@ -86,7 +90,7 @@ def parse_weights(specs: Iterable[str]) -> dict[str, float]:
     return out
 
 
-def text_signals(indexed: dict[str, str], build: Callable[[str], Indexer]) -> tuple[dict[str, Indexer], list[str]]:
+def text_signals(indexed: dict[str, str], build: Callable[[str], TextEncoder]) -> tuple[dict[str, Indexer], list[str]]:
     """Indexer name -> model, for each indexed signal that answers text, and notices of those that cannot;
     NoTextSignal when none answers."""
     models, failed = {}, []
@@ -143,7 +147,7 @@ class TextQuery:
     concept: str | None = None  # search this concept's descriptions only (a concept key)
 
 
-def search(query: TextQuery, catalog: Catalog, build: Callable[[str], Indexer],
+def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncoder],
            vector_index: Callable[[str], VectorIndex]) -> TextResult:
     """Rank the catalog's units for ``query.text`` with every answering signal, or with one concept's
     description signal (see the module's notes)."""
@@ -176,13 +180,13 @@ def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextRes
     catalog, notices = open_catalog(index_dir)
     with catalog:
         protocol = protocol_of(catalog)
-        result = search(query, catalog, lambda spec: models.indexer(spec, protocol),
+        result = search(query, catalog, lambda spec: models.text_tower(spec, protocol, notices),
                         lambda model_id: vector_index(catalog, index_dir, model_id))
     return replace(result, notices=[*notices, *result.notices], root=result.root or str(index_dir.parent.resolve()))
 
 
 def _description_signal(query: TextQuery, catalog: Catalog, indexed: dict[str, str],
-                        build: Callable[[str], Indexer]) -> tuple[list[Concept], dict[str, str], dict, list[str]]:
+                        build: Callable[[str], TextEncoder]) -> tuple[list[Concept], dict[str, str], dict, list[str]]:
     """One concept's description signal, and the text indexer that embeds the sentence into its space."""
     if query.weights:
         raise SignalError("--signal and --concept do not go together: a concept's descriptions are one signal")

@@ -1,4 +1,5 @@
-"""The light path: `--help`, `info`, `ls` and a query whose anchor is indexed import no model code and no decoder.
+"""The light path: `--help`, `models`, `info`, `ls`, a query whose anchor is indexed, and text search and composed
+queries once their text towers are exported, import no model code and no decoder.
 
 Each command runs in a fresh Python (the CLI in-process through typer's CliRunner), so what this test process
 has imported does not count. No timing is asserted (`convis bench perf --sections cli` measures it).
@@ -44,6 +45,18 @@ def test_info_ls_and_an_indexed_query_import_no_model_code(demo_index):
     anchor = str(ROOT / "examples" / "videos" / "campus_01.mp4")
     for args in (["info", str(demo_index)], ["ls", str(demo_index)],
                  ["query", "--anchor", anchor, "--concept", "location", "--index-dir", str(demo_index)]):
+        ran = imported(args)
+        assert ran["code"] == 0, ran["output"]
+        assert ran["heavy"] == [], (args[0], ran["heavy"])
+
+
+def test_text_search_and_a_change_import_no_model_code_once_exported(demo_index):
+    # indexing the demo's captions exported MiniLM's text tower into the user cache: ONNX Runtime answers
+    anchor = str(ROOT / "examples" / "videos" / "box.mp4")
+    for args in (["search", "a hand holding a cup", "--index-dir", str(demo_index)],
+                 ["search", "--concept", "location", "the campus square", "--index-dir", str(demo_index)],
+                 ["query", "--anchor", anchor, "--change", "a cup instead of a box", "--index-dir", str(demo_index)],
+                 ["models"]):
         ran = imported(args)
         assert ran["code"] == 0, ran["output"]
         assert ran["heavy"] == [], (args[0], ran["heavy"])

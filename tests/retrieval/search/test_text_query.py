@@ -129,4 +129,47 @@ def test_the_registry_says_which_families_have_a_text_tower_as_their_built_model
 def test_a_search_builds_only_the_models_that_can_answer(captioned_index):
     engine = Engine(captioned_index)
     engine.search(SearchRequest(CUP, k=2))
-    assert [spec.split(":")[0] for spec, _ in engine.models.indexers()] == ["text"]  # EfficientNet-Lite0 never loaded
+    # indexing exported the caption model's text tower: EfficientNet-Lite0 never loads, and MiniLM not in torch
+    assert engine.models.indexers() == []
+    assert [type(t).__name__ for t in engine.models.text_towers()] == ["OnnxTextTower"]
+
+
+def _search_with(index_dir, build, text: str, concept: str | None = None):
+    from retrieval.store.faiss_policy import vector_index
+    from retrieval.store.index_dir import open_catalog
+
+    catalog, _ = open_catalog(index_dir)
+    with catalog:
+        return tq.search(tq.TextQuery(text, k=20, concept=concept), catalog, build,
+                         lambda model_id: vector_index(catalog, index_dir, model_id))
+
+
+def _ranked(result) -> list[tuple[str, int, float]]:
+    return [(hit.path, hit.segment, hit.total) for hit in result.hits]
+
+
+@pytest.mark.parametrize(("text", "concept"), [(CUP, None), ("the campus square", "location"),
+                                               ("somebody rides a bike", "main-action")])
+def test_onnx_towers_rank_and_score_the_demo_index_as_torch_does(demo_index, text, concept):
+    from indexers.text_towers import OnnxTextTower
+    from retrieval.model_cache import ModelCache
+
+    models, torch_models = ModelCache(device="cpu"), ModelCache(device="cpu")
+    exported = _search_with(demo_index, models.text_tower, text, concept)
+    in_torch = _search_with(demo_index, torch_models.indexer, text, concept)
+    assert [type(t) for t in models.text_towers()] == [OnnxTextTower] and models.indexers() == []
+    got, want = _ranked(exported), _ranked(in_torch)
+    assert len(got) == 9 and [g[:2] for g in got] == [w[:2] for w in want]
+    assert np.allclose([g[2] for g in got], [w[2] for w in want], atol=1e-4)
+
+
+def test_onnx_towers_of_captions_and_open_clip_rank_as_torch_does(text_and_clip_index):
+    from retrieval.model_cache import ModelCache
+
+    models, torch_models = ModelCache(device="cpu"), ModelCache(device="cpu")
+    exported = _search_with(text_and_clip_index, models.text_tower, CUP)
+    in_torch = _search_with(text_and_clip_index, torch_models.indexer, CUP)
+    assert len(exported.signals) == 2 and models.indexers() == []
+    got, want = _ranked(exported), _ranked(in_torch)
+    assert [g[:2] for g in got] == [w[:2] for w in want]
+    assert np.allclose([g[2] for g in got], [w[2] for w in want], atol=1e-4)
