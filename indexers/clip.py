@@ -51,22 +51,12 @@ class OpenClipIndexer(ImageIndexer):
     def text_graph(self):
         """encode_text of token ids, with open_clip's tokenizer as a ``tokenizers`` one: padded with zeros to
         the model's context and truncated to it, its end token kept last, as open_clip's call does."""
-        from indexers.text_export import TextGraph
+        from indexers.text_export import Features, TextGraph
 
         tokenizer = open_clip_tokenizer(self.tokenizer)
         if tokenizer is None:
             return None
-        model = self.model
-
-        class EncodeText(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-
-            def forward(self, input_ids):
-                return self.model.encode_text(input_ids)
-
-        return TextGraph(EncodeText(), tokenizer, inputs=("input_ids",))
+        return TextGraph(Features(self.model, lambda model, ids: model.encode_text(ids)), tokenizer, ("input_ids",))
 
 
 class HFClipIndexer(ImageIndexer):
@@ -96,26 +86,10 @@ class HFClipIndexer(ImageIndexer):
     def text_graph(self):
         """get_text_features of token ids, with the checkpoint's tokenizer truncating at ``text_context`` and
         padding to the longest sentence, as ``embed_texts`` calls it."""
-        from indexers.text_export import TextGraph
+        from indexers.text_export import Features, TextGraph, tokenizer_of
 
-        tokens = self._tokenizer()
-        if not getattr(tokens, "is_fast", False):
-            return None  # a Python-only tokenizer: `tokenizers` cannot read it
-        tokenizer = type(tokens.backend_tokenizer).from_str(tokens.backend_tokenizer.to_str())
-        tokenizer.enable_truncation(self.text_context)
-        tokenizer.enable_padding(pad_id=tokens.pad_token_id, pad_token=tokens.pad_token)
-        model = self.model
-
-        class TextFeatures(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-
-            def forward(self, input_ids, attention_mask):
-                out = self.model.get_text_features(input_ids=input_ids, attention_mask=attention_mask)
-                return out if isinstance(out, torch.Tensor) else out.pooler_output
-
-        return TextGraph(TextFeatures(), tokenizer)
+        tokenizer = tokenizer_of(self._tokenizer(), self.text_context)
+        return None if tokenizer is None else TextGraph(Features(self.model, _text_features), tokenizer)
 
     def _tokenizer(self):
         # loaded on the first text only: indexing frames never needs it
@@ -142,14 +116,12 @@ def open_clip_tokenizer(tokenizer):
 
     from open_clip.tokenizer import HFTokenizer, SimpleTokenizer
 
+    from indexers.text_export import tokenizer_of
+
     context = int(tokenizer.context_length)
-    if isinstance(tokenizer, HFTokenizer):
-        built = tokenizer.tokenizer
-        if not getattr(built, "is_fast", False):
-            return None
-        backend = type(built.backend_tokenizer).from_str(built.backend_tokenizer.to_str())
-        backend.enable_padding(length=context, pad_id=built.pad_token_id, pad_token=built.pad_token)
-    elif isinstance(tokenizer, SimpleTokenizer):
+    if isinstance(tokenizer, HFTokenizer):  # padded to the context, as its call pads
+        return tokenizer_of(tokenizer.tokenizer, context, pad_length=context)
+    if isinstance(tokenizer, SimpleTokenizer):
         from transformers import CLIPTokenizerFast
 
         with tempfile.TemporaryDirectory() as folder:
@@ -162,10 +134,14 @@ def open_clip_tokenizer(tokenizer):
         backend = built.backend_tokenizer
         # open_clip pads with id 0 (a vocabulary entry, not a special token: naming it would split text on it)
         backend.enable_padding(length=context, pad_id=0, pad_token=tokenizer.decoder[0])
-    else:
-        return None
-    backend.enable_truncation(context)
-    return backend
+        backend.enable_truncation(context)
+        return backend
+    return None
+
+
+def _text_features(model, input_ids, attention_mask):
+    out = model.get_text_features(input_ids=input_ids, attention_mask=attention_mask)
+    return out if isinstance(out, torch.Tensor) else out.pooler_output
 
 
 def _open_clip_name(source: str) -> tuple[str, str | None]:

@@ -44,27 +44,16 @@ class TextIndexer(Indexer):
     def text_graph(self):
         """The whole sentence-transformers model (its own pooling and normalisation) from token ids, with its
         tokenizer truncating at its ``max_seq_length`` and padding as its ``encode`` does."""
-        import torch
+        from indexers.text_export import Features, TextGraph, tokenizer_of
 
-        from indexers.text_export import TextGraph
+        tokenizer = tokenizer_of(self._model.tokenizer, self._model.max_seq_length)
+        if tokenizer is None:
+            return None
+        return TextGraph(Features(self._model, _sentence_embedding), tokenizer)
 
-        tokens = self._model.tokenizer
-        if not getattr(tokens, "is_fast", False):
-            return None  # a Python-only tokenizer: `tokenizers` cannot read it
-        tokenizer = type(tokens.backend_tokenizer).from_str(tokens.backend_tokenizer.to_str())
-        tokenizer.enable_truncation(self._model.max_seq_length)
-        tokenizer.enable_padding(pad_id=tokens.pad_token_id, pad_token=tokens.pad_token)
-        model = self._model
 
-        class SentenceEmbedding(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-
-            def forward(self, input_ids, attention_mask):
-                return self.model({"input_ids": input_ids, "attention_mask": attention_mask})["sentence_embedding"]
-
-        return TextGraph(SentenceEmbedding(), tokenizer)
+def _sentence_embedding(model, input_ids, attention_mask):
+    return model({"input_ids": input_ids, "attention_mask": attention_mask})["sentence_embedding"]
 
 
 def build_text(source: str | None, device: str | None = None, protocol: str = "fast", **kwargs) -> TextIndexer:

@@ -42,6 +42,29 @@ class TextGraph:
     inputs: tuple[str, ...] = ("input_ids", "attention_mask")
 
 
+class Features(torch.nn.Module):
+    """``forward(*inputs)`` is ``features(model, *inputs)``; the model is a submodule, so its weights export."""
+
+    def __init__(self, model: torch.nn.Module, features):
+        super().__init__()
+        self.model, self.features = model, features
+
+    def forward(self, *inputs):
+        return self.features(self.model, *inputs)
+
+
+def tokenizer_of(tokens, max_length: int, pad_length: int | None = None):
+    """A copy of a transformers tokenizer's ``tokenizers`` pipeline, truncating at ``max_length`` and padding to
+    the longest sentence (or to ``pad_length``) with its pad token, as its call does; None for a Python-only
+    tokenizer, which ``tokenizers`` cannot read."""
+    if not getattr(tokens, "is_fast", False):
+        return None
+    backend = type(tokens.backend_tokenizer).from_str(tokens.backend_tokenizer.to_str())
+    backend.enable_truncation(max_length)
+    backend.enable_padding(length=pad_length, pad_id=tokens.pad_token_id, pad_token=tokens.pad_token)
+    return backend
+
+
 def text_graph(indexer: Indexer) -> TextGraph | None:
     """The family's graph of ``indexer``'s text tower, None when it has none that exports."""
     build = getattr(indexer, "text_graph", None)
