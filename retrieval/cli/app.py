@@ -81,6 +81,8 @@ def failed(exc: Exception) -> None:
     """The one handler of a command's failure: a ConvisError is its one line and its exit code; a missing file
     or folder is the user's to fix (2); a damaged catalog, or the system refusing (a full disk, a permission), is
     1. Anything else returns, and the caller re-raises it: a traceback is a bug's report."""
+    if isinstance(exc, typer.Exit):  # --help and --version end this way: nothing failed, nothing to load
+        return
     import duckdb
 
     from retrieval.engine import ConvisError, is_damage
