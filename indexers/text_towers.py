@@ -22,6 +22,7 @@ import numpy as np
 from indexers.base import INDEXERS, l2_normalise
 from indexers.bundled import weights_path
 from retrieval.core.registry import UnknownModelError
+from retrieval.core.revisions import weights_revision
 
 MANIFEST, GRAPH, TOKENIZER = "tower.json", "model.onnx", "tokenizer.json"
 FORMAT = 1  # bumped when what an export holds changes: older folders are exported again
@@ -46,25 +47,9 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "convis"
 
 
-def revision(source: str, family: str = "") -> str | None:
-    """What identifies the weights of ``source`` now, without loading them: a local folder's files (names,
-    sizes, modification times), a hub id's cached commit, an open_clip tag with open_clip's version.  None when
-    it cannot be told (a hub id not in the cache): such a model is not exported."""
-    local = Path(source).expanduser()
-    if local.exists():
-        files = sorted(p for p in ([local] if local.is_file() else local.rglob("*")) if p.is_file())
-        stats = [(str(p.relative_to(local.parent)), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
-        return "files:" + hashlib.sha256(json.dumps(stats).encode()).hexdigest()
-    commit = _hub_commit(source.removeprefix("hf-hub:"))
-    if commit is None and family == "clip" and not source.startswith("hf-hub:"):
-        # an open_clip tag ("ViT-L-14/openai"): open_clip's table pins its weights
-        return f"open_clip-{_version('open_clip_torch')}:{source}"
-    return commit
-
-
-def folder_for(model_id: str, weights_revision: str, root: Path | None = None) -> Path:
+def folder_for(model_id: str, revision: str, root: Path | None = None) -> Path:
     family = model_id.partition(":")[0] or "model"
-    digest = hashlib.sha256(f"{FORMAT}\0{model_id}\0{weights_revision}".encode()).hexdigest()[:20]
+    digest = hashlib.sha256(f"{FORMAT}\0{model_id}\0{revision}".encode()).hexdigest()[:20]
     return (root or cache_root()) / "text-towers" / f"{family}-{digest}"
 
 
@@ -84,7 +69,7 @@ def locate(model_id: str, protocol: str = "fast", root: Path | None = None) -> P
 
 def folder_of(model_id: str, family: str, source: str, root: Path | None = None) -> Path | None:
     """The export folder of the ``family`` model ``model_id`` with weights ``source`` as they are now."""
-    weights = revision(weights_of(family, source), family)
+    weights = weights_revision(weights_of(family, source), family)
     return folder_for(model_id, weights, root) if weights else None
 
 
@@ -168,27 +153,3 @@ def weights_of(family: str, source: str) -> str:
     if family == "text":  # MiniLM's bundled copy is its weights
         return weights_path(source)
     return source
-
-
-def _hub_commit(repo: str) -> str | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
-    for filename in ("config.json", "open_clip_config.json", "modules.json"):
-        try:
-            path = try_to_load_from_cache(repo, filename)
-        except Exception:  # an id the hub would refuse, an unreadable cache: the same as not cached
-            return None
-        if isinstance(path, str):
-            return "hub:" + Path(path).parent.name  # .../snapshots/<commit>/config.json
-    return None
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "none"

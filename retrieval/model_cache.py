@@ -1,19 +1,20 @@
 """The models and caches an engine keeps between requests: built once, shared by every request.
 
 Indexers (by spec and the index's protocol), their text towers (ONNX Runtime once exported), rerankers (by
-spec), the scorers that ask a reranker (by their settings), the persistent score cache and the decoded frames.
-Building is behind one lock, so requests answered at the same time build each model once; what a request
-learns along the way (a fallback, a cache that cannot open) goes to the ``notices`` it passes in, never to
-state kept here.
+spec), the scorers that ask a reranker (by their settings), the persistent score cache, each index's anchor
+cache and the decoded frames.  Building is behind one lock, so requests answered at the same time build each
+model once; what a request learns along the way (a fallback, a cache that cannot open) goes to the ``notices``
+it passes in, never to state kept here.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import duckdb
+import numpy as np
 
 from indexers import text_towers
 from indexers.factory import create_indexer  # the registry; a family's module loads when built
@@ -21,10 +22,12 @@ from retrieval.core.errors import one_line
 from retrieval.lmm.clips import FrameCache
 from retrieval.lmm.score_cache import ScoreCache, default_score_cache
 from retrieval.lmm.similarity import PairScorer
+from retrieval.store.anchor_cache import ANCHORS_NAME, AnchorCache, AnchorKey
 from retrieval.store.index_dir import has_index
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
+    from retrieval.core.sampling import FrameSpec
     from retrieval.lmm.differences import DiffScorer
     from retrieval.lmm.vqascore import VqaScorer
 
@@ -45,6 +48,8 @@ class ModelCache:
         self._lock = threading.RLock()
         self._indexers: dict[tuple[str, str], Indexer] = {}
         self._towers: dict[tuple[str, str], object] = {}  # (spec, protocol) -> what embeds its sentences
+        self._built_frames: dict[tuple[str, str], FrameSpec] = {}  # each indexer's frames as it was built
+        self._anchors: dict[Path, AnchorCache] = {}  # by index folder
         self._rerankers: dict = {}
         self._pairs: dict[tuple[int, str, bool], PairScorer] = {}
         self._vqa: dict[int, VqaScorer] = {}  # reranker object id -> its VQAScore scorer
@@ -57,6 +62,7 @@ class ModelCache:
             if key not in self._indexers:
                 extra = {"trust_remote_code": True} if self.trust_remote_code else {}
                 self._indexers[key] = create_indexer(spec, protocol=protocol, device=self.device, **extra)
+                self._built_frames[key] = self._indexers[key].frame_spec
             return self._indexers[key]
 
     def text_tower(self, spec: str, protocol: str = "fast", notices: list[str] | None = None):
@@ -108,6 +114,26 @@ class ModelCache:
     def indexers(self) -> list[tuple[str, str]]:
         """The (spec, protocol) of every indexer built so far."""
         return list(self._indexers)
+
+    def anchor_vector(self, index_dir: Path, key: AnchorKey, embed: Callable[[], np.ndarray],
+                      notices: list[str]) -> np.ndarray:
+        """The anchor vector ``key`` names: from the anchor cache beside ``index_dir`` when it holds it (then no
+        model is built), else ``embed()``, kept there for the next request."""
+        if self._resampled(key.model_id, key.protocol):
+            return embed()  # an index run's --frames resampled the built model: not what the key names
+        with self._lock:
+            if index_dir not in self._anchors:
+                self._anchors[index_dir] = AnchorCache(index_dir / ANCHORS_NAME)
+            cache = self._anchors[index_dir]
+        vector = cache.get(key, notices)
+        if vector is None:
+            vector = embed()
+            cache.put(key, vector, notices)
+        return vector
+
+    def _resampled(self, spec: str, protocol: str) -> bool:
+        model = self._indexers.get((spec, protocol))
+        return model is not None and model.frame_spec != self._built_frames[(spec, protocol)]
 
     def reranker(self, spec):
         """A Reranker built once (specs are names, hub ids or folders; a Reranker is itself)."""

@@ -1,8 +1,9 @@
 """The anchor of a query: the file checked, and its vector from each signal.
 
 An anchor that is indexed whole (one unit, no --start/--end) has its vectors in the catalog;
-any other anchor is decoded with each model's own frames and embedded now.  A new anchor has
-no caption, so a concept scored by the text signal falls back to its best visual signal.
+any other anchor is decoded with each model's own frames and embedded once, then read from the
+anchor cache (``retrieval.store.anchor_cache``).  A new anchor has no caption, so a concept scored
+by the text signal falls back to its best visual signal.
 """
 
 from __future__ import annotations
@@ -109,13 +110,22 @@ class ConceptSignals:
     notices: list[str]  # fallbacks the user should know about
 
 
-class AnchorVectors:
-    """The anchor's vectors, from one open catalog and the models ``indexer`` builds (by model id)."""
+Cached = Callable[[str, Callable[[], np.ndarray]], np.ndarray]
 
-    def __init__(self, anchor: Anchor, catalog: Catalog, indexer: Callable[[str], Indexer]):
+
+class AnchorVectors:
+    """The anchor's vectors, from one open catalog and the models ``indexer`` builds (by model id); ``cached``:
+    (model id, embed) -> the vector from a cache that holds it, else ``embed()`` (None: always embed)."""
+
+    def __init__(self, anchor: Anchor, catalog: Catalog, indexer: Callable[[str], Indexer],
+                 cached: Cached | None = None):
         self.anchor, self.catalog, self.indexer = anchor, catalog, indexer
+        self.cached = cached or (lambda _model_id, embed: embed())
         # a span of a file is not what the catalog stored for it
         self.stored_path = next(iter(catalog.files_by_hash(anchor.content_hash)), None) if anchor.whole else None
+        # what each signal reads, from the catalog: asking a built model would build it, cache hit or not
+        self.kinds = {**{r.indexer: r.kind for r in catalog.indexers()},
+                      **{s.signal: "text" for s in catalog.description_signals()}}
 
     def stored(self, model_id: str) -> np.ndarray | None:
         if self.stored_path is None:
@@ -134,8 +144,11 @@ class AnchorVectors:
         return vector if vector is not None else self.embedded(model_id)
 
     def embedded(self, model_id: str) -> np.ndarray:
-        model = self.indexer(model_id)
-        return model.embed_units([self.anchor.pixels(model.frame_spec)])[0]
+        def embed() -> np.ndarray:
+            model = self.indexer(model_id)
+            return model.embed_units([self.anchor.pixels(model.frame_spec)])[0]
+
+        return self.cached(model_id, embed)
 
     def per_concept(self, chosen: dict[str, str], indexed: dict[str, str]) -> ConceptSignals:
         """The vector of each concept's chosen signal (``indexed``: indexer name -> model id)."""
@@ -180,7 +193,7 @@ class AnchorVectors:
             if model_id in vectors:
                 continue
             vector = self.stored(model_id)
-            if vector is None and self.indexer(model_id).kind != "text":  # a new anchor has no caption
+            if vector is None and self._kind(model_id) != "text":  # a new anchor has no caption
                 vector = self.embedded(model_id)
             if vector is not None:
                 vectors[model_id] = vector
@@ -188,8 +201,11 @@ class AnchorVectors:
 
     def _needs_caption(self, signal: str) -> bool:
         """Whether ``signal`` compares captions (the text indexer, CLIPScore): a new anchor has none."""
-        return clipscore_parts(signal) is not None or self.indexer(signal).kind == "text"
+        return clipscore_parts(signal) is not None or self._kind(signal) == "text"
 
     def _best_visual(self, concept: str, indexed: dict[str, str]) -> str:
-        visual = {name: model_id for name, model_id in indexed.items() if self.indexer(model_id).kind != "text"}
+        visual = {name: model_id for name, model_id in indexed.items() if self._kind(model_id) != "text"}
         return signals.choose(concept, visual)
+
+    def _kind(self, signal: str) -> str:
+        return self.kinds.get(signal) or self.indexer(signal).kind

@@ -25,6 +25,7 @@ from retrieval.search.pair_signals import PairSignals
 from retrieval.search.requests import QueryRequest
 from retrieval.search.results import Hit, QueryResult, shown_path
 from retrieval.store import signal_vectors
+from retrieval.store.anchor_cache import AnchorKey
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import vector_index
 from retrieval.store.index_dir import open_catalog, protocol_of, root_of
@@ -58,7 +59,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     clip = Anchor.of(request.anchor, request.start, request.end)
     catalog, notices = open_catalog(index_dir)
     with catalog:
-        found = _recall(request, clip, catalog, index_dir, models)
+        found = _recall(request, clip, catalog, index_dir, models, notices)
     notices += [*found.recalled.notices, *found.beside.notices]
     hits = _ranked(request, clip, found, only)
     if found.wanted is not None:  # staying like the anchor, and matching the change
@@ -83,12 +84,16 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     return _result(request, found, shortlist, hits, pair, model, notices)
 
 
-def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Path, models: ModelCache
-            ) -> Recalled:
+def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Path, models: ModelCache,
+            notices: list[str]) -> Recalled:
     protocol = protocol_of(catalog)  # anchors are embedded as the index was
 
     def build(spec: str):
         return models.indexer(spec, protocol)
+
+    def cached(model_id: str, embed):
+        key = AnchorKey.of(clip.content_hash, clip.start, clip.end, model_id, protocol, models.device)
+        return models.anchor_vector(index_dir, key, embed, notices)
 
     def index(model_id: str):
         return vector_index(catalog, index_dir, model_id)
@@ -98,7 +103,7 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     clipscores = signal_vectors.clipscore_signals(catalog)
     chosen = signals.choose_all(list(request.concepts), indexed, request.vector_overrides, described,
                                 signals.clipscore_names(clipscores))
-    vectors = AnchorVectors(clip, catalog, build)
+    vectors = AnchorVectors(clip, catalog, build, cached)
     recalled = vectors.per_concept(chosen, indexed)
     # a concept with descriptions is recalled and scored by them too, beside its visual signal
     beside = vectors.descriptions(signals.beside(recalled.signal_of, described, request.vector_overrides))
