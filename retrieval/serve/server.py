@@ -65,6 +65,9 @@ MAX_CONCEPT_CHARS = 200
 MAX_PAGE = 200  # units on one page of the collection: each is a thumbnail the browser loads
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
+# warming waits this long after the server listens: importing torch holds the interpreter for a few tenths of a
+# second at a time, which would slow the answers a client asks first (the page, /health)
+WARM_AFTER_S = 0.5
 
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REF_CHARS, pattern=REF_PATTERN)]
 ConceptText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONCEPT_CHARS)]
@@ -586,7 +589,7 @@ def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, log_
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
             if warm and self.started:  # listening: the first requests are answered while the models build
-                app.state.convis.warmup.start()
+                app.state.convis.warmup.start(after=WARM_AFTER_S)
 
     return Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
 

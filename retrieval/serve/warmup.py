@@ -27,11 +27,13 @@ class Warmup:
         self._built: dict[WarmStep, bool] = {}
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        """Warm in a daemon thread (once): stopping the server never waits for a model being built."""
+    def start(self, after: float = 0.0) -> None:
+        """Warm in a daemon thread (once), ``after`` seconds from now: stopping the server never waits for a model
+        being built."""
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="convis-warmup", daemon=True)
+                self._thread = threading.Timer(after, self._run)
+                self._thread.name, self._thread.daemon = "convis-warmup", True
                 self._thread.start()
 
     def join(self, timeout: float | None = None) -> None:
