@@ -8,8 +8,9 @@ import the request values, ``IndexSettings`` and ``ConvisError`` from here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 # isort: split
 # What the CLI reads its option values with, and the catalog damage it tells apart (it imports nothing below
@@ -66,6 +67,24 @@ if TYPE_CHECKING:
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.run import IndexReport, Progress
     from retrieval.search.diff import DiffRanking
+
+
+TEXT_TOWER, INDEXER = "text tower", "indexer"  # what a WarmStep builds
+
+
+@dataclass(frozen=True)
+class WarmStep:
+    """One model a request over an index may build: a signal's text tower (text search, a query's change) or its
+    indexer (an anchor the index lacks, or a time window of one)."""
+
+    kind: str  # TEXT_TOWER or INDEXER
+    name: str  # the signal's name in the index
+    spec: str  # the model id the index stored: what a request builds it by
+    protocol: str  # the index's: a request builds the model as the index did
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
 
 
 class Engine:
@@ -145,6 +164,33 @@ class Engine:
     def reranker(self, spec):
         """A Reranker built once per engine (specs are names, hub ids or folders)."""
         return self.models.reranker(spec)
+
+    def warm_plan(self, notices: list[str] | None = None) -> list[WarmStep]:
+        """The models a request over this index may build, in the order to build them ahead of it: first the text
+        tower of each signal that reads text (every text search and composed query asks them), then each
+        indexer."""
+        from indexers.factory import has_text_tower  # the registry: the first look loads every family's module
+
+        with self.open_catalog(notices) as catalog:
+            rows, protocol = catalog.indexers(), store.protocol_of(catalog)
+        towers = [WarmStep(TEXT_TOWER, r.name, r.indexer, protocol) for r in rows
+                  if r.kind == "text" or has_text_tower(r.indexer)]
+        return towers + [WarmStep(INDEXER, r.name, r.indexer, protocol) for r in rows]
+
+    def warm(self, steps: Sequence[WarmStep], notices: list[str],
+             done: Callable[[WarmStep, bool], None] = lambda step, built: None) -> None:
+        """Build the model of each step into this engine's cache, one after another, as the request that needs it
+        would (that request then finds it built); ``done(step, built)`` after each.  A model that cannot be built
+        (its weights missing) is a line in ``notices``, not an error: the request that needs it says why."""
+        for step in steps:
+            try:
+                # a text tower is its indexer's embed_texts: building the indexer builds it
+                self.models.indexer(step.spec, step.protocol)
+            except Exception as exc:  # anything a build raises: warming ahead of a request must not end the caller
+                notices.append(f"{step.label} not warmed: {one_line(exc, 200)}")
+                done(step, False)
+            else:
+                done(step, True)
 
     def _protocol(self) -> str:
         if not self.has_index:

@@ -6,7 +6,7 @@ from functools import partial
 
 from bench.perf.report import PerfReport, checks
 from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
-from bench.perf.targets import find_row, measured_settings
+from bench.perf.targets import CLI_BASELINE, find_row, measured_settings
 
 _INDEXING_HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min",
                   "CPU s", "cores busy", "torch threads", "peak RSS MB", "detail"]
@@ -17,7 +17,8 @@ _RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "querie
                 "recall@100", "build s", "peak RSS MB"]
 _SCALING_HEAD = ["video", "workers", "segment s", "units", "windows", "frames", "seconds", "speed-up",
                  "worker peak RSS MB"]
-_CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "max RSS MB"]
+_CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "median RSS MB", "max RSS MB",
+             "x indexed-anchor query"]
 _RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms",
                 "speed-up", "model pairs on repeat", "peak RSS MB"]
 
@@ -36,7 +37,8 @@ def markdown(report: PerfReport) -> str:
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
     if report.cli:
-        parts += ["## Command-line start-up\n", _table(_CLI_HEAD, [_cli_row(r) for r in report.cli])]
+        base = next((r for r in report.cli if r.key == CLI_BASELINE), None)
+        parts += ["## Command-line start-up\n", _table(_CLI_HEAD, [_cli_row(r, base) for r in report.cli])]
     found = checks(report)
     if found:
         parts += ["## Targets\n", _table(["target", "measured", "met"],
@@ -89,9 +91,10 @@ def _scaling_row(r: ScalingResult) -> list:
             f"{r.speedup:.2f}x", f"{r.worker_peak_mb:.0f}"]
 
 
-def _cli_row(r: CliResult) -> list:
+def _cli_row(r: CliResult, base: CliResult | None) -> list:
+    ratio = f"{r.median_s / base.median_s:.2f}x" if base is not None and base.median_s > 0 else ""
     return [f"`{r.command}`", r.runs, f"{r.median_s:.3f}", f"{r.min_s:.3f}", f"{r.max_s:.3f}", f"{r.cpu_s:.3f}",
-            f"{r.peak_rss_mb:.0f}"]
+            f"{r.median_rss_mb:.0f}", f"{r.peak_rss_mb:.0f}", ratio]
 
 
 def _rerank_row(r: RerankResult) -> list:

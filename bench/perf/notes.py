@@ -32,12 +32,7 @@ def notes(config: PerfConfig) -> list[str]:
         "the `exact, FAISS's BLAS threshold` row repeats the exact batch with the value FAISS ships.",
     ]
     if "cli" in config.sections:
-        out.append("Command-line start-up: each command is `python cli.py ...` (the `convis` entry point) in a fresh "
-                   "process, timed from start to exit " + ("once (smoke: `--help` only)" if config.smoke else
-                   f"{max(5, config.repeat)} times") + "; the median wall seconds, the median CPU seconds and the "
-                   "largest max RSS (the process's own ru_maxrss, from wait4) are shown. The query's anchor is the "
-                   "first clip, indexed (with the example captions when the clips are examples/videos), so it reads "
-                   "the catalog, hashes the file and searches FAISS; no model is built.")
+        out.append(_cli_note(config))
     if "scaling" in config.sections:
         out.append("One long file on every core: the decode stage as an index run drives it (`LocalExecutor` over "
                    "N decode worker processes, the file cut into windows by `unit_windows`: its first unit alone, "
@@ -51,3 +46,18 @@ def notes(config: PerfConfig) -> list[str]:
                    "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "
                    "to minutes per pair on a CPU.")
     return out
+
+
+def _cli_note(config: PerfConfig) -> str:
+    runs = "once (smoke: the --help commands only)" if config.smoke else f"{max(5, config.repeat)} times"
+    return ("Command-line start-up: each command is `python cli.py ...` (the `convis` entry point) in a fresh "
+            f"process, timed from start to exit {runs}, with HF_HUB_OFFLINE=1 unless the caller set it; the median "
+            "wall seconds, the median CPU seconds, the median and the largest max RSS (the process's own ru_maxrss, "
+            "from wait4) are shown, and the median wall over that of `convis query --anchor box.mp4 --concept "
+            "main-action`, whose anchor is indexed (it reads the catalog, hashes the file and searches FAISS; no "
+            "model is built). The commands run on the demo index, out/demo-index (`convis index examples/videos "
+            "--captions examples/captions`, built when absent, else brought up to date first). The windowed query "
+            "runs on a fresh copy of the index: its first run, then the median of the runs after it. `convis diff` "
+            "looks for its LMM in an empty Hugging Face cache, offline, and is timed to its refusal. `convis serve`: "
+            "a fresh server each run, timed from its start until /health answers, then, once /health lists nothing "
+            "as warming, one GET /search; CPU seconds and RSS are the server's own (/proc) at that moment.")

@@ -56,6 +56,8 @@ class CliResult:
     max_s: float
     cpu_s: float  # median CPU seconds (user + system)
     peak_rss_mb: float  # the largest max RSS of the runs
+    median_rss_mb: float = 0.0  # the median max RSS of the runs
+    key: str = ""  # what the targets know the row by, e.g. "query" for the baseline (cli_session.py)
 
 
 @dataclass(frozen=True)

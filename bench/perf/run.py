@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench.perf.cli_start import run_cli
+from bench.perf.cli_session import run_cli
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.footage import list_clips, make_clips
 from bench.perf.indexing import run_indexing
@@ -42,8 +42,10 @@ SECTIONS: dict[str, Section] = {
     "recall": Section(run_recall, "vector search latency and recall@100 of each index kind at every size",
                       needs_clips=False),
     "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
-    "cli": Section(run_cli, "start-up of `convis --help`, and of `query` (an indexed anchor), `info` and `ls` on "
-                            "an index of the clips: median wall seconds and max RSS of fresh processes"),
+    "cli": Section(run_cli, "the demo's commands on the demo index (out/demo-index, built when absent) as fresh "
+                            "processes: median wall seconds and RSS, and each against a query whose anchor is "
+                            "indexed; `convis serve` until /health answers, and its first text search once warm",
+                   needs_clips=False),
     "scaling": Section(run_scaling, "one long file decoded by 1..N workers (N: the cores): wall seconds, speed-up "
                                     "and the largest worker's peak RSS (--long-video, else a generated 10-minute "
                                     "720p file; --segment units, default 10 s)", needs_clips=False),

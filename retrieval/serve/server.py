@@ -54,6 +54,7 @@ from retrieval.serve.gallery import THUMB_SHORT_SIDE, Thumb, strip, write_query_
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
 from retrieval.serve.uploads import UPLOADS, UploadStore
+from retrieval.serve.warmup import Warmup
 from retrieval.serve.writes import write_routes
 
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
@@ -64,6 +65,9 @@ MAX_CONCEPT_CHARS = 200
 MAX_PAGE = 200  # units on one page of the collection: each is a thumbnail the browser loads
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
+# warming waits this long after the server listens: importing torch holds the interpreter for a few tenths of a
+# second at a time, which would slow the answers a client asks first (the page, /health)
+WARM_AFTER_S = 0.5
 
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REF_CHARS, pattern=REF_PATTERN)]
 ConceptText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONCEPT_CHARS)]
@@ -159,6 +163,7 @@ class ServerState:
     index_dir: Path | None = None
     links: PlaybackLinks | None = None  # which URL plays each clip (see playback.py)
     allow_writes: bool = False  # `convis serve --allow-writes`: the app may add, remove and re-index files
+    warmup: Warmup | None = None  # the models requests need, built behind the listening server (see warmup.py)
     _root: Path | None = None
 
     @property
@@ -268,7 +273,7 @@ def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
     uploads = UploadStore(upload_folder(), max_upload, upload_quota, decoder)
     state = ServerState(engine, reranker, uploads, decoder, index_dir=Path(index_dir), allow_writes=allow_writes,
-                        links=PlaybackLinks(Previews(Path(index_dir) / PREVIEWS_DIRNAME)))
+                        links=PlaybackLinks(Previews(Path(index_dir) / PREVIEWS_DIRNAME)), warmup=Warmup(engine))
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -355,13 +360,14 @@ def _add_index_routes(app: FastAPI, state: ServerState) -> None:
         root = state.root
         notices: list[str] = []
         info = state.engine.info(notices)  # opens the catalog: busy or missing shows here
+        warming = state.warmup.status()
         # folders by name only: where the server keeps its files is not the client's business
         return {"status": "ok", "root": root.name, "index_dir": _shown_index_dir(Path(info["index_dir"]), root),
                 "files_ok": info["files_ok"], "files_failed": info["files_failed"], "units": info["units"],
                 "indexers": [row["indexer"] for row in info["indexers"]], "reranker": state.reranker,
-                "text_search": any(row["kind"] == "text" or has_text_tower(row["indexer"]) for row in info["indexers"]),
+                "text_search": text_search(info["indexers"]), **warming,
                 "segmentation": info["segmentation"], "allow_writes": state.allow_writes,
-                "notices": [state.public(notice) for notice in notices]}
+                "notices": [state.public(notice) for notice in [*notices, *state.warmup.notices]]}
 
     @app.get("/videos", summary="Indexed files and their retrievable units", responses=responses(503))
     def videos():
@@ -449,6 +455,12 @@ def _add_media_routes(app: FastAPI, state: ServerState) -> None:
             return FileResponse(state.links.playable_file(state.resolve(ref)), media_type="video/mp4")
         except PreviewError as exc:
             raise ApiError(503, f"cannot make a preview of {ref}: {exc}") from None
+
+
+def text_search(indexers: list[dict]) -> bool:
+    """Whether a signal of the index reads text: a caption signal says so itself; asking the registry about the
+    others may load every family's module, which a server warming its models has under way."""
+    return any(row["kind"] == "text" for row in indexers) or any(has_text_tower(row["indexer"]) for row in indexers)
 
 
 def _shown_index_dir(index_dir: Path, root: Path) -> str:
@@ -565,13 +577,21 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
 
 # -- running it ---------------------------------------------------------------------------------
 def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
-                extra_hosts: Sequence[str] = (), **app_options):
-    """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread); ``app_options``: the rest of
-    ``create_app``'s (reranker, max_upload, upload_quota, allow_writes)."""
+                extra_hosts: Sequence[str] = (), warm: bool = True, **app_options):
+    """A uvicorn server for the app (``.run()`` blocks; tests run it in a thread); ``warm``: once it listens, build
+    the models requests need in the background (see warmup.py); ``app_options``: the rest of ``create_app``'s
+    (reranker, max_upload, upload_quota, allow_writes)."""
     import uvicorn  # uvicorn: only a running server needs it, not the app (tests use the app alone)
 
     app = create_app(Path(index_dir), hosts=allowed_hosts(host, extra_hosts), **app_options)
-    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if warm and self.started:  # listening: the first requests are answered while the models build
+                app.state.convis.warmup.start(after=WARM_AFTER_S)
+
+    return Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
 
 
 def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: str | None = None,
