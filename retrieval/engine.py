@@ -169,7 +169,7 @@ class Engine:
         """The models a request over this index may build, in the order to build them ahead of it: first the text
         tower of each signal that reads text (every text search and composed query asks them), then each
         indexer."""
-        from indexers.factory import has_text_tower  # the registry: the first look loads every family's module
+        from indexers.factory import has_text_tower  # the registry's cards: no family's module is imported
 
         with self.open_catalog(notices) as catalog:
             rows, protocol = catalog.indexers(), store.protocol_of(catalog)
@@ -184,8 +184,10 @@ class Engine:
         (its weights missing) is a line in ``notices``, not an error: the request that needs it says why."""
         for step in steps:
             try:
-                # a text tower is its indexer's embed_texts: building the indexer builds it
-                self.models.indexer(step.spec, step.protocol)
+                if step.kind == TEXT_TOWER:  # its ONNX export when there is one: no torch for a text search
+                    self.models.text_tower(step.spec, step.protocol, notices)
+                else:
+                    self.models.indexer(step.spec, step.protocol)
             except Exception as exc:  # anything a build raises: warming ahead of a request must not end the caller
                 notices.append(f"{step.label} not warmed: {one_line(exc, 200)}")
                 done(step, False)

@@ -31,7 +31,7 @@ def gated(monkeypatch):
     """Builds that wait for ``gate``, then fail for specs in ``missing``; ``asked``: the specs, in order."""
     gate, asked, missing = threading.Event(), [], set()
 
-    def build(self, spec, protocol="fast"):
+    def build(self, spec, protocol="fast", notices=None):
         asked.append(spec)
         assert gate.wait(30)
         if spec.split(":")[0] in missing:
@@ -39,6 +39,7 @@ def gated(monkeypatch):
         return object()
 
     monkeypatch.setattr(ModelCache, "indexer", build)
+    monkeypatch.setattr(ModelCache, "text_tower", build)
     return gate, asked, missing
 
 
@@ -54,9 +55,10 @@ def test_text_towers_come_first_and_requests_then_build_nothing(captioned):
     done = []
     engine.warm(steps, [], lambda step, built: done.append(built))
     assert done == [True, True, True]
-    built = set(engine.models.indexers())
+    built, towers = set(engine.models.indexers()), engine.models.text_towers()
     engine.search(SearchRequest("a hand holding a cup", k=1))
     assert set(engine.models.indexers()) == built  # the search found its text tower warm
+    assert engine.models.text_towers() == towers and type(towers[0]).__name__ == "OnnxTextTower"
 
 
 def test_health_says_what_is_warming_and_what_is_warm(captioned, gated):
