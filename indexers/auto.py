@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-from urllib.parse import urlparse
-
 from indexers.base import INDEXERS
 from indexers.factory import available_indexers
-from retrieval.core.weights import hub_cached, hub_offline
+from retrieval.core.weights import hub_cached, hub_offline, hub_reachable
 
 PREFERRED = "dinov2"
 OFFLINE_FALLBACK = "efficientnet-lite0"
@@ -18,7 +15,7 @@ def default_indexer() -> tuple[str, str | None]:
     """(spec, notice): the spec to use and, when falling back, one line saying why."""
     available_indexers()  # registers the built-in families
     source = INDEXERS.entry(PREFERRED).default_source
-    if hub_cached(source) or (not hub_offline() and _hub_reachable()):
+    if hub_cached(source) or (not hub_offline() and hub_reachable(HUB_TIMEOUT)):
         return PREFERRED, None
     why = "HF_HUB_OFFLINE is set" if hub_offline() else "the model hub is unreachable"
     return OFFLINE_FALLBACK, (
@@ -26,13 +23,3 @@ def default_indexer() -> tuple[str, str | None]:
         f"(pass --indexer to choose)"
     )
 
-
-def _hub_reachable() -> bool:
-    from huggingface_hub import constants
-
-    url = urlparse(constants.ENDPOINT)
-    try:
-        with socket.create_connection((url.hostname, url.port or 443), timeout=HUB_TIMEOUT):
-            return True
-    except OSError:
-        return False

@@ -36,6 +36,8 @@ class RerankerError(ConvisError, RuntimeError):
 class RerankerUnavailable(RerankerError):
     """The weights are not on this machine (or not a checkpoint this family can load)."""
 
+    exit_code = 1  # the command line was right: the machine lacks the model
+
 
 @dataclass(frozen=True)
 class PairScore:

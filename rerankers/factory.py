@@ -11,6 +11,8 @@ from pathlib import Path
 # importing the family modules registers them (they import transformers only when a model is built)
 from rerankers import internvl, llava, qwen  # noqa: F401
 from rerankers.base import RERANKERS, Reranker, RerankerUnavailable
+from rerankers.hf import cpu_hint, looks_like_path, unavailable
+from retrieval.core.weights import hub_missing
 
 
 def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) -> Reranker:
@@ -19,15 +21,34 @@ def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) 
     Raises UnknownModelError for a spec no family claims and RerankerUnavailable when the
     weights are not on this machine; both carry a one-line message.
     """
-    _check_local_spec(spec)
+    check_weights(spec)
     return RERANKERS.create(spec, device=device, dtype=dtype, **kwargs)
 
 
-def _check_local_spec(spec: str) -> None:
-    # a bare path the registry cannot open would otherwise read as an "unknown reranker"
+def check_weights(spec: str) -> None:
+    """Refuse ``spec`` in one line (RerankerUnavailable) when its weights cannot be had now: a folder that is not
+    there, or hub weights neither cached nor downloadable (HF_HUB_OFFLINE is set, or the hub does not answer); a
+    name no family claims is UnknownModelError, as building it would be.
+
+    Loads nothing and imports neither torch nor transformers, so a command whose model is missing says so at once
+    instead of after loading its libraries (or a stalled download's retries).  A present folder passes: whether
+    it holds a checkpoint the family loads is the family's to say when it builds."""
     text = spec.strip()
-    if text.startswith(("/", "./", "../", "~")) and not Path(text).expanduser().is_dir():
-        raise RerankerUnavailable(f"no weights folder at {text!r}")
+    if Path(text).expanduser().is_dir():
+        return
+    if text.startswith(("/", "./", "../", "~")):
+        # a bare path the registry cannot open would otherwise read as an "unknown reranker"
+        raise RerankerUnavailable(f"no weights folder at {text!r}; check the path{cpu_hint(None)}")
+    resolved = RERANKERS.resolve(text)
+    source = resolved.source or resolved.entry.default_source
+    if source is None:
+        return
+    if looks_like_path(source):
+        missing = None if Path(source).expanduser().is_dir() else "no such folder"
+    else:
+        missing = hub_missing(source)
+    if missing:
+        raise unavailable(resolved.entry.name, source, missing)
 
 
 def available_rerankers() -> list[str]:

@@ -74,21 +74,28 @@ def _named_dtype(dtype) -> Any:
     return resolved
 
 
-def _looks_like_path(source: str) -> bool:
+def looks_like_path(source: str) -> bool:
     # hub ids are "owner/name"; anything absolute, relative-dotted, home-based or deeper is a path
     return source.startswith(("/", "./", "../", "~", "\\")) or source.count("/") > 1 or Path(source).is_dir()
 
 
-def _unavailable(family: str, source: str, reason: str) -> RerankerUnavailable:
+def unavailable(family: str, source: str, reason: str) -> RerankerUnavailable:
     where = (
         f"download {source!r} into the Hugging Face cache (HF_HOME), e.g. `hf download {source}` while online"
-        if not _looks_like_path(source)
+        if not looks_like_path(source)
         else "check the path"
     )
     return RerankerUnavailable(
         f"{family}: cannot load {source!r} ({reason}); give a local weights folder "
-        f"({family}:/path/to/folder) or {where}"
+        f"({family}:/path/to/folder) or {where}{cpu_hint(family)}"
     )
+
+
+def cpu_hint(family: str | None) -> str:
+    # a user without these weights may well have no GPU either: name the one model that answers on a CPU
+    small = cpu_release()
+    return "" if small is None or small.name == family else \
+        f"; on a CPU, try {small.name}, the smallest model ({small.default})"
 
 
 def _first_line(err: BaseException) -> str:
@@ -98,21 +105,21 @@ def _first_line(err: BaseException) -> str:
 
 def _config_file(source: str, family: str) -> Path:
     """config.json of a local folder or of the cached hub snapshot (respects HF_HUB_OFFLINE)."""
-    if _looks_like_path(source):
+    if looks_like_path(source):
         folder = Path(source).expanduser()
         if not folder.is_dir():
-            raise _unavailable(family, source, "no such folder")
+            raise unavailable(family, source, "no such folder")
         if not (folder / "config.json").is_file():
-            raise _unavailable(family, source, "the folder has no config.json")
+            raise unavailable(family, source, "the folder has no config.json")
         return folder / "config.json"
     from transformers.utils import cached_file
 
     try:
         path = cached_file(source, "config.json")
     except (OSError, ValueError) as err:
-        raise _unavailable(family, source, _first_line(err)) from err
+        raise unavailable(family, source, _first_line(err)) from err
     if path is None:
-        raise _unavailable(family, source, "no config.json")
+        raise unavailable(family, source, "no config.json")
     return Path(path)
 
 
@@ -158,7 +165,7 @@ def load_checkpoint(source: str, model_classes: Mapping[str, str], *, family: st
     config_path = _config_file(source, family)
     model_type = json.loads(config_path.read_text()).get("model_type", "")
     if model_type not in model_classes:
-        raise _unavailable(
+        raise unavailable(
             family,
             source,
             f"it is a {model_type or 'untyped'!r} checkpoint; {family} loads transformers-native "
@@ -174,7 +181,7 @@ def load_checkpoint(source: str, model_classes: Mapping[str, str], *, family: st
             model = model_class.from_pretrained(source, dtype=dtype, **placement)
             processor = transformers.AutoProcessor.from_pretrained(source)
     except (OSError, ValueError) as err:
-        raise _unavailable(family, source, _first_line(err)) from err
+        raise unavailable(family, source, _first_line(err)) from err
     check_processors_agree(processor, family)
     if "device_map" not in placement:  # a device_map has already put every weight on the device
         model = model.to(device)
@@ -514,6 +521,9 @@ def unreadable() -> NextToken:
 
 
 # -- registering a family's checkpoints --------------------------------------------------------------
+CPU_PARAMS = 1.0  # billions of parameters: the largest checkpoint that answers in seconds a pair on a CPU
+
+
 @dataclass(frozen=True)
 class Release:
     """One named checkpoint of a family: its default weights, other names, and the config words it claims."""
@@ -523,6 +533,10 @@ class Release:
     aliases: tuple[str, ...] = ()
     claims: tuple[str, ...] = ()  # substrings of a local folder's model type that mean this family
     description: str = ""
+    params: float | None = None  # billions of parameters of the default weights (None: not told)
+
+
+RELEASES: list[Release] = []  # every registered checkpoint, in registration order
 
 
 def register_checkpoints(family: type[HFVideoReranker], checkpoints: list[Release], description: str = "") -> None:
@@ -530,6 +544,13 @@ def register_checkpoints(family: type[HFVideoReranker], checkpoints: list[Releas
     for c in checkpoints:
         RERANKERS.register(c.name, default_source=c.default, aliases=c.aliases, claims=c.claims,
                            description=c.description or description, card=family.card())(_builder(family, c.name))
+        RELEASES.append(c)
+
+
+def cpu_release() -> Release | None:
+    """The smallest registered checkpoint, when it is small enough to run on a CPU (None: none is)."""
+    sized = [r for r in RELEASES if r.params is not None and r.params <= CPU_PARAMS]
+    return min(sized, key=lambda r: r.params, default=None)
 
 
 def _builder(family: type[HFVideoReranker], name: str):

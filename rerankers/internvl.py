@@ -29,9 +29,9 @@ class InternVLReranker(HFVideoReranker):
 
 CHECKPOINTS = [
     Release("internvl", "OpenGVLab/InternVL3-8B-hf", aliases=("internvl3", "internvl3-8b"), claims=("internvl",),
-            description="InternVL3 (transformers-native -hf weights), 16 frames a video"),
+            description="InternVL3 (transformers-native -hf weights), 16 frames a video", params=7.9),
     Release("internvl2.5", "OpenGVLab/InternVL2_5-8B-MPO-hf", aliases=("internvl2.5-8b",),
             description="InternVL2.5-8B-MPO (-hf weights; the paper used the non-MPO remote-code model), "
-                        "16 frames a video"),
+                        "16 frames a video", params=8.1),
 ]
 register_checkpoints(InternVLReranker, CHECKPOINTS)

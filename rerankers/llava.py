@@ -32,11 +32,12 @@ class LlavaReranker(HFVideoReranker):
 # llava-video comes first: its claim must be tried before the broader llava_onevision one
 CHECKPOINTS = [
     Release("llava-video", "llava-hf/LLaVA-Video-7B-Qwen2-hf", aliases=("llava-video-7b",), claims=("llava-video",),
-            description="LLaVA-Video-7B-Qwen2 (converted to transformers' llava_onevision), 16 frames a video"),
+            description="LLaVA-Video-7B-Qwen2 (converted to transformers' llava_onevision), 16 frames a video",
+            params=8.0),
     Release("llava-onevision", "llava-hf/llava-onevision-qwen2-7b-ov-hf",
             aliases=("llava-ov", "llava-ov-7b", "llava-onevision-7b"), claims=("llava-onevision", "llava_onevision"),
-            description="LLaVA-OneVision, 16 frames a video"),
+            description="LLaVA-OneVision, 16 frames a video", params=8.0),
     Release("llava-onevision-0.5b", "llava-hf/llava-onevision-qwen2-0.5b-ov-hf", aliases=("llava-ov-0.5b",),
-            description="LLaVA-OneVision 0.5B, 16 frames a video"),
+            description="LLaVA-OneVision 0.5B, 16 frames a video", params=0.9),
 ]
 register_checkpoints(LlavaReranker, CHECKPOINTS)

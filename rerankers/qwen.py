@@ -105,10 +105,11 @@ class QwenReranker(HFVideoReranker):
 
 CHECKPOINTS = [
     Release("qwen2.5-vl", "Qwen/Qwen2.5-VL-7B-Instruct", aliases=("qwen2.5-vl-7b",),
-            claims=("qwen2.5-vl", "qwen2_5_vl")),
-    Release("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct"),
+            claims=("qwen2.5-vl", "qwen2_5_vl"), params=8.3),
+    Release("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", params=3.8),
     # not in the paper; same protocol (the "qwen2_5_vl" type does not contain "qwen2_vl")
-    Release("qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", aliases=("qwen2-vl-7b",), claims=("qwen2-vl", "qwen2_vl")),
+    Release("qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", aliases=("qwen2-vl-7b",), claims=("qwen2-vl", "qwen2_vl"),
+            params=8.3),
 ]
 register_checkpoints(QwenReranker, CHECKPOINTS,
                      description="Qwen2.5-VL / Qwen2-VL, 8 frames a video, concept prompt as the system message")

@@ -111,6 +111,7 @@ class Engine:
     # -- the verbs ----------------------------------------------------------
     def query(self, request: QueryRequest) -> QueryResult:
         """The clips like ``request.anchor`` under its concepts, best first (see ``QueryRequest``)."""
+        self.models.check_lmms(request.lmms)
         return run_query(request, self.index_dir, self.models)
 
     def search(self, request: SearchRequest) -> QueryResult:
@@ -121,6 +122,7 @@ class Engine:
 
     def compare(self, request: CompareRequest) -> CompareResult:
         """Per-concept similarity of one pair of clips (0-1), and their Eq. 2 combination (see CompareRequest)."""
+        self.models.check_lmms(request.lmms)
         return run_compare(request, self.index_dir, self.models)
 
     def diff(self, request: DiffRequest, progress=None) -> DiffResult | DiffRanking:
@@ -128,6 +130,7 @@ class Engine:
         how much each differs from ``request.a`` (a DiffRanking; ``progress(done, total)`` after each)."""
         from retrieval.search.diff_verb import run_diff
 
+        self.models.check_lmms(request.lmms)
         return run_diff(request, self.index_dir, self.models, progress)
 
     # -- indexing and describing -------------------------------------------
@@ -141,6 +144,8 @@ class Engine:
         as it was, and the report says ``found`` 0.  What the user should know goes to ``notices``."""
         from retrieval.pipeline.index_folder import index_folder
 
+        if settings is not None and settings.captioner and not settings.ray_address:
+            self.models.check_lmms([settings.captioner])  # on Ray the actors load it, where its weights may be
         return index_folder(self.index_dir, self.models, folder, indexers, settings, progress, distributor,
                             notices)
 
@@ -153,6 +158,7 @@ class Engine:
         from retrieval.pipeline.describe_folder import describe_folder
 
         store.require_index(self.index_dir)
+        self.models.check_lmms([captioner] if captioner else [])  # the index's own is checked as it is built
         wanted = as_concepts(concepts) if concepts else ()
         return describe_folder(self.index_dir, self.models, wanted, captioner, progress, caption_only)
 

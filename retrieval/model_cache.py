@@ -147,6 +147,15 @@ class ModelCache:
                 self._rerankers[spec] = create_reranker(spec, device=self.device, batch_size=self.rerank_batch)
             return self._rerankers[spec]
 
+    def check_lmms(self, specs) -> None:
+        """Refuse at once (RerankerUnavailable, one line) a video LMM whose weights cannot be had, before a request
+        decodes, embeds or imports anything heavy; one built already, or a Reranker given as itself, passes."""
+        from rerankers.factory import check_weights
+
+        for spec in specs:
+            if isinstance(spec, str) and spec not in self._rerankers:
+                check_weights(spec)
+
     def rerankers(self) -> list:
         """Every reranker built so far."""
         return list(self._rerankers.values())

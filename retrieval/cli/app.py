@@ -26,8 +26,8 @@ from retrieval.cli.present import err, fail, out
 
 BENCH_HELP = "Reproduce ConViS-Bench metrics and measure convis on them."
 
-EXIT_CODES = ("exit codes: 0 done, 1 nothing usable came out of the run or the system refused (disk full, "
-              "permission), 2 usage or input error, 130 interrupted")
+EXIT_CODES = ("exit codes: 0 done, 1 nothing usable came out of the run, a model's weights are missing, or the "
+              "system refused (disk full, permission), 2 usage or input error, 130 interrupted")
 
 
 class OneLineErrors(TyperGroup):

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
 BUNDLED = "bundled"  # installed with a Python package: works offline
 LOCAL = "local folder"
 CACHED = "cached"  # in the Hugging Face cache: works offline
 DOWNLOAD = "download on first use"
 MISSING = "missing (offline)"  # HF_HUB_OFFLINE is set and nothing is cached
+HUB_TIMEOUT = 1.0  # seconds a probe of the hub waits: an unreachable hub must cost a moment, not a retry storm
 
 
 def hub_offline() -> bool:
@@ -33,6 +37,54 @@ def hub_weights(source: str) -> str:
     if hub_cached(source):
         return CACHED
     return MISSING if hub_offline() else DOWNLOAD
+
+
+def hub_host() -> str:
+    """The model hub's host (and port, when it names one), as HF_ENDPOINT sets it."""
+    from huggingface_hub import constants
+
+    return urlparse(constants.ENDPOINT).netloc or constants.ENDPOINT
+
+
+def hub_reachable(timeout: float = HUB_TIMEOUT) -> bool:
+    """Whether the hub's host accepts a connection within ``timeout`` seconds.
+
+    The probe runs in a thread that is waited for at most ``timeout``: the socket's timeout does not cover the
+    name lookup, and a resolver that stalls would otherwise stall the command."""
+    answered: list[bool] = []
+    probe = threading.Thread(target=lambda: answered.append(_connects(timeout)), daemon=True)
+    probe.start()
+    probe.join(timeout)
+    return bool(answered and answered[0])
+
+
+def _connects(timeout: float) -> bool:
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        port = url.port or (80 if url.scheme == "http" else 443)
+    except ValueError:  # a port that is not a number: no hub to reach
+        return False
+    if not url.hostname:
+        return False
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            return True
+    except OSError:  # refused, unroutable, no such name
+        return False
+
+
+def hub_missing(repo_id: str) -> str | None:
+    """Why the hub weights ``repo_id`` cannot be had now, in words; None when they are cached or the hub answers.
+    Costs a cache lookup, and at most one probe of ``HUB_TIMEOUT`` seconds."""
+    if hub_cached(repo_id):
+        return None
+    if hub_offline():
+        return "not in the Hugging Face cache and HF_HUB_OFFLINE is set"
+    if not hub_reachable():
+        return f"not in the Hugging Face cache and the model hub ({hub_host()}) is unreachable"
+    return None
 
 
 @contextmanager

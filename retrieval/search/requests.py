@@ -17,6 +17,7 @@ from rerankers.base import check_mode
 from rerankers.prompts.diff import DiffInputError, check_action
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
 from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K
+from retrieval.core.signal_kinds import parse_signal
 from retrieval.search import signals
 from retrieval.search.compose import Change
 from retrieval.search.text_query import TextQuery, check_text
@@ -29,6 +30,12 @@ def as_concepts(concepts: Sequence[str] | Sequence[Concept]) -> tuple[Concept, .
     if concepts and all(isinstance(c, Concept) for c in concepts):
         return tuple(concepts)
     return tuple(parse_concepts(list(concepts)))
+
+
+def _vqa_models(pair_signals: dict[str, str]) -> list[str]:
+    """The LMMs that VQAScore signals (``vqascore[:MODEL]``) ask: each one's model, else VQAScore's default."""
+    kinds = (parse_signal(spec) for spec in pair_signals.values())
+    return [kind.model for kind in kinds if kind is not None]
 
 
 def _set(request, name: str, value) -> None:
@@ -87,6 +94,11 @@ class QueryRequest:
         return signals.split_pair_signals(self.signal_overrides or {})[1]
 
     @property
+    def lmms(self) -> tuple:
+        """The video LMMs this query may ask (specs or Rerankers): its reranker, its VQAScore signals' models."""
+        return tuple(m for m in (self.reranker, *_vqa_models(self.pair_overrides)) if m is not None)
+
+    @property
     def recall(self) -> int:
         """How many candidates each signal's index proposes."""
         return self.recall_k or max(100, 10 * self.k)
@@ -137,6 +149,13 @@ class CompareRequest:
         _set(self, "concepts", as_concepts(self.concepts))
         check_mode(self.mode)
 
+    @property
+    def lmms(self) -> tuple:
+        """The video LMMs this comparison may ask: its reranker, else its VQAScore signals' models."""
+        if self.reranker is not None:
+            return (self.reranker,)
+        return tuple(_vqa_models(signals.split_pair_signals(self.signal_overrides or {})[1]))
+
 
 @dataclass(frozen=True)
 class DiffRequest:
@@ -168,6 +187,11 @@ class DiffRequest:
         check_mode(self.mode)
         if self.fps is not None and not (math.isfinite(self.fps) and self.fps > 0):
             raise DiffInputError(f"--fps must be a positive number of frames a second, got {self.fps}")
+
+    @property
+    def lmms(self) -> tuple:
+        """The video LMM this request asks."""
+        return (self.reranker,)
 
     @property
     def ranks(self) -> bool:

@@ -7,18 +7,16 @@ Mounted with ``register(app)`` on the bench typer app.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.measure import Measurement
 
-from bench import report
-from bench.captions import score_caption_sets
-from bench.evaluate import CorrelationRow
 from bench.loaders import SIMILARITIES_SUFFIX
 from retrieval.cli.bench.common import JsonOpt, user_errors
 from retrieval.cli.console import PlainUsage, note
+
+if TYPE_CHECKING:
+    from bench.evaluate import CorrelationRow
 
 HELP = ("Embed captions, write pair scores (cos+1)/2, and print their correlation (paper Table 3, SBERT rows); "
         "repeat --captions to compare caption sets side by side.")
@@ -43,12 +41,19 @@ def captions(
     as_json: JsonOpt = False,
 ) -> None:
     """Score every caption set against the human ratings and report them side by side."""
+    from bench.captions import score_caption_sets  # SciPy and the text models: only when scoring, never for --help
+
     with user_errors():
         rows = score_caption_sets(captions_dirs, pairs, out, model, device, note)
         _emit(rows, as_json, pairs)
 
 
 def _emit(rows: list[CorrelationRow], as_json: bool, pairs: Path) -> None:
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    from bench import report
+
     if as_json:
         typer.echo(report.to_json({"gt": str(pairs), "results": report.records(rows)}))
         return

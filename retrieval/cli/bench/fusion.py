@@ -1,7 +1,7 @@
 """`bench fusion`: cross-validated per-concept fusion of signals, next to every single signal.
 
 Mounted with ``register(app)`` on the bench typer app; ``python -m retrieval.cli.bench.fusion fusion ...`` runs it
-alone.
+alone. The fitting (SciPy) is imported by the functions that fit and report, so the help loads none of it.
 """
 
 from __future__ import annotations
@@ -9,25 +9,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, Sequence
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bench.fusion import (
-    FUSED,
-    CvResult,
-    build_table,
-    cross_validate,
-    margins,
-    query_time_signals,
-    weight_records,
-)
-from bench.fusion_train import FusionError, FusionModel, PairTable, finite, fit_fusion, save_fusion
 from bench.loaders import CONVIS_CONCEPTS, SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
 from retrieval.cli.console import PlainUsage
+
+if TYPE_CHECKING:
+    from bench.fusion import CvResult
+    from bench.fusion_train import FusionModel, PairTable
 
 HELP = "Learn per-concept weights of signals and compare the fused score with each signal (k-fold CV)."
 
@@ -66,6 +60,9 @@ def fusion(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")] = False,
 ) -> None:
     """Cross-validated Spearman/Kendall of the fused score per concept, learned weights, a weights file."""
+    from bench.fusion import cross_validate
+    from bench.fusion_train import FusionError, fit_fusion, save_fusion
+
     try:
         table = _table(gt, [*(signals or []), *(paths or [])], use, query_time)
         concepts = [c for c in table.labels if table.columns[c]]
@@ -81,6 +78,8 @@ def fusion(
 
 
 def _table(gt: Path, paths: Sequence[Path], use: list[str] | None, query_time: bool) -> PairTable:
+    from bench.fusion import build_table, query_time_signals
+
     if not paths:
         _fail(f"give at least one --signals PATH (a score file or a folder to search for *{SIMILARITIES_SUFFIX})")
     table = build_table(discover(paths, SIMILARITIES_SUFFIX), load_gt_pairs(gt))
@@ -100,6 +99,8 @@ def _table(gt: Path, paths: Sequence[Path], use: list[str] | None, query_time: b
 
 def _meta(gt: Path, table: PairTable, results: list[CvResult], folds: int, seed: int) -> dict:
     """What the weights file records about its fit: in-sample on every pair, and the held-out CV numbers."""
+    from bench.fusion import margins
+
     summary = {f"{split}/{concept}": m for (split, concept), m in margins(r for x in results for r in x.rows).items()}
     return {
         "fitted_on": f"all {len(table.pairs)} rated pairs of {gt.name} (in-sample); "
@@ -114,6 +115,8 @@ def _meta(gt: Path, table: PairTable, results: list[CvResult], folds: int, seed:
 
 def _emit(table: PairTable, results: list[CvResult], model: FusionModel, out: Path | None, as_json: bool,
           gt: Path) -> None:
+    from bench.fusion import weight_records
+
     weights = weight_records(model)
     if as_json:
         typer.echo(_json(results, weights, model, out, gt))
@@ -128,6 +131,9 @@ def _emit(table: PairTable, results: list[CvResult], model: FusionModel, out: Pa
 
 
 def _json(results: list[CvResult], weights: dict, model: FusionModel, out: Path | None, gt: Path) -> str:
+    from bench.fusion import margins
+    from bench.fusion_train import finite
+
     data = {
         "gt": str(gt),
         "folds": results[0].folds,
@@ -150,6 +156,8 @@ def _fmt(value: float | None) -> str:
 
 
 def _concept_table(concept: str, results: list[CvResult]) -> Table:
+    from bench.fusion import FUSED
+
     folds = results[0].folds
     t = Table(title=f"{CONVIS_CONCEPTS.get(concept, concept)}: {folds}-fold CV, held-out pairs only (x100)",
               caption="rho/tau over all held-out pairs pooled; fold rho = mean +- sd of per-fold rho; "
@@ -173,6 +181,8 @@ def _concept_table(concept: str, results: list[CvResult]) -> Table:
 
 
 def _summary_table(results: list[CvResult]) -> Table:
+    from bench.fusion import margins
+
     t = Table(title="Fused vs best single signal (Spearman rho x100, held-out)", title_justify="left")
     t.add_column("concept")
     t.add_column("best single")

@@ -7,25 +7,17 @@ Mounted with ``register(app)`` on the bench typer app.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Callable, Optional
 
 import typer
-from rich.console import Console
 
-from bench import report
-from bench.evaluate import correlation_rows, random_rows, retrieval_rows
-from bench.loaders import (
-    RANKING_SUFFIX,
-    SIMILARITIES_SUFFIX,
-    ScoreFile,
-    discover,
-    load_gt_pairs,
-    load_ranked,
-)
-from bench.run import BenchRun, load_dataset
-from bench.split import make_split
+# the help needs the file suffixes alone: the metrics (SciPy), reports and runs load when a command runs
+from bench.loaders import RANKING_SUFFIX, SIMILARITIES_SUFFIX, discover, load_gt_pairs, load_ranked
 from retrieval.cli.bench.common import GtPairsOpt, JsonOpt, MorePaths, SimilaritiesOpt, user_errors
 from retrieval.cli.console import PlainUsage, fail, note
+
+if TYPE_CHECKING:
+    from bench.loaders import ScoreFile
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
@@ -44,6 +36,10 @@ def register(app: typer.Typer) -> None:
 
 def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart: Path | None,
           metrics: dict[str, str], title: str, meta: dict) -> None:
+    from rich.console import Console
+
+    from bench import report
+
     records = report.records(rows)
     if as_json:
         typer.echo(report.to_json({**meta, "results": records}))
@@ -83,6 +79,9 @@ def correlation(
     chart: ChartOpt = None,
 ) -> None:
     """Spearman rho and Kendall tau of pair scores against the human ratings (paper Tables 2 and 3)."""
+    from bench import report
+    from bench.evaluate import correlation_rows
+
     _evaluate(lambda: _score_files(similarities, paths, SIMILARITIES_SUFFIX, "--similarities"),
               lambda files: correlation_rows(files, load_gt_pairs(gt)), report.correlation_tables,
               {"as_json": as_json, "csv_path": csv_path, "chart": chart},
@@ -101,6 +100,8 @@ def retrieval(
     chart: ChartOpt = None,
 ) -> None:
     """Top-1 recall, precision and F1 with ties, plus bottom-1, tau and NDCG (paper Table 4)."""
+    from bench import report
+    from bench.evaluate import random_rows, retrieval_rows
 
     def rows_of(files: list[ScoreFile]) -> list:
         human = load_ranked(gt)
@@ -118,6 +119,9 @@ def make_split_command(
     out: Annotated[Path, typer.Option("--out", help="Where to write the split (ranked.json format).")],
 ) -> None:
     """Build a retrieval split from the pair ratings: anchors rated against 2+ partners, relevance = mean to 0.5."""
+    from bench import report
+    from bench.split import make_split
+
     with user_errors():
         split = make_split(load_gt_pairs(pairs))
         if not split:
@@ -159,6 +163,9 @@ def run(
 ) -> None:
     """Run convis on a ConViS-Bench folder: every Table 3 signal (video-to-video, text-to-text, cross-modal) and
     the LMM's concept scores, written in the released formats and evaluated."""
+    from bench import report
+    from bench.evaluate import correlation_rows, random_rows, retrieval_rows
+    from bench.run import BenchRun, load_dataset
     from retrieval.engine import PROTOCOLS
 
     if protocol not in PROTOCOLS:

@@ -81,7 +81,7 @@ FACES = {
     CloseToConcept: (2, 400, ValueError),
     ModelUnavailableError: (2, 503, RuntimeError),
     RerankerError: (2, 503, RuntimeError),
-    RerankerUnavailable: (2, 503, RuntimeError),
+    RerankerUnavailable: (1, 503, RuntimeError),
     DiffInputError: (2, 400, ValueError),
     SampleSkipped: (2, 400, Exception),
     UnreadableAnswer: (1, 500, ValueError),

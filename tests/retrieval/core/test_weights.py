@@ -1,6 +1,7 @@
 """Where weights would come from, told without downloading: what `convis models` shows."""
 
 import json
+import socket
 
 import pytest
 from typer.testing import CliRunner
@@ -55,3 +56,26 @@ def test_models_table_keeps_ids_whole(monkeypatch):
     assert "llava-hf/llava-onevision-qwen2-0.5b-ov-hf" in result.stdout  # one piece, not folded mid-word
     full = runner.invoke(app, ["models", "--full"], env={"COLUMNS": "200"})
     assert "pooling" in full.stdout and "pooling" not in result.stdout
+
+
+def test_the_hub_probe_answers_at_once_for_a_closed_port_and_a_listening_one(monkeypatch):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", f"http://127.0.0.1:{port}")
+        assert weights.hub_reachable()
+    assert not weights.hub_reachable()  # closed now: refused, not waited for
+    assert weights.hub_host() == f"127.0.0.1:{port}"
+
+
+def test_hub_weights_are_missing_only_when_not_cached_and_not_downloadable(empty_cache, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "HF_HUB_OFFLINE is set" in weights.hub_missing("facebook/dinov2-large")
+    fake_cached(empty_cache, "facebook/dinov2-large")
+    assert weights.hub_missing("facebook/dinov2-large") is None
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(weights, "hub_reachable", lambda: False)
+    assert "unreachable" in weights.hub_missing("facebook/dinov2-small")
+    monkeypatch.setattr(weights, "hub_reachable", lambda: True)
+    assert weights.hub_missing("facebook/dinov2-small") is None

@@ -66,3 +66,15 @@ def test_a_diff_names_its_shape():
     assert not DiffRequest("a.mp4", "b.mp4", action=" riding ").ranks
     ranking = DiffRequest("a.mp4", candidates=["b.mp4", "c.mp4"], action="riding")
     assert ranking.ranks and ranking.candidates == ("b.mp4", "c.mp4") and ranking.action == "riding"
+
+
+def test_a_request_names_the_lmms_it_may_ask_so_their_weights_are_checked_first():
+    assert QueryRequest("a.mp4", ["location"], reranker="qwen2-vl").lmms == ("qwen2-vl",)
+    vqa = {"location": "vqascore", "main-action": "vqascore:qwen2-vl"}
+    assert QueryRequest("a.mp4", ["location", "main-action"], signal_overrides=vqa).lmms == ("llava-onevision",
+                                                                                             "qwen2-vl")
+    assert QueryRequest("a.mp4", ["location"]).lmms == ()
+    assert CompareRequest("a.mp4", "b.mp4", ["location"], "internvl", signal_overrides=vqa).lmms == ("internvl",)
+    assert CompareRequest("a.mp4", "b.mp4", ["location"], signal_overrides=vqa).lmms == ("llava-onevision",
+                                                                                         "qwen2-vl")
+    assert DiffRequest("a.mp4", "b.mp4", action="riding").lmms == ("qwen2.5-vl",)
