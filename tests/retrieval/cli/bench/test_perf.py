@@ -64,3 +64,10 @@ def test_from_json_refuses_a_file_that_is_not_a_report(tmp_path):
     bogus.write_text('{"hello": 1}')
     result = CliRunner().invoke(app, ["perf", "--from-json", str(bogus)])
     assert result.exit_code == 2 and "not a saved `convis bench perf --json` report" in result.output
+
+
+def test_help_names_every_section_the_harness_runs():
+    from bench.perf import section_names
+    from retrieval.cli.bench.perf import SECTION_NAMES
+
+    assert SECTION_NAMES == section_names()
