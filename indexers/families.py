@@ -77,9 +77,11 @@ INDEXERS.add(
     variant_sources={"paper": "MCG-NJU/videomae-large"},
     card={
         "fast": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "decoder-scaled to short side 256, then "
-                           "resize 256 + centre crop 224 (bilinear)", VIDEOMAE_POOLING, FAST_DTYPE),
-        "paper": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "full-size decode, bicubic short side 224 "
-                            "+ centre crop 224 (the model's image processor)", VIDEOMAE_POOLING, PAPER_DTYPE),
+                           "resize 224 (the processor's short side) + centre crop 224 (bilinear)", VIDEOMAE_POOLING,
+                           FAST_DTYPE),
+        "paper": model_card("16 a unit: " + RULE_TEXT["linspace-pad"], "full-size decode, bilinear short side 224 "
+                            "+ centre crop 224 (VideoMAEImageProcessor: resample=2, PIL)", VIDEOMAE_POOLING,
+                            PAPER_DTYPE),
     },
 )
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from indexers.errors import unavailable
 from indexers.vision import IMAGENET_MEAN, IMAGENET_STD, ImageTransform
+from retrieval.core.pixels import RESAMPLE
 
 
 def load_model(auto_class, family: str, source: str, **kwargs):
@@ -29,7 +30,17 @@ def image_transform(source: str, default: ImageTransform | None = None) -> Image
     resize = _edge(getattr(proc, "size", None)) or default.resize
     mean = tuple(getattr(proc, "image_mean", None) or IMAGENET_MEAN)
     std = tuple(getattr(proc, "image_std", None) or IMAGENET_STD)
-    return ImageTransform(resize=max(resize, crop), crop=crop, mean=mean, std=std)
+    return ImageTransform(resize=max(resize, crop), crop=crop, mean=mean, std=std,
+                          resample=_filter(getattr(proc, "resample", None)) or default.resample)
+
+
+def _filter(resample) -> str | None:
+    """A processor's ``resample`` (a PIL.Image.Resampling value) as the name the frame rules use."""
+    names = {value: name for name, value in RESAMPLE.items()}
+    try:
+        return names.get(int(resample)) if resample is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _edge(size) -> int | None:

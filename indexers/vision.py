@@ -33,6 +33,7 @@ class ImageTransform:
     mean: tuple[float, ...] = IMAGENET_MEAN
     std: tuple[float, ...] = IMAGENET_STD
     sized: bool = False  # frames arrive resized and cropped (at decode time): only scale and normalise
+    resample: str = "bicubic"  # the filter of the checkpoint's image processor (its ``resample``), at decode time
 
     def __call__(self, frames: np.ndarray) -> torch.Tensor:
         """(N, H, W, 3) uint8 -> (N, 3, crop, crop) float32."""
@@ -51,9 +52,10 @@ class ImageTransform:
         top, left = (size[0] - self.crop) // 2, (size[1] - self.crop) // 2
         return x[..., top : top + self.crop, left : left + self.crop]
 
-    def at_decode(self, resample: str = "bicubic") -> ShortSideResize:
-        """The same resize and crop done per full-size frame while decoding, as HF processors do."""
-        return ShortSideResize(self.resize, self.crop, resample)
+    def at_decode(self, resample: str | None = None) -> ShortSideResize:
+        """The same resize and crop done per full-size frame while decoding, as HF processors do, with the
+        processor's filter unless ``resample`` names another."""
+        return ShortSideResize(self.resize, self.crop, resample or self.resample)
 
 
 def paper_frames(rule: str, count: int, transform: ImageTransform) -> FrameSpec:

@@ -126,3 +126,20 @@ def test_protocols_pick_the_papers_default_weights():
     assert INDEXERS.entry("clip").source_for("paper") == "openai/clip-vit-large-patch14"
     assert INDEXERS.entry("dinov2").source_for("paper") == "facebook/dinov2-large"
     assert INDEXERS.entry("videomae").source_for("fast") == "MCG-NJU/videomae-base-finetuned-kinetics"
+
+
+def test_videomae_paper_pixels_are_the_pil_processors(with_processors, tmp_path):
+    """The reference fed VideoMAE through VideoMAEImageProcessor's PIL path (resample=2, bilinear): the paper
+    protocol's pixels equal that processor's, computed here from every decoded frame on its own."""
+    from transformers.models.videomae.image_processing_pil_videomae import VideoMAEImageProcessorPil
+
+    path = media.make_clip(tmp_path / "v.mp4", frames=12, fps=6, size=(80, 60), pixels=_textured, gop=4)
+    ix = create_indexer(f"videomae:{with_processors['videomae']}", protocol="paper")
+    assert ix.frame_spec.resize.resample == "bilinear"
+    clip = _frames_for(ix, path)
+    full = every_frame(path)
+    processor = VideoMAEImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
+                                          image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
+    reference = processor([full[i] for i in clip.indices], return_tensors="pt")["pixel_values"][0]
+    ours = ix.transform(clip.pixels)
+    assert ours.shape == reference.shape and float((ours - reference).abs().max()) < 1e-5
