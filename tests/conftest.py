@@ -24,6 +24,15 @@ def user_cache(tmp_path_factory) -> Path:
         os.environ["CONVIS_CACHE_DIR"] = before
 
 
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch) -> Path:
+    """An empty Hugging Face hub cache: no model's weights are cached."""
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
+    return cache
+
+
 @pytest.fixture(scope="session")
 def example_videos() -> Path:
     return EXAMPLES

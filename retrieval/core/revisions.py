@@ -8,6 +8,8 @@ import json
 from importlib import metadata
 from pathlib import Path
 
+from retrieval.core.weights import hub_folder
+
 
 def weights_revision(source: str, family: str = "") -> str | None:
     """A local path's files (names, sizes, modification times), the version of the package that ships them
@@ -34,9 +36,7 @@ def _hub_commit(repo: str) -> str | None:
     if repo.count("/") != 1:  # not a hub id
         return None
     try:
-        from huggingface_hub.constants import HF_HUB_CACHE  # the constants alone: no client code
-
-        ref = Path(HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "refs" / "main"
+        ref = hub_folder(repo) / "refs" / "main"
         return "hub:" + ref.read_text().strip() if ref.is_file() else None
     except (ImportError, OSError):
         return None

@@ -111,10 +111,8 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     found_by = ranking.recall(anchors, {m: index(m) for m in anchors}, request.recall, farthest=request.most_different)
     wanted = None
     if request.change is not None:  # the change text's and the composed vectors' top lists join the candidates
-        towers: list[str] = []  # why a change text is embedded with torch, if it is
-        wanted = ChangeQuery.prepare(request.change, indexed, lambda spec: models.text_tower(spec, protocol, towers),
+        wanted = ChangeQuery.prepare(request.change, indexed, lambda spec: models.text_tower(spec, protocol, notices),
                                      lambda m: anchors[m] if m in anchors else vectors.visual(m), described)
-        wanted.notices[:0] = towers
         for unit, by in wanted.recall(index, request.recall).items():
             found_by.setdefault(unit, []).extend(by)
     candidates = sorted(found_by)

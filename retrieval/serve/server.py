@@ -458,8 +458,7 @@ def _add_media_routes(app: FastAPI, state: ServerState) -> None:
 
 
 def text_search(indexers: list[dict]) -> bool:
-    """Whether a signal of the index reads text: a caption signal says so itself; asking the registry about the
-    others may load every family's module, which a server warming its models has under way."""
+    """Whether a signal of the index reads text: captions, or a family whose registry card has a text tower."""
     return any(row["kind"] == "text" for row in indexers) or any(has_text_tower(row["indexer"]) for row in indexers)
 
 

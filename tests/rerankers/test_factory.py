@@ -12,14 +12,6 @@ from rerankers.factory import check_weights, create_reranker
 from rerankers.hf import cpu_release
 
 
-@pytest.fixture
-def empty_cache(tmp_path, monkeypatch):
-    cache = tmp_path / "hub"
-    cache.mkdir()
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
-    return cache
-
-
 def closed_port() -> int:
     """A local port nothing listens on: connecting to it is refused at once."""
     with socket.socket() as probe:

@@ -3,7 +3,6 @@
 import json
 import socket
 
-import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
@@ -19,14 +18,6 @@ def fake_cached(cache, repo_id: str) -> None:
     (repo / "refs" / "main").write_text("abc123")
     (repo / "snapshots" / "abc123").mkdir(parents=True)
     (repo / "snapshots" / "abc123" / "config.json").write_text("{}")
-
-
-@pytest.fixture
-def empty_cache(tmp_path, monkeypatch):
-    cache = tmp_path / "hub"
-    cache.mkdir()
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
-    return cache
 
 
 def test_hub_ids_are_missing_offline_cached_once_cached_and_downloadable_online(empty_cache, monkeypatch, tmp_path):

@@ -4,7 +4,6 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -14,6 +13,7 @@ import pytest
 from retrieval.engine import Engine, QueryRequest
 from retrieval.search.anchor import Anchor
 from retrieval.store.anchor_cache import ANCHORS_NAME, AnchorCache, AnchorKey
+from tests.locks import writer_holding
 from tests.paths import EXAMPLES, ROOT
 
 BOX = EXAMPLES / "box.mp4"
@@ -47,20 +47,6 @@ def first(index):
     that answered, warm, and its result."""
     engine = Engine(index)
     return engine, engine.query(window())
-
-
-@contextmanager
-def writer_holding(path: Path):
-    """Another process holding ``path`` open for writing (DuckDB locks are per process)."""
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; db = duckdb.connect(sys.argv[1]); "
-                               "print('locked', flush=True); time.sleep(60)", str(path)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_repeated_window_builds_no_model(index, first):

@@ -3,10 +3,6 @@
 import io
 import re
 import shutil
-import subprocess
-import sys
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,6 +12,7 @@ from bench.tiny.vlm import build_qwen_vl
 from retrieval.engine import Engine, NoIndexError, QueryRequest
 from retrieval.serve.server import ApiError, create_app, safe_path
 from retrieval.store.catalog import Catalog
+from tests.locks import writer_holding
 from tests.media import make_clip
 from tests.paths import ROOT
 
@@ -202,20 +199,6 @@ def test_safe_path_refuses_what_leaves_the_root(tmp_path):
     with pytest.raises(ApiError) as outside:
         safe_path(root.resolve(), "out.mp4")
     assert outside.value.http_status == 403
-
-
-@contextmanager
-def writer_holding(catalog: Path):
-    """Another process holding the catalog for writing, as a running `convis index` does."""
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; db = duckdb.connect(sys.argv[1]); "
-                               "print('locked', flush=True); time.sleep(60)", str(catalog)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_busy_catalog_without_a_snapshot_is_a_503_with_a_retry_hint(moved_index):
