@@ -38,7 +38,8 @@ def serve(folder: WhereArg = None, index_dir: IndexDirOpt = None, host: HostOpt 
           reranker: RerankerOpt = None, allowed_host: AllowedHostOpt = None,
           max_upload_mb: MaxUploadOpt = MAX_UPLOAD_BYTES // MiB,
           upload_quota_mb: UploadQuotaOpt = UPLOAD_QUOTA_BYTES // MiB, allow_writes: AllowWritesOpt = False):
-    """Browse and query the index in a web browser; the JSON API is described at /openapi.json."""
+    """Browse and query the index in a web browser; the JSON API is described at /openapi.json.  It listens at once
+    and builds the index's models in the background; /health says what is warm."""
     if upload_quota_mb < max_upload_mb:
         raise UserError(f"--upload-quota-mb ({upload_quota_mb}) must be at least --max-upload-mb "
                         f"({max_upload_mb}): the quota holds at least one upload")
