@@ -97,8 +97,9 @@ INDEXERS.add(
                            "centre crop 224 (ViCLIP: ImageNet mean/std; v1 .ckpt: CLIP mean/std)",
                            INTERNVIDEO_POOLING, INTERNVIDEO_DTYPE),
         "paper": model_card("8 a unit: " + RULE_TEXT["linspace"], "ViCLIP: as fast; v1 .ckpt: full-size decode, "
-                            "nearest short side 256 + centre crop 224, CLIP mean/std (the package's load_video)",
-                            INTERNVIDEO_POOLING, INTERNVIDEO_DTYPE),
+                            "PIL bilinear short side 256 + centre crop 224 from round((side - 224) / 2), CLIP "
+                            "mean/std (the package's load_video: its 'nearest' default is PIL bilinear on its PIL "
+                            "frames)", INTERNVIDEO_POOLING, INTERNVIDEO_DTYPE),
     },
     text_tower=True,
 )

@@ -17,7 +17,8 @@ Two kinds of source:
 * The paper's checkpoint, InternVideo v1 ``InternVideo-MM-L-14.ckpt`` (ConViS-Bench's InternVideo
   baseline), given as a file path. The ``InternVideo`` package from the InternVideo repository loads it
   (``InternVideo.load_model(path)``) and embeds with ``model.encode_video`` on (B, 3, T, H, W) clips:
-  8 frames, short side 256, centre crop 224, CLIP mean/std, fp32 -- the benchmark's own recipe. Captions
+  8 frames, short side 256, centre crop 224, CLIP mean/std, fp32 -- the benchmark's own recipe (under
+  the paper protocol also its pixels: PIL bilinear resize, crop offset ``round((side - 224) / 2)``). Captions
   go through ``InternVideo.tokenize(texts, truncate=True)`` (CLIP BPE, 77 tokens) and ``model.encode_text``,
   as the benchmark's CLIPScore does.
 
@@ -41,6 +42,7 @@ from __future__ import annotations
 import inspect
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -53,6 +55,7 @@ from indexers.errors import ModelUnavailableError, unavailable
 from indexers.hf import image_transform
 from indexers.vision import ImageTransform, VideoIndexer
 from retrieval.core.errors import one_line
+from retrieval.core.pixels import ShortSideResize
 from retrieval.core.sampling import FrameSpec
 
 DEFAULT_SOURCE = "OpenGVLab/ViCLIP-L-14-hf"
@@ -264,12 +267,33 @@ def load_v1(path: Path) -> torch.nn.Module:
                                     f"({type(exc).__name__}: {one_line(exc)})") from None
 
 
+@dataclass(frozen=True)
+class LoadVideoResize(ShortSideResize):
+    """``InternVideo.load_video``'s resize and crop of one full-size frame. Its video_transform works on PIL
+    frames (TensorToNumpy makes them): ``Resize(256)`` keeps its default interpolation 'nearest', which
+    ``resize_clip``'s PIL branch maps to PIL's BILINEAR (only 'bilinear' gives NEAREST there), short side 256
+    and long side ``int(256 * long / short)``; ``CenterCrop(224)`` starts at ``int(round((side - 224) / 2.))``,
+    Python's half-to-even round: a 455-px side is cropped from 116, where transformers' ``// 2`` gives 115."""
+
+    short_side: int = V1_RESIZE
+    crop: int | None = V1_CROP
+    resample: str = "bilinear"
+
+    def apply(self, frame: np.ndarray) -> np.ndarray:
+        resized = ShortSideResize(self.short_side, None, self.resample).apply(frame)
+        height, width = resized.shape[:2]
+        top, left = round((height - self.crop) / 2), round((width - self.crop) / 2)
+        return resized[top : top + self.crop, left : left + self.crop]
+
+    def describe(self) -> str:
+        return (f"full-size decode, PIL {self.resample} short side {self.short_side} px, centre crop "
+                f"{self.crop}x{self.crop} at round((side - {self.crop}) / 2) (InternVideo.load_video)")
+
+
 def _build_v1(path: Path, device: str | None, protocol: str) -> InternVideoV1Indexer:
     transform = ImageTransform(resize=V1_RESIZE, crop=V1_CROP, mean=CLIP_MEAN, std=CLIP_STD)
-    # np.linspace(0, n-1, 8) as the package's load_video; its temporal position table has 8 slots. The
-    # package resizes full-size frames with nearest-neighbour (video_transforms on numpy clips); the paper
-    # protocol does too (PIL's nearest, which may pick a neighbouring pixel where OpenCV's would not)
-    resize = transform.at_decode("nearest") if protocol == "paper" else None
+    # np.linspace(0, n-1, 8) as the package's load_video; its temporal position table has 8 slots
+    resize = LoadVideoResize() if protocol == "paper" else None
     spec = FrameSpec("linspace", V1_FRAMES, resize)
     indexer = InternVideoV1Indexer("internvideo", str(path), load_v1(path), transform, 0, device, spec, protocol)
     return _probe_dim(indexer)

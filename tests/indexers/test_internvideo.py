@@ -18,6 +18,7 @@ from indexers import create_indexer
 from indexers.errors import ModelUnavailableError
 from retrieval.media.video_decoder import VideoDecoder
 from tests import media
+from tests.textured import SOURCE_SIZES
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -403,6 +404,64 @@ def test_v1_ckpt_under_the_paper_protocol_sees_the_packages_frames(fake_internvi
     assert [media.read_numbered_frame(f)[1] for f in frames.pixels] == list(frames.indices)
     ix.embed_units([frames.pixels])
     assert fake_internvideo.model.seen[-1].shape == (1, 3, 8, 224, 224)  # no second resize in the model's path
+
+
+def load_video_pixels(frames: list[np.ndarray]) -> torch.Tensor:
+    """InternVideo.load_video's video_transform pipeline after decoding, re-done here on its own (C, T, H, W):
+    TensorToNumpy makes PIL RGB frames; Resize(256) keeps its default interpolation 'nearest', which
+    resize_clip's PIL branch turns into PIL's BILINEAR, to short side 256 and long side int(256 * long /
+    short) (no resize when the short side is 256 already); CenterCrop(224) starts at int(round((side - 224) /
+    2.)); ClipToTensor fills a float64 array, casts to float32 and divides by 255; Normalize subtracts the
+    CLIP mean and divides by the CLIP std in float32."""
+    from PIL import Image
+
+    clip = [Image.fromarray(np.uint8(frame)).convert("RGB") for frame in frames]
+    w, h = clip[0].size
+    if not ((w <= h and w == 256) or (h <= w and h == 256)):
+        oh, ow = (int(256 * h / w), 256) if w < h else (256, int(256 * w / h))
+        clip = [image.resize((ow, oh), Image.BILINEAR) for image in clip]
+    w, h = clip[0].size
+    x1, y1 = int(round((w - 224) / 2.)), int(round((h - 224) / 2.))
+    clip = [image.crop((x1, y1, x1 + 224, y1 + 224)) for image in clip]
+    np_clip = np.zeros([3, len(clip), 224, 224])
+    for t, image in enumerate(clip):
+        np_clip[:, t, :, :] = np.array(image).transpose(2, 0, 1)
+    tensor = torch.from_numpy(np_clip).float().div(255)
+    mean, std = torch.as_tensor(CLIP_MEAN, dtype=tensor.dtype), torch.as_tensor(CLIP_STD, dtype=tensor.dtype)
+    return tensor.sub_(mean[:, None, None, None]).div_(std[:, None, None, None])
+
+
+@pytest.mark.parametrize("size", SOURCE_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_v1_paper_pixels_are_the_packages_load_video(fake_internvideo, ckpt, textured_clips, size):
+    """What encode_video receives equals InternVideo.load_video's tensor from the same decoded frames (PIL
+    bilinear, round() centre crop: 1280x720 and 320x180 resize to 455 wide and crop from x = 116)."""
+    clip = textured_clips[size]
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu", protocol="paper")
+    _, units = VideoDecoder().sample(clip.path, ix.frame_spec)
+    frames = units[0][1]
+    indices = np.linspace(0, len(clip.frames) - 1, 8).astype(np.intc).tolist()
+    assert list(frames.indices) == indices
+    ours = ix.embed_units([frames.pixels])[0]
+    seen = fake_internvideo.model.seen[-1]
+    reference = load_video_pixels([clip.frames[i] for i in indices])[None]
+    assert seen.shape == reference.shape == (1, 3, 8, 224, 224) and seen.dtype == reference.dtype
+    assert float((seen - reference).abs().max()) <= 1e-6
+    with torch.no_grad():
+        expected = unit_rows(fake_internvideo.model.encode_video(reference))[0]
+    assert float(np.abs(ours - expected).max()) < 1e-5  # fp32 on identical pixels
+
+
+def test_v1_paper_card_states_the_filter_and_crop_its_frames_get(fake_internvideo, ckpt):
+    from indexers.base import INDEXERS
+    from indexers.factory import available_indexers
+
+    available_indexers()
+    ix = create_indexer(f"internvideo:{ckpt}", trust_remote_code=True, device="cpu", protocol="paper")
+    card = INDEXERS.entry("internvideo").card["paper"]["size"]
+    resize = ix.frame_spec.resize
+    assert (resize.resample, resize.short_side, resize.crop) == ("bilinear", 256, 224)
+    assert "PIL bilinear short side 256" in card and "round((side - 224) / 2)" in card and "nearest short" not in card
+    assert "bilinear" in resize.describe() and "round(" in resize.describe()
 
 
 # -- text towers -------------------------------------------------------------------------------------------------
