@@ -19,7 +19,7 @@ from bench.fusion_train import ALPHAS, KINDS, PairTable, fit_fusion, make_folds
 from bench.loaders import BenchDataError, GtPair, PairKey, ScoreFile, gt_concepts, load_pair_scores
 from bench.metrics import UNPARSEABLE
 from indexers.factory import available_indexers
-from rerankers import available_rerankers
+from rerankers.factory import runnable_rerankers
 from retrieval.core.signal_kinds import CLIPSCORE, VQASCORE
 from retrieval.search.fusion import DESCRIPTIONS, RERANKER_PREFIX, FusionModel, reranker_signal
 
@@ -40,7 +40,7 @@ RELEASE_CONDITIONED = {
     "LLaVA-NeXT-Video-7B": reranker_signal("llava-video"),
     "Qwen2.5-VL-7B-Instruct": reranker_signal("qwen2.5-vl"),
     "InternVL2_5-8B": reranker_signal("internvl2.5"),
-    "mPLUG-Owl3-7B-240728": reranker_signal("mplug-owl3"),  # no convis reranker: bench only
+    "mPLUG-Owl3-7B-240728": reranker_signal("mplug-owl3"),  # refused by convis (rerankers.mplug): bench only
 }
 
 
@@ -56,7 +56,7 @@ def query_time_signals() -> set[str]:
     """Signals convis itself computes when it answers a query: indexer cosines, each concept's description
     similarity, CLIPScore and VQAScore (with captions in the index) and reranker scores."""
     return {*available_indexers(), DESCRIPTIONS, CLIPSCORE, VQASCORE,
-            *(reranker_signal(r) for r in available_rerankers())}
+            *(reranker_signal(r) for r in runnable_rerankers())}
 
 
 def is_reranker(signal: str) -> bool:

@@ -175,6 +175,8 @@ class BenchRun:
         self.engine = Engine(self.out / f"index-{self.protocol}-f{self.frames or 'default'}{by}", device=self.device)
 
     def run(self) -> RunResult:
+        # an LMM that cannot be had (or cannot run here) is one line before the videos are indexed, not after
+        self.engine.models.check_lmms([s for s in (self.reranker, self.captioner, self.vqascore) if s])
         # a captioner's captions stand alone: caption files would win over them (a person's words first)
         captions = None if self.captioner else self.dataset.captions
         settings = IndexSettings(captions=captions, workers=self.workers, frames=self.frames, protocol=self.protocol)

@@ -9,10 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 # importing the family modules registers them (they import transformers only when a model is built)
-from rerankers import internvl, llava, qwen  # noqa: F401
+from rerankers import internvl, llava, mplug, qwen  # noqa: F401
 from rerankers.base import RERANKERS, Reranker, RerankerUnavailable
 from rerankers.hf import cpu_hint, looks_like_path, unavailable
 from retrieval.core.weights import hub_missing
+
+# families listed by name whose checkpoints convis cannot run: each answers every request with its one line
+REFUSED = {mplug.NAME: mplug.refusal}
 
 
 def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) -> Reranker:
@@ -26,9 +29,10 @@ def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) 
 
 
 def check_weights(spec: str) -> None:
-    """Refuse ``spec`` in one line (RerankerUnavailable) when its weights cannot be had now: a folder that is not
-    there, or hub weights neither cached nor downloadable (HF_HUB_OFFLINE is set, or the hub does not answer); a
-    name no family claims is UnknownModelError, as building it would be.
+    """Refuse ``spec`` in one line (RerankerUnavailable) when its family cannot run here (``REFUSED``) or its
+    weights cannot be had now: a folder that is not there, or hub weights neither cached nor downloadable
+    (HF_HUB_OFFLINE is set, or the hub does not answer); a name no family claims is UnknownModelError, as
+    building it would be.
 
     Loads nothing and imports neither torch nor transformers, so a command whose model is missing says so at once
     instead of after loading its libraries (or a stalled download's retries).  A present folder passes: whether
@@ -41,6 +45,8 @@ def check_weights(spec: str) -> None:
         raise RerankerUnavailable(f"no weights folder at {text!r}; check the path{cpu_hint(None)}")
     resolved = RERANKERS.resolve(text)
     source = resolved.source or resolved.entry.default_source
+    if resolved.entry.name in REFUSED:  # before its weights: having them would not make it run
+        raise REFUSED[resolved.entry.name](source)
     if source is None:
         return
     if looks_like_path(source):
@@ -52,7 +58,13 @@ def check_weights(spec: str) -> None:
 
 
 def available_rerankers() -> list[str]:
+    """Every registered family, the refused ones included (``convis models`` lists them with why)."""
     return RERANKERS.names()
+
+
+def runnable_rerankers() -> list[str]:
+    """The families convis can run: every registered one but the refused."""
+    return [name for name in RERANKERS.names() if name not in REFUSED]
 
 
 

@@ -434,7 +434,8 @@ def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
         print_json(rows)
         return
     table = Table(caption="weights: bundled (installed with a package), cached (Hugging Face cache), local folder, "
-                  "download on first use, or missing (offline and not cached)", caption_justify="left")
+                  "download on first use, missing (offline and not cached), or unsupported (convis cannot run "
+                  "that model)", caption_justify="left")
     columns = ("kind", "name", "default", "weights", *(("frames", "size", "pooling", "dtype") if full else ()))
     for col in columns:  # names and ids never break inside a word
         table.add_column(col, no_wrap=col in ("name", "default"))
