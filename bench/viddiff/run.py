@@ -6,7 +6,9 @@ closed mode asks about each difference labelled 'a' or 'b' (VidDiff's ``make_tex
 open mode asks for up to ``n_differences_open_prediction``. Frames are sampled at the
 domain's rate VidDiff's baselines use (``DOMAIN_FPS``), or by the LMM family's own rule with ``--frames family``.
 Predictions are written as ``{sample_key: {...}}`` (what VidDiff's ``log_input_preds`` writes), which
-``convis bench viddiff --pred`` reads back; closed-mode accuracy is printed at the end.
+``convis bench viddiff --pred`` reads back; closed-mode accuracy is printed at the end, with a note that it is
+not comparable with VidDiff's leaderboard (``closed_comparability``: the leaderboard asked other models another
+way).
 """
 
 from __future__ import annotations
@@ -75,6 +77,17 @@ class Asking:
     frames: str = "domain"
 
 
+def closed_comparability(asking: Asking) -> str:
+    """Why a closed run's accuracy is convis's own number: VidDiff's leaderboard was measured another way."""
+    reading = "the letter it writes" if asking.scoring == "greedy" else "P(a) / (P(a) + P(b)) of its next token"
+    return ("closed-mode accuracy from this run is not comparable with VidDiff's leaderboard: its closed runs ask "
+            "every statement of a sample in one prompt (prompt_template_mode_2) and read a JSON answer "
+            "(malformed ones rewritten by an LLM), with the videos as image sequences or each model's own video "
+            "input, of other models (GPT-4o, Gemini-1.5-Pro, Claude-3.5-Sonnet, Qwen2-VL-7B, LLaVA-Video-7B); "
+            f"this run asks {asking.reranker} one statement at a time about the two clips joined as one video "
+            f"and reads {reading}")
+
+
 def run_samples(engine, samples: list[VidDiffSample], asking: Asking,
                 progress: Callable[[int, int], None] | None = None, out: RunOutput | None = None) -> RunOutput:
     """Ask ``engine.diff`` about every usable sample; a sample that cannot be asked is recorded with its reason.
@@ -127,11 +140,13 @@ def _skippable() -> tuple[type[BaseException], ...]:
     return (SampleSkipped, DiffInputError, DecodeError, AnchorError, OSError)
 
 
-def write_outputs(out: RunOutput, folder: Path, mode: str) -> dict[str, Path]:
-    """``predictions_<mode>.json`` (VidDiff's format) and ``details_<mode>.json`` (every answer and probability)."""
+def write_outputs(out: RunOutput, folder: Path, mode: str, comparability: str | None = None) -> dict[str, Path]:
+    """``predictions_<mode>.json`` (VidDiff's format) and ``details_<mode>.json`` (every answer and probability,
+    and ``comparability``: what the numbers can be set beside)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"predictions": folder / f"predictions_{mode}.json", "details": folder / f"details_{mode}.json"}
     paths["predictions"].write_text(json.dumps(out.predictions, indent=2), encoding="utf-8")
+    note = {} if comparability is None else {"comparability": comparability}
     paths["details"].write_text(json.dumps({"samples": out.details, "skipped": out.skipped,
-                                            "model_calls": out.model_calls}, indent=2), encoding="utf-8")
+                                            "model_calls": out.model_calls, **note}, indent=2), encoding="utf-8")
     return paths
