@@ -126,8 +126,14 @@ def relevance(human: Ranks) -> dict[str, int]:
     return {k: worst + 1 - r for k, r in human.items()}
 
 
+# convis's own NDCG, not a number of the paper; the reference script computes another one it never reports
+# (sklearn's ndcg_score with the raw human rank numbers as gains, so the least similar candidate gains most)
+NDCG_LABEL = "NDCG (convis: gain = worst human rank + 1 - rank, tied scores share gains; not in the paper)"
+
+
 def ndcg(human: Ranks, model: Scores, k: int | None = None) -> float:
-    """NDCG@k with relevance from the human ranks; tied model scores share their gains (averaged)."""
+    """NDCG@k with relevance from the human ranks (``relevance``: the worst rank gains 1, each better rank one
+    more); tied model scores share their gains (averaged), as sklearn's ``ndcg_score`` does. See NDCG_LABEL."""
     rel = relevance(human)
     keys = list(rel)
     gains = np.array([rel[c] for c in keys], dtype=np.float64)
@@ -190,11 +196,16 @@ class Retrieval:
 
 
 def retrieval(human: Mapping[str, Ranks], model: Mapping[str, Scores]) -> Retrieval:
-    """Average the per-anchor metrics over anchors both sides cover, on the candidates both rank.
+    """Average the per-anchor metrics over the anchors both sides cover.
 
-    The model's 0.0 stays a score (it ranks lowest), unlike for correlation.
+    As the reference (``baselines/compute_retrieval_metrics.py``): the model's predicted set at 1 (and at the
+    bottom) is formed from its scores over all of the anchor's candidates, those the human did not rank
+    included, so a model whose top score goes to an unranked candidate has predicted it; the relevant set is
+    the human's best (worst) ranked candidates among those the model scored (the reference requires it to score
+    them all). Tau and NDCG compare orders on the candidates both rank. The model's 0.0 stays a score (it ranks
+    lowest), unlike for correlation.
     """
-    pairs = [(h, {k: float(model[a][k]) for k in h}) for a, h in scored(human, model).items()]
+    pairs = [(h, {k: float(v) for k, v in model[a].items()}) for a, h in scored(human, model).items()]
     if not pairs:
         return Retrieval(*([math.nan] * 8), 0)
     top = [top1(h, m) for h, m in pairs]

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from bench import paper
 from bench.evaluate import ALL_ANCHORS, PAPER_SPLIT, RANDOM_MODEL, CorrelationRow, RetrievalRow
+from bench.metrics import NDCG_LABEL
 from retrieval.core.concepts import CONVIS_CONCEPTS
 
 PAPER_STYLE = "dim"
@@ -160,7 +161,7 @@ def _retrieval_table(concept: str, label: str, rows: list[RetrievalRow]) -> Tabl
     title = f"{CONVIS_CONCEPTS[concept]}: retrieval at 1 (x100)"
     t = Table(title=title if label == ALL_ANCHORS else f"{title}, {label} only", title_justify="left")
     t.add_column("model")
-    for name in ("R@1", "P@1", "F1@1", "tau", "NDCG", "anchors"):
+    for name in ("R@1", "P@1", "F1@1", "tau", NDCG_LABEL, "anchors"):
         t.add_column(name, justify="right")
     for r in rows:
         m, theirs = r.scores, r.paper or (None, None, None)

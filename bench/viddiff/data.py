@@ -24,7 +24,9 @@ DOMAIN_FPS = {"fitness": 4, "ballsports": 5, "diving": 6, "music": 1, "surgery":
 DATASET_FILES = ("dataset.jsonl", "dataset.json", "test.jsonl")
 REQUIRED = ("sample_key", "differences_annotated", "differences_gt")
 
-Video = tuple[Path, Optional[tuple[int, int]]]  # (path, [start_frame, end_frame] or None)
+# (path, frames_trim as (start, end) or None): VidDiff reads the video as ``vid[slice(*frames_trim)]``, so end is
+# excluded and either bound may be None or negative, as in a Python slice
+Video = tuple[Path, Optional[tuple[Optional[int], Optional[int]]]]
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,21 @@ def _videos(value: Any, base: Path, problems: list[str]) -> tuple[Video, ...]:
         path = path if path.is_absolute() else base / path
         if not path.exists():
             problems.append(f"video not found: {path}")
-        trim = v.get("frames_trim")
-        ok = isinstance(trim, (list, tuple)) and len(trim) == 2 and all(isinstance(t, int) for t in trim)
-        videos.append((path, (int(trim[0]), int(trim[1])) if ok else None))
+        videos.append((path, _trim(v.get("frames_trim"), path, problems)))
     return tuple(videos)
+
+
+def _trim(value: Any, path: Path, problems: list[str]) -> Optional[tuple[Optional[int], Optional[int]]]:
+    """``frames_trim`` as the (start, end) of ``slice(*frames_trim)``: two bounds, each an int or None, and
+    optionally a step of None or 1 (``[start, end, None]``); absent or null: the whole video."""
+    if value is None:
+        return None
+    bounds_ok = isinstance(value, (list, tuple)) and len(value) in (2, 3) and all(
+        t is None or (isinstance(t, int) and not isinstance(t, bool)) for t in value)
+    if not bounds_ok or (len(value) == 3 and value[2] not in (None, 1)):
+        problems.append(f"frames_trim {value!r} of {path.name} is not [start, end] frame numbers")
+        return None
+    return value[0], value[1]
 
 
 # ---------------------------------------------------------------- predictions

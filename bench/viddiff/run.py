@@ -1,11 +1,14 @@
 """`convis bench viddiff run --dataset DIR`: convis's predictions for a VidDiffBench-shaped folder, in its format.
 
-For each sample the two videos (trimmed to ``frames_trim``, VidDiff's ``slice(start, end)`` of frame numbers) go
-to ``Engine.diff``: closed mode asks about each difference labelled 'a' or 'b' (VidDiff's ``make_text_prompts``
-keeps only those), open mode asks for up to ``n_differences_open_prediction``. Frames are sampled at the
+For each sample the two videos (trimmed to ``frames_trim``, VidDiff's ``vid[slice(start, end)]``: frame numbers,
+end excluded, passed on as frame numbers so no frame is gained or lost through seconds) go to ``Engine.diff``:
+closed mode asks about each difference labelled 'a' or 'b' (VidDiff's ``make_text_prompts`` keeps only those),
+open mode asks for up to ``n_differences_open_prediction``. Frames are sampled at the
 domain's rate VidDiff's baselines use (``DOMAIN_FPS``), or by the LMM family's own rule with ``--frames family``.
 Predictions are written as ``{sample_key: {...}}`` (what VidDiff's ``log_input_preds`` writes), which
-``convis bench viddiff --pred`` reads back; closed-mode accuracy is printed at the end.
+``convis bench viddiff --pred`` reads back; closed-mode accuracy is printed at the end, with a note that it is
+not comparable with VidDiff's leaderboard (``closed_comparability``: the leaderboard asked other models another
+way).
 """
 
 from __future__ import annotations
@@ -29,17 +32,21 @@ class RunOutput:
     model_calls: int = 0
 
 
-def sample_spans(sample: VidDiffSample, probe) -> list[tuple[float, float | None]]:
-    """Each video's (start, end) in seconds from its ``frames_trim`` [start, end) frame numbers (None: whole)."""
-    spans = []
+def sample_frames(sample: VidDiffSample, probe) -> list[tuple[int, int] | None]:
+    """Each video's [first, stop) frame numbers, as VidDiff's ``vid[slice(*frames_trim)]`` takes them (the end
+    excluded; None or negative bounds as a Python slice reads them); None: the whole video. The domain's rate
+    then takes every ``int(fps / rate)``-th frame from ``first`` (``_subsample_video``)."""
+    ranges = []
     for path, trim in sample.videos:
         if trim is None:
-            spans.append((0.0, None))
+            ranges.append(None)
             continue
-        info = probe(path)
-        start, end = slice(*trim).indices(info.frame_count)[:2]
-        spans.append((start / info.fps, end / info.fps))
-    return spans
+        count = probe(path).frame_count
+        first, stop = slice(*trim).indices(count)[:2]
+        if stop <= first:
+            raise SampleSkipped(f"frames_trim {list(trim)} of {path.name} holds no frame (it has {count})")
+        ranges.append((first, stop))
+    return ranges
 
 
 class SampleSkipped(ConvisError):
@@ -70,6 +77,17 @@ class Asking:
     frames: str = "domain"
 
 
+def closed_comparability(asking: Asking) -> str:
+    """Why a closed run's accuracy is convis's own number: VidDiff's leaderboard was measured another way."""
+    reading = "the letter it writes" if asking.scoring == "greedy" else "P(a) / (P(a) + P(b)) of its next token"
+    return ("closed-mode accuracy from this run is not comparable with VidDiff's leaderboard: its closed runs ask "
+            "every statement of a sample in one prompt (prompt_template_mode_2) and read a JSON answer "
+            "(malformed ones rewritten by an LLM), with the videos as image sequences or each model's own video "
+            "input, of other models (GPT-4o, Gemini-1.5-Pro, Claude-3.5-Sonnet, Qwen2-VL-7B, LLaVA-Video-7B); "
+            f"this run asks {asking.reranker} one statement at a time about the two clips joined as one video "
+            f"and reads {reading}")
+
+
 def run_samples(engine, samples: list[VidDiffSample], asking: Asking,
                 progress: Callable[[int, int], None] | None = None, out: RunOutput | None = None) -> RunOutput:
     """Ask ``engine.diff`` about every usable sample; a sample that cannot be asked is recorded with its reason.
@@ -96,7 +114,7 @@ def _ask(engine, decoder, sample: VidDiffSample, asking: Asking, out: RunOutput)
     if len(sample.videos) != 2:
         raise SampleSkipped(f"{len(sample.videos)} videos, need 2")
     (a, _), (b, _) = sample.videos
-    a_span, b_span = sample_spans(sample, decoder.probe)
+    a_frames, b_frames = sample_frames(sample, decoder.probe)
     statements = {k: sample.differences[k] for k, label in sample.gt.items()
                   if label in ("a", "b") and k in sample.differences} if asking.mode == "closed" else None
     if statements == {}:
@@ -106,7 +124,8 @@ def _ask(engine, decoder, sample: VidDiffSample, asking: Asking, out: RunOutput)
     result = engine.diff(DiffRequest(a, b, action=sample.action_description, statements=statements,
                                      most=sample.n_open if asking.mode == "open" else None, reranker=asking.reranker,
                                      mode=asking.scoring, symmetric=asking.symmetric,
-                                     fps=sample_rate(sample, asking.frames), a_span=a_span, b_span=b_span))
+                                     fps=sample_rate(sample, asking.frames), a_frames=a_frames,
+                                     b_frames=b_frames))
     out.details[sample.sample_key] = result.to_dict()
     out.model_calls += result.model_calls
     return result.predictions()
@@ -121,11 +140,13 @@ def _skippable() -> tuple[type[BaseException], ...]:
     return (SampleSkipped, DiffInputError, DecodeError, AnchorError, OSError)
 
 
-def write_outputs(out: RunOutput, folder: Path, mode: str) -> dict[str, Path]:
-    """``predictions_<mode>.json`` (VidDiff's format) and ``details_<mode>.json`` (every answer and probability)."""
+def write_outputs(out: RunOutput, folder: Path, mode: str, comparability: str | None = None) -> dict[str, Path]:
+    """``predictions_<mode>.json`` (VidDiff's format) and ``details_<mode>.json`` (every answer and probability,
+    and ``comparability``: what the numbers can be set beside)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"predictions": folder / f"predictions_{mode}.json", "details": folder / f"details_{mode}.json"}
     paths["predictions"].write_text(json.dumps(out.predictions, indent=2), encoding="utf-8")
+    note = {} if comparability is None else {"comparability": comparability}
     paths["details"].write_text(json.dumps({"samples": out.details, "skipped": out.skipped,
-                                            "model_calls": out.model_calls}, indent=2), encoding="utf-8")
+                                            "model_calls": out.model_calls, **note}, indent=2), encoding="utf-8")
     return paths

@@ -11,15 +11,19 @@ from retrieval.media.video_decoder import VideoDecoder
 
 @dataclass(frozen=True)
 class ClipRef:
-    """A clip to compare: a file (by path and content hash) and a time span (end None = to the end)."""
+    """A clip to compare: a file (by path and content hash) and a time span (end None = to the end), or a range
+    of frame numbers ``frames`` = (first, stop), stop excluded, which then decides alone."""
 
     path: str
     content_hash: str
     start: float = 0.0
     end: float | None = None
+    frames: tuple[int, int] | None = None
 
     @property
     def key(self) -> str:
+        if self.frames is not None:
+            return f"{self.content_hash}@frames{self.frames[0]}-{self.frames[1]}"
         end = "end" if self.end is None else f"{self.end:.3f}"
         return f"{self.content_hash}@{self.start:.3f}-{end}"
 
@@ -43,7 +47,8 @@ class FrameCache:
     def get(self, clip: ClipRef, spec: FrameSpec | int) -> Frames:
         key = (f"{clip.path}|{clip.key}", spec)
         if key not in self._frames:
-            self._frames[key] = self.decoder.sample_span(clip.path, spec, clip.start, clip.end)
+            self._frames[key] = (self.decoder.sample_span(clip.path, spec, clip.start, clip.end)
+                                 if clip.frames is None else self.decoder.sample_frames(clip.path, spec, *clip.frames))
             self.decodes += 1
         return self._frames[key]
 

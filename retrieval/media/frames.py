@@ -37,6 +37,14 @@ class SpanError(DecodeError):
         self.start, self.stop, self.duration = start, stop, duration
 
 
+class FrameRangeError(SpanError):
+    """A range of frame numbers with nothing in it: it starts at or past its stop or the video's last frame."""
+
+    def __init__(self, first: int, stop: int, frame_count: int):
+        DecodeError.__init__(self, f"empty frame range [{first}, {stop}) (video has {frame_count} frames)")
+        self.start, self.stop, self.duration = first, stop, frame_count
+
+
 class FileChanged(DecodeError):
     """The file was written while it was being read: what was read is of no one version; a later try may work."""
 

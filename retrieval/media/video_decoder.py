@@ -22,6 +22,7 @@ from retrieval.media.frames import (
     BackendUnavailable,
     DecodeError,
     FileChanged,
+    FrameRangeError,
     Frames,
     Span,
     SpanError,
@@ -117,13 +118,31 @@ class VideoDecoder:
 
     def sample_span(self, path: str | Path, spec: FrameSpec | int, start: float, end: float | None) -> Frames:
         """Frames of one time range of a file (an anchor given with --start/--end)."""
-        spec = as_spec(spec)
 
-        def read(backend, info):
+        def wanted(info: VideoInfo, spec: FrameSpec) -> list[int]:
             stop = info.duration if end is None else min(end, info.duration)
             if start >= stop:
                 raise SpanError(start, stop, info.duration)
-            indices = span_frame_indices(info, Span(0, start, stop), spec)
+            return span_frame_indices(info, Span(0, start, stop), spec)
+
+        return self._sample_one(path, as_spec(spec), wanted)
+
+    def sample_frames(self, path: str | Path, spec: FrameSpec | int, first: int, stop: int) -> Frames:
+        """Frames of one range of frame numbers, ``first`` up to but not including ``stop``, as given: no
+        rounding through seconds (a range a dataset names in frames)."""
+
+        def wanted(info: VideoInfo, spec: FrameSpec) -> list[int]:
+            if first >= min(stop, info.frame_count):
+                raise FrameRangeError(first, stop, info.frame_count)
+            fps = info.fps or 1.0  # the span's seconds are for show: its frames decide
+            return span_frame_indices(info, Span(0, first / fps, stop / fps, frames=(first, stop)), spec)
+
+        return self._sample_one(path, as_spec(spec), wanted)
+
+    def _sample_one(self, path: str | Path, spec: FrameSpec,
+                    wanted: Callable[[VideoInfo, FrameSpec], list[int]]) -> Frames:
+        def read(backend, info):
+            indices = wanted(info, spec)
             check_frame_count(spec, [indices])
             return backend.read(Path(path), info, indices, self._resize(spec))
 

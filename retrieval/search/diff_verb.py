@@ -37,7 +37,7 @@ def run_diff(request: DiffRequest, index_dir: Path | None, models: ModelCache,
 def _pair(request: DiffRequest, index_dir: Path | None, models: ModelCache) -> DiffResult:
     a, b = request.a, request.b
     notices: list[str] = []
-    first, second = _clip(a, request.a_span), _clip(b, request.b_span)
+    first, second = _clip(a, request.a_span, request.a_frames), _clip(b, request.b_span, request.b_frames)
     if first.key == second.key:
         raise DiffInputError(f"{Path(a).name} and {Path(b).name} are the same video (same content and span): "
                              "there is nothing to tell apart")
@@ -74,9 +74,10 @@ def _rank(request: DiffRequest, index_dir: Path | None, models: ModelCache, prog
                        scorer.model_calls, tuple(notices))
 
 
-def _clip(path: str | Path, span: tuple[float, float | None]) -> ClipRef:
+def _clip(path: str | Path, span: tuple[float, float | None], frames: tuple[int, int] | None = None) -> ClipRef:
     checked = check_file(path, "video")
-    return ClipRef(str(checked), content_hash(checked), float(span[0] or 0.0), span[1])
+    return ClipRef(str(checked), content_hash(checked), float(span[0] or 0.0), span[1],
+                   None if frames is None else (int(frames[0]), int(frames[1])))
 
 
 def _shown(index_dir: Path | None, *paths) -> tuple[str, ...]:

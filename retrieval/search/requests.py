@@ -162,7 +162,8 @@ class DiffRequest:
     """What differs between clips performing ``action``: for the pair ``a``, ``b``, or each of ``candidates``
     against ``a`` (ranked, most different first).  Closed mode: ``statements`` (key -> text: which clip each is
     more true of); open mode: ``most`` (the LMM proposes up to that many).  ``fps``: frames at that fixed rate
-    instead of the family's rule."""
+    instead of the family's rule.  ``a_frames``/``b_frames``: a range of frame numbers (first, stop), stop
+    excluded, in place of that clip's time span, used as given (a dataset's frame ranges stay exact)."""
 
     a: str | Path
     b: str | Path | None = None
@@ -176,8 +177,12 @@ class DiffRequest:
     fps: float | None = None
     a_span: tuple[float, float | None] = (0.0, None)
     b_span: tuple[float, float | None] = (0.0, None)
+    a_frames: tuple[int, int] | None = None
+    b_frames: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
+        _check_frames(self.a_frames, self.a_span, "a")
+        _check_frames(self.b_frames, self.b_span, "b")
         if (self.b is None) == (not self.candidates):
             raise DiffInputError("compare two clips, or rank candidates against one: give b or candidates, "
                                  "not both and not neither")
@@ -197,3 +202,17 @@ class DiffRequest:
     def ranks(self) -> bool:
         """Candidates ranked by difference (else one pair)."""
         return self.b is None
+
+
+def _check_frames(frames: tuple[int, int] | None, span: tuple[float, float | None], which: str) -> None:
+    """A frame range is two frame numbers, first below stop, and replaces the time span (not both)."""
+    if frames is None:
+        return
+    numbers = isinstance(frames, (tuple, list)) and all(isinstance(f, int) and not isinstance(f, bool)
+                                                        for f in frames)
+    ok = numbers and len(frames) == 2 and 0 <= frames[0] < frames[1]
+    if not ok:
+        raise DiffInputError(f"clip {which}'s frame range must be [first, stop) frame numbers with first < stop, "
+                             f"got {frames!r}")
+    if (span[0] or 0.0) != 0.0 or span[1] is not None:
+        raise DiffInputError(f"clip {which} has both a time span and a frame range: give one")

@@ -81,3 +81,15 @@ def test_the_papers_split_is_the_released_one():
     released = json.loads((CONVIS_BENCH / "to_be_ranked.json").read_text())
     assert paper.SPLIT == {a: frozenset(c) for a, c in released.items()}
     assert paper.is_split(released) and not paper.is_split({a: c[:3] for a, c in released.items()})
+
+
+def test_the_ndcg_column_names_convis_own_variant(tmp_path):
+    from bench import report
+
+    human = {"location": {"a": {"x": 1, "y": 2}}}
+    scores = tmp_path / "s.json"
+    scores.write_text(json.dumps({"a": {"x": 0.9, "y": 0.1}}))
+    rows = retrieval_rows([ScoreFile(scores, "s", "location")], human)
+    headers = [str(c.header) for c in report.retrieval_tables(rows)[0].columns]
+    assert "NDCG" not in headers  # the paper reports no NDCG: the column says whose it is and how it is made
+    assert "NDCG (convis: gain = worst human rank + 1 - rank, tied scores share gains; not in the paper)" in headers

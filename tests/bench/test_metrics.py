@@ -109,11 +109,43 @@ def test_bottom1_uses_the_worst_ranks():
     assert (s.recall, s.precision) == (0.5, 0.5)
 
 
-def test_retrieval_scores_only_common_anchors_and_candidates():
+def test_retrieval_scores_common_anchors_and_predicts_from_every_candidate_of_the_model():
     human = {"x": {"a": 1, "b": 2}, "y": {"a": 1, "b": 2}}
     model = {"x": {"a": 1.0, "b": 0.5, "extra": 9.0}, "z": {"a": 1.0}}
     r = m.retrieval(human, model)
-    assert r.n == 1 and r.recall == 100 and r.precision == 100
+    # the model's top score went to a candidate the human did not rank: it predicted that one, and missed
+    assert r.n == 1 and (r.recall, r.precision, r.f1) == (0, 0, 0)
+    assert r.tau == 100  # orders are compared on the candidates both rank
+
+
+def _reference_top_and_bottom(gt: dict, scores: dict) -> list[float]:
+    """One anchor as ``compute_retrieval_metrics.py`` scores it: ``rank_values`` (dense ranks, 1 = highest)
+    over every candidate the model scored, pred = those at the best (worst) model rank, rel = those at the best
+    (worst) human rank; recall, precision, F1 at the top, then at the bottom."""
+    distinct = sorted(set(scores.values()), reverse=True)
+    ranked = {k: distinct.index(v) + 1 for k, v in scores.items()}
+    out = []
+    for pick in (min, max):
+        rel = {k for k, v in gt.items() if v == pick(gt.values())}
+        pred = {k for k, v in ranked.items() if v == pick(ranked.values())}
+        hit = len(rel & pred)
+        recall, precision = hit / len(rel), hit / len(pred)
+        out += [recall, precision, 2 * recall * precision / (recall + precision) if recall + precision else 0]
+    return out
+
+
+def test_retrieval_at_1_follows_the_reference_with_candidates_the_human_did_not_rank():
+    rng = np.random.default_rng(4)
+    human, model = {}, {}
+    for i in range(300):
+        ranked = [f"c{j}" for j in range(int(rng.integers(2, 6)))]
+        extra = [f"x{j}" for j in range(int(rng.integers(0, 3)))]
+        human[f"q{i}"] = {c: int(rng.integers(1, 4)) for c in ranked}
+        model[f"q{i}"] = {c: float(rng.integers(0, 6)) for c in ranked + extra}  # 0.0 kept, many ties
+    r = m.retrieval(human, model)
+    expected = 100 * np.mean([_reference_top_and_bottom(human[a], model[a]) for a in human], axis=0)
+    ours = (r.recall, r.precision, r.f1, r.bottom_recall, r.bottom_precision, r.bottom_f1)
+    assert ours == pytest.approx(tuple(expected), abs=1e-9)
 
 
 # ---------------------------------------------------------------- random choice

@@ -88,8 +88,9 @@ def run(
                                                  "against staying like the query video.")] = 1.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run convis on a TF-CoVR-shaped folder: index it, one composed query a row (query video + modification),
-    write the ranking (query_id -> top-50 video ids) and score it as `convis bench covr` does."""
+    """Run convis on a TF-CoVR-shaped folder: index it, one composed query a row (query video + modification,
+    cleaned as TF-CoVR cleans it) over TF-CoVR's gallery (the target_video column, one entry a row, repeats kept),
+    write the ranking (query_id -> top-50 entries' video ids) and score it as `convis bench covr` does."""
     from bench.covr.run import CovrRun, run_covr
 
     with user_errors():

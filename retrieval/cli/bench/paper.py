@@ -99,7 +99,7 @@ def retrieval(
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,
 ) -> None:
-    """Top-1 recall, precision and F1 with ties, plus bottom-1, tau and NDCG (paper Table 4)."""
+    """Top-1 recall, precision and F1 with ties (paper Table 4), plus bottom-1, tau and convis's own NDCG."""
     from bench import report
     from bench.evaluate import random_rows, retrieval_rows
 

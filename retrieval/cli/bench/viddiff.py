@@ -164,25 +164,27 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Run convis's `diff` on every sample of a VidDiffBench-shaped folder and write predictions in its format
-    (closed mode: accuracy printed too; open mode: score them with `convis bench viddiff --pred`)."""
+    (closed mode: accuracy printed too, with why it is not comparable with VidDiff's leaderboard; open mode: score
+    them with `convis bench viddiff --pred`)."""
     if mode not in MODES:
         fail(f"--mode is closed or open, got {mode!r}")
     if frames not in FRAME_CHOICES:
         fail(f"--frames is domain or family, got {frames!r}")
     from bench.viddiff import data
     from bench.viddiff.metrics import closed_accuracy
-    from bench.viddiff.run import Asking, RunOutput, run_samples, write_outputs
+    from bench.viddiff.run import Asking, RunOutput, closed_comparability, run_samples, write_outputs
     from retrieval.engine import Engine
 
-    result = RunOutput()
+    result, asking = RunOutput(), Asking(mode, reranker, scoring, symmetric, frames)
+    comparability = closed_comparability(asking) if mode == "closed" else None
     with user_errors():
         samples = data.read_dataset(dataset)
         engine = Engine(index_dir, device=device)
         try:
             with counting("samples", len(samples), as_json) as progress:
-                run_samples(engine, samples, Asking(mode, reranker, scoring, symmetric, frames), progress, result)
+                run_samples(engine, samples, asking, progress, result)
         finally:  # what was asked before a failure is kept
-            paths = write_outputs(result, out, mode)
+            paths = write_outputs(result, out, mode, comparability)
     _listed([f"sample {key} skipped: {why}" for key, why in result.skipped.items()])
     summary = {"dataset": str(dataset), "mode": mode, "samples": len(samples), "asked": len(result.predictions),
                "skipped": len(result.skipped), "model_calls": result.model_calls,
@@ -191,6 +193,7 @@ def run(
         with user_errors():
             summary["accuracy"] = closed_accuracy(samples, [result.predictions.get(s.sample_key, {})
                                                             for s in samples])
+        summary["comparability"] = comparability
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -198,4 +201,5 @@ def run(
                f"predictions: {paths['predictions']}")
     if mode == "closed":
         _print(summary["accuracy"])
+        typer.echo(f"NOTE: {comparability}")
 

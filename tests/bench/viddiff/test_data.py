@@ -71,6 +71,21 @@ def test_a_missing_video_is_a_problem_of_its_sample_not_a_crash(folder, tmp_path
     assert s0.problems == (f"video not found: {folder / 'videos/gone.mp4'}",) and s1.problems == ()
 
 
+@pytest.mark.parametrize("trim, read, problem", [
+    ([10, None], (10, None), False),  # slice(*frames_trim) takes open and negative bounds
+    ([-30, -1, None], (-30, -1), False),
+    (["10", 40], None, True),  # not frame numbers: the sample is not asked, rather than asked whole
+    ([10, 40, 2], None, True),
+    ([10], None, True),
+])
+def test_frames_trim_is_read_as_the_bounds_of_a_slice(folder, trim, read, problem):
+    videos = [{"path": "videos/a.mp4", "frames_trim": trim}, {"path": "videos/b.mp4"}]
+    write_jsonl(folder / "dataset.jsonl", [row(videos=videos)])
+    [s] = read_dataset(folder)
+    assert s.videos == ((folder / "videos/a.mp4", read), (folder / "videos/b.mp4", None))
+    assert bool(s.problems) == problem and all("frames_trim" in p for p in s.problems)
+
+
 def test_a_label_without_a_description_is_reported(folder):
     write_jsonl(folder / "dataset.jsonl", [row(differences_gt={"0": "a", "5": "b"})])
     [s] = read_dataset(folder)

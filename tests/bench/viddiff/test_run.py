@@ -71,6 +71,13 @@ def test_a_closed_run_writes_viddiff_predictions_that_score_back_the_same(datase
     assert back["overall"]["correct"] == summary["accuracy"]["overall"]["correct"]
     assert back["overall"]["scored"] == 5  # s2 was not asked: its difference counts as wrong
     assert summary["accuracy"]["overall"]["scored"] == 5  # the run's own figure scores it the same way
+    # the leaderboard asked other models all statements at once: the run says its number is not theirs
+    for note in (summary["comparability"], details["comparability"]):
+        assert "not comparable with VidDiff's leaderboard" in note and "prompt_template_mode_2" in note
+        assert qwen in note and "one statement at a time" in note
+    table = CliRunner().invoke(app, ["viddiff", "run", "--dataset", str(dataset), "--out", str(out), "-r", qwen])
+    assert table.exit_code == 0, table.output
+    assert f"NOTE: {summary['comparability']}" in " ".join(table.stdout.split())
 
 
 def test_an_open_run_writes_items_and_says_what_it_could_not_read(dataset, tmp_path, qwen, monkeypatch):

@@ -56,6 +56,9 @@ def test_a_comparison_needs_concepts_and_a_mode():
     ({"b": "b.mp4", "action": "riding", "fps": float("nan")}, "--fps"),
     ({"action": "riding"}, "give b or candidates"),
     ({"b": "b.mp4", "candidates": ["c.mp4"], "action": "riding"}, "give b or candidates"),
+    ({"b": "b.mp4", "action": "riding", "a_frames": (40, 40)}, "first < stop"),
+    ({"b": "b.mp4", "action": "riding", "b_frames": (-1, 9)}, "first < stop"),
+    ({"b": "b.mp4", "action": "riding", "a_frames": (0, 9), "a_span": (1.0, None)}, "both a time span and a frame"),
 ])
 def test_a_diff_refuses_what_cannot_be_asked(kwargs, match):
     with pytest.raises(DiffInputError, match=match):
