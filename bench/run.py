@@ -44,7 +44,7 @@ from bench.split import make_split
 from indexers.base import INDEXERS, takes_frame_count
 from indexers.text import MINILM
 from rerankers.base import RERANKERS
-from rerankers.factory import create_reranker
+from rerankers.factory import check_protocol, create_reranker
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 from retrieval.core.scores import clipscore, unit_similarity
 from retrieval.core.signal_kinds import caption_signal
@@ -175,6 +175,7 @@ class BenchRun:
         self.engine = Engine(self.out / f"index-{self.protocol}-f{self.frames or 'default'}{by}", device=self.device)
 
     def run(self) -> RunResult:
+        check_protocol([self.reranker, self.vqascore], self.protocol)  # a refused model ends the run before indexing
         # an LMM that cannot be had (or cannot run here) is one line before the videos are indexed, not after
         self.engine.models.check_lmms([s for s in (self.reranker, self.captioner, self.vqascore) if s])
         # a captioner's captions stand alone: caption files would win over them (a person's words first)

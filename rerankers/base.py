@@ -149,13 +149,25 @@ class Reranker(ABC):
     frame_multiple: ClassVar[int] = 1  # frames the model merges in time (Qwen: 2); a pair's videos are padded to it
     size_text: ClassVar[str] = "decoder-scaled to short side 256"  # the decode size, in words
     dtype_text: ClassVar[str] = "bf16 on GPUs that have it, else fp16; fp32 on CPU"
+    # the precision the paper's reference ran the family in, on its GPUs ("fp16", "bf16"; None: not in the paper)
+    paper_dtype: ClassVar[str | None] = None
+    paper_dtype_source: ClassVar[str] = ""  # who ran it so, for the card: "as LLaVA-NeXT ran it"
+    pooling_text: ClassVar[str] = "-"  # how frame features become the model's visual tokens, in words
     batch_size: int = 4  # pairs per forward pass
 
     @classmethod
     def card(cls) -> dict[str, str]:
         """What the family feeds its model, for ``convis models`` (no weights needed)."""
         return {"frames": f"{cls.frames_per_video} a video: {RULE_TEXT[cls.frame_rule]}; video 1's then video 2's",
-                "size": cls.size_text, "pooling": "-", "dtype": cls.dtype_text}
+                "size": cls.size_text, "pooling": cls.pooling_text, "dtype": cls.dtype_card()}
+
+    @classmethod
+    def dtype_card(cls) -> str:
+        """The card's precision line: the paper protocol's, where the paper ran the family, then the usual rule."""
+        if cls.paper_dtype is None:
+            return cls.dtype_text
+        source = f" ({cls.paper_dtype_source})" if cls.paper_dtype_source else ""
+        return f"{cls.paper_dtype} under --protocol paper on a GPU{source}; otherwise {cls.dtype_text}"
 
     @property
     def frame_spec(self) -> FrameSpec:

@@ -7,11 +7,13 @@ families, so nothing below it imports back (timm's layout).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 # importing the family modules registers them (they import transformers only when a model is built)
 from rerankers import internvl, llava, mplug, qwen  # noqa: F401
-from rerankers.base import RERANKERS, Reranker, RerankerUnavailable
-from rerankers.hf import cpu_hint, looks_like_path, unavailable
+from rerankers.base import RERANKERS, Reranker, RerankerError, RerankerUnavailable
+from rerankers.hf import FAMILIES, cpu_hint, looks_like_path, release_named, unavailable
+from retrieval.core.registry import UnknownModelError
 from retrieval.core.weights import hub_missing
 
 # families listed by name whose checkpoints convis cannot run: each answers every request with its one line
@@ -65,6 +67,40 @@ def available_rerankers() -> list[str]:
 def runnable_rerankers() -> list[str]:
     """The families convis can run: every registered one but the refused."""
     return [name for name in RERANKERS.names() if name not in REFUSED]
+
+
+# -- the paper protocol ----------------------------------------------------------------------------------------------
+def paper_dtype(spec: str) -> str:
+    """The precision to pass as ``dtype`` when building ``spec`` for ``--protocol paper``: the one the paper's
+    reference ran its family in ("fp16" for LLaVA, "bf16" for Qwen2.5-VL and InternVL); "auto" for a family the
+    paper did not run. On a CPU half precision runs in fp32 (rerankers.hf.resolve_dtype says so in a notice)."""
+    family = FAMILIES.get(_registered_name(spec) or "")
+    return (family.paper_dtype if family is not None else None) or "auto"
+
+
+def paper_refusal(spec: str) -> str | None:
+    """Why ``--protocol paper`` cannot run ``spec`` as the paper did, in one line; None when it can (or when the
+    spec names nothing registered: building it says what is wrong)."""
+    release = release_named(_registered_name(spec) or "")
+    return release.paper_refusal if release is not None else None
+
+
+def check_protocol(specs: Iterable[str | None], protocol: str) -> None:
+    """Refuse (RerankerError, one line) the first of ``specs`` that ``protocol`` cannot run as its reference did;
+    None specs pass. Loads nothing, so a run can ask before it indexes anything."""
+    if protocol != "paper":
+        return
+    for spec in specs:
+        refusal = paper_refusal(spec) if spec else None
+        if refusal:
+            raise RerankerError(refusal)
+
+
+def _registered_name(spec: str) -> str | None:
+    try:
+        return RERANKERS.resolve(spec).entry.name
+    except UnknownModelError:
+        return None
 
 
 

@@ -37,6 +37,9 @@ def resolve_dtype(dtype, device, *, fp16_safe: bool = True, family: str = "this 
 
     A family that overflows in fp16 (``fp16_safe=False``) never gets it: asking for it is an
     error, and a GPU without bf16 runs it in fp32, with a line saying so added to ``notices``.
+    Half precision asked for on the CPU (the paper protocol's fp16, say) runs in fp32, with a line
+    in ``notices``: many CPUs lack half-precision kernels, and the paper's half-precision numbers
+    came from GPU kernels that a CPU would not reproduce anyway.
     """
     import torch
 
@@ -45,6 +48,11 @@ def resolve_dtype(dtype, device, *, fp16_safe: bool = True, family: str = "this 
     resolved = _named_dtype(dtype)
     if resolved == torch.float16 and not fp16_safe:
         raise RerankerError(f"{family} overflows in float16 (its scores come out NaN); use dtype bf16 or fp32")
+    if device.type == "cpu" and resolved in (torch.float16, torch.bfloat16):
+        if notices is not None:
+            notices.append(f"{family}: {str(resolved).removeprefix('torch.')} is for GPUs; on the CPU it runs "
+                           "in float32")
+        return torch.float32
     return resolved
 
 
@@ -534,17 +542,30 @@ class Release:
     claims: tuple[str, ...] = ()  # substrings of a local folder's model type that mean this family
     description: str = ""
     params: float | None = None  # billions of parameters of the default weights (None: not told)
+    pooling: str | None = None  # the card's pooling line where this checkpoint's differs from its family's
+    # why --protocol paper cannot run this checkpoint as the paper did, in one line (None: it can)
+    paper_refusal: str | None = None
 
 
 RELEASES: list[Release] = []  # every registered checkpoint, in registration order
+FAMILIES: dict[str, type[HFVideoReranker]] = {}  # registered name -> the class that builds it
 
 
 def register_checkpoints(family: type[HFVideoReranker], checkpoints: list[Release], description: str = "") -> None:
     """Register each checkpoint under its name; building it constructs ``family`` with that name."""
     for c in checkpoints:
+        card = {**family.card(), **({"pooling": c.pooling} if c.pooling else {})}
+        if c.paper_refusal:  # the paper protocol does not build it: its precision is the usual one only
+            card["dtype"] = family.dtype_text
         RERANKERS.register(c.name, default_source=c.default, aliases=c.aliases, claims=c.claims,
-                           description=c.description or description, card=family.card())(_builder(family, c.name))
+                           description=c.description or description, card=card)(_builder(family, c.name))
         RELEASES.append(c)
+        FAMILIES[c.name] = family
+
+
+def release_named(name: str) -> Release | None:
+    """The registered checkpoint called ``name`` (a registry entry's name), None for one registered otherwise."""
+    return next((r for r in RELEASES if r.name == name), None)
 
 
 def cpu_release() -> Release | None:

@@ -25,6 +25,8 @@ class InternVLReranker(HFVideoReranker):
     model_classes = {"internvl": "InternVLForConditionalGeneration"}
     size_text = f"{HFVideoReranker.size_text} (448x448 for the default weights; one tile a frame, no thumbnail)"
     frame_rule = "midpoints"
+    paper_dtype = "bf16"  # the reference's from_pretrained(torch_dtype=torch.bfloat16)
+    paper_dtype_source = "as the reference loaded it"
 
 
 CHECKPOINTS = [

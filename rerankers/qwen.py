@@ -86,6 +86,8 @@ class QwenReranker(HFVideoReranker):
     size_text = ("full-size decode, bicubic to the reference's pixel budget (area clamp(h*w // 28, 128*28*28, "
                  "768*28*28)), snapped to the 28-px grid; video 2 then resized to video 1's size")
     dtype_text = "bf16 on GPUs that have it, else fp32 (fp16 overflows); fp32 on CPU"
+    paper_dtype = "bf16"  # the reference's from_pretrained(torch_dtype=torch.bfloat16)
+    paper_dtype_source = "as the reference loaded it"
 
     def frame_resize(self) -> QwenPixelBudget:
         vp = self.processor.video_processor
