@@ -41,3 +41,19 @@ class KnownHead(torch.nn.Module):
         out = self.logits.to(hidden.dtype).expand(*hidden.shape[:-1], -1).clone()
         out[self.rows] = self.value
         return out
+
+
+class ModelCalled(Exception):
+    """Raised by ``GenerateSpy`` once it has the model's inputs: nothing is generated."""
+
+
+class GenerateSpy:
+    """Stands in for ``model.generate``: records the keyword arguments of each call (the tensors the model is
+    handed), then stops the run, for tests that need the inputs and no answer."""
+
+    def __init__(self):
+        self.calls: list[dict] = []
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        raise ModelCalled

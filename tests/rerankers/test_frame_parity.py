@@ -45,12 +45,18 @@ def reference_indices(family: str, n: int, fps: float, per_video: int) -> list[i
         start_idx, end_idx = max(0, round(-100000 * fps)), min(round(100000 * fps), n - 1)
         seg = float(end_idx - start_idx) / per_video
         return [int(start_idx + seg / 2 + np.round(seg * k)) for k in range(per_video)]
-    step = max(1, round(fps / 1))  # encode_concat_video_Qwen, fps_factor=1
+    idx = per_second_taken(n, fps, per_video)
+    return idx + [idx[-1]] * (per_video - len(idx))
+
+
+def per_second_taken(n: int, fps: float, per_video: int) -> list[int]:
+    """encode_concat_video_Qwen's frames before padding (fps_factor=1): its pixel budget counts these."""
+    step = max(1, round(fps / 1))
     idx = list(range(0, n, step))
     if len(idx) > per_video:
         gap = len(idx) / per_video
         idx = [idx[int(i * gap + gap / 2)] for i in range(per_video)]
-    return idx + [idx[-1]] * (per_video - len(idx))
+    return idx
 
 
 def reference_size(family: str, width: int, height: int) -> tuple[int, int]:
