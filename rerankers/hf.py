@@ -557,4 +557,5 @@ def _builder(family: type[HFVideoReranker], name: str):
     def build(source: str, device=None, dtype=None, **kwargs) -> HFVideoReranker:
         return family(source, name=name, device=device, dtype=dtype, **kwargs)
 
+    build.family = family  # the class, for what it says of itself before any weights load
     return build
