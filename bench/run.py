@@ -19,6 +19,12 @@ with a reranker, and writes
 the release's layout (cross-modal folders carry the caption set's name, as the release's do), which
 ``convis bench correlation`` / ``retrieval`` (and this command) then evaluate. Unreadable greedy
 answers are written as 0.0, the release's convention; the metrics treat them as the paper does.
+
+A folder has the paper's name only for a run as the paper's: its protocol, its weights (transformers' ports
+and other checkpoints are named apart, as the release names its own run of the LLaVA port, ``-HF``), and for
+a reranker one greedy answer a pair, asked (video 1, video 2), one pair a forward pass, in the family's
+``paper_dtype``. Anything else is in the name (``-fast``, ``-expected``, ``-sym``, ``-bf16``, ``-b4``,
+``-f8``), so only such a run is printed beside the paper's value.
 """
 
 from __future__ import annotations
@@ -44,12 +50,14 @@ from bench.split import make_split
 from indexers.base import INDEXERS, takes_frame_count
 from indexers.text import MINILM
 from rerankers.base import RERANKERS
-from rerankers.factory import check_protocol, create_reranker
+from rerankers.factory import check_protocol, create_reranker, paper_dtype
+from rerankers.prompts.similarity import reference_score
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 from retrieval.core.scores import clipscore, unit_similarity
 from retrieval.core.signal_kinds import caption_signal
 from retrieval.engine import Engine
 from retrieval.lmm.clips import ClipRef
+from retrieval.lmm.similarity import PairScorer
 from retrieval.lmm.vqascore import Captioned
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
@@ -60,20 +68,29 @@ SPLIT_NAME = "to_be_ranked.json"
 RANKED_NAME = "ranked.json"
 CONCEPT_FOLDERS = {c: w.replace(" ", "_") for c, w in CONVIS_CONCEPTS.items()}  # Main_Action, ...
 
-# hub ids (or checkpoint file names) whose rows the paper reports, so results print next to the paper's value
+# hub ids (or checkpoint file names) -> the release's folder name for those weights, so a run of the paper's own
+# weights lines up with its row. The reference ran LLaVA through the LLaVA-NeXT code (lmms-lab weights) and InternVL
+# through its remote code: transformers' ports (llava-hf/*, *-hf) are other weights, named "-HF" as the release
+# names its own run of the LLaVA-OneVision-7B port; InternVL2_5-8B-MPO is another checkpoint than InternVL2_5-8B.
 PAPER_FOLDERS = {
     "facebook/dinov2-large": "dinov2-large",
     "MCG-NJU/videomae-large": "videomae-large",
     "openai/clip-vit-large-patch14": "clip-vit-large-patch14",
     "InternVideo-MM-L-14.ckpt": "InternVideo-MM-L-14",
-    "llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision-Qwen2-7B",
-    "llava-hf/llava-onevision-qwen2-0.5b-ov-hf": "LLaVA-OneVision-Qwen2-0.5B",
-    "llava-hf/LLaVA-Video-7B-Qwen2-hf": "LLaVA-NeXT-Video-7B",
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision-Qwen2-7B-HF",
+    "llava-hf/llava-onevision-qwen2-0.5b-ov-hf": "LLaVA-OneVision-Qwen2-0.5B-HF",
+    "llava-hf/LLaVA-Video-7B-Qwen2-hf": "LLaVA-NeXT-Video-7B-HF",
     "Qwen/Qwen2.5-VL-7B-Instruct": "Qwen2.5-VL-7B-Instruct",
-    "OpenGVLab/InternVL2_5-8B-MPO-hf": "InternVL2_5-8B",
+    "Qwen/Qwen2.5-VL-3B-Instruct": "Qwen2.5-VL-3B-Instruct",
+    "OpenGVLab/InternVL2_5-8B-MPO-hf": "InternVL2_5-8B-MPO-HF",
+    "OpenGVLab/InternVL3-8B-hf": "InternVL3-8B-HF",
 }
-# the release names its VQAScore folder by the model family alone: LLaVA-OneVision_<captions>
-PAPER_VQA_FOLDERS = {"llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision"}
+# the release names its VQAScore folder by the model family alone: LLaVA-OneVision_<captions>; its VQAScore asked
+# the lmms-lab weights, so transformers' port is "-HF" here too
+PAPER_VQA_FOLDERS = {"llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision-HF"}
+PAPER_MODE = "greedy"  # the reference parses one greedy token (InternVL's chat path sampled it: no mode matches that)
+PAPER_BATCH = 1  # the reference asked one pair a forward pass; batched, left-padded rows score differently
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
 
 
 @dataclass(frozen=True)
@@ -136,17 +153,38 @@ def _caption_dir(root: Path) -> Path | None:
     return subdirs[0] if subdirs and not any(folder.glob("*.txt")) else folder
 
 
-def model_folder(registry, name: str, source: str, frames: int, default_frames: int, suffix: str = "") -> str:
+def model_folder(registry, name: str, source: str, frames: int, default_frames: int, suffix: str = "",
+                 settings: str = "") -> str:
     """The folder a model's scores go in: the paper's name when it has one (plus ``suffix`` when not run
     as the paper ran it), else the registry name (plus the weights' name when they are not the default);
-    a non-default frame count is added."""
+    then ``settings`` (how a reranker was asked, e.g. "-expected-b4", whatever the name) and a non-default
+    frame count."""
     label = PAPER_FOLDERS.get(source) or PAPER_FOLDERS.get(Path(source).name)
     if label is not None:
         label += suffix
     else:
         plain = source == registry.entry(name).default_source
         label = name if plain else re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-{Path(source).name}")
+    label += settings
     return label if frames == default_frames else f"{label}-f{frames}"
+
+
+def reranker_suffix(mode: str, symmetric: bool, dtype, paper_dtype, batch: int) -> str:
+    """What a reranker run does other than the paper: ``-expected`` (not the greedy answer), ``-sym`` (both
+    orders averaged), its precision when that is not the family's ``paper_dtype`` (any precision when the family
+    names none: it cannot be told to be the paper's), ``-b<N>`` for N pairs a forward pass."""
+    name = dtype_name(dtype)
+    parts = [mode if mode != PAPER_MODE else "", "sym" if symmetric else "",
+             name if name and name != dtype_name(paper_dtype) else "", f"b{batch}" if batch != PAPER_BATCH else ""]
+    return "".join(f"-{p}" for p in parts if p)
+
+
+def dtype_name(dtype) -> str | None:
+    """'bf16', 'fp16', 'fp32' for a torch dtype or its name (None for None)."""
+    if dtype is None:
+        return None
+    text = str(dtype).removeprefix("torch.")
+    return DTYPE_NAMES.get(text, text)
 
 
 @dataclass(eq=False)
@@ -156,7 +194,7 @@ class BenchRun:
     indexers: list[str]
     reranker: str | None  # the spec of the conditioned reranker, or None
     frames: int | None
-    mode: str = "expected"
+    mode: str | None = None  # None: the paper's greedy answer under its protocol, else expected
     symmetric: bool = False
     workers: int | None = None
     device: str | None = None
@@ -164,6 +202,7 @@ class BenchRun:
     protocol: str = "fast"
     captioner: str | None = None
     vqascore: str | None = None
+    rerank_batch: int | None = None  # pairs a forward pass; None: one under the paper protocol, else the family's
     engine: Engine = field(init=False)
     result: RunResult = field(init=False, default_factory=RunResult)
     caption_set: str | None = field(init=False, default=None)  # the captions' name: their folder, or the captioner's
@@ -285,11 +324,9 @@ class BenchRun:
 
     # -- LMM reranker -------------------------------------------------------
     def _write_conditioned(self) -> None:
-        reranker = create_reranker(self.reranker, device=self.engine.models.device, frames_per_video=self.frames)
-        scorer = self.engine.models.pair_scorer(reranker, self.mode, self.symmetric, [])
-        # the class attribute is the family's own frame count (the paper's setting)
-        folder = model_folder(RERANKERS, reranker.name, reranker.source, reranker.frames_per_video,
-                              type(reranker).frames_per_video)
+        reranker = self._build_reranker()
+        scorer = self._pair_scorer(reranker)
+        folder = self._reranker_folder(reranker)
         clips = self._clips()
         for key, words in CONVIS_CONCEPTS.items():
             concept = Concept(key, words)
@@ -299,7 +336,7 @@ class BenchRun:
             cfolder = CONCEPT_FOLDERS[key]
             path = (self.out / "computed_conditioned_similarities" / cfolder / folder
                     / f"{folder}_{cfolder}_similarities.json")
-            _write(path, [{"video1": g.video1, "video2": g.video2, "similarity": _released(s.score)}
+            _write(path, [{"video1": g.video1, "video2": g.video2, "similarity": self._released(s)}
                           for (g, _), s in zip(pairs, scores, strict=True)])
             self.result.files.append(ScoreFile(path, folder, key))
             if key in self.dataset.human:
@@ -307,13 +344,48 @@ class BenchRun:
         self.note(f"{reranker.model_id}: {scorer.model_pairs} pairs sent to the model, "
                   f"{scorer.frames.decodes} clips decoded")
 
+    @property
+    def scoring(self) -> str:
+        """expected or greedy: as asked, else the paper's greedy answer under its protocol."""
+        return self.mode or (PAPER_MODE if self.protocol == "paper" else "expected")
+
+    def _build_reranker(self):
+        """The reranker as this run asks it: one pair a forward pass and the family's paper precision under the
+        paper protocol (unless --rerank-batch says otherwise), the family's defaults under fast."""
+        batch = self.rerank_batch or (PAPER_BATCH if self.protocol == "paper" else None)
+        dtype = paper_dtype(self.reranker) if self.protocol == "paper" else None
+        return create_reranker(self.reranker, device=self.engine.models.device, dtype=dtype,
+                               frames_per_video=self.frames, batch_size=batch)
+
+    def _reranker_folder(self, reranker) -> str:
+        # the class attribute is the family's own frame count (the paper's setting)
+        settings = reranker_suffix(self.scoring, self.symmetric, getattr(reranker, "dtype", None),
+                                   getattr(type(reranker), "paper_dtype", None), reranker.batch_size)
+        return model_folder(RERANKERS, reranker.name, reranker.source, reranker.frames_per_video,
+                            type(reranker).frames_per_video, self._suffix(), settings)
+
+    def _pair_scorer(self, reranker) -> PairScorer:
+        """Cached answers are found only for this precision and batch size: another's are other answers."""
+        settings = f"dtype={dtype_name(getattr(reranker, 'dtype', None))}|batch={reranker.batch_size}"
+        cache = self.engine.models.score_cache([])
+        return PairScorer(reranker, cache and SettingsCache(cache, settings), self.engine.models.frames,
+                          self.scoring, self.symmetric)
+
+    def _released(self, score) -> float:
+        """A pair's value in the score file. Under the paper protocol a greedy answer is read as the reference
+        reads it, so "6".."9" stay 6.0..9.0 there (the metrics then use them as the reference's do); elsewhere the
+        1-5 reading, as every other convis command gives it. Unreadable: 0.0, the release's convention."""
+        if self.protocol == "paper" and score.mode == "greedy" and not self.symmetric:
+            return reference_score(score.raw)
+        return _released(score.score)
+
     def _rank_scores(self, scorer, clips, concept) -> dict[str, dict[str, float]]:
         out = {}
         for anchor, cands in self.dataset.split.items():
             cands = [c for c in cands if c in clips]
             if anchor in clips and cands:
                 scores = scorer.score([(clips[anchor], clips[c]) for c in cands], concept)
-                out[anchor] = {c: _released(s.score) for c, s in zip(cands, scores, strict=True)}
+                out[anchor] = {c: self._released(s) for c, s in zip(cands, scores, strict=True)}
         return out
 
     def _clips(self):
@@ -333,6 +405,20 @@ class BenchRun:
         if scored < len(self.dataset.pairs):
             self.note(f"{folder}: {len(self.dataset.pairs) - scored} of {len(self.dataset.pairs)} rated pairs "
                       "lack a video (missing or unreadable) and are not scored")
+
+
+class SettingsCache:
+    """A score cache whose keys also hold a run's precision and batch size (``settings``): batched, left-padded
+    rows and other precisions answer differently, so their answers are never read back as this run's."""
+
+    def __init__(self, cache, settings: str):
+        self.cache, self.settings = cache, settings
+
+    def get(self, tag: str, *key):
+        return self.cache.get(f"{tag}|{self.settings}", *key)
+
+    def put(self, tag: str, *key) -> None:
+        self.cache.put(f"{tag}|{self.settings}", *key)
 
 
 def _released(score: float | None) -> float:

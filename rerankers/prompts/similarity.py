@@ -19,6 +19,7 @@ template turns it into text and its processor expands the video placeholder.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
@@ -160,3 +161,18 @@ def parse_score(answer: str | None) -> int | None:
     if value.is_integer() and 1 <= value <= 5:
         return int(value)
     return None
+
+
+def reference_score(answer: str | None) -> float:
+    """Read a greedy answer as the ConViS-Bench reference does (``parse_answer_to_score`` on the stripped
+    answer): the number its first line is, whatever it is ("7" -> 7.0, "4" -> 4.0), else 0.0, the release's
+    "could not parse".  Only the reference's own score files are written with it; everywhere else an answer is
+    read with ``parse_score`` (1-5 or unreadable).  A line reading "nan" or "inf" (a number to Python, though no
+    score) is 0.0 too: the score files are JSON.
+    """
+    line = (answer or "").strip().split("\n")[0]
+    try:
+        value = float(line)
+    except ValueError:
+        return 0.0
+    return value if math.isfinite(value) else 0.0

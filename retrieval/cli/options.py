@@ -8,7 +8,7 @@ value is imported from ``retrieval.engine`` when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 
@@ -72,11 +72,19 @@ TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, metavar="N", help="Ho
 # -- models -----------------------------------------------------------------------------------
 DeviceOpt = Annotated[Optional[str], typer.Option(metavar="DEVICE", help="torch device (default cuda when present, "
                                                   "else cpu).")]
-RerankBatchOpt = Annotated[Optional[int], typer.Option(
-    min=1, metavar="N", help="Pairs per LMM forward pass (default 4); on running out of GPU memory the batch is "
-    "halved and retried.")]
+
+
+def rerank_batch_option(default: str = "4") -> Any:
+    """``--rerank-batch N``, its default told in the help as ``default`` says."""
+    return Annotated[Optional[int], typer.Option(
+        min=1, metavar="N", help=f"Pairs per LMM forward pass (default {default}); on running out of GPU memory the "
+        "batch is halved and retried.")]
+
+
+RerankBatchOpt = rerank_batch_option()
 ModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="Reranker scoring: expected (mean of "
-                                      "P(1..5)) or greedy (the paper's parsed single token).")]
+                                      "P(1..5)) or greedy (one greedy token parsed 1-5, as the paper's code reads "
+                                      "Qwen, LLaVA and mPLUG-Owl3; its InternVL sampled).")]
 PairModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="With --reranker: expected (mean of "
                                           "P(1..5)) or greedy (parsed single token).")]
 SymmetricOpt = Annotated[bool, typer.Option(help="Score (a, b) and (b, a) and average them.")]

@@ -15,12 +15,15 @@ import typer
 from bench.loaders import RANKING_SUFFIX, SIMILARITIES_SUFFIX, discover, load_gt_pairs, load_ranked
 from retrieval.cli.bench.common import GtPairsOpt, JsonOpt, MorePaths, SimilaritiesOpt, user_errors
 from retrieval.cli.console import PlainUsage, fail, note
+from retrieval.cli.options import check_mode, rerank_batch_option
 
 if TYPE_CHECKING:
     from bench.loaders import ScoreFile
 
 CsvOpt = Annotated[Optional[Path], typer.Option("--csv", help="Also write the results to this CSV file.")]
 ChartOpt = Annotated[Optional[Path], typer.Option("--chart", help="Also draw a PNG bar chart to this file.")]
+RunBatchOpt = rerank_batch_option("1 under --protocol paper, as the reference asked; else the family's, 4; more than "
+                                  "1 is named in the model's folder, e.g. -b4")
 # missing weights, unknown models and lock conflicts (ConvisErrors) and a bad value are user errors too when a
 # command runs models
 MODEL_ERRORS = (ValueError,)
@@ -142,9 +145,16 @@ def run(
                                                     "scores (name, hub id or folder).")] = None,
     frames: Annotated[Optional[str], typer.Option("--frames", help="Frames per video, or a sweep like "
                                                   "1,2,4,8,16 (paper Figure 3). Default: each model's own.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="Reranker scoring: expected or greedy (the paper's).")] = (
-        "expected"),
+    mode: Annotated[Optional[str], typer.Option("--mode", metavar="expected|greedy", help="Reranker scoring. "
+                                                "Default: greedy under --protocol paper (one greedy token, read as "
+                                                "the reference's code reads it, 6-9 included; its InternVL sampled "
+                                                "instead, which no mode repeats), else expected. A mode, "
+                                                "--symmetric, a precision other than the family's paper one or a "
+                                                "batch over 1 is named in the model's folder (-expected, -sym, "
+                                                "-bf16, -b4): only a run as the paper's is printed beside its "
+                                                "value.")] = None,
     symmetric: Annotated[bool, typer.Option("--symmetric", help="Average (a, b) and (b, a).")] = False,
+    rerank_batch: RunBatchOpt = None,
     captions: Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text-to-text "
                                                      "and cross-modal signals (default: DATASET/captions).")] = None,
     captioner: Annotated[Optional[str], typer.Option("--captioner", help="Video LMM that captions every video "
@@ -154,9 +164,10 @@ def run(
                                                     "(default: the --captioner; 'none' to skip).")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")] = None,
     device: Annotated[Optional[str], typer.Option("--device", help="torch device.")] = None,
-    protocol: Annotated[str, typer.Option("--protocol", help="How indexers see the videos: 'paper' (the "
-                                          "reference's frames, pixels, weights and fp32: reproduces Table 3) "
-                                          "or 'fast' (convis's default).")] = "fast",
+    protocol: Annotated[str, typer.Option("--protocol", help="How models see the videos: 'paper' (indexers: the "
+                                          "reference's frames, pixels, weights and fp32, reproducing Table 3; the "
+                                          "reranker: its greedy answer, one pair a forward pass, in the family's "
+                                          "paper precision) or 'fast' (convis's default).")] = "fast",
     as_json: JsonOpt = False,
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,
@@ -171,6 +182,8 @@ def run(
     if protocol not in PROTOCOLS:
         fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     with user_errors(*MODEL_ERRORS):
+        if mode is not None:
+            check_mode(mode)  # before any model loads
         counts = _frame_counts(frames)
         data = load_dataset(dataset, captions)
         note(f"{len(data.pairs)} rated pairs, {len(data.videos)} videos, {len(data.split)} retrieval anchors "
@@ -179,7 +192,7 @@ def run(
         for count in counts:
             result = BenchRun(data, out, list(indexer or ["efficientnet-lite0"]), reranker, count, mode,
                               symmetric, workers, device, note, protocol, captioner,
-                              _vqa_model(vqascore, captioner)).run()
+                              _vqa_model(vqascore, captioner), rerank_batch).run()
             for path, reason in result.failed_videos:
                 note(f"skipped {path}: {reason}")
             # a non-default frame count is part of each model's folder name, so sweep rows stay apart
