@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.core.defaults import MIN_SEGMENT_SECONDS
+from retrieval.core.defaults import MAX_SEGMENT_SECONDS, MIN_SEGMENT_SECONDS
+from retrieval.core.ranges import in_range
 from retrieval.core.segmentation import ShotRule
 from retrieval.store.errors import IndexSettingsError
 
@@ -65,3 +66,6 @@ class IndexSettings:
         if self.segment_seconds and self.segment_seconds < MIN_SEGMENT_SECONDS:
             raise IndexSettingsError(f"segments must be at least {MIN_SEGMENT_SECONDS:g} s long, not "
                                      f"{self.segment_seconds:g} s: shorter units hold a frame or two each")
+        if self.segment_seconds and not in_range(self.segment_seconds, MIN_SEGMENT_SECONDS, MAX_SEGMENT_SECONDS):
+            raise IndexSettingsError(f"segments must be at most {MAX_SEGMENT_SECONDS:g} s long, not "
+                                     f"{self.segment_seconds:g} s ('off': one unit per file)")

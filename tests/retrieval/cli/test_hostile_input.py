@@ -4,6 +4,7 @@ would steer the terminal. Each is one line and a non-zero exit, said before any 
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
@@ -43,3 +44,37 @@ def test_diff_statements_nested_100k_deep_is_one_line(example_videos, tmp_path):
     line = one_line_error(runner.invoke(app, ["diff", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
                                               "--action", "x", "--statements", str(deep)]))
     assert "nests more than 64 levels deep" in line
+
+
+@pytest.mark.parametrize("args, says", [
+    (["diff", "{v}/box.mp4", "{v}/cup.mp4", "--action", "x", "-s", "y", "--fps", "1e9"],
+     "--fps must be a positive number of frames a second, at most 120"),
+    (["diff", "{v}/box.mp4", "{v}/cup.mp4", "--action", "x", "-s", "y", "--fps", "nan"],
+     "--fps must be a positive number"),
+    (["index", "{v}", "--index-dir", "{tmp}/ix", "-i", "efficientnet-lite0", "--segment", "100000"],
+     "segments must be at most 86400 s long"),
+    (["index", "{v}", "--index-dir", "{tmp}/ix", "-i", "efficientnet-lite0", "--segment", "shots", "--shot-min",
+      "0", "--shot-max", "0.01"], "--shot-max must be 0.5 to 86400 seconds"),
+    (["index", "{v}", "--index-dir", "{tmp}/ix", "-i", "efficientnet-lite0", "--segment", "shots", "--shot-min",
+      "1e9"], "Invalid value for '--shot-min'"),
+    (["query", "--anchor", "{v}/box.mp4", "-c", "location", "-k", "1000000000000"], "Invalid value for '-k'"),
+    (["query", "--anchor", "{v}/box.mp4", "-c", "location=1e6", "-c", "main-action"],
+     "concept weight must be a number from 0.001 to 1000"),
+    (["query", "--anchor", "{v}/box.mp4", "-c", "location=1e-300", "-c", "main-action"],
+     "concept weight must be a number from 0.001 to 1000"),
+])
+def test_numbers_out_of_their_range_are_one_line_exit_2_before_any_model(example_videos, tmp_path, args, says):
+    args = [a.format(v=example_videos, tmp=tmp_path) for a in args]
+    assert says in one_line_error(runner.invoke(app, args))
+    assert not (tmp_path / "ix").exists()  # refused before an index was made
+
+
+def test_request_values_hold_the_same_ranges():
+    from retrieval.engine import ConvisError, DiffRequest, QueryRequest, SearchRequest
+
+    for make in (lambda: QueryRequest("a.mp4", ["location"], k=1001), lambda: QueryRequest("a.mp4", ["location"], k=0),
+                 lambda: SearchRequest("a cup", k=10**12), lambda: DiffRequest("a.mp4", "b.mp4", "x", fps=121.0)):
+        with pytest.raises(ConvisError) as caught:
+            make()
+        assert caught.value.exit_code == 2
+    assert QueryRequest("a.mp4", ["location"], k=1000).k == 1000
