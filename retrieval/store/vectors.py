@@ -44,6 +44,35 @@ FAISS_BLAS_THRESHOLD = faiss.cvar.distance_compute_blas_threshold  # as FAISS sh
 _BLAS_SWITCH = threading.Lock()  # the threshold is process-wide: one batch changes it at a time
 
 
+# Sizes a factory string may ask for. FAISS allocates an IVF index's lists when it is made, before any vector:
+# IVF99999999 took 150 s and 16 GB to build empty. 2^20 lists suit about 10^11 vectors (ivf_lists); a graph of
+# more than 512 neighbours a vector costs more than it finds (FAISS suggests 4 to 64).
+MAX_IVF_LISTS = 1 << 20
+MAX_GRAPH_DEGREE = 512
+_IVF = re.compile(r"IVF(\d+)")
+_IMI = re.compile(r"IMI(\d+)x(\d+)")
+_GRAPH = re.compile(r"(HNSW|NSG)(\d+)")
+
+
+def check_factory(factory: str) -> None:
+    """ValueError when ``factory`` asks for more lists, neighbours or any other count than these bounds, said
+    from the string alone, before FAISS builds (and allocates) anything."""
+    for lists in _IVF.findall(factory):
+        if int(lists) > MAX_IVF_LISTS:
+            raise ValueError(f"IVF{lists} asks for {int(lists):,} inverted lists; at most {MAX_IVF_LISTS:,}")
+    for parts, bits in _IMI.findall(factory):
+        if int(parts) * int(bits) > MAX_IVF_LISTS.bit_length() - 1:
+            raise ValueError(f"IMI{parts}x{bits} asks for 2^{int(parts) * int(bits)} inverted lists; at most "
+                             f"{MAX_IVF_LISTS:,}")
+    for kind, degree in _GRAPH.findall(factory):
+        if int(degree) > MAX_GRAPH_DEGREE:
+            raise ValueError(f"{kind}{degree} asks for {int(degree):,} neighbours a vector; at most {MAX_GRAPH_DEGREE}")
+    too_large = [n for n in re.findall(r"\d+", factory) if int(n) > MAX_IVF_LISTS]
+    if too_large:
+        raise ValueError(f"{too_large[0]} in {factory!r} is larger than any FAISS setting convis builds "
+                         f"({MAX_IVF_LISTS:,})")
+
+
 def choose_factory(count: int, dim: int) -> str:
     """FAISS factory string for a collection of ``count`` vectors (inner product on unit vectors)."""
     if count < EXACT_LIMIT:
@@ -87,6 +116,7 @@ class VectorIndex:
         """Index ``matrix`` rows under ``ids``; ``factory``/``search_params`` override the automatic choice."""
         dim = matrix.shape[1] if matrix.ndim == 2 and matrix.shape[1] else 1  # (0, d): an empty index of width d
         factory = factory or choose_factory(len(ids), dim)
+        check_factory(factory)
         params = default_search_params(factory, len(ids)) if search_params is None else search_params
         # IDMap2 keeps vectors retrievable by id, which rescoring candidates needs
         index = faiss.index_factory(dim, f"IDMap2,{factory}", faiss.METRIC_INNER_PRODUCT)
