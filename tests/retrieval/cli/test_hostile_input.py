@@ -1,6 +1,7 @@
 """Careless or hostile input on the command line: endless and deeply nested files, absurd numbers, names that
 would steer the terminal. Each is one line and a non-zero exit, said before any model loads."""
 
+import shutil
 import subprocess
 import sys
 
@@ -78,3 +79,33 @@ def test_request_values_hold_the_same_ranges():
             make()
         assert caught.value.exit_code == 2
     assert QueryRequest("a.mp4", ["location"], k=1000).k == 1000
+
+
+EVIL = "evil\x1b[2J\rname.mp4"  # clears the screen, then overwrites the line
+EVIL_SHOWN = "evil\\x1b[2J\\rname.mp4"
+
+
+def test_names_with_control_characters_are_shown_escaped_in_every_output(example_videos, tmp_path):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    shutil.copy(example_videos / "cup.mp4", videos / EVIL)
+    shutil.copy(example_videos / "box.mp4", videos / "box.mp4")
+    (videos / "broken\x1b]0;pwned\x07.mp4").write_bytes(b"not a video")
+    runs = [runner.invoke(app, ["index", str(videos), "-i", "efficientnet-lite0", "--workers", "1"]),
+            runner.invoke(app, ["ls", str(videos)]),
+            runner.invoke(app, ["info", str(videos)]),
+            runner.invoke(app, ["query", "--anchor", str(videos / "box.mp4"), "-c", "location"]),
+            runner.invoke(app, ["query", "--anchor", str(videos / EVIL), "-c", "location"]),
+            runner.invoke(app, ["remove", str(videos / EVIL)]),
+            runner.invoke(app, ["query", "--anchor", str(videos / "nothing\x1b[31m.mp4"), "-c", "location"])]
+    for ran in runs:
+        shown = ran.stdout + ran.stderr
+        assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown, shown
+    assert all(ran.exit_code == 0 for ran in runs[:-1]), [r.output for r in runs]
+    assert EVIL_SHOWN in flat(runs[1].stdout) and "broken\\x1b]0;pwned\\x07.mp4" in flat(runs[0].stdout)
+    assert EVIL_SHOWN in flat(runs[5].stdout) and "nothing\\x1b[31m.mp4" in flat(runs[6].stderr)
+
+
+def flat(text: str) -> str:
+    """A table's text without its borders and wrapping (long names fold across lines)."""
+    return "".join(c for c in text if not c.isspace() and c not in "│┃")
