@@ -9,6 +9,7 @@ recall@100 above 0.95 (docs/performance.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -154,16 +155,18 @@ class VectorIndex:
         return self.index.reconstruct_batch(np.ascontiguousarray(ids, dtype=np.int64))
 
     # -- persistence --------------------------------------------------------
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, signal: str | None = None) -> None:
         """Write index then sidecar, each to a temp file renamed into place (readers never see half).
 
-        The sidecar records the index file's checksum: a flipped bit makes ``load`` rebuild from the catalog.
+        The sidecar records the index file's checksum: a flipped bit makes ``load`` rebuild from the catalog;
+        and the ``signal`` it indexes, which ``load`` checks.
         """
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, lambda tmp: faiss.write_index(self.index, tmp))
             meta = {"factory": self.factory, "generation": self.generation, "count": self.size,
-                    "search_params": self.search_params, "crc32": file_checksum(path)}
+                    "search_params": self.search_params, "crc32": file_checksum(path),
+                    **({"signal": signal} if signal is not None else {})}
             atomic_write(_meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta)))
         except (OSError, RuntimeError) as exc:
             if is_disk_full(exc):
@@ -174,13 +177,16 @@ class VectorIndex:
             raise
 
     @classmethod
-    def load(cls, path: Path) -> "VectorIndex | None":
-        """The saved index, or None when it is missing, torn or not the bytes its sidecar describes."""
+    def load(cls, path: Path, signal: str | None = None) -> "VectorIndex | None":
+        """The saved index, or None when it is missing, torn, not the bytes its sidecar describes or, when the
+        sidecar names its signal, another signal's than ``signal``."""
         meta_path = _meta_path(path)
         try:
             if not path.is_file() or not meta_path.is_file():
                 return None
             meta = json.loads(meta_path.read_text())
+            if signal is not None and meta.get("signal", signal) != signal:
+                return None  # another signal's index: the caller builds this one's from the catalog
             if not _intact(path, meta.get("crc32")):
                 return None  # damaged (or written before checksums): the caller rebuilds from the catalog
             index = faiss.read_index(str(path))
@@ -279,9 +285,19 @@ def _apply(index: faiss.Index, params: str) -> None:
         raise ValueError(f"cannot apply search parameters {params!r}: {one_line(exc)}") from None
 
 
-def index_path(index_dir: Path, indexer: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", indexer).strip("_")
+def index_path(index_dir: Path, signal: str) -> Path:
+    """The FAISS file of ``signal`` (a model id, ``<text model>#<concept>``): its characters outside
+    ``A-Za-z0-9._-`` become ``_``. Model ids and concept keys of letters, digits and hyphens keep that name, as
+    indexes made before have them; any other character (a free-text concept's punctuation, a letter outside
+    ASCII) adds a digest of the whole id, or "camera angle?" and "camera angle!" would share one file."""
+    safe = _UNSAFE.sub("_", signal).strip("_")
+    if not _NAMED_AS_BEFORE.fullmatch(signal):
+        safe = f"{safe}-{hashlib.sha1(signal.encode('utf-8')).hexdigest()[:12]}"
     return index_dir / FOLDER / f"{safe}.faiss"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_NAMED_AS_BEFORE = re.compile(r"[A-Za-z0-9._\-:/#]*")  # what model ids and ConViS concept keys are written with
 
 
 FOLDER = "faiss"  # beside the catalog, in the index folder
