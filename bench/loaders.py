@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -11,6 +11,7 @@ import numpy as np
 
 from retrieval.core.concepts import BENCH_KEYS, CONVIS_CONCEPTS, slug
 from retrieval.core.errors import ConvisError
+from retrieval.core.user_files import read_json as read_user_json
 
 PairKey = tuple[str, str]  # (base name of video1, base name of video2), order kept
 
@@ -63,12 +64,7 @@ def read_json(path: str | Path, what: str) -> Any:
         raise BenchDataError(f"{what} not found: {path}")
     if not path.is_file():
         raise BenchDataError(f"{what} is not a file: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchDataError(f"cannot read {what} {path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise BenchDataError(f"{what} {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
+    return read_user_json(path, what, error=BenchDataError)
 
 
 def _expect_list_of_dicts(data: Any, path: Path | str, fields: tuple[str, ...]) -> list[dict]:
@@ -82,8 +78,12 @@ def _expect_list_of_dicts(data: Any, path: Path | str, fields: tuple[str, ...]) 
 
 
 def _number(value: Any, where: str) -> float:
+    """A rating, score or rank as a float; JSON's NaN and Infinity (Python writes them) are refused here, where
+    the row is known, as they would otherwise make every correlation over them null."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BenchDataError(f"{where}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise BenchDataError(f"{where}: expected a finite number, got {value!r}")
     return float(value)
 
 

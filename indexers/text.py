@@ -12,6 +12,7 @@ from indexers.bundled import MINILM, weights_path
 from indexers.errors import unavailable
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.core.scores import unit_similarity
+from retrieval.core.user_files import read_text
 from retrieval.core.weights import quiet_loading
 
 
@@ -66,7 +67,7 @@ def read_captions(folder: str | Path) -> dict[str, str]:
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"caption folder not found: {folder}")
-    return {f.stem: f.read_text(encoding="utf-8").strip() for f in sorted(folder.glob("*.txt"))
+    return {f.stem: read_text(f, "caption").strip() for f in sorted(folder.glob("*.txt"))
             if Path(f.stem).suffix[1:] not in CONVIS_CONCEPTS}
 
 

@@ -17,6 +17,7 @@ from bench.perf.targets import (
     rerank_checks,
     scaling_checks,
 )
+from retrieval.core.user_files import read_json
 
 PARTS = ("indexing", "recall", "rerank", "long_video", "scaling", "cli")  # the report's row lists, in measuring order
 
@@ -45,6 +46,11 @@ class PerfReport:
             "cli": [asdict(r) for r in self.cli],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
+
+    @classmethod
+    def read(cls, path) -> "PerfReport":
+        """A report saved by ``convis bench perf --json``, read with the size and nesting limits of user files."""
+        return cls.from_dict(read_json(path, "perf report"))
 
     @classmethod
     def from_dict(cls, data: dict) -> "PerfReport":

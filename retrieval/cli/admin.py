@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, List
 
@@ -40,8 +41,9 @@ def remove(files: FilesArg, index_dir: RemoveIndexDirOpt = None, undo: UndoOpt =
     from retrieval.engine import Engine
 
     engine = Engine(resolve_index_dir(index_dir, *files))
-    # a file that exists here is named by where it is; any other path is taken relative to the indexed folder
-    named = [f.resolve() if f.exists() else f for f in files]
+    # a file that exists here is named by where it is (a symlink as itself, not its target); any other path is
+    # taken relative to the indexed folder
+    named = [Path(os.path.abspath(f)) if os.path.lexists(f) else f for f in files]
     present.print_removed(engine.unremove(named) if undo else engine.remove(named), undo, as_json)
 
 

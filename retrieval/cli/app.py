@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.markup import escape
 from typer.core import TyperGroup
 
 try:  # typer carries its own copy of click since 0.22
@@ -22,7 +21,7 @@ except ImportError:
 
 from retrieval.cli import admin, compare, index, pages, present, query
 from retrieval.cli.console import PlainUsage
-from retrieval.cli.present import err, fail, out
+from retrieval.cli.present import err, fail, out, shown
 
 BENCH_HELP = "Reproduce ConViS-Bench metrics and measure convis on them."
 
@@ -68,7 +67,8 @@ class OneLineErrors(TyperGroup):
             code = 0
         except click_errors.ClickException as exc:
             hint = f" (see {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""
-            err.print(f"[bold red]error:[/] {escape(exc.format_message())}{hint}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {shown(exc.format_message())}{shown(hint)}", highlight=False,
+                      soft_wrap=True)
             code = exc.exit_code
         except typer.Abort:
             code = 130

@@ -11,6 +11,7 @@ from retrieval.cli import present
 from retrieval.cli.options import (
     DEFAULT_DIFF_MODEL,
     INDEX_DIRNAME,
+    MAX_SAMPLE_FPS,
     CompareIndexDirOpt,
     DeviceOpt,
     DiffIndexDirOpt,
@@ -93,7 +94,8 @@ DiffSymmetricOpt = Annotated[bool, typer.Option(help="Ask each statement with th
                                                 "P(a) (two model calls a statement instead of one).")]
 FpsOpt = Annotated[Optional[float], typer.Option(
     "--fps", metavar="RATE", help="Frames a second to sample each clip at, as VidDiff's baselines do (fitness 4, "
-    "ballsports 5, diving 6, music 1, surgery 1), at most 75 a clip. Default: the LMM family's own frames.")]
+    f"ballsports 5, diving 6, music 1, surgery 1), at most {MAX_SAMPLE_FPS:g} a second and 75 frames a clip. "
+    "Default: the LMM family's own frames.")]
 
 
 def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = None, statements: StatementsOpt = None,

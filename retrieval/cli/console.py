@@ -37,15 +37,27 @@ class PlainUsage(TyperCommand):
 
 _TYPE_TAG = re.compile(r" <[^>]+>")  # what typer shows for an option without a metavar
 
+# Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts a sequence that can clear the
+# screen or retitle the window, CR overwrites the line) and the line and bidirectional overrides that reorder it.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """``text`` (a file name, a reason, a model's answer: anything a user or a file supplied) as a terminal shows
+    it: each control character written as its Python escape (``\\x1b``, ``\\r``), so a hostile name cannot steer
+    the terminal and an odd one is seen for what it is."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
 
 def fail(message: str) -> NoReturn:
     """``message`` as one line on stderr (library errors can span lines), exit code 2."""
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    typer.echo(f"error: {printable(' '.join(message.split()))}", err=True)
     raise typer.Exit(code=2)
 
 
 def note(message: str) -> None:
-    typer.echo(message, err=True)  # stderr, so --json output on stdout stays parseable
+    # stderr, so --json output on stdout stays parseable; a note of several lines keeps them
+    typer.echo("\n".join(map(printable, message.split("\n"))), err=True)
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from retrieval.cli.options import (
     DEFAULT_SHOT_MAX_SECONDS,
     DEFAULT_SHOT_MIN_SECONDS,
     INDEX_DIRNAME,
+    MAX_SEGMENT_SECONDS,
     MIN_SEGMENT_SECONDS,
     WINDOW_FRAMES,
     WORKER_MEMORY_MB,
@@ -33,16 +34,16 @@ IndexerOpt = Annotated[List[str], typer.Option(
     "the index already uses, else dinov2 when its weights are available, else efficientnet-lite0.")]
 NewIndexDirOpt = Annotated[Optional[Path], typer.Option(help="Where the index lives (default FOLDER/.convis).")]
 SegmentOpt = Annotated[Optional[str], typer.Option(
-    help=f"Split videos into units: fixed-length, e.g. 10s or 1m (at least {MIN_SEGMENT_SECONDS:g}s); 'shots' (shot "
-    "units: TransNetV2 on a CUDA GPU, else PySceneDetect's content detector), 'shots:transnet' or 'shots:content'; "
-    "'off': one unit per file. Kept for later runs; a new way re-indexes the files whose units change (each keeps "
-    "its old units until then).")]
+    help=f"Split videos into units: fixed-length, e.g. 10s or 1m ({MIN_SEGMENT_SECONDS:g}s to "
+    f"{MAX_SEGMENT_SECONDS:g}s); 'shots' (shot units: TransNetV2 on a CUDA GPU, else PySceneDetect's content "
+    "detector), 'shots:transnet' or 'shots:content'; 'off': one unit per file. Kept for later runs; a new way "
+    "re-indexes the files whose units change (each keeps its old units until then).")]
 ShotMinOpt = Annotated[Optional[float], typer.Option(
-    min=0, help="With --segment shots: shots shorter than this many seconds are merged into the previous one "
-    f"(default {DEFAULT_SHOT_MIN_SECONDS:g}).")]
+    min=0, max=MAX_SEGMENT_SECONDS, help="With --segment shots: shots shorter than this many seconds are merged into "
+    f"the previous one (default {DEFAULT_SHOT_MIN_SECONDS:g}).")]
 ShotMaxOpt = Annotated[Optional[float], typer.Option(
-    min=0, help="With --segment shots: shots longer than this many seconds are split into equal parts (default "
-    f"{DEFAULT_SHOT_MAX_SECONDS:g}; 0: never split).")]
+    min=0, max=MAX_SEGMENT_SECONDS, help="With --segment shots: shots longer than this many seconds are split into "
+    f"equal parts, at least {MIN_SEGMENT_SECONDS:g} (default {DEFAULT_SHOT_MAX_SECONDS:g}; 0: never split).")]
 CaptionsOpt = Annotated[Optional[Path], typer.Option(help="Folder of <video stem>.txt captions for the text "
                                                      "indexer.")]
 WorkersOpt = Annotated[Optional[int], typer.Option(

@@ -17,7 +17,12 @@ from retrieval.core.defaults import (
     DEFAULT_DIFF_MODEL,
     DEFAULT_K,
     INDEX_DIRNAME,
+    MAX_CONCEPT_WEIGHT,
+    MAX_K,
+    MAX_SAMPLE_FPS,
+    MAX_SEGMENT_SECONDS,
     MAX_UPLOAD_BYTES,
+    MIN_CONCEPT_WEIGHT,
     MIN_SEGMENT_SECONDS,
     UPLOAD_QUOTA_BYTES,
     WINDOW_FRAMES,
@@ -29,8 +34,8 @@ from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_M
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 
 __all__ = ["DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS", "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",
-           "MAX_UPLOAD_BYTES", "MIN_SEGMENT_SECONDS", "MiB", "TIME_EXAMPLES", "UPLOAD_QUOTA_BYTES", "WINDOW_FRAMES",
-           "WORKER_MEMORY_MB"]
+           "MAX_SAMPLE_FPS", "MAX_SEGMENT_SECONDS", "MAX_UPLOAD_BYTES", "MIN_SEGMENT_SECONDS", "MiB", "TIME_EXAMPLES",
+           "UPLOAD_QUOTA_BYTES", "WINDOW_FRAMES", "WORKER_MEMORY_MB"]
 
 
 class UserError(ConvisError):
@@ -67,7 +72,7 @@ RunJsonOpt = Annotated[bool, typer.Option("--json", help="Print the run summary 
 ResultsJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON.")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML "
                                                  "page here, with thumbnails and players.")]
-TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, metavar="N", help="How many results.")]
+TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, max=MAX_K, metavar="N", help="How many results.")]
 
 # -- models -----------------------------------------------------------------------------------
 DeviceOpt = Annotated[Optional[str], typer.Option(metavar="DEVICE", help="torch device (default cuda when present, "
@@ -91,7 +96,8 @@ SymmetricOpt = Annotated[bool, typer.Option(help="Score (a, b) and (b, a) and av
 PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker: score (a, b) and (b, a) and average them.")]
 
 # -- concepts ---------------------------------------------------------------------------------
-CONCEPT_HELP = ("Concept, optionally weighted by a positive number: location, main-action=0.7, 'camera angle=2'. "
+CONCEPT_HELP = (f"Concept, optionally weighted by a number from {MIN_CONCEPT_WEIGHT:g} to {MAX_CONCEPT_WEIGHT:g}: "
+                "location, main-action=0.7, 'camera angle=2'. "
                 "Repeat to combine (weights normalised). The ConViS concepts (location, main-action, main-subjects, "
                 "main-objects, order-of-actions) match up to case, spaces and underscores; any other name is free "
                 "text, except one close to a ConViS concept ('locaton'), refused as a likely typo unless --free-text.")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from retrieval.cli.console import printable
 from retrieval.cli.options import UserError
 from retrieval.core.errors import one_line
 from retrieval.core.timecode import format_span, format_time
@@ -30,8 +31,14 @@ out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
 
 
+def shown(text: object) -> str:
+    """Text a user or a file supplied, ready for a rich print: control characters escaped (``printable``), and
+    brackets too, so "[bold]a.mp4" is a name, not markup."""
+    return escape(printable(text))
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {shown(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -51,16 +58,16 @@ def print_json(data) -> None:
 
 def print_notices(notices) -> None:
     for notice in notices:
-        err.print(f"[yellow]note:[/] {escape(notice)}", soft_wrap=True, highlight=False)
+        err.print(f"[yellow]note:[/] {shown(notice)}", soft_wrap=True, highlight=False)
 
 
 def page_written(what: str, page: Path) -> None:
     """``gallery: FILE`` or ``page: FILE`` on stderr, so --json output on stdout stays parseable."""
-    err.print(f"{what}: {page}", highlight=False)
+    err.print(f"{what}: {shown(page)}", highlight=False)
 
 
 def note(text: str) -> None:
-    err.print(f"[yellow]note:[/] {escape(text)}", highlight=False, soft_wrap=True)
+    err.print(f"[yellow]note:[/] {shown(text)}", highlight=False, soft_wrap=True)
 
 
 class IndexProgress:
@@ -103,7 +110,7 @@ class IndexProgress:
         frames = task.fields["frames"] + data["frames"]
         rate = f"{frames / task.elapsed:.1f} frames/s" if task.elapsed else ""
         # file names are the user's: escaped, or rich would read "[bold]a.mp4" as markup
-        self.bar.update(self.task, advance=1, frames=frames, rate=rate, current=escape(Path(data["path"]).name[:40]))
+        self.bar.update(self.task, advance=1, frames=frames, rate=rate, current=shown(Path(data["path"]).name[:40]))
 
 
 @contextmanager
@@ -134,7 +141,7 @@ def index_summary(report, notices, progress: IndexProgress, folder: Path, as_jso
     elif report.found or report.failed:
         print_index_report(report)
     if not report.found:
-        err.print(f"[yellow]warning:[/] no video files in {escape(str(folder))} (.mp4, .mov, .mkv, .webm, .avi "
+        err.print(f"[yellow]warning:[/] no video files in {shown(str(folder))} (.mp4, .mov, .mkv, .webm, .avi "
                   "and other video extensions); nothing was indexed or recorded", highlight=False, soft_wrap=True)
 
 
@@ -144,7 +151,7 @@ def describe_summary(report, as_json: bool) -> None:
         return
     c = report.counts
     rate = f", {c.per_second:.2f} captions/s" if c.seconds else ""
-    out.print(f"described {c.described} of {report.units} unit(s) lacking {', '.join(report.concepts)}: "
+    out.print(f"described {c.described} of {report.units} unit(s) lacking {printable(', '.join(report.concepts))}: "
               f"{c.calls} model calls{rate}; {report.description_vectors} description(s) embedded; "
               f"{report.seconds:.1f} s", highlight=False, markup=False)
 
@@ -161,13 +168,13 @@ def print_index_report(report) -> None:
               + (f"; captions {report.captioned}" if report.captioned else "")
               + (f"; described {report.described} unit(s) ({report.describe_calls} model calls)"
                  if report.described else ""), highlight=False)
-    out.print(f"indexers: {', '.join(report.indexers)}", highlight=False, markup=False)
+    out.print(f"indexers: {printable(', '.join(report.indexers))}", highlight=False, markup=False)
     if report.failed:
         table = Table(title="skipped files", title_justify="left")
         table.add_column("file", overflow="fold")
         table.add_column("reason", overflow="fold")
         for path, reason in report.failed:
-            table.add_row(escape(path), escape(reason))
+            table.add_row(shown(path), shown(reason))
         out.print(table)
 
 
@@ -182,36 +189,38 @@ def show(result: QueryResult | CompareResult, as_json: bool, as_table) -> None:
 
 def print_hits(result: QueryResult) -> None:
     if not result.hits:
-        out.print(f"no results for {escape(_anchor_title(result))}: {escape(result.empty_reason or '')}",
+        out.print(f"no results for {shown(_anchor_title(result))}: {shown(result.empty_reason or '')}",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
     change = result.change
-    changed = f', changed: "{escape(change["text"])}" (weight {change["weight"]:g})' if change else ""
+    changed = f', changed: "{shown(change["text"])}" (weight {change["weight"]:g})' if change else ""
     like = "clips least like" if getattr(result, "most_different", False) else "clips like"
-    table = Table(title=f"{like} {escape(_anchor_title(result))}  ({weights}){changed}", title_justify="left")
+    table = Table(title=f"{like} {shown(_anchor_title(result))}  ({shown(weights)}){changed}", title_justify="left")
     table.add_column("rank", justify="right")
     table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
     table.add_column("time", justify="right", no_wrap=True)
     for c in result.concepts:  # under each concept, what scored it
-        table.add_column(f"{escape(c.key)}\n[dim]{escape(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
+        table.add_column(f"{shown(c.key)}\n[dim]{shown(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
     parts = ("stay", "change") if change else ()
     for part in parts:  # a composed query: what of the total came from staying alike, what from the change
         table.add_column(part, justify="right")
     table.add_column("total", justify="right", style="bold")
     for hit in result.hits:
-        table.add_row(str(hit.rank), escape(hit.path), format_span(hit.start, hit.end),
+        table.add_row(str(hit.rank), shown(hit.path), format_span(hit.start, hit.end),
                       *[_score(hit.scores[c.key]) for c in result.concepts],
                       *[_score(hit.composed.get(p)) for p in parts], _score(hit.total))
     out.print(table)
     if change:
         out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
-                  f"change text against {', '.join(_scorer_name(s) for s in change['signals'])}[/]", highlight=False)
+                  f"change text against {shown(', '.join(_scorer_name(s) for s in change['signals']))}[/]",
+                  highlight=False)
     recall = ", ".join(f"{c}: {_scorer_name(' + '.join([m, *filter(None, [result.beside.get(c)])]))}"
                        for c, m in result.signals.items())
     how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
-    out.print(f"[dim]scored by {how or 'recall similarity'} (recall: {recall}){scale}[/]", highlight=False)
+    out.print(f"[dim]scored by {shown(how or 'recall similarity')} (recall: {shown(recall)}){scale}[/]",
+              highlight=False)
     if result.beside and not how:
         out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
                   "evidence)[/]", highlight=False)
@@ -220,7 +229,7 @@ def print_hits(result: QueryResult) -> None:
                   highlight=False)
     for hit in result.hits:
         for concept in hit.contributions:
-            out.print(f"[dim]  {hit.rank}. {escape(_contribution_line(hit, concept))}[/]", highlight=False)
+            out.print(f"[dim]  {hit.rank}. {shown(_contribution_line(hit, concept))}[/]", highlight=False)
 
 
 def _anchor_title(result: QueryResult) -> str:
@@ -266,18 +275,18 @@ def _score(value) -> str:
 def print_comparison(result: CompareResult) -> None:
     lmm = result.reranker is not None
     how = f"{result.reranker}, {result.mode}" if lmm else "the index's signals"
-    table = Table(title=f"{escape(result.a)} vs {escape(result.b)}  ({how})", title_justify="left")
+    table = Table(title=f"{shown(result.a)} vs {shown(result.b)}  ({how})", title_justify="left")
     columns = ("concept", "weight", "score", "LMM 1-5", "answer") if lmm else ("concept", "weight", "score", "signal")
     for col in columns:
         table.add_column(col)
     for row in result.concepts:
-        extra = (_score(row.rating), row.raw) if lmm else (_scorer_name(row.signal),)
-        table.add_row(row.concept.words, f"{row.concept.weight:.2f}", _score(row.score), *extra)
+        extra = (_score(row.rating), shown(row.raw)) if lmm else (shown(_scorer_name(row.signal)),)
+        table.add_row(shown(row.concept.words), f"{row.concept.weight:.2f}", _score(row.score), *extra)
     table.add_row("total", "", _score(result.total), *[""] * (len(columns) - 3), style="bold")
     out.print(table)
     detail = "an LMM's 1-5 answer r scored (r - 1) / 4" if lmm else \
         f"B's unit {format_span(result.b_start, result.b_end)}, rank {result.rank} in a query for A"
-    out.print(f"[dim]scored by {escape(result.scored_by)}; {detail}[/]", highlight=False)
+    out.print(f"[dim]scored by {shown(result.scored_by)}; {detail}[/]", highlight=False)
 
 
 
@@ -303,7 +312,7 @@ def counting(what: str, total: int, quiet: bool):
 
 def print_diff(result) -> None:
     how = f"{result.model}, {result.mode}" + (", both orders" if result.symmetric else "")
-    table = Table(title=f"{escape(result.a)} (a) vs {escape(result.b)} (b): {escape(result.action)}  ({escape(how)})",
+    table = Table(title=f"{shown(result.a)} (a) vs {shown(result.b)} (b): {shown(result.action)}  ({shown(how)})",
                   title_justify="left")
     rows = result.verdicts if result.closed else [p.verdict for p in result.proposals]
     proposed = {} if result.closed else {p.verdict.key: p.proposed or "-" for p in result.proposals}
@@ -311,27 +320,27 @@ def print_diff(result) -> None:
                 "answer"):
         table.add_column(col)
     for v in rows:
-        table.add_row(v.key, escape(v.statement), *(() if result.closed else (proposed[v.key],)),
+        table.add_row(shown(v.key), shown(v.statement), *(() if result.closed else (shown(proposed[v.key]),)),
                       v.prediction or "undecided", _score(v.p_a), _score(None if v.p_a is None else 1 - v.p_a),
-                      escape(" | ".join(repr(a.raw) for a in v.answers)))
+                      shown(" | ".join(repr(a.raw) for a in v.answers)))
     out.print(table)
     for problem in result.problems:
-        err.print(f"[yellow]not read from the answer:[/] {escape(problem)}", soft_wrap=True, highlight=False)
-    out.print(f"[dim]frames {escape(result.frames)}; {result.model_calls} model calls (the rest from the cache); "
+        err.print(f"[yellow]not read from the answer:[/] {shown(problem)}", soft_wrap=True, highlight=False)
+    out.print(f"[dim]frames {shown(result.frames)}; {result.model_calls} model calls (the rest from the cache); "
               f"differences {result.differences:.3f} (sum of |2 P(a) - 1|)[/]", highlight=False)
 
 
 def print_diff_ranking(ranking) -> None:
-    table = Table(title=f"most different from {escape(ranking.reference)}: {escape(ranking.action)}",
+    table = Table(title=f"most different from {shown(ranking.reference)}: {shown(ranking.action)}",
                   title_justify="left")
     for col in ("rank", "clip", "differences", "decided", "strongest"):
         table.add_column(col)
     for c in ranking.candidates:
         scored = [] if c.result is None else list(c.result.scored)
         top = max(scored, key=lambda v: v.strength, default=None)
-        table.add_row(str(c.rank), escape(c.path), f"{c.differences:.3f}",
+        table.add_row(str(c.rank), shown(c.path), f"{c.differences:.3f}",
                       f"{sum(v.prediction is not None for v in scored)}/{len(scored)}",
-                      "-" if top is None else escape(f"{top.statement} ({top.prediction or 'undecided'})"))
+                      "-" if top is None else shown(f"{top.statement} ({top.prediction or 'undecided'})"))
     out.print(table)
     out.print(f"[dim]differences: the sum over statements of |2 P(a) - 1|; {ranking.model_calls} model calls[/]",
               highlight=False)
@@ -342,7 +351,8 @@ def print_info(summary: dict, as_json: bool) -> None:
     if as_json:
         print_json(summary)
         return
-    out.print(f"index {summary['index_dir']} of {summary['root']} (protocol {summary['protocol']})", highlight=False)
+    out.print(f"index {shown(summary['index_dir'])} of {shown(summary['root'])} (protocol {summary['protocol']})",
+              highlight=False)
     out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']} "
               f"({summary['units_by']})", highlight=False)
     if summary.get("shots"):
@@ -353,12 +363,13 @@ def print_info(summary: dict, as_json: bool) -> None:
                   f"shots, mean unit {shots['mean_unit_seconds']} s", highlight=False)
     for row in summary["indexers"]:
         count = summary["vectors"].get(row["indexer"], 0)
-        out.print(f"  {row['indexer']}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss {row['faiss']}",
+        out.print(f"  {shown(row['indexer'])}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss "
+                  f"{shown(row['faiss'])}",
                   highlight=False)
     for signal in summary["cross_modal_signals"]:
         out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False)
     for failure in summary["failures"]:
-        out.print(f"  [red]failed[/] {escape(failure['path'])}: {escape(failure['error'] or '')}", highlight=False)
+        out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False)
 
 
 def print_repair(where: Path, restored, as_json: bool) -> None:
@@ -367,18 +378,19 @@ def print_repair(where: Path, restored, as_json: bool) -> None:
                     **({"kept_aside": str(restored.kept_aside), "snapshot_time": restored.snapshot_time,
                         "files": restored.files} if restored else {})})
         return
-    out.print(str(restored) if restored else f"the catalog in {where} is whole; nothing to repair", highlight=False)
+    out.print(printable(restored) if restored else f"the catalog in {printable(where)} is whole; nothing to repair",
+              highlight=False, markup=False)
 
 
 def print_removed(changed: list[str], undo: bool, as_json: bool) -> None:
     if as_json:
         print_json({"restored" if undo else "removed": changed})
     elif undo:
-        out.print(f"the next `convis index` run indexes {len(changed)} file(s) again: {', '.join(changed)}",
+        out.print(f"the next `convis index` run indexes {len(changed)} file(s) again: {printable(', '.join(changed))}",
                   highlight=False, markup=False)
     else:
-        out.print(f"removed {len(changed)} file(s) from the index: {', '.join(changed)}; the files stay on disk "
-                  "and later runs skip them (convis remove --undo FILE to index them again)",
+        out.print(f"removed {len(changed)} file(s) from the index: {printable(', '.join(changed))}; the files stay "
+                  "on disk and later runs skip them (convis remove --undo FILE to index them again)",
                   highlight=False, markup=False)
 
 
@@ -386,12 +398,12 @@ def print_listing(root: Path, files: list, as_json: bool) -> None:
     if as_json:
         print_json({"root": str(root), "files": [listing_record(f) for f in files]})
         return
-    table = Table(title=f"{len(files)} file(s) in {escape(str(root))}", title_justify="left")
+    table = Table(title=f"{len(files)} file(s) in {shown(str(root))}", title_justify="left")
     for col in ("path", "duration", "units", "status", "caption"):
         table.add_column(col, overflow="fold", justify="right" if col in ("duration", "units") else "left")
     for f in files:
-        table.add_row(escape(f.path), format_time(f.duration) if f.duration is not None else "",
-                      str(len(f.units)), "ok" if f.status == "ok" else f"failed: {escape(f.error or '')}",
+        table.add_row(shown(f.path), format_time(f.duration) if f.duration is not None else "",
+                      str(len(f.units)), "ok" if f.status == "ok" else f"failed: {shown(f.error or '')}",
                       "yes" if f.captioned else "")
     out.print(table)
 
@@ -440,7 +452,7 @@ def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
     for col in columns:  # names and ids never break inside a word
         table.add_column(col, no_wrap=col in ("name", "default"))
     for row in rows:
-        table.add_row(*(escape(str(row.get(c, ""))) for c in columns))
+        table.add_row(*(shown(str(row.get(c, ""))) for c in columns))
     out.print(table)
 
 

@@ -13,7 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
+from retrieval.core.defaults import MAX_CONCEPT_WEIGHT, MIN_CONCEPT_WEIGHT
 from retrieval.core.errors import ConvisError
+from retrieval.core.ranges import in_range
 
 # The five ConViS-Bench concepts: CLI alias -> the words the LMM prompt uses.
 CONVIS_CONCEPTS: dict[str, str] = {
@@ -104,8 +106,9 @@ def parse_concept(spec: str, free_text: bool = False) -> Concept:
             weight = float(weight_text)
         except ValueError:
             raise ConceptError(f"concept weight must be a number: {spec!r}") from None
-        if not math.isfinite(weight) or weight <= 0:
-            raise ConceptError(f"concept weight must be a finite number > 0: {spec!r}")
+        if not in_range(weight, MIN_CONCEPT_WEIGHT, MAX_CONCEPT_WEIGHT):
+            raise ConceptError(f"concept weight must be a number from {MIN_CONCEPT_WEIGHT:g} to "
+                               f"{MAX_CONCEPT_WEIGHT:g}: {spec!r}")
     key, words = _lookup(name, free_text)
     return Concept(key, words, weight)
 

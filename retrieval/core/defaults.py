@@ -39,3 +39,15 @@ UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the o
 # The LMM `convis diff` asks when none is named: the ConViS-Bench family whose chat takes the pair as one video
 # with its own frame budget (a GPU and the hub, or its weights in the Hugging Face cache, are needed).
 DEFAULT_DIFF_MODEL = "qwen2.5-vl"
+
+# Ranges of the numbers a user types that stand for something physical, checked before any model loads.
+MAX_K = 1000  # results one query or search returns at most (the server's query answers as many)
+# The longest unit (--segment, --shot-max, --shot-min) in seconds: a day is longer than any video convis indexes
+# as units ('off' is one unit per file); shot units stay at least MIN_SEGMENT_SECONDS long, as fixed ones do
+# (a --shot-max of 0.01 s cut the 9 example clips into 5,000 units and ran 5 minutes at 2.5 GB).
+MAX_SEGMENT_SECONDS = 86_400.0
+# The highest --fps a diff samples at: no camera most users own records faster, and a rate above a file's own
+# takes every frame anyway (at most 75 a clip).
+MAX_SAMPLE_FPS = 120.0
+# Concept weights are relative: past a ratio of a million one concept counts for nothing beside another.
+MIN_CONCEPT_WEIGHT, MAX_CONCEPT_WEIGHT = 0.001, 1000.0

@@ -12,12 +12,12 @@ one factory turns a *spec* into a built model.  A spec is one of
 from __future__ import annotations
 
 import importlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
 from retrieval.core.errors import ConvisError
+from retrieval.core.user_files import TEXT_FILE_LIMIT, UserFileError, read_json
 from retrieval.core.weights import hub_weights
 
 T = TypeVar("T")
@@ -138,8 +138,10 @@ def _local_model_type(path: Path) -> str:
         cfg = path / name
         if cfg.is_file():
             try:
-                data = json.loads(cfg.read_text())
-            except (OSError, ValueError):
+                data = read_json(cfg, "model config", TEXT_FILE_LIMIT)
+            except UserFileError:
+                continue
+            if not isinstance(data, dict):
                 continue
             parts = [str(data.get("model_type", "")), *map(str, data.get("architectures", []) or [])]
             if name == "open_clip_config.json":

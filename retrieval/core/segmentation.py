@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from retrieval.core.defaults import MAX_SEGMENT_SECONDS, MIN_SEGMENT_SECONDS
 from retrieval.core.errors import ConvisError
+from retrieval.core.ranges import in_range
 
 DEFAULT_SHOT_MIN_SECONDS = 1.0  # a shorter shot is merged into its neighbour: a flash or a sliver, not a unit
 DEFAULT_SHOT_MAX_SECONDS = 60.0  # a longer one is split into equal parts: one unit, one minute at most
@@ -41,6 +43,11 @@ class ShotRule:
         if not (0 <= self.min_seconds <= top) or top <= 0 or math.isnan(self.min_seconds):
             raise SegmentationError(f"shot units need 0 <= min <= max seconds, not {self.min_seconds:g} and "
                                     f"{top:g}")
+        if not in_range(self.min_seconds, 0, MAX_SEGMENT_SECONDS) or not (
+                self.max_seconds is None or in_range(self.max_seconds, MIN_SEGMENT_SECONDS, MAX_SEGMENT_SECONDS)):
+            raise SegmentationError(f"--shot-max must be {MIN_SEGMENT_SECONDS:g} to {MAX_SEGMENT_SECONDS:g} seconds "
+                                    f"(0: never split) and --shot-min 0 to {MAX_SEGMENT_SECONDS:g}, not {top:g} "
+                                    f"and {self.min_seconds:g}")
 
     @property
     def label(self) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 from indexers.base import Indexer
 from rerankers.prompts import describe as describe_prompt
 from retrieval.core.errors import one_line
+from retrieval.core.user_files import UserFileError, read_text
 from retrieval.lmm.captioning import (
     Answer,
     Described,
@@ -178,8 +179,8 @@ def _text_files(captions: Path, stem: str) -> list[tuple[str, Path]]:
 def _file_rows(catalog: Catalog, rel: str, content_hash: str, concept: str, source: Path) -> list[Description]:
     """The rows ``source`` gives each unit of ``rel``, unless they are stored already as they are."""
     try:
-        answer = read_answer(source.read_text(encoding="utf-8", errors="replace"), FILE_MAX_CHARS)
-    except OSError as exc:  # unreadable file: said in the row, never a crash
+        answer = read_answer(read_text(source, "description file", errors="replace"), FILE_MAX_CHARS)
+    except UserFileError as exc:  # unreadable or too large: said in the row, never a crash
         answer = Answer(None, "unreadable", one_line(exc, 200))
     spans = [(u.start, u.end) for u in catalog.file_units(rel)]
     known = catalog.file_descriptions(rel, concept, FILE_KEY)

@@ -20,8 +20,10 @@ from typing import Callable, Iterator, Protocol, Sequence
 import numpy as np
 
 from indexers.base import Indexer
+from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.segmentation import describe as describe_units
+from retrieval.core.user_files import UserFileError, read_text
 from retrieval.lmm.captioning import Describer
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
@@ -318,8 +320,12 @@ class IndexRun:
                 caption = captions / f"{Path(rel).stem}.txt"
                 if state.status != "ok" or rel in done or not caption.is_file():
                     continue
+                try:
+                    text = read_text(caption, "caption", errors="replace").strip()
+                except UserFileError as exc:  # one caption the run cannot read costs that caption, not the run
+                    self.note(f"{one_line(exc, None)}; {rel} has no caption signal")
+                    continue
                 units = len(self.catalog.unit_vectors(rel, self.visual[0].model_id)) if self.visual else 1
-                text = caption.read_text(encoding="utf-8", errors="replace").strip()
                 self.catalog.add_vectors(rel, {ix.model_id: np.repeat(ix.embed_texts([text]), max(units, 1), 0)})
                 self.report.captioned += 1
 

@@ -6,9 +6,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.core.defaults import MIN_SEGMENT_SECONDS
+from retrieval.core.defaults import MAX_SEGMENT_SECONDS, MIN_SEGMENT_SECONDS
+from retrieval.core.ranges import in_range
 from retrieval.core.segmentation import ShotRule
 from retrieval.store.errors import IndexSettingsError
+from retrieval.store.vectors import check_factory
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units
@@ -62,6 +64,14 @@ class IndexSettings:
             raise IndexSettingsError(f"decode device must be cpu, cuda or cuda:N, not {self.decode_device!r}")
         # a str from a script names a folder all the same; an empty one names none
         object.__setattr__(self, "captions", Path(self.captions) if self.captions else None)
+        if self.faiss_index and self.faiss_index.strip().lower() != "auto":
+            try:  # the sizes it asks for, before a model loads; configure_faiss then builds it empty per indexer
+                check_factory(self.faiss_index)
+            except ValueError as exc:
+                raise IndexSettingsError(f"--faiss-index {self.faiss_index!r}: {exc}") from None
         if self.segment_seconds and self.segment_seconds < MIN_SEGMENT_SECONDS:
             raise IndexSettingsError(f"segments must be at least {MIN_SEGMENT_SECONDS:g} s long, not "
                                      f"{self.segment_seconds:g} s: shorter units hold a frame or two each")
+        if self.segment_seconds and not in_range(self.segment_seconds, MIN_SEGMENT_SECONDS, MAX_SEGMENT_SECONDS):
+            raise IndexSettingsError(f"segments must be at most {MAX_SEGMENT_SECONDS:g} s long, not "
+                                     f"{self.segment_seconds:g} s ('off': one unit per file)")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rerankers.prompts.diff import DiffInputError, check_statement
+from retrieval.core.user_files import parse_json, read_text
 from retrieval.lmm.differences import DiffResult
 
 
@@ -75,14 +76,7 @@ def read_statements(path: str) -> list[tuple[str | None, str]]:
     """A statements file: one statement a line ('#' lines and blank lines skipped), or JSON: a list of strings,
     {key: text}, or VidDiff's ``differences_annotated`` ({key: {"description": text}}, null entries skipped).
     Keys are None where the file gives none (numbered in ``gather_statements``)."""
-    try:
-        text = open(path, "rb").read().decode("utf-8")
-    except FileNotFoundError:
-        raise DiffInputError(f"statements file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise DiffInputError(f"{path} is not UTF-8 text (byte {exc.start}): save the statements as UTF-8") from None
-    except OSError as exc:
-        raise DiffInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = read_text(path, "statements file", error=DiffInputError)
     stripped = text.strip()
     entries = _json_statements(stripped, path) if stripped[:1] in ("[", "{") else \
         [(None, line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
@@ -92,10 +86,7 @@ def read_statements(path: str) -> list[tuple[str | None, str]]:
 
 
 def _json_statements(text: str, path: str) -> list[tuple[str | None, str]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DiffInputError(f"{path} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    data = parse_json(text, path, DiffInputError)
     if isinstance(data, list):
         return [(None, _statement_text(v, path)) for v in data]
     return [(str(k), _statement_text(v, path)) for k, v in data.items() if v is not None]

@@ -21,7 +21,6 @@ average training pair (``intercept``). Scores are not clipped to 1-5: clipping w
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from retrieval.core.errors import ConvisError
+from retrieval.core.user_files import read_json
 
 FORMAT = "convis-fusion/1"
 
@@ -227,10 +227,7 @@ class FusionModel:
     @classmethod
     def load(cls, path: str | Path) -> FusionModel:
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise FusionError(f"cannot read fusion weights {path}: {e}") from None
+        data = read_json(path, "fusion weights", error=FusionError)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise FusionError(f"{path}: not a {FORMAT} weights file")
         try:

@@ -8,7 +8,6 @@ needs the index or the files (is the anchor indexed, is a signal available) is c
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -16,7 +15,8 @@ from typing import Sequence
 from rerankers.base import check_mode
 from rerankers.prompts.diff import DiffInputError, check_action
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
-from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K
+from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, MAX_K, MAX_SAMPLE_FPS
+from retrieval.core.ranges import in_range
 from retrieval.core.signal_kinds import parse_signal
 from retrieval.search import signals
 from retrieval.search.compose import Change
@@ -36,6 +36,12 @@ def _vqa_models(pair_signals: dict[str, str]) -> list[str]:
     """The LMMs that VQAScore signals (``vqascore[:MODEL]``) ask: each one's model, else VQAScore's default."""
     kinds = (parse_signal(spec) for spec in pair_signals.values())
     return [kind.model for kind in kinds if kind is not None]
+
+
+def _check_k(k: int) -> None:
+    """How many results: a whole number from 1 to MAX_K."""
+    if isinstance(k, bool) or not isinstance(k, int) or not in_range(k, 1, MAX_K):
+        raise signals.SignalError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
 
 
 def _set(request, name: str, value) -> None:
@@ -82,6 +88,7 @@ class QueryRequest:
             raise signals.SignalError(f"--signal {next(iter(pair))}=vqascore and --reranker both rescore "
                                       "the shortlist, and the reranker would overwrite VQAScore: use one of them")
         signals.check_concepts(pair, list(self.concepts))
+        _check_k(self.k)
 
     @property
     def vector_overrides(self) -> dict[str, str]:
@@ -118,6 +125,7 @@ class SearchRequest:
 
     def __post_init__(self) -> None:
         _set(self, "text", check_text(self.text))
+        _check_k(self.k)
         if self.concept is not None:
             parse_concept(self.concept, free_text=True)
 
@@ -190,8 +198,9 @@ class DiffRequest:
         # before a model is built: a bad action is the user's line, not a load error
         _set(self, "action", check_action(self.action))
         check_mode(self.mode)
-        if self.fps is not None and not (math.isfinite(self.fps) and self.fps > 0):
-            raise DiffInputError(f"--fps must be a positive number of frames a second, got {self.fps}")
+        if self.fps is not None and not in_range(self.fps, 0, MAX_SAMPLE_FPS, low_open=True):
+            raise DiffInputError(f"--fps must be a positive number of frames a second, at most {MAX_SAMPLE_FPS:g}, "
+                                 f"got {self.fps}")
 
     @property
     def lmms(self) -> tuple:

@@ -40,7 +40,14 @@ from starlette.exceptions import HTTPException
 
 from indexers.factory import has_text_tower
 from retrieval.core.concepts import Concept, parse_concepts
-from retrieval.core.defaults import DEFAULT_K, MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES
+from retrieval.core.defaults import (
+    DEFAULT_K,
+    MAX_CONCEPT_WEIGHT,
+    MAX_K,
+    MAX_UPLOAD_BYTES,
+    MIN_CONCEPT_WEIGHT,
+    UPLOAD_QUOTA_BYTES,
+)
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.engine import CompareRequest, Engine, NoIndexError, QueryRequest, SearchRequest
 from retrieval.media.preview import PreviewError, Previews
@@ -82,7 +89,7 @@ FREE_TEXT_HELP = ("Take every concept name as written: a name close to a ConViS 
 
 class ConceptIn(BaseModel):
     name: ConceptText = Field(..., examples=["location", "main-action", "camera angle"])
-    weight: float = Field(1.0, gt=0, allow_inf_nan=False)
+    weight: float = Field(1.0, ge=MIN_CONCEPT_WEIGHT, le=MAX_CONCEPT_WEIGHT, allow_inf_nan=False)
 
 
 class QueryIn(BaseModel):
@@ -102,7 +109,7 @@ class QueryIn(BaseModel):
                                                                 "like the anchor.")
     most_different: bool = Field(False, description="Rank the clips least like the anchor under the concepts first "
                                                     "(the same scores, ascending).")
-    k: int = Field(DEFAULT_K, ge=1, le=1000)
+    k: int = Field(DEFAULT_K, ge=1, le=MAX_K)
     start: Seconds | None = Field(None, ge=0, description="Use only the anchor from this second.")
     end: Seconds | None = Field(None, gt=0, description="Use only the anchor up to this second.")
     rerank: bool = Field(False, description="Rescore the top candidates with the server's --reranker.")

@@ -8,6 +8,7 @@ indices derived from the catalog record.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import TypeVar
@@ -19,11 +20,13 @@ from retrieval.store.errors import (
     CatalogDamaged,
     CatalogEmpty,
     DiskFull,
+    IndexReadOnly,
     busy_message,
     detail,
     is_damage,
     is_disk_full,
     is_locked,
+    is_unwritable,
 )
 from retrieval.store.snapshots import SNAPSHOT_NAME, WRITER_MARK, published_snapshot, snapshot_is_current, writer_pid
 
@@ -131,6 +134,7 @@ class Connection:
         """Open the file; a writer waits a few seconds for readers, which hold it only briefly."""
         deadline = time.monotonic() + (0 if self.read_only else LOCK_WAIT_S)
         if not self.read_only:
+            _check_writable(self.path.parent)
             self._mark_writer()  # before the lock is ours: readers turn to the snapshot and let the writer in
         while True:
             try:
@@ -138,6 +142,8 @@ class Connection:
             except duckdb.Error as exc:
                 if is_damage(exc):
                     raise CatalogDamaged(self.path, detail(exc)) from None
+                if not self.read_only and is_unwritable(exc):
+                    raise IndexReadOnly(self.path.parent, detail(exc)) from None
                 if not is_locked(exc):
                     raise
                 if time.monotonic() >= deadline:
@@ -278,10 +284,25 @@ class _Transaction:
                 _rollback(self.catalog.db)
             if is_disk_full(exc):
                 raise DiskFull("committing to the catalog", self.catalog.path) from None
+            if is_unwritable(exc):
+                raise IndexReadOnly(self.catalog.path.parent, detail(exc)) from None
             raise
         if exc_type is not None and is_disk_full(exc_value):
             raise DiskFull("committing to the catalog", self.catalog.path) from None
         return False
+
+
+def _check_writable(folder: Path) -> None:
+    """IndexReadOnly when ``folder`` refuses a new file: DuckDB opens a read-only folder's catalog for writing
+    and fails only at the first commit, after a run has decoded and embedded its first file."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check.")
+    except OSError as exc:
+        if is_unwritable(exc):
+            raise IndexReadOnly(folder, exc.strerror or str(exc)) from None
+        return  # a missing folder or a full disk: opening the catalog says so
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _rollback(db: duckdb.DuckDBPyConnection) -> None:

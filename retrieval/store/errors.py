@@ -64,6 +64,29 @@ class DiskFull(ConvisError, OSError):
         return f"{self.strerror}: {self.filename}" if self.filename else str(self.strerror)
 
 
+class IndexReadOnly(ConvisError, RuntimeError):
+    """The index folder or its catalog cannot be written (its permissions, a read-only mount): a run that would
+    change it stops before anything is done, while commands that only read it go on working."""
+
+    exit_code, http_status = 1, 403
+
+    def __init__(self, folder: Path, detail: str):
+        self.folder = Path(folder)
+        super().__init__(f"cannot write the index {self.folder} ({detail}); commands that only read it (query, "
+                         "search, ls, info, serve) still work: make it writable, or index into another --index-dir")
+
+
+# DuckDB's words for a file or folder the process may not write
+_UNWRITABLE = ("permission denied", "read-only file system")
+
+
+def is_unwritable(exc: BaseException) -> bool:
+    """DuckDB or the OS refusing a write for want of permission (a read-only folder or mount)."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+    return isinstance(exc, duckdb.Error) and any(w in str(exc).lower() for w in _UNWRITABLE)
+
+
 # DuckDB's words for a file that is not (or no longer) a whole database
 _DAMAGE = ("not a valid duckdb database", "corrupt database", "could not read enough bytes", "checksum",
            "invalid block", "serialization error", "failed to deserialize")

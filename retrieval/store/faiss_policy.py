@@ -75,7 +75,7 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
     signals += list(signal_vectors.clipscore_signals(catalog).values())
     for signal in signals:
         index = build_index(catalog, signal)
-        index.save(index_path(index_dir, signal))
+        index.save(index_path(index_dir, signal), signal)
         catalog.set_faiss_factory(signal, index.factory)
         built[signal] = index
     return built
@@ -83,7 +83,7 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
 
 def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> VectorIndex:
     """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
-    saved = VectorIndex.load(index_path(index_dir, model_id))
+    saved = VectorIndex.load(index_path(index_dir, model_id), model_id)
     if saved is not None and saved.generation == catalog.generation and \
             saved.size == signal_vectors.count(catalog, model_id):
         return saved

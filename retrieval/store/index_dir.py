@@ -198,13 +198,16 @@ def unremove(index_dir: Path | None, paths: Sequence[str | Path]) -> list[str]:
 
 
 def _root_relative(path: Path, root: Path) -> str:
-    """``path`` relative to ``root``: as given when relative, else by its place under the root (as written, or
-    with links resolved: the root is stored resolved)."""
+    """``path`` relative to ``root``: as given when relative, else by its place under the root: as written, with
+    the folders above it resolved (the root is stored resolved), or, for a path outside the root, resolved
+    whole. A symlink inside the root is indexed as itself, so it names itself, not its target."""
     if not path.is_absolute():
         if ".." in path.parts:
             raise NotIndexedError(f"not a path inside the indexed folder: {path}")
         return path.as_posix()
-    for candidate, base in ((Path(os.path.abspath(path)), root), (path.resolve(), root.resolve())):
+    written = Path(os.path.abspath(path))
+    for candidate, base in ((written, root), (written.parent.resolve() / written.name, root.resolve()),
+                            (path.resolve(), root.resolve())):
         if candidate.is_relative_to(base):
             return candidate.relative_to(base).as_posix()
     raise NotIndexedError(f"{path} is not inside the indexed folder {root}")

@@ -9,6 +9,7 @@ recall@100 above 0.95 (docs/performance.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -42,6 +43,35 @@ FEW_QUERIES = 20
 BLAS_FROM_QUERIES = FEW_QUERIES
 FAISS_BLAS_THRESHOLD = faiss.cvar.distance_compute_blas_threshold  # as FAISS ships it
 _BLAS_SWITCH = threading.Lock()  # the threshold is process-wide: one batch changes it at a time
+
+
+# Sizes a factory string may ask for. FAISS allocates an IVF index's lists when it is made, before any vector:
+# IVF99999999 took 150 s and 16 GB to build empty. 2^20 lists suit about 10^11 vectors (ivf_lists); a graph of
+# more than 512 neighbours a vector costs more than it finds (FAISS suggests 4 to 64).
+MAX_IVF_LISTS = 1 << 20
+MAX_GRAPH_DEGREE = 512
+_IVF = re.compile(r"IVF(\d+)")
+_IMI = re.compile(r"IMI(\d+)x(\d+)")
+_GRAPH = re.compile(r"(HNSW|NSG)(\d+)")
+
+
+def check_factory(factory: str) -> None:
+    """ValueError when ``factory`` asks for more lists, neighbours or any other count than these bounds, said
+    from the string alone, before FAISS builds (and allocates) anything."""
+    for lists in _IVF.findall(factory):
+        if int(lists) > MAX_IVF_LISTS:
+            raise ValueError(f"IVF{lists} asks for {int(lists):,} inverted lists; at most {MAX_IVF_LISTS:,}")
+    for parts, bits in _IMI.findall(factory):
+        if int(parts) * int(bits) > MAX_IVF_LISTS.bit_length() - 1:
+            raise ValueError(f"IMI{parts}x{bits} asks for 2^{int(parts) * int(bits)} inverted lists; at most "
+                             f"{MAX_IVF_LISTS:,}")
+    for kind, degree in _GRAPH.findall(factory):
+        if int(degree) > MAX_GRAPH_DEGREE:
+            raise ValueError(f"{kind}{degree} asks for {int(degree):,} neighbours a vector; at most {MAX_GRAPH_DEGREE}")
+    too_large = [n for n in re.findall(r"\d+", factory) if int(n) > MAX_IVF_LISTS]
+    if too_large:
+        raise ValueError(f"{too_large[0]} in {factory!r} is larger than any FAISS setting convis builds "
+                         f"({MAX_IVF_LISTS:,})")
 
 
 def choose_factory(count: int, dim: int) -> str:
@@ -87,6 +117,7 @@ class VectorIndex:
         """Index ``matrix`` rows under ``ids``; ``factory``/``search_params`` override the automatic choice."""
         dim = matrix.shape[1] if matrix.ndim == 2 and matrix.shape[1] else 1  # (0, d): an empty index of width d
         factory = factory or choose_factory(len(ids), dim)
+        check_factory(factory)
         params = default_search_params(factory, len(ids)) if search_params is None else search_params
         # IDMap2 keeps vectors retrievable by id, which rescoring candidates needs
         index = faiss.index_factory(dim, f"IDMap2,{factory}", faiss.METRIC_INNER_PRODUCT)
@@ -124,16 +155,18 @@ class VectorIndex:
         return self.index.reconstruct_batch(np.ascontiguousarray(ids, dtype=np.int64))
 
     # -- persistence --------------------------------------------------------
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, signal: str | None = None) -> None:
         """Write index then sidecar, each to a temp file renamed into place (readers never see half).
 
-        The sidecar records the index file's checksum: a flipped bit makes ``load`` rebuild from the catalog.
+        The sidecar records the index file's checksum: a flipped bit makes ``load`` rebuild from the catalog;
+        and the ``signal`` it indexes, which ``load`` checks.
         """
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, lambda tmp: faiss.write_index(self.index, tmp))
             meta = {"factory": self.factory, "generation": self.generation, "count": self.size,
-                    "search_params": self.search_params, "crc32": file_checksum(path)}
+                    "search_params": self.search_params, "crc32": file_checksum(path),
+                    **({"signal": signal} if signal is not None else {})}
             atomic_write(_meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta)))
         except (OSError, RuntimeError) as exc:
             if is_disk_full(exc):
@@ -144,13 +177,16 @@ class VectorIndex:
             raise
 
     @classmethod
-    def load(cls, path: Path) -> "VectorIndex | None":
-        """The saved index, or None when it is missing, torn or not the bytes its sidecar describes."""
+    def load(cls, path: Path, signal: str | None = None) -> "VectorIndex | None":
+        """The saved index, or None when it is missing, torn, not the bytes its sidecar describes or, when the
+        sidecar names its signal, another signal's than ``signal``."""
         meta_path = _meta_path(path)
         try:
             if not path.is_file() or not meta_path.is_file():
                 return None
             meta = json.loads(meta_path.read_text())
+            if signal is not None and meta.get("signal", signal) != signal:
+                return None  # another signal's index: the caller builds this one's from the catalog
             if not _intact(path, meta.get("crc32")):
                 return None  # damaged (or written before checksums): the caller rebuilds from the catalog
             index = faiss.read_index(str(path))
@@ -249,9 +285,19 @@ def _apply(index: faiss.Index, params: str) -> None:
         raise ValueError(f"cannot apply search parameters {params!r}: {one_line(exc)}") from None
 
 
-def index_path(index_dir: Path, indexer: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", indexer).strip("_")
+def index_path(index_dir: Path, signal: str) -> Path:
+    """The FAISS file of ``signal`` (a model id, ``<text model>#<concept>``): its characters outside
+    ``A-Za-z0-9._-`` become ``_``. Model ids and concept keys of letters, digits and hyphens keep that name, as
+    indexes made before have them; any other character (a free-text concept's punctuation, a letter outside
+    ASCII) adds a digest of the whole id, or "camera angle?" and "camera angle!" would share one file."""
+    safe = _UNSAFE.sub("_", signal).strip("_")
+    if not _NAMED_AS_BEFORE.fullmatch(signal):
+        safe = f"{safe}-{hashlib.sha1(signal.encode('utf-8')).hexdigest()[:12]}"
     return index_dir / FOLDER / f"{safe}.faiss"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_NAMED_AS_BEFORE = re.compile(r"[A-Za-z0-9._\-:/#]*")  # what model ids and ConViS concept keys are written with
 
 
 FOLDER = "faiss"  # beside the catalog, in the index folder

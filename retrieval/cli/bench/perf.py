@@ -128,7 +128,7 @@ def _load_report(path: Path) -> PerfReport:
     from bench.perf import PerfReport
 
     try:
-        return PerfReport.from_dict(json.loads(path.read_text()))
+        return PerfReport.read(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"{path} is not a saved `convis bench perf --json` report ({exc})") from None
 

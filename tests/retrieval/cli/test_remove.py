@@ -66,3 +66,15 @@ def test_a_path_the_index_does_not_list_is_a_usage_error_naming_it(videos):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "nope.mp4" in lines[0] and "Traceback" not in result.output
     assert "campus_01.mp4" in listed(videos)
+
+
+def test_an_indexed_symlink_is_removed_as_itself_not_its_target(videos):
+    (videos / "link.mp4").symlink_to("cup.mp4")
+    assert index_json(videos)["indexed"] == 1
+    assert "link.mp4" in listed(videos)
+    result = invoke("remove", videos / "link.mp4", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"removed": ["link.mp4"]}
+    assert listed(videos) == {"campus_01.mp4", "campus_02.mp4", "cup.mp4"}
+    undone = invoke("remove", "--undo", videos / "link.mp4", "--json")
+    assert undone.exit_code == 0 and json.loads(undone.stdout) == {"restored": ["link.mp4"]}
