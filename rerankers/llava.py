@@ -17,6 +17,8 @@ checkpoint gives a clear "cannot load" error.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 
 
@@ -27,6 +29,9 @@ class LlavaReranker(HFVideoReranker):
     model_classes = {"llava_onevision": "LlavaOnevisionForConditionalGeneration"}
     size_text = f"{HFVideoReranker.size_text} (384x384 SigLIP square for the default weights)"
     frame_rule = "linspace"
+    caption_text: ClassVar[str] = (
+        "fast: its 16 reranking frames, greedy, 256 new tokens, batched; paper: the same frames, greedy, 256 new "
+        "tokens (the reference's generate(); it released no LLaVA captions), one video at a time")
 
 
 # llava-video comes first: its claim must be tried before the broader llava_onevision one

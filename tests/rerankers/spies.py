@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
@@ -41,3 +43,19 @@ class KnownHead(torch.nn.Module):
         out = self.logits.to(hidden.dtype).expand(*hidden.shape[:-1], -1).clone()
         out[self.rows] = self.value
         return out
+
+
+class GenerateSpy:
+    """Records the generation config each caption is generated with, and runs it a few tokens long (cheap)."""
+
+    def __init__(self, model, monkeypatch, tokens: int = 4):
+        self.configs = []
+        real = model.model.generate
+
+        def generate(*args, generation_config=None, **kwargs):
+            self.configs.append(copy.deepcopy(generation_config))
+            short = copy.deepcopy(generation_config)
+            short.max_new_tokens = min(tokens, short.max_new_tokens)
+            return real(*args, generation_config=short, **kwargs)
+
+        monkeypatch.setattr(model.model, "generate", generate)
