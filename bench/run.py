@@ -242,8 +242,9 @@ class BenchRun:
         for text in report.notes:
             self.note(text)
         model = self.engine.reranker(self.captioner)
+        # the release's folder name for the paper protocol's captions (the reference's rule), marked otherwise
         name = model_folder(RERANKERS, model.name, model.source, model.frames_per_video,
-                            type(model).frames_per_video)
+                            type(model).frames_per_video, self._suffix())
         with self.engine.open_catalog() as catalog:
             captions = captions_by_video(catalog)
         folder = self.out / "captions" / name

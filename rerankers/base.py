@@ -13,6 +13,7 @@ from typing import ClassVar, Iterable, Sequence
 import numpy as np
 
 from rerankers.frames import as_video, concat_pair, join_pair, prepare, resample
+from rerankers.paper_captions import CaptionRule, PaperCaptioner
 from rerankers.prompts.describe import DESCRIBE_PROMPT_VERSION
 from rerankers.prompts.diff import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.prompts.similarity import ANSWER_TOKENS, PROMPT_VERSION, parse_score
@@ -153,13 +154,16 @@ class Reranker(ABC):
     paper_dtype: ClassVar[str | None] = None
     paper_dtype_source: ClassVar[str] = ""  # who ran it so, for the card: "as LLaVA-NeXT ran it"
     pooling_text: ClassVar[str] = "-"  # how frame features become the model's visual tokens, in words
+    # how the family captions (``captioner``), in words: convis's default, then the paper protocol's
+    caption_text: ClassVar[str] = "fast: its reranking frames, greedy, 256 new tokens"
     batch_size: int = 4  # pairs per forward pass
 
     @classmethod
     def card(cls) -> dict[str, str]:
         """What the family feeds its model, for ``convis models`` (no weights needed)."""
         return {"frames": f"{cls.frames_per_video} a video: {RULE_TEXT[cls.frame_rule]}; video 1's then video 2's",
-                "size": cls.size_text, "pooling": cls.pooling_text, "dtype": cls.dtype_card()}
+                "size": cls.size_text, "pooling": cls.pooling_text, "dtype": cls.dtype_card(),
+                "captions": cls.caption_text}
 
     @classmethod
     def dtype_card(cls) -> str:
@@ -233,6 +237,25 @@ class Reranker(ABC):
         """One batch: each clip is (2 * frames_per_video, H, W, 3), video 1's frames first."""
 
     # -- describing one clip (index-time captions) --------------------------------------------------
+    caption_tokens: int | None = None  # new tokens of the caption request (None: rerankers.prompts.describe's)
+
+    def captioner(self, protocol: str = "fast"):
+        """Who captions with this model under ``protocol``: the model itself as it reranks ("fast": its frames,
+        greedy, batched) or as the ConViS-Bench reference captioned ("paper": ``rerankers.paper_captions``)."""
+        if protocol == "fast":
+            return self
+        if protocol == "paper":
+            return PaperCaptioner(self, self.paper_caption_rule())
+        raise ValueError(f"unknown protocol {protocol!r}; use fast or paper")
+
+    def paper_caption_rule(self) -> CaptionRule:
+        """The reference's caption-time frames, pixels, decoding and token budget for this family."""
+        raise RerankerError(f"{self.name} has no captioning rule of the reference")
+
+    def generate_caption(self, clip: np.ndarray, prompt: str, max_new_tokens: int, rule: CaptionRule) -> str:
+        """The answer to ``prompt`` about one prepared clip, decoded as ``rule`` says (``PaperCaptioner``)."""
+        raise RerankerError(f"{self.name} cannot describe videos")
+
     @property
     def describe_version(self) -> str:
         """Everything besides the model and the unit that a stored description depends on."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.core.sampling import RATE, FrameSpec, rule_indices, uniform_indices
+from retrieval.core.sampling import RATED, FrameSpec, rule_indices, uniform_indices
 
 
 def as_video(frames: np.ndarray, what: str = "video") -> np.ndarray:
@@ -23,11 +23,12 @@ def resample(frames: np.ndarray, wanted: int, rule: str = "per-second") -> np.nd
     """Pick (or pad to) ``wanted`` of the given frames with the family's rule.
 
     Frames handed over as an array have no frame rate, so "per-second" keeps its second,
-    uniform step (``int(i*gap + gap/2)``, padded); the other rules apply as they are.
+    uniform step (``int(i*gap + gap/2)``, padded), and a rate rule keeps the frames given (at most
+    ``wanted``, uniformly); the other rules apply as they are.
     """
-    if len(frames) == wanted or (rule == RATE and len(frames) < wanted):
+    if len(frames) == wanted or (rule in RATED and len(frames) < wanted):
         return frames  # a fixed rate keeps the count it gave
-    if rule in ("per-second", RATE):
+    if rule in ("per-second", *RATED):
         return frames[uniform_indices(len(frames), wanted)]
     return frames[rule_indices(rule, len(frames), 0.0, wanted)]
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from rerankers.base import RERANKERS, LetterOdds, NextToken, Reranker, RerankerError, RerankerUnavailable
 from rerankers.frames import processor_frame_size
+from rerankers.paper_captions import CHECKPOINT, GENERATE_TOKENS, GREEDY, CaptionRule
 from rerankers.prompts.describe import describe_chat, text_chat
 from rerankers.prompts.diff import LETTERS
 from rerankers.prompts.similarity import ANSWER_TOKENS, build_chat
@@ -410,15 +411,18 @@ class HFVideoReranker(Reranker):
         return self._generate_texts([clip], prompt, max_new_tokens)[0]
 
     def _generate_texts(self, clips: list[np.ndarray], prompt: str, max_new_tokens: int) -> list[str]:
-        """One generation for every clip: rows padded on the left, so each one's answer starts where the
-        prompt ends; padding and end tokens are dropped from the text."""
+        return self._generate_with(clips, prompt, self._text_config(max_new_tokens))
+
+    def _generate_with(self, clips: list[np.ndarray], prompt: str, config) -> list[str]:
+        """One generation for every clip under ``config``: rows padded on the left, so each one's answer starts
+        where the prompt ends; padding and end tokens are dropped from the text."""
         import torch
 
         videos, video_kwargs = self._video_inputs(clips)
         inputs = self.processor(text=[self.render_request(prompt)] * len(clips), videos=videos, padding=True,
                                 padding_side="left", return_tensors="pt", **video_kwargs)
         with torch.inference_mode():
-            out = self.model.generate(**self._to_device(inputs), generation_config=self._text_config(max_new_tokens))
+            out = self.model.generate(**self._to_device(inputs), generation_config=config)
         start = inputs["input_ids"].shape[1]
         decode = self.processor.tokenizer.decode
         return [decode(row[start:].tolist(), skip_special_tokens=True).strip() for row in out]
@@ -429,6 +433,37 @@ class HFVideoReranker(Reranker):
         config.max_new_tokens = int(max_new_tokens)
         config.output_logits = False
         config.return_dict_in_generate = False
+        return config
+
+    # -- captions as the ConViS-Bench reference made them (rerankers.paper_captions) -------------------
+    caption_text: ClassVar[str] = ("fast: its reranking frames, greedy, 256 new tokens, batched; paper: the same "
+                                   "frames, greedy, 256 new tokens (the reference's generate()), one video at a time")
+
+    def paper_caption_rule(self) -> CaptionRule:
+        """The family's own frames and pixels, greedy, 256 new tokens: the reference's LLaVA generate()."""
+        return CaptionRule(self.frame_spec, GENERATE_TOKENS, GREEDY)
+
+    def generate_caption(self, clip: np.ndarray, prompt: str, max_new_tokens: int, rule: CaptionRule) -> str:
+        import torch
+
+        torch.manual_seed(rule.seed)  # a sampled caption then depends on its video alone (every device is seeded)
+        return self._generate_with([clip], prompt, self._caption_config(rule, max_new_tokens))[0]
+
+    def _caption_config(self, rule: CaptionRule, max_new_tokens: int):
+        """The generation config ``rule`` decodes with, for up to ``max_new_tokens`` new tokens."""
+        from transformers import GenerationConfig
+
+        if rule.decoding == GREEDY:
+            return self._text_config(max_new_tokens)
+        if rule.decoding == CHECKPOINT:
+            config = copy.deepcopy(self.model.generation_config)
+            if config.pad_token_id is None:
+                config.pad_token_id = self.processor.tokenizer.pad_token_id
+        else:
+            # every sampling setting named: generate() fills what is left unset (end and pad tokens) from the
+            # checkpoint's config, which must not choose how this samples
+            config = GenerationConfig(do_sample=True, num_beams=1, **dict(rule.sampling))
+        config.max_new_tokens = int(max_new_tokens)
         return config
 
     def _read(self, answer_logits: np.ndarray, text: str) -> NextToken:

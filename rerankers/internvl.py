@@ -4,7 +4,8 @@ As the reference (``encode_concat_video_InternVL`` + ``models/internvl2_5_model.
 a video at the midpoints of 16 equal segments (``get_video_index``), each decoded at full size and
 resized (bicubic) to one 448x448 tile (no thumbnail), the 32 frames introduced one per line as ``FrameN: <image>``
 between the concept prompt and "Output a similarity score from 1 to 5.", under InternVL's own
-system message.  The processor's video expansion writes exactly those ``FrameN:`` lines.
+system message.  The processor's video expansion writes exactly those ``FrameN:`` lines.  Captions under the
+paper protocol sample as the reference's ``chat`` did (``paper_caption_rule``).
 
 The paper ran the remote-code checkpoints (``OpenGVLab/InternVL2_5-8B``, ``model_type``
 "internvl_chat"); transformers loads only the converted "-hf" repositories, so those are the
@@ -14,7 +15,10 @@ InternVL generation sampled (``do_sample=True``); greedy mode here decodes greed
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rerankers.hf import HFVideoReranker, Release, register_checkpoints
+from rerankers.paper_captions import CHAT_TOKENS, DEFAULT_SAMPLING, SAMPLED, CaptionRule
 
 
 class InternVLReranker(HFVideoReranker):
@@ -27,6 +31,15 @@ class InternVLReranker(HFVideoReranker):
     frame_rule = "midpoints"
     paper_dtype = "bf16"  # the reference's from_pretrained(torch_dtype=torch.bfloat16)
     paper_dtype_source = "as the reference loaded it"
+    caption_text: ClassVar[str] = (
+        "fast: its 16 reranking frames (one FrameK line each), greedy, 256 new tokens, batched; paper: the same "
+        "frames, sampled as the reference's chat() (temperature 1, top-k 50, top-p 1; seeded 42 before each "
+        "caption), 1024 new tokens, one video at a time")
+
+    def paper_caption_rule(self) -> CaptionRule:
+        """The reference's InternVL captions: its 16 frames, ``chat(do_sample=True, max_new_tokens=1024)`` with the
+        language model's default sampling settings (rerankers.paper_captions)."""
+        return CaptionRule(self.frame_spec, CHAT_TOKENS, SAMPLED, DEFAULT_SAMPLING)
 
 
 CHECKPOINTS = [

@@ -20,6 +20,8 @@ The reference ran every LLaVA model in float16 (``paper_dtype``), the paper prot
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 
 # how transformers' LlavaOnevision turns a video's frames into visual tokens
@@ -38,6 +40,9 @@ class LlavaReranker(HFVideoReranker):
     paper_dtype = "fp16"
     paper_dtype_source = "as LLaVA-NeXT ran it"
     pooling_text = f"{VIDEO_TOKENS} (LLaVA-NeXT's mm_newline_position 'one_token', LLaVA-OneVision's video layout)"
+    caption_text: ClassVar[str] = (
+        "fast: its 16 reranking frames, greedy, 256 new tokens, batched; paper: the same frames, greedy, 256 new "
+        "tokens (the reference's generate(); it released no LLaVA captions), one video at a time")
 
 
 # LLaVA-Video-7B-Qwen2 was trained (LLaVA-NeXT's ov_to_video recipe) with mm_newline_position "grid", which its

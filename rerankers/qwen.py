@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from rerankers.hf import HFVideoReranker, Release, register_checkpoints
+from rerankers.paper_captions import CHAT_TOKENS, CHECKPOINT, CaptionRule
 from retrieval.core.pixels import PerFrameResize
+from retrieval.core.sampling import QWEN_FPS, FrameSpec
 
 # encode_concat_video_Qwen's constants
 _IMAGE_FACTOR = 28
@@ -42,15 +45,20 @@ def reference_target_size(height: int, width: int, n_frames: int) -> tuple[int, 
 
 
 def snap_to_grid(height: int, width: int, factor: int) -> tuple[int, int]:
-    """qwen-vl-utils ``smart_resize``: sides multiples of ``factor``, area within its bounds."""
+    """qwen-vl-utils ``smart_resize``: sides multiples of ``factor``, area within its per-image bounds."""
+    return smart_resize(height, width, factor, _SNAP_MIN_PIXELS, _SNAP_MAX_PIXELS)
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """qwen-vl-utils ``smart_resize``: sides multiples of ``factor``, area within [min_pixels, max_pixels]."""
     h_bar = max(factor, round(height / factor) * factor)
     w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > _SNAP_MAX_PIXELS:
-        beta = math.sqrt((height * width) / _SNAP_MAX_PIXELS)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
         h_bar = max(factor, math.floor(height / beta / factor) * factor)
         w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < _SNAP_MIN_PIXELS:
-        beta = math.sqrt(_SNAP_MIN_PIXELS / (height * width))
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
     return h_bar, w_bar
@@ -73,6 +81,46 @@ class QwenPixelBudget(PerFrameResize):
                 f"snapped to {self.factor} px")
 
 
+# the reference's Qwen captions: qwen-vl-utils 0.0.10 reading the video file ({"fps": 1.0, "max_pixels": 360*420})
+_CAPTION_FPS = 1.0
+_CAPTION_MAX_PIXELS = 360 * 420
+_FPS_MAX_FRAMES = 768  # qwen-vl-utils' most frames at a rate
+_FILE_TOTAL_PIXELS = int(128000 * 28 * 28 * 0.9)  # its VIDEO_TOTAL_PIXELS (the VIDEO_MAX_PIXELS variable unset)
+
+
+def file_max_pixels(n_frames: int, asked: int = _CAPTION_MAX_PIXELS) -> int:
+    """qwen-vl-utils ``fetch_video``'s area cap for a file read as ``n_frames`` frames, ``asked`` its max_pixels."""
+    budget = max(min(_VIDEO_MAX_PIXELS, _FILE_TOTAL_PIXELS / n_frames * _FRAME_FACTOR), int(_VIDEO_MIN_PIXELS * 1.05))
+    return int(min(asked, budget))
+
+
+@dataclass(frozen=True)
+class QwenFilePixels(PerFrameResize):
+    """qwen-vl-utils' resize of a video file's frames: ``smart_resize`` into [128*28*28, ``max_pixels``] on the
+    ``factor`` grid, then torchvision's bicubic with antialiasing on the uint8 frame (not PIL's)."""
+
+    max_pixels: int
+    factor: int = _IMAGE_FACTOR
+
+    def steps(self, width: int, height: int) -> list[tuple[int, int]]:
+        new_h, new_w = smart_resize(height, width, self.factor, _VIDEO_MIN_PIXELS, self.max_pixels)
+        return [(new_w, new_h)]
+
+    def apply(self, frame: np.ndarray) -> np.ndarray:
+        import torch
+        from torchvision.transforms import InterpolationMode
+        from torchvision.transforms import functional as tvf
+
+        ((width, height),) = self.steps(frame.shape[1], frame.shape[0])
+        image = torch.from_numpy(np.ascontiguousarray(frame)).permute(2, 0, 1)
+        resized = tvf.resize(image, [height, width], interpolation=InterpolationMode.BICUBIC, antialias=True)
+        return np.ascontiguousarray(resized.permute(1, 2, 0).numpy())
+
+    def describe(self) -> str:
+        return (f"full-size decode, torchvision bicubic (antialiased) to at most {self.max_pixels} px "
+                f"on the {self.factor}-px grid")
+
+
 class QwenReranker(HFVideoReranker):
     layout = "qwen"
     model_classes = {
@@ -88,10 +136,22 @@ class QwenReranker(HFVideoReranker):
     dtype_text = "bf16 on GPUs that have it, else fp32 (fp16 overflows); fp32 on CPU"
     paper_dtype = "bf16"  # the reference's from_pretrained(torch_dtype=torch.bfloat16)
     paper_dtype_source = "as the reference loaded it"
+    caption_text: ClassVar[str] = (
+        "fast: its 8 reranking frames at the reranking pixel budget, greedy, 256 new tokens, batched; paper: the "
+        "reference's (qwen-vl-utils 0.0.10 at fps 1.0: up to 768 frames, linspace(0, n-1, k) rounded; each frame at "
+        "most 360*420 px, torchvision bicubic), the checkpoint's own generation config (seeded 42 where it samples), "
+        "1024 new tokens, one video at a time")
 
     def frame_resize(self) -> QwenPixelBudget:
         vp = self.processor.video_processor
         return QwenPixelBudget(self.frames_per_video, vp.patch_size * vp.merge_size)
+
+    def paper_caption_rule(self) -> CaptionRule:
+        """The reference's Qwen captions: the file read at 1 fps within 360*420 px a frame, decoded with the
+        checkpoint's own generation config, up to 1024 new tokens (rerankers.paper_captions)."""
+        frames = FrameSpec(QWEN_FPS, _FPS_MAX_FRAMES, QwenFilePixels(file_max_pixels(_FPS_MAX_FRAMES)),
+                           rate=_CAPTION_FPS)
+        return CaptionRule(frames, CHAT_TOKENS, CHECKPOINT)
 
     def _video_inputs(self, clips: list[np.ndarray]) -> tuple[list[np.ndarray], dict]:
         metadata = [

@@ -147,6 +147,11 @@ class ModelCache:
                 self._rerankers[spec] = create_reranker(spec, device=self.device, batch_size=self.rerank_batch)
             return self._rerankers[spec]
 
+    def captioner(self, spec, protocol: str = "fast"):
+        """Who captions with ``spec`` under the index's ``protocol`` (``Reranker.captioner``): the reranker itself
+        for "fast", the reference's caption rule around it for "paper"."""
+        return self.reranker(spec).captioner(protocol)
+
     def check_lmms(self, specs) -> None:
         """Refuse at once (RerankerUnavailable, one line) a video LMM whose weights cannot be had, before a request
         decodes, embeds or imports anything heavy; one built already, or a Reranker given as itself, passes."""

@@ -44,15 +44,16 @@ CAPTION_TOKENS = 256
 CONCEPT_TOKENS = 64
 
 
-def describe_requests() -> dict[str, tuple[str, int]]:
-    """Every request of one unit, in the order they are asked: key -> (request, max new tokens)."""
-    return {CAPTION: (CAPTION_REQUEST, CAPTION_TOKENS),
+def describe_requests(caption_tokens: int | None = None) -> dict[str, tuple[str, int]]:
+    """Every request of one unit, in the order they are asked: key -> (request, max new tokens).
+    ``caption_tokens``: the caption's budget when the captioner has its own (the paper protocol's)."""
+    return {**caption_requests(caption_tokens),
             **{key: (text, CONCEPT_TOKENS) for key, text in CONCEPT_REQUESTS.items()}}
 
 
-def caption_requests() -> dict[str, tuple[str, int]]:
+def caption_requests(caption_tokens: int | None = None) -> dict[str, tuple[str, int]]:
     """The caption request alone: what the ConViS-Bench reference asked its captioners."""
-    return {CAPTION: (CAPTION_REQUEST, CAPTION_TOKENS)}
+    return {CAPTION: (CAPTION_REQUEST, caption_tokens or CAPTION_TOKENS)}
 
 
 DESCRIBE_KEYS: tuple[str, ...] = tuple(describe_requests())

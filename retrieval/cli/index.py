@@ -75,7 +75,9 @@ RetryFailedOpt = Annotated[bool, typer.Option(
 CaptionerOpt = Annotated[Optional[str], typer.Option(
     help="Video LMM (any --reranker spec) that describes every unit once: a caption and one description per ConViS "
     "concept, 6 model calls a unit, stored in the index and never asked again for the same bytes; a text indexer "
-    "embeds the captions.")]
+    "embeds the captions. Fast protocol: the family's reranking frames, greedy, 256 tokens a caption; --protocol "
+    "paper: the ConViS-Bench reference's (Qwen: 1 fps, at most 360*420 px, its checkpoint's decoding, 1024 tokens; "
+    "InternVL: sampled, seeded, 1024 tokens).")]
 DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     metavar="cpu|cuda|cuda:N", help="Decode on the GPU with torchcodec (NVDEC); without one, decoding stays on the "
     "CPU and a notice says why.")]
@@ -123,7 +125,8 @@ DescribeConceptOpt = Annotated[List[str], typer.Option(
     "--concept", "-c", metavar="CONCEPT", help="A concept to describe every unit by, ConViS or your own ('camera "
     "angle'); repeatable. Default: a caption and the five ConViS concepts.")]
 DescriberOpt = Annotated[Optional[str], typer.Option(help="Video LMM that writes the descriptions (any --reranker "
-                                                     "spec); default: the one the index was described with.")]
+                                                     "spec); default: the one the index was described with. It "
+                                                     "captions as the index's protocol says (see index --captioner).")]
 HubCodeOpt = Annotated[bool, typer.Option(help="Allow custom model code from the hub.")]
 
 

@@ -13,7 +13,10 @@ The rules are the reference's (benedettaliberatori/convisbench, commit b8fa4ef):
 * ``every`` (DINOv2 and CLIP features in the paper): every frame of the unit;
 * ``rate`` (VidDiff's baselines, ``data/load_viddiff_dataset._subsample_video``): a fixed frame rate, every
   ``int(fps / rate)``-th frame from the first (every frame when the rate is above the file's), at most N:
-  past N the stride grows until N fit, so the rate stays fixed (VidDiff refuses such a clip instead).
+  past N the stride grows until N fit, so the rate stays fixed (VidDiff refuses such a clip instead);
+* ``qwen-fps`` (the reference's Qwen2.5-VL captions: a video file handed to qwen-vl-utils 0.0.10 at
+  ``fps`` = rate): ``k = n / fps * rate`` clamped to [4, min(N, n)] and floored to even (``smart_nframes``),
+  then ``torch.linspace(0, n-1, k).round()``.
 """
 
 from __future__ import annotations
@@ -101,6 +104,34 @@ def rate_indices(frame_count: int, fps: float, rate: float, wanted: int) -> list
     return list(range(0, max(frame_count, 0), stride))
 
 
+QWEN_MIN_FRAMES = 4  # qwen-vl-utils' FPS_MIN_FRAMES
+QWEN_FRAME_FACTOR = 2  # its FRAME_FACTOR: the vision tower merges frames in pairs
+
+
+def qwen_frame_count(frame_count: int, fps: float, rate: float, most: int) -> int:
+    """qwen-vl-utils' ``smart_nframes`` for a file read at ``rate`` frames a second, at most ``most`` frames."""
+    factor = QWEN_FRAME_FACTOR
+    least = math.ceil(QWEN_MIN_FRAMES / factor) * factor
+    top = math.floor(min(most, frame_count) / factor) * factor
+    # a file without a usable rate is read as if it had the asked one: every frame counts
+    wanted = frame_count / fps * rate if fps and math.isfinite(fps) and fps > 0 else frame_count
+    return math.floor(min(max(wanted, least), top, frame_count) / factor) * factor
+
+
+def qwen_fps_indices(frame_count: int, fps: float, rate: float, most: int) -> list[int]:
+    """The frames qwen-vl-utils reads of a file at ``rate`` a second: ``qwen_frame_count`` of them, at
+    ``torch.linspace(0, n-1, k).round()``. A clip of one frame (which qwen-vl-utils refuses) keeps it."""
+    _check_wanted(most)
+    if frame_count <= 0:
+        return []
+    count = qwen_frame_count(frame_count, fps, rate, most)
+    if count < QWEN_FRAME_FACTOR:
+        return list(range(frame_count))
+    import torch  # torch's own float32 linspace: a float64 one rounds some halves the other way
+
+    return torch.linspace(0, frame_count - 1, count).round().long().tolist()
+
+
 def _check_wanted(wanted: int) -> None:
     if wanted <= 0:
         raise ValueError("wanted must be positive")
@@ -119,6 +150,8 @@ FRAME_RULES: dict[str, Callable[[int, float, int], list[int]]] = {
     "every": lambda n, fps, wanted: every_index(n),
 }
 RATE = "rate"  # the fixed-rate rule: it needs ``FrameSpec.rate`` besides the count, so it is not in FRAME_RULES
+QWEN_FPS = "qwen-fps"  # qwen-vl-utils reading a file at a rate: it needs ``FrameSpec.rate`` too
+RATED = (RATE, QWEN_FPS)  # the rules that take a frame rate
 
 RULE_TEXT = {
     "per-second": "1 frame a second, then uniformly int(i*gap + gap/2) to N, padded with the last",
@@ -127,15 +160,18 @@ RULE_TEXT = {
     "midpoints": "midpoints of N equal segments: int(seg/2 + round(seg*k)), seg = (n-1)/N",
     "every": "every frame",
     RATE: "every int(fps/rate)-th frame (a fixed rate), at most N (the stride grows past N)",
+    QWEN_FPS: "qwen-vl-utils at a rate: k = n/fps*rate clamped to [4, N] and floored to even, "
+              "linspace(0, n-1, k) rounded",
 }
 
 
 def rule_indices(rule: str, frame_count: int, fps: float, wanted: int, rate: float | None = None) -> list[int]:
     """Frame numbers (0-based, within the unit) that ``rule`` picks from ``frame_count`` frames."""
-    if rule == RATE:
+    if rule in RATED:
         if rate is None:
-            raise ValueError("the rate rule needs a frame rate")
-        return rate_indices(frame_count, fps, rate, wanted)
+            raise ValueError(f"the {rule} rule needs a frame rate")
+        pick = rate_indices if rule == RATE else qwen_fps_indices
+        return pick(frame_count, fps, rate, wanted)
     try:
         pick = FRAME_RULES[rule]
     except KeyError:
@@ -157,10 +193,10 @@ class FrameSpec:
     rate: float | None = None  # frames a second, for the "rate" rule only
 
     def __post_init__(self):
-        if self.rule == RATE:
+        if self.rule in RATED:
             rate_stride(1.0, self.rate if self.rate is not None else float("nan"))  # a clear error when unusable
         elif self.rate is not None:
-            raise ValueError(f"a frame rate goes with the {RATE!r} rule, not {self.rule!r}")
+            raise ValueError(f"a frame rate goes with the {' or '.join(map(repr, RATED))} rules, not {self.rule!r}")
         elif self.rule not in FRAME_RULES:
             raise ValueError(f"unknown frame rule {self.rule!r}; known: {', '.join(FRAME_RULES)}")
         if self.rule != "every" and self.count < 1:
@@ -184,7 +220,7 @@ class FrameSpec:
 
     def describe(self) -> str:
         """The rule and count in a few characters, for cache keys and reports: "linspace:16", "rate@4:75"."""
-        return f"{RATE}@{self.rate:g}:{self.count}" if self.rule == RATE else f"{self.rule}:{self.count}"
+        return f"{self.rule}@{self.rate:g}:{self.count}" if self.rule in RATED else f"{self.rule}:{self.count}"
 
 
 def as_spec(spec: "FrameSpec | int") -> FrameSpec:

@@ -20,6 +20,13 @@ from retrieval.core.sampling import FrameSpec
 from retrieval.media.video_decoder import VideoDecoder
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
+# ... unless its budget allows more: the reference's 1024-token captions run to 5,000 characters
+CHARS_PER_TOKEN = 6
+
+
+def answer_limit(max_new_tokens: int) -> int:
+    """The most characters an answer of up to ``max_new_tokens`` tokens is stored with."""
+    return max(MAX_CHARS, CHARS_PER_TOKEN * int(max_new_tokens))
 
 
 class Describer(Protocol):
@@ -29,6 +36,7 @@ class Describer(Protocol):
     revision: str
     describe_version: str
     frame_spec: FrameSpec
+    caption_tokens: int | None  # new tokens the caption request gets (None: the request's default)
 
     def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str: ...
 
@@ -107,7 +115,7 @@ def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Wo
             continue
         share = (time.perf_counter() - started) / len(asked)
         for i, raw in zip(asked, raws, strict=False):
-            answers[i][key], seconds[i] = read_answer(raw), seconds[i] + share
+            answers[i][key], seconds[i] = read_answer(raw, answer_limit(tokens)), seconds[i] + share
     return [Described(unit, None, failed[i]) if i in failed else
             Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
 

@@ -76,7 +76,7 @@ class DescribePass:
         the caption and one request per ConViS concept); ``mapper``: who asks (default: this process)."""
         self.catalog, self.model, self.note = catalog, model, note
         self.progress = progress or (lambda event, data: None)
-        self.requests = requests if requests is not None else describe_prompt.describe_requests()
+        self.requests = requests if requests is not None else describe_prompt.describe_requests(model.caption_tokens)
         self.key = describer_key(model)
         self.mapper = mapper or LocalDescriber(model, root, decoder)
         self.counts = DescribeCounts()

@@ -30,16 +30,17 @@ def describe_folder(index_dir: Path | None, models: ModelCache, concepts: Sequen
     from retrieval.pipeline.describe_run import NoCaptionerError, describe_index
 
     catalog_path = require_index(index_dir)
-    requests = describe_prompt.concept_requests({c.key: c.words for c in concepts}) if concepts \
-        else describe_prompt.caption_requests() if caption_only else describe_prompt.describe_requests()
     with Catalog(catalog_path) as catalog:
         spec = captioner or catalog.setting(CAPTIONER)
         if not spec:
             raise NoCaptionerError("this index has no captioner yet: name one with --captioner (any --reranker "
                                    "spec, e.g. qwen2-vl)")
-        model = models.reranker(spec)
-        catalog.set_setting(CAPTIONER, spec)
         protocol = protocol_of(catalog)
+        model = models.captioner(spec, protocol)  # the paper protocol captions as the reference did
+        catalog.set_setting(CAPTIONER, spec)
+        requests = describe_prompt.concept_requests({c.key: c.words for c in concepts}) if concepts \
+            else describe_prompt.caption_requests(model.caption_tokens) if caption_only \
+            else describe_prompt.describe_requests(model.caption_tokens)
         embedders = _text_indexers(catalog, models, protocol) + _caption_towers(catalog, models, protocol)
         root = Path(catalog.setting("root") or index_dir.parent)
         return describe_index(catalog, index_dir, root, model, requests, embedders, progress)

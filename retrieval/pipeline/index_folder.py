@@ -89,7 +89,7 @@ class _Run:
             configure_faiss(catalog, models, settings.faiss_index, settings.faiss_params)
             # any reranker family describes clips; built once per engine, as for reranking (on Ray, the actors
             # build it: the run's driver never loads it)
-            captioner = self.models.reranker(settings.captioner) if settings.captioner and \
+            captioner = self.models.captioner(settings.captioner, self.protocol) if settings.captioner and \
                 not settings.ray_address else None
             if settings.captioner:
                 catalog.set_setting(CAPTIONER, settings.captioner)  # what `convis describe` asks by default

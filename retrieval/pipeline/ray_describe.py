@@ -28,12 +28,13 @@ class RemoteModel:
     revision: str
     describe_version: str
     frame_spec: FrameSpec
+    caption_tokens: int | None
 
 
 class _Captioner:
     """A Ray actor holding the captioner; describes a few units per call."""
 
-    def __init__(self, spec: str, device: str | None, trust_remote_code: bool, threads: int):
+    def __init__(self, spec: str, device: str | None, trust_remote_code: bool, threads: int, protocol: str):
         import torch  # torch: imported by the actors, which hold the model
 
         from rerankers.factory import create_reranker
@@ -41,12 +42,12 @@ class _Captioner:
 
         torch.set_num_threads(max(1, threads))
         extra = {"trust_remote_code": True} if trust_remote_code else {}
-        self.model = create_reranker(spec, device=device, **extra)
+        self.model = create_reranker(spec, device=device, **extra).captioner(protocol)
         self.decoder = VideoDecoder()
 
     def identity(self) -> RemoteModel:
         m = self.model
-        return RemoteModel(m.model_id, m.revision, m.describe_version, m.frame_spec)
+        return RemoteModel(m.model_id, m.revision, m.describe_version, m.frame_spec, m.caption_tokens)
 
     def describe(self, root: str, work: Work) -> list[Described]:
         return describe_units(self.model, self.decoder, Path(root), work)
@@ -54,16 +55,18 @@ class _Captioner:
 
 @contextmanager
 def ray_captioner(spec: str, root: Path, device: str | None = None, trust_remote_code: bool = False,
-                  actors: int | None = None, cpus: float = 1.0, batch: int = DESCRIBE_BATCH
+                  actors: int | None = None, cpus: float = 1.0, batch: int = DESCRIBE_BATCH, protocol: str = "fast"
                   ) -> Iterator[tuple[RemoteModel, callable]]:
     """(the captioner's identity, a mapper asking the actors) on the Ray session already joined; the actors
-    go when the block ends. ``actors``: default one per GPU (a GPU each), else one on ``cpus`` CPUs."""
+    go when the block ends. ``actors``: default one per GPU (a GPU each), else one on ``cpus`` CPUs; ``protocol``:
+    the index's, which says how the actors caption (``Reranker.captioner``)."""
     import ray  # ray: optional, only the --ray path pays for importing it
     from ray.util import ActorPool
 
     gpus = int(ray.cluster_resources().get("GPU", 0)) if not (device or "").startswith("cpu") else 0
     remote = ray.remote(num_gpus=1 if gpus else 0, num_cpus=cpus)(_Captioner)
-    pool = [remote.remote(spec, device, trust_remote_code, max(1, int(cpus))) for _ in range(actors or max(1, gpus))]
+    pool = [remote.remote(spec, device, trust_remote_code, max(1, int(cpus)), protocol)
+            for _ in range(actors or max(1, gpus))]
     try:
         identity = ray.get(pool[0].identity.remote())
 

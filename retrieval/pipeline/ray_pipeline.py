@@ -329,14 +329,15 @@ class RayExecutor:
                 close()
 
     @contextmanager
-    def describer(self, spec: str, root: Path):
-        """(the captioner's identity, a mapper) with the captioner in Ray actors: see ``ray_describe``."""
+    def describer(self, spec: str, root: Path, protocol: str = "fast"):
+        """(the captioner's identity, a mapper) with the captioner in Ray actors, captioning as the index's
+        ``protocol`` says: see ``ray_describe``."""
         import ray  # ray: optional, only the --ray path pays for importing it
 
         started = connect(self.options.address, self.options.runtime_env)
         try:
             with ray_captioner(spec, root, self.options.device, self.options.trust_remote_code,
-                               cpus=self.options.embed_cpus) as found:
+                               cpus=self.options.embed_cpus, protocol=protocol) as found:
                 yield found
         finally:
             if started:

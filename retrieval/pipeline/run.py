@@ -58,6 +58,7 @@ from retrieval.pipeline.stages import (
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog_records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
 from retrieval.store.faiss_policy import rebuild_indices
+from retrieval.store.index_dir import protocol_of
 from retrieval.store.snapshots import SNAPSHOT_NAME
 
 
@@ -356,7 +357,7 @@ class IndexRun:
         model is never loaded here), else this process's model; (None, None) without a captioner."""
         remote = getattr(self.executor, "describer", None)
         if remote is not None and self.settings.captioner:
-            with remote(self.settings.captioner, root) as found:
+            with remote(self.settings.captioner, root, protocol_of(self.catalog)) as found:
                 yield found
         elif self.captioner is not None:
             yield self.captioner, None

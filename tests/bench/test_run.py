@@ -221,3 +221,31 @@ def test_a_captioners_run_never_reads_caption_files_of_an_earlier_run(dataset, t
         "--vqascore", "none")
     written = [p.read_text() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")]
     assert len(written) == len(CLIPS) and not any("FILE CAPTION" in text for text in written)
+
+
+def test_a_captioners_captions_are_named_by_the_protocol_that_made_them(dataset, tmp_path, monkeypatch,
+                                                                         empty_cache):
+    """Paper-protocol captions (the reference's captioning rule) take the release's folder name; fast ones,
+    made from the reranking frames, are marked as the other fast folders are."""
+    import rerankers.qwen
+
+    root, _ = dataset
+    # a tiny Qwen2.5-VL cached as the paper's checkpoint: its hub id names the release's folder
+    hub = empty_cache / "models--Qwen--Qwen2.5-VL-7B-Instruct"
+    build_qwen_vl(hub / "snapshots" / "0123abcd", model_type="qwen2_5_vl")
+    (hub / "refs").mkdir()
+    (hub / "refs" / "main").write_text("0123abcd")
+    qwen = "Qwen/Qwen2.5-VL-7B-Instruct"
+    # the paper's 1024 new tokens and up to 768 frames, cut short for a tiny model on a CPU
+    monkeypatch.setattr(rerankers.qwen, "CHAT_TOKENS", 4)
+    monkeypatch.setattr(rerankers.qwen, "_FPS_MAX_FRAMES", 4)
+    out = tmp_path / "out"
+    for protocol in ("fast", "paper"):
+        run("--dataset", root, "--out", out, "-i", "efficientnet-lite0", "--captioner", qwen, "--vqascore", "none",
+            "--protocol", protocol)
+    folders = {p.name: len(list(p.glob("*.txt"))) for p in (out / "captions").iterdir()}
+    assert folders == {"Qwen2.5-VL-7B-Instruct": len(CLIPS), "Qwen2.5-VL-7B-Instruct-fast": len(CLIPS)}
+    (paper,) = out.glob("index-paper-fdefault-by-*")
+    with Catalog(paper / "catalog.duckdb", read_only=True) as catalog:
+        versions = {v for (v,) in catalog.db.execute("SELECT DISTINCT prompt_version FROM descriptions").fetchall()}
+    assert len(versions) == 1 and "|paper|frames=qwen-fps@1:4" in versions.pop()

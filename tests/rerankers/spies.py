@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
@@ -57,3 +59,19 @@ class GenerateSpy:
     def __call__(self, **kwargs):
         self.calls.append(kwargs)
         raise ModelCalled
+
+
+class GenerationConfigSpy:
+    """Records the generation config each caption is generated with, and runs it a few tokens long (cheap)."""
+
+    def __init__(self, model, monkeypatch, tokens: int = 4):
+        self.configs = []
+        real = model.model.generate
+
+        def generate(*args, generation_config=None, **kwargs):
+            self.configs.append(copy.deepcopy(generation_config))
+            short = copy.deepcopy(generation_config)
+            short.max_new_tokens = min(tokens, short.max_new_tokens)
+            return real(*args, generation_config=short, **kwargs)
+
+        monkeypatch.setattr(model.model, "generate", generate)

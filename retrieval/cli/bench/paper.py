@@ -159,7 +159,10 @@ def run(
                                                      "and cross-modal signals (default: DATASET/captions).")] = None,
     captioner: Annotated[Optional[str], typer.Option("--captioner", help="Video LMM that captions every video "
                                                      "(\"Describe this video in detail.\", the reference's request) "
-                                                     "instead of reading caption files.")] = None,
+                                                     "instead of reading caption files; with --protocol paper as the "
+                                                     "reference's captioner did (frames, pixels, decoding, token "
+                                                     "budget; sampled ones seeded), else greedily from the family's "
+                                                     "reranking frames.")] = None,
     vqascore: Annotated[Optional[str], typer.Option("--vqascore", help="Video LMM for the VQAScore signal "
                                                     "(default: the --captioner; 'none' to skip).")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")] = None,

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from retrieval.core.sampling import FrameSpec, per_second_indices, sample_frame_indices, uniform_indices
@@ -83,3 +85,34 @@ def test_a_rate_spec_needs_a_positive_rate_and_only_the_rate_rule_takes_one():
     with pytest.raises(ValueError):
         FrameSpec("linspace", 8, None, 4.0)
     assert FrameSpec.at_rate(4, 75).describe() == "rate@4:75" and FrameSpec("linspace", 16).describe() == "linspace:16"
+
+
+# --------------------------------------------------------------------------- qwen-vl-utils reading a file at a rate
+
+
+def _qwen_vl_utils_frames(n: int, video_fps: float, fps: float = 1.0) -> list[int]:
+    """qwen-vl-utils 0.0.10 ``smart_nframes`` ({"fps": fps}) and ``_read_video_decord``'s indices, written out."""
+    import torch
+
+    min_frames = math.ceil(4 / 2) * 2
+    max_frames = math.floor(min(768, n) / 2) * 2
+    nframes = n / video_fps * fps
+    nframes = min(min(max(nframes, min_frames), max_frames), n)
+    nframes = math.floor(nframes / 2) * 2
+    return torch.linspace(0, n - 1, nframes).round().long().tolist()
+
+
+@pytest.mark.parametrize("n, fps", [(75, 10.0), (300, 30.0), (299, 29.97), (2000, 25.0), (30000, 30.0), (40, 10.0),
+                                    (7, 30.0), (3, 25.0), (123, 2.0), (901, 23.976)])
+def test_the_qwen_fps_rule_is_qwen_vl_utils_reading_a_file_at_1_fps(n, fps):
+    spec = FrameSpec("qwen-fps", 768, None, 1.0)
+    got = spec.indices(n, fps)
+    assert got == _qwen_vl_utils_frames(n, fps)
+    assert len(got) % 2 == 0 and 2 <= len(got) <= 768
+
+
+def test_the_qwen_fps_rule_keeps_a_one_frame_clip_and_needs_a_rate():
+    assert FrameSpec("qwen-fps", 768, None, 1.0).indices(1, 30.0) == [0]  # qwen-vl-utils refuses it; padded later
+    assert FrameSpec("qwen-fps", 768, None, 1.0).describe() == "qwen-fps@1:768"
+    with pytest.raises(ValueError):
+        FrameSpec("qwen-fps", 768)

@@ -25,6 +25,9 @@ from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from retrieval.store.snapshots import SNAPSHOT_NAME
+from tests import media
+from tests.rerankers.spies import GenerationConfigSpy, ProcessorSpy
+from tests.rerankers.test_describe import qwen_file_indices, qwen_file_size
 
 UNITS = 4  # the video_folder fixture: four clips, one unit each
 
@@ -363,3 +366,59 @@ def test_a_run_sigkilled_mid_captioning_keeps_the_units_it_committed_and_asks_on
     engine, report = index()  # the same index, resumed in this process
     assert report.described == UNITS - 2 and calls.count == (UNITS - 2) * MODEL_CALLS_PER_UNIT
     assert len(rows(engine)) == UNITS * len(DESCRIBE_KEYS)
+
+
+# --------------------------------------------------------------------------- the paper protocol reaches captioning
+
+@pytest.fixture(scope="module")
+def qwen_folder(tmp_path_factory):
+    return tiny_vlm.build_qwen_vl(tmp_path_factory.mktemp("captioner") / "qwen", model_type="qwen2_5_vl")
+
+
+@pytest.fixture
+def numbered_folder(tmp_path):
+    """Two 640x360 clips whose frames carry their numbers: 61 frames and 45 frames at 10 fps."""
+    folder = tmp_path / "numbered"
+    folder.mkdir()
+    for name, frames in (("a.mp4", 61), ("b.mp4", 45)):
+        media.make_clip(folder / name, frames=frames, fps=10, size=(640, 360),
+                        pixels=lambda i: media.numbered_frame(i, 0, (640, 360)))
+    return folder
+
+
+def test_describe_on_a_paper_index_captions_as_the_reference(tmp_path, tiny_models, qwen_folder, numbered_folder,
+                                                             monkeypatch):
+    """`describe` (bench run's route) on a --protocol paper index: Qwen reads each file at 1 fps within 360*420 px a
+    frame and decodes with its checkpoint's own config up to 1024 new tokens; the captions are stored apart."""
+    engine = Engine(tmp_path / "index")
+    spec = f"qwen2.5-vl:{qwen_folder}"
+    model = engine.models.reranker(spec)  # the engine's own instance, built once: spied before it runs
+    processor, generated = ProcessorSpy(model.processor), GenerationConfigSpy(model, monkeypatch)
+    monkeypatch.setattr(model, "processor", processor)
+    engine.index(numbered_folder, [f"dinov2:{tiny_models['dinov2']}"], IndexSettings(protocol="paper"),
+                 distributor=SerialDistributor())
+    engine.describe(captioner=spec, caption_only=True)
+
+    seen = sorted(tuple(media.read_numbered_frame(f)[1] for f in kwargs["videos"][0]) for kwargs, _ in processor.calls)
+    assert seen == sorted([tuple(qwen_file_indices(45, 10)), tuple(qwen_file_indices(61, 10))])
+    assert {kwargs["videos"][0].shape[1:3] for kwargs, _ in processor.calls} == {qwen_file_size(360, 640)}
+    assert [config.max_new_tokens for config in generated.configs] == [1024, 1024]
+    assert {(row[3], row[6]) for row in rows(engine)} == {("caption", model.captioner("paper").describe_version)}
+
+
+def test_index_captioner_on_a_paper_index_samples_its_captions_as_the_reference(tmp_path, tiny_models,
+                                                                                captioner_folder, numbered_folder,
+                                                                                monkeypatch):
+    """`index --captioner` under --protocol paper: InternVL's captions sample (its chat()) up to 1024 new tokens,
+    one unit a generation, and are stored under the paper rule's version."""
+    engine = Engine(tmp_path / "index")
+    spec = f"internvl:{captioner_folder}"
+    model = engine.models.reranker(spec)
+    generated = GenerationConfigSpy(model, monkeypatch)
+    engine.index(numbered_folder, [f"dinov2:{tiny_models['dinov2']}"],
+                 IndexSettings(protocol="paper", captioner=spec), distributor=SerialDistributor())
+    asked = [(c.max_new_tokens, c.do_sample) for c in generated.configs]
+    assert asked.count((1024, True)) == 2  # one caption a clip, sampled
+    assert len(asked) == 2 * MODEL_CALLS_PER_UNIT  # each answer its own generation
+    paper = model.captioner("paper").describe_version
+    assert {row[6] for row in rows(engine)} == {paper} and "|paper|" in paper
