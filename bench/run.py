@@ -284,7 +284,7 @@ class BenchRun:
 
     def _write_vqascore(self, captions: dict[str, str]) -> None:
         """VQAScore of every rated pair and split candidate whose videos both have a caption (batched, cached)."""
-        model = self.engine.reranker(self.vqascore)
+        model = self._vqa_model()
         clips = self._clips()
         have = {v for v in clips if v in captions}
         wanted = list(dict.fromkeys([*((a, b) for a, b in self.dataset.pairs),
@@ -296,12 +296,22 @@ class BenchRun:
         unreadable = {k for k, v in values.items() if v is None}
         if unreadable:
             self.note(f"VQAScore: {len(unreadable)} pair(s) had unreadable logits and are not scored")
-        label = PAPER_VQA_FOLDERS.get(model.source) or model_folder(RERANKERS, model.name, model.source,
-                                                                    model.frames_per_video,
-                                                                    type(model).frames_per_video)
+        settings = reranker_suffix(PAPER_MODE, False, getattr(model, "dtype", None),
+                                   getattr(type(model), "paper_dtype", None), model.batch_size)
+        label = (PAPER_VQA_FOLDERS.get(model.source) or model_folder(RERANKERS, model.name, model.source,
+                                                                     model.frames_per_video,
+                                                                     type(model).frames_per_video)) + settings
         self._write_signal(f"{label}_{self.caption_set}", label, lambda a, b: values[(a, b)],
                            have, skip=unreadable)
         self.note(f"VQAScore ({model.model_id}): {scorer.questions_asked} questions asked, the rest from the cache")
+
+    def _vqa_model(self):
+        """The VQAScore model: under the paper protocol in its family's paper precision (LLaVA-OneVision in fp16,
+        as t2v_metrics ran it), one question a forward pass; the family's defaults under fast."""
+        if self.protocol != "paper":
+            return self.engine.reranker(self.vqascore)
+        return self.engine.reranker(create_reranker(self.vqascore, device=self.engine.models.device,
+                                                    dtype=paper_dtype(self.vqascore), batch_size=PAPER_BATCH))
 
     def _write_signal(self, folder: str, stem: str, sim: Callable[[str, str], float], have: set[str],
                       skip: set = frozenset()) -> None:

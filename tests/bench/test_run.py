@@ -116,14 +116,14 @@ def test_one_run_writes_every_table3_family_in_the_released_layout(table3_run):
         "clip-clip/clip-clip_similarities.json",
         "qwen2-vl-qwen/qwen2-vl-qwen_similarities.json",
         "clip-clip_qwen2-vl-qwen/clip-clip_similarities.json",
-        "llava-onevision-llava_qwen2-vl-qwen/llava-onevision-llava_similarities.json",
+        "llava-onevision-llava-fp32-b4_qwen2-vl-qwen/llava-onevision-llava-fp32-b4_similarities.json",
     ])
     for path in sims.rglob("*_similarities.json"):
         released = json.loads(path.read_text())
         assert [set(r) for r in released] == [{"video1", "video2", "similarity"}] * n_pairs
         assert all(0.0 <= r["similarity"] <= 1.0 for r in released)
     models = {r["model"] for r in data["results"] if "rho" in r}
-    assert {"clip-clip_qwen2-vl-qwen", "llava-onevision-llava_qwen2-vl-qwen", "qwen2-vl-qwen"} <= models
+    assert {"clip-clip_qwen2-vl-qwen", "llava-onevision-llava-fp32-b4_qwen2-vl-qwen", "qwen2-vl-qwen"} <= models
 
 
 def test_clipscore_and_sbert_files_hold_the_references_formulas(table3_run):
@@ -202,8 +202,8 @@ def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions
     captions = {p.stem: p.read_text().strip() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")}
     files = {p.stem: p for p in root.rglob("*.mp4")}
     decoder = VideoDecoder()
-    rows = json.loads((out / "computed_similarities" / "llava-onevision-llava_qwen2-vl-qwen"
-                       / "llava-onevision-llava_similarities.json").read_text())
+    rows = json.loads((out / "computed_similarities" / "llava-onevision-llava-fp32-b4_qwen2-vl-qwen"
+                       / "llava-onevision-llava-fp32-b4_similarities.json").read_text())
     for row in rows[:3]:
         a, b = (v.split("/")[-1][:-4] for v in (row["video1"], row["video2"]))
         q1, q2 = pair_questions(captions[a], captions[b])  # video 1 asked about caption 2, video 2 about caption 1

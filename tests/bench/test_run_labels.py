@@ -219,3 +219,25 @@ def test_help_says_the_references_internvl_sampled_rather_than_calling_greedy_th
     text = " ".join(result.output.split())
     assert "Default: greedy under --protocol paper" in text and "InternVL sampled instead" in text
     assert "(default 1 under --protocol paper" in text
+
+
+def test_paper_vqascore_model_runs_in_its_familys_paper_precision_one_question_a_pass(dataset, tmp_path,
+                                                                                     monkeypatch):
+    from bench.tiny.vlm import build_llava_onevision
+
+    llava = build_llava_onevision(tmp_path / "llava")
+    asked = []
+
+    def recording(spec, **kwargs):
+        asked.append(kwargs)
+        return create_reranker(spec, **kwargs)
+
+    monkeypatch.setattr(bench.run, "create_reranker", recording)
+    paper_run = BenchRun(load_dataset(dataset), tmp_path / "paper", [], None, None, protocol="paper",
+                         vqascore=str(llava))
+    model = paper_run._vqa_model()
+    assert asked == [{"device": paper_run.engine.models.device, "dtype": "fp16", "batch_size": 1}]
+    assert model.batch_size == 1
+    fast_run = BenchRun(load_dataset(dataset), tmp_path / "fast", [], None, None, vqascore=str(llava))
+    fast_run._vqa_model()
+    assert len(asked) == 1  # the fast protocol builds the family's defaults through the engine
