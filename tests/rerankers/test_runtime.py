@@ -106,7 +106,7 @@ class RowHead(torch.nn.Module):
 
 @pytest.mark.parametrize("value", [math.nan, math.inf])
 def test_a_row_with_non_finite_logits_is_unreadable_and_the_batch_stands(tiny_folders, value):
-    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=3)
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), device="cpu", frames_per_video=2, batch_size=3)
     digits = [math.log(k) for k in range(1, 6)]
     logits = torch.full((reranker.model.lm_head.out_features,), -20.0)
     logits[reranker.answer_ids] = torch.tensor(digits)
@@ -146,7 +146,7 @@ def fail_above(reranker, monkeypatch, rows: int) -> list[int]:
 
 
 def test_out_of_memory_halves_the_batch_and_keeps_the_results(tiny_folders, monkeypatch):
-    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), device="cpu", frames_per_video=2, batch_size=4)
     with torch.no_grad():
         reranker.model.lm_head.weight.mul_(10.0)  # spread the answers, so equality means something
     unconstrained = reranker.score_pairs(pairs(4), "Location")
@@ -173,7 +173,7 @@ def test_out_of_memory_halves_the_batch_and_keeps_the_results(tiny_folders, monk
 
 
 def test_no_pair_is_dropped_when_the_batch_shrinks_mid_way(tiny_folders, monkeypatch):
-    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), device="cpu", frames_per_video=2, batch_size=4)
     unconstrained = reranker.score_pairs(pairs(8), "Location")
     tried = fail_above(reranker, monkeypatch, rows=2)
     constrained = reranker.score_pairs(pairs(8), "Location")
@@ -183,7 +183,7 @@ def test_no_pair_is_dropped_when_the_batch_shrinks_mid_way(tiny_folders, monkeyp
 
 
 def test_out_of_memory_for_one_pair_is_a_clear_error(tiny_folders, monkeypatch):
-    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2, batch_size=4)
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), device="cpu", frames_per_video=2, batch_size=4)
     tried = fail_above(reranker, monkeypatch, rows=0)
     with pytest.raises(RerankerError) as err:
         reranker.score_pairs(pairs(4), "Location")
@@ -262,7 +262,7 @@ def test_cpu_loading_passes_no_device_map(tiny_folders, from_pretrained_calls, m
 
 
 def test_cpu_loading_still_gives_a_working_model(tiny_folders):
-    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), frames_per_video=2)
+    reranker = create_reranker(str(tiny_folders["qwen2_vl"]), device="cpu", frames_per_video=2)
     assert next(reranker.model.parameters()).device == torch.device("cpu")
     assert reranker.notices == []
     assert len(reranker.score_pairs(pairs(1), "Location")) == 1
