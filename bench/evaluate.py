@@ -35,6 +35,7 @@ class CorrelationRow:
     paper_name: str | None = None
     paper_decimals: int = 2
     path: str = ""
+    paper_source: str | None = None  # paper.PRINTED or paper.RELEASE where there is a paper value
 
     @property
     def paper_delta_rho(self) -> float | None:
@@ -46,9 +47,10 @@ class CorrelationRow:
         return _delta(self.scores.tau, self.paper_tau)
 
     def record(self) -> dict:
-        head = _flat(self, drop=("paper_name", "paper_decimals", "path"))
+        head = _flat(self, drop=("paper_name", "paper_decimals", "path", "paper_source"))
         deltas = {"paper_delta_rho": self.paper_delta_rho, "paper_delta_tau": self.paper_delta_tau}
-        tail = {"paper_name": self.paper_name, "paper_decimals": self.paper_decimals, "path": self.path}
+        tail = {"paper_name": self.paper_name, "paper_source": self.paper_source,
+                "paper_decimals": self.paper_decimals, "path": self.path}
         return {**head, **deltas, **tail}
 
 
@@ -125,6 +127,7 @@ def _correlation_row(f: ScoreFile, kind: str, concept: str, scores, gt) -> Corre
         paper_name=row.name if row else None,
         paper_decimals=row.decimals if row else 2,
         path=str(f.path),
+        paper_source=row.source if row else None,
     )
 
 

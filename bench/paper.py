@@ -1,7 +1,8 @@
 """The ConViS-Bench paper's published values (arXiv 2509.19245), x100, to print next to ours.
 
 Rows are keyed by the folder name the released files use for that model. Concept order everywhere:
-Main Action, Main Subjects, Main Objects, Location, Order of Actions.
+Main Action, Main Subjects, Main Objects, Location, Order of Actions. A row's ``source`` says whether its
+values are the paper's printed cells or were computed from the release's score files with the paper's rule.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ CONCEPTS = ("main-action", "main-subjects", "main-objects", "location", "order-o
 CONDITIONED = "conditioned"  # one LMM answer per concept (Table 2)
 GLOBAL = "global"  # one concept-agnostic score per pair, compared with every concept (Table 3)
 
+PRINTED = "paper"  # the cells the paper prints
+RELEASE = "release"  # computed from the release's score files with the paper's rule; no printed cells were at hand
+RELEASE_NOTE = ("release = computed from the release's score files (commit b8fa4ef) with the paper's rule, "
+                "not values the paper prints; Δ there = ours - release")
+
 
 @dataclass(frozen=True)
 class PaperRow:
@@ -23,11 +29,26 @@ class PaperRow:
     folder: str  # model folder in the release
     values: dict[str, tuple[float, ...]]  # concept -> (rho, tau) or (R@1, P@1, F1@1)
     decimals: int  # precision the paper prints
+    source: str = PRINTED  # PRINTED or RELEASE
+
+    @property
+    def label(self) -> str:
+        return label(self.name, self.source)
+
+
+def label(name: str, source: str | None) -> str:
+    """The name to print beside a row's values: a row the paper does not print says where its values are from."""
+    return name if source in (None, PRINTED) else f"{name} ({source})"
 
 
 def _row(record: dict) -> PaperRow:
     cells = (tuple(float(x) for x in cell) for cell in record["values"])
-    return PaperRow(record["name"], record["folder"], dict(zip(CONCEPTS, cells, strict=False)), int(record["decimals"]))
+    source = record.get("source", PRINTED)
+    if source not in (PRINTED, RELEASE):
+        raise ValueError(f"paper table row {record['name']!r}: source {source!r} is neither "
+                         f"{PRINTED!r} nor {RELEASE!r}")
+    return PaperRow(record["name"], record["folder"], dict(zip(CONCEPTS, cells, strict=False)), int(record["decimals"]),
+                    source)
 
 
 def _table(rows: list[dict]) -> dict[str, PaperRow]:

@@ -46,7 +46,7 @@ def correlation_tables(rows: Sequence[CorrelationRow], side_by_side: bool = Fals
         return [_side_by_side_table(rows), _footer(_pairs_note(rows))]
     tables = [_correlation_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
     return [*tables, _footer(["concept-conditioned answers first, then global signals; "
-                             "model = paper's name when it has one"])]
+                             "model = paper's name when it has one", *_release_note(rows)])]
 
 
 def _footer(lines: Sequence[str]) -> Text:
@@ -54,21 +54,30 @@ def _footer(lines: Sequence[str]) -> Text:
     return Text("\n".join(lines), style="table.caption")
 
 
+def _release_note(rows: Sequence[CorrelationRow]) -> list[str]:
+    return [paper.RELEASE_NOTE] if any(r.paper_source == paper.RELEASE for r in rows) else []
+
+
+def _name(r: CorrelationRow) -> str:
+    return escape(paper.label(r.paper_name, r.paper_source) if r.paper_name else r.model)
+
+
 def _model_table(rows: Sequence[CorrelationRow]) -> Table:
     first = rows[0]
-    name = escape(first.paper_name or first.model)
-    t = Table(title=f"{name}: correlation with human ratings (x100)", title_justify="left")
+    t = Table(title=f"{_name(first)}: correlation with human ratings (x100)", title_justify="left",
+              caption="\n".join(_release_note(rows)) or None, caption_justify="left")
     t.add_column("concept")
-    _add_correlation_columns(t)
+    _add_correlation_columns(t, first.paper_source or paper.PRINTED)
     for r in sorted(rows, key=lambda r: list(CONVIS_CONCEPTS).index(r.concept)):
         t.add_row(CONVIS_CONCEPTS[r.concept], *_correlation_cells(r))
     return t
 
 
-def _add_correlation_columns(t: Table) -> None:
+def _add_correlation_columns(t: Table, reference: str = paper.PRINTED) -> None:
+    """rho and tau, each followed by the reference value (the paper's, or the release's) and ours minus it."""
     for name in ("rho", "tau"):
         t.add_column(name, justify="right")
-        t.add_column("paper", justify="right", style=PAPER_STYLE)
+        t.add_column(reference, justify="right", style=PAPER_STYLE)
         t.add_column("Δ", justify="right")
     t.add_column("pairs", justify="right")
 
@@ -103,12 +112,13 @@ def _side_by_side_table(rows: Sequence[CorrelationRow]) -> Table:
     models = list(dict.fromkeys((r.kind, r.model) for r in rows))
     by = {(r.kind, r.model, r.concept): r for r in rows}
     with_paper = {m: any(r.paper_rho is not None for r in rows if (r.kind, r.model) == m) for m in models}
+    reference = {(r.kind, r.model): r.paper_source or paper.PRINTED for r in rows}
     t = Table(title="correlation with human ratings (x100), rho / tau", title_justify="left")
     t.add_column("concept")
     for m in models:
         t.add_column(escape(m[1]), justify="right")
         if with_paper[m]:
-            t.add_column("paper", justify="right", style=PAPER_STYLE)
+            t.add_column(reference[m], justify="right", style=PAPER_STYLE)
             t.add_column("Δ", justify="right")
     for concept in _concepts_of(rows):
         cells = [_pair_cells(by.get((*m, concept)), with_paper[m]) for m in models]
@@ -129,7 +139,8 @@ def _pairs_note(rows: Sequence[CorrelationRow]) -> list[str]:
     models = dict.fromkeys(r.model for r in rows)
     counts = {m: [r for r in rows if r.model == m] for m in models}
     scored = ", ".join(f"{m} {_span(r.scores.n for r in c)}/{_span(r.n_gt for r in c)}" for m, c in counts.items())
-    return [f"pairs scored / rated: {scored}", "Δ = ours - paper, where the paper has the model"]
+    return [f"pairs scored / rated: {scored}", "Δ = ours - paper, where the paper has the model",
+            *_release_note(rows)]
 
 
 def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
@@ -141,7 +152,7 @@ def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
         if group and t.row_count:
             t.add_section()
         for r in group:
-            t.add_row(escape(r.paper_name or r.model), *_correlation_cells(r))
+            t.add_row(_name(r), *_correlation_cells(r))
     return t
 
 

@@ -9,7 +9,8 @@ from bench.report import records
 
 CORRELATION_COLUMNS = [
     "model", "kind", "concept", "rho", "tau", "n", "n_gt",
-    "paper_rho", "paper_tau", "paper_delta_rho", "paper_delta_tau", "paper_name", "paper_decimals", "path",
+    "paper_rho", "paper_tau", "paper_delta_rho", "paper_delta_tau", "paper_name", "paper_source",
+    "paper_decimals", "path",
 ]
 RETRIEVAL_COLUMNS = [
     "model", "concept", "recall", "precision", "f1", "bottom_recall", "bottom_precision", "bottom_f1",

@@ -87,8 +87,12 @@ def test_three_folders_print_one_table_with_a_row_per_concept(tmp_path, sliced):
     lines = result.stdout.splitlines()
     for concept in paper.CONCEPTS:
         row = [line for line in lines if line.startswith(f"│ {CONVIS_CONCEPTS[concept]} ")]
-        # per set rho and tau; mPLUG-Owl3 (in the paper) adds the paper's value and the difference to each
-        assert len(row) == 1 and len(re.findall(r"[+-]?\d+\.\d+", row[0])) == 3 * 2 + 2 * 2
+        # per set rho and tau, each with Table 3's value and the difference: the paper's for mPLUG-Owl3,
+        # the release's for InternVL2.5 and Qwen2.5-VL
+        assert len(row) == 1 and len(re.findall(r"[+-]?\d+\.\d+", row[0])) == 3 * 3 * 2
+    header = next(line for line in lines if line.startswith("┃ concept"))
+    assert re.findall(r"paper|release", header) == ["paper", "release", "release"]
+    assert paper.RELEASE_NOTE in " ".join(result.stdout.split())
 
 
 def test_a_folder_without_captions_among_several_is_one_line(tmp_path, sliced):

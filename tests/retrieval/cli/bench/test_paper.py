@@ -22,7 +22,8 @@ GLOBAL_DIR = DATA / "computed_similarities"
 runner = CliRunner()
 
 
-EXTRA_CAPTION_SETS = {(paper.GLOBAL, "InternVL2_5-8B"), (paper.GLOBAL, "Qwen2.5-VL-7B-Instruct")}
+# SBERT on the other two caption sets: Table 3 rows whose values are computed from the release's files
+RELEASE_ROWS = {(paper.GLOBAL, "InternVL2_5-8B"), (paper.GLOBAL, "Qwen2.5-VL-7B-Instruct")}
 
 
 def _run(*args: str):
@@ -36,9 +37,8 @@ def test_cli_correlation_json(tmp_path):
     rows = json.loads(result.stdout)["results"]
     assert len(rows) == 6 * 5 + 6 * 5
     for r in rows:
-        if (r["kind"], r["model"]) in EXTRA_CAPTION_SETS:  # SBERT on other captions: not in the paper
-            assert r["paper_rho"] is None and r["paper_delta_rho"] is None
-            continue
+        release = (r["kind"], r["model"]) in RELEASE_ROWS
+        assert r["paper_source"] == (paper.RELEASE if release else paper.PRINTED)
         assert r["rho"] == pytest.approx(r["paper_rho"], abs=0.1)
     with open(tmp_path / "r.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
@@ -50,6 +50,16 @@ def test_cli_correlation_table_shows_ours_and_paper():
     assert result.exit_code == 0, result.output
     assert re.search(r"LLaVA-OV-7B\s+│\s+58\.94\s+│\s+58\.94\s+│\s+\+0\.00\s+│\s+47\.72\s+│\s+47\.72\s+│\s+\+0\.00",
                      result.stdout)
+
+
+def test_cli_correlation_names_a_release_row_and_its_delta_as_the_releases():
+    result = _run("correlation", "--gt", GT, "-s", DATA / "computed_similarities_more" / "videomae-large")
+    assert result.exit_code == 0, result.output
+    assert "VideoMAE (cosine) (release): correlation" in result.stdout
+    assert re.search(r"rho\s+┃\s+release\s+┃\s+Δ\s+┃\s+tau\s+┃\s+release\s+┃\s+Δ", result.stdout)
+    assert re.search(r"Location\s+│\s+37\.81\s+│\s+37\.8\s+│\s+\+0\.0\s+│\s+26\.44\s+│\s+26\.4\s+│\s+\+0\.0",
+                     result.stdout)
+    assert " ".join(result.stdout.split()).endswith(paper.RELEASE_NOTE)
 
 
 @pytest.mark.parametrize(
