@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.core.defaults import MiB
-from retrieval.core.errors import ConvisError
+from retrieval.core.errors import ConvisError, one_line
 
 # Statements, captions, a concept's descriptions, a local model's config: released captions run to 5,000
 # characters and a VidDiff annotation to a few hundred; a megabyte is a book's worth of text.
@@ -76,6 +76,11 @@ def parse_json(text: str, where: str, error: type[ConvisError] = UserFileError) 
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300 by default)
+        reason = one_line(exc).split(";")[0]  # Python's advice to raise its limit is not the user's to take
+        raise error(f"{where} holds a value convis does not read: {reason}") from None
+    except RecursionError:  # the counted depth is a bound, not a promise: the stack may already be deep
+        raise error(f"{where} nests too deep for convis to read") from None
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # brackets inside strings do not nest

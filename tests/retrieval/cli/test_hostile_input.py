@@ -47,6 +47,17 @@ def test_diff_statements_nested_100k_deep_is_one_line(example_videos, tmp_path):
     assert "nests more than 64 levels deep" in line
 
 
+@pytest.mark.parametrize("command", [
+    ["diff", "{v}/box.mp4", "{v}/cup.mp4", "--action", "x", "--statements", "{big}"],
+    ["bench", "correlation", "--gt", "{big}", "-s", "{big}"],
+])
+def test_json_with_a_number_of_5000_digits_is_one_line(example_videos, tmp_path, command):
+    big = tmp_path / "big.json"
+    big.write_text("[" + "9" * 5000 + "]")  # Python converts integers of at most 4,300 digits
+    line = one_line_error(runner.invoke(app, [a.format(v=example_videos, big=big) for a in command]))
+    assert f"{big} holds a value convis does not read: Exceeds the limit (4300 digits)" in line
+
+
 @pytest.mark.parametrize("args, says", [
     (["diff", "{v}/box.mp4", "{v}/cup.mp4", "--action", "x", "-s", "y", "--fps", "1e9"],
      "--fps must be a positive number of frames a second, at most 120"),

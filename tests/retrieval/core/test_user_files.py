@@ -1,10 +1,13 @@
 """Files a user names are read with a size limit and JSON with a nesting limit: one line, never a traceback."""
 
+import inspect
 import json
+import sys
 
 import pytest
 
 from bench.loaders import BenchDataError, load_pair_scores
+from indexers.base import INDEXERS
 from indexers.text import read_captions
 from rerankers.prompts.diff import DiffInputError
 from retrieval.core.user_files import (
@@ -84,3 +87,26 @@ def test_bench_fusion_and_caption_files_are_bounded(tmp_path):
     (captions / "a.txt").write_bytes(b"x" * (TEXT_FILE_LIMIT + 1))
     with pytest.raises(UserFileError, match="caption .*a.txt is larger than"):
         read_captions(captions)
+
+
+def test_a_number_beyond_pythons_digit_limit_is_the_callers_error(tmp_path):
+    big = tmp_path / "config.json"
+    big.write_text('{"model_type": ' + "1" * 5000 + "}")
+    with pytest.raises(UserFileError, match="holds a value convis does not read"):
+        parse_json(big.read_text(), "x")
+    with pytest.raises(FusionError, match="holds a value convis does not read"):
+        FusionModel.load(big)
+    folder = tmp_path / "my-clip"  # a local model whose config cannot be read is known by its folder's name
+    folder.mkdir()
+    big.rename(folder / "config.json")
+    assert INDEXERS.resolve(str(folder)).entry.name == "clip"
+
+
+def test_json_within_the_depth_limit_on_an_almost_full_stack_is_the_callers_error():
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 40)  # the parser's 64 levels no longer fit
+    try:
+        with pytest.raises(UserFileError, match="x nests too deep for convis to read"):
+            parse_json(deep(JSON_DEPTH_LIMIT), "x")
+    finally:
+        sys.setrecursionlimit(limit)
