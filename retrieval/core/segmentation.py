@@ -43,10 +43,15 @@ class ShotRule:
         if not (0 <= self.min_seconds <= top) or top <= 0 or math.isnan(self.min_seconds):
             raise SegmentationError(f"shot units need 0 <= min <= max seconds, not {self.min_seconds:g} and "
                                     f"{top:g}")
+
+    def check_lengths(self) -> None:
+        """Refuse lengths outside what a user may ask for. Only asked-for rules are checked, never one read
+        from an index: an index cut before these bounds keeps its rule, and ``info`` and later runs read it."""
         if not in_range(self.min_seconds, 0, MAX_SEGMENT_SECONDS) or not (
                 self.max_seconds is None or in_range(self.max_seconds, MIN_SEGMENT_SECONDS, MAX_SEGMENT_SECONDS)):
+            top = "0" if self.max_seconds is None else f"{self.max_seconds:g}"
             raise SegmentationError(f"--shot-max must be {MIN_SEGMENT_SECONDS:g} to {MAX_SEGMENT_SECONDS:g} seconds "
-                                    f"(0: never split) and --shot-min 0 to {MAX_SEGMENT_SECONDS:g}, not {top:g} "
+                                    f"(0: never split) and --shot-min 0 to {MAX_SEGMENT_SECONDS:g}, not {top} "
                                     f"and {self.min_seconds:g}")
 
     @property

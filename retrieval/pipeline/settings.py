@@ -69,6 +69,8 @@ class IndexSettings:
                 check_factory(self.faiss_index)
             except ValueError as exc:
                 raise IndexSettingsError(f"--faiss-index {self.faiss_index!r}: {exc}") from None
+        if self.shots is not None:
+            self.shots.check_lengths()
         if self.segment_seconds and self.segment_seconds < MIN_SEGMENT_SECONDS:
             raise IndexSettingsError(f"segments must be at least {MIN_SEGMENT_SECONDS:g} s long, not "
                                      f"{self.segment_seconds:g} s: shorter units hold a frame or two each")

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
-from retrieval.core.segmentation import ShotRule
+from retrieval.core.segmentation import SegmentationError, ShotRule
 from retrieval.engine import Engine
 from retrieval.media import shot_units
 from retrieval.media.shot_units import cut_shots
@@ -107,6 +107,27 @@ def test_the_cli_refuses_a_shot_rule_it_cannot_cut_with_in_one_line(tmp_path, sh
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.output
     assert not (tmp_path / "index").exists()
+
+
+@pytest.mark.parametrize("lengths, label", [((0.1, 0.2), "shots:content:0.1:0.2"),
+                                            ((1, 100_000), "shots:content:1:100000")])
+def test_an_index_cut_by_a_rule_now_out_of_range_still_answers_info_and_resumes(
+        tmp_path, tiny_models, monkeypatch, lengths, label):
+    rule = ShotRule("content", *lengths)  # what the index reads back from its label
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "carphone_pristine.mp4", folder / "phone.mp4")
+    with monkeypatch.context() as older:  # the convis that built it took any shot lengths
+        older.setattr(ShotRule, "check_lengths", lambda self: None)
+        assert index(Engine(tmp_path / "index"), folder, tiny_models, shots=rule).indexed == 1
+    with pytest.raises(SegmentationError, match="--shot-max must be"):
+        IndexSettings(shots=rule)  # asked for today, the rule is refused
+    shown = CliRunner().invoke(app, ["info", "--index-dir", str(tmp_path / "index"), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["segmentation"] == label
+    again = CliRunner().invoke(app, ["index", str(folder), "--index-dir", str(tmp_path / "index"), "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["unchanged"] == 1
 
 
 def test_ls_json_shows_each_shot_units_boundary_and_confidence(tmp_path, tiny_models, shot_folder):
