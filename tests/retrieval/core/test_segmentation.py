@@ -48,3 +48,11 @@ def test_the_units_in_words():
     assert describe(10.0, None) == "10 s units"
     assert describe(None, ShotRule("content")) == "shot units (content; at least 1 s, at most 60 s)"
     assert describe(None, ShotRule("content", 2, None)) == "shot units (content; at least 2 s, no longest)"
+
+
+@pytest.mark.parametrize("label", ["shots:content:0.1:0.2", "shots:transnet:0:100000"])
+def test_a_stored_label_outside_todays_bounds_reads_back_and_only_asking_for_it_is_refused(label):
+    _, rule = from_label(label)
+    assert rule.label == label
+    with pytest.raises(SegmentationError, match="--shot-max must be 0.5 to 86400 seconds"):
+        rule.check_lengths()
