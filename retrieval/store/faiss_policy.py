@@ -71,11 +71,10 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
     """Derive every signal's FAISS index (indexers, description signals and CLIPScore) from the catalog and
     replace the files atomically."""
     built = {}
-    signals = [row.indexer for row in catalog.indexers()] + [row.signal for row in catalog.description_signals()]
-    signals += list(signal_vectors.clipscore_signals(catalog).values())
+    signals = index_signals(catalog)
     for signal in signals:
         index = build_index(catalog, signal)
-        index.save(index_path(index_dir, signal), signal)
+        index.save(index_path(index_dir, signal, signals), signal)
         catalog.set_faiss_factory(signal, index.factory)
         built[signal] = index
     return built
@@ -83,8 +82,15 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
 
 def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> VectorIndex:
     """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
-    saved = VectorIndex.load(index_path(index_dir, model_id), model_id)
+    signals = index_signals(catalog)
+    saved = VectorIndex.load(index_path(index_dir, model_id, signals), model_id, signals)
     if saved is not None and saved.generation == catalog.generation and \
             saved.size == signal_vectors.count(catalog, model_id):
         return saved
     return build_index(catalog, model_id)
+
+
+def index_signals(catalog: Catalog) -> list[str]:
+    """Every signal the index keeps a FAISS index of: indexers, description signals and CLIPScore."""
+    signals = [row.indexer for row in catalog.indexers()] + [row.signal for row in catalog.description_signals()]
+    return signals + list(signal_vectors.clipscore_signals(catalog).values())

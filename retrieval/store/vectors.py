@@ -17,12 +17,14 @@ import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Collection
 
 import faiss
 import numpy as np
 
 from retrieval.core.errors import one_line
 from retrieval.core.files import atomic_write
+from retrieval.core.signal_kinds import SEPARATOR
 from retrieval.store.errors import DiskFull, is_disk_full
 
 # Exact search is fast enough (and exact) until about this many vectors; beyond, an ANN index.
@@ -177,16 +179,16 @@ class VectorIndex:
             raise
 
     @classmethod
-    def load(cls, path: Path, signal: str | None = None) -> "VectorIndex | None":
-        """The saved index, or None when it is missing, torn, not the bytes its sidecar describes or, when the
-        sidecar names its signal, another signal's than ``signal``."""
+    def load(cls, path: Path, signal: str | None = None, signals: Collection[str] = ()) -> "VectorIndex | None":
+        """The saved index, or None when it is missing, torn, not the bytes its sidecar describes or not
+        ``signal``'s (:func:`_of_signal`; ``signals``: the index's signals)."""
         meta_path = _meta_path(path)
         try:
             if not path.is_file() or not meta_path.is_file():
                 return None
             meta = json.loads(meta_path.read_text())
-            if signal is not None and meta.get("signal", signal) != signal:
-                return None  # another signal's index: the caller builds this one's from the catalog
+            if signal is not None and not _of_signal(meta, path, signal, signals):
+                return None  # maybe another signal's index: the caller builds this one's from the catalog
             if not _intact(path, meta.get("crc32")):
                 return None  # damaged (or written before checksums): the caller rebuilds from the catalog
             index = faiss.read_index(str(path))
@@ -202,6 +204,15 @@ class VectorIndex:
         except ValueError:
             return None  # parameters this index does not have: rebuild rather than search wrongly
         return cls(index, meta["factory"], int(meta["generation"]), params)
+
+
+def _of_signal(meta: dict, path: Path, signal: str, signals: Collection[str]) -> bool:
+    """Whether a sidecar describes ``signal``'s index: it names that signal, or it names none (written before
+    sidecars named theirs) and ``path`` is the file only ``signal`` had then: its old name, which no other of
+    ``signals`` had. Any other file is rebuilt from the catalog, which holds every vector."""
+    if "signal" in meta:
+        return meta["signal"] == signal
+    return path.name == f"{old_name(signal)}.faiss" and not shares_old_name(signal, signals)
 
 
 # files this process has checksummed: (inode, size, mtime, checksum) by path. A server loads an index per
@@ -285,19 +296,42 @@ def _apply(index: faiss.Index, params: str) -> None:
         raise ValueError(f"cannot apply search parameters {params!r}: {one_line(exc)}") from None
 
 
-def index_path(index_dir: Path, signal: str) -> Path:
-    """The FAISS file of ``signal`` (a model id, ``<text model>#<concept>``): its characters outside
-    ``A-Za-z0-9._-`` become ``_``. Model ids and concept keys of letters, digits and hyphens keep that name, as
-    indexes made before have them; any other character (a free-text concept's punctuation, a letter outside
-    ASCII) adds a digest of the whole id, or "camera angle?" and "camera angle!" would share one file."""
-    safe = _UNSAFE.sub("_", signal).strip("_")
-    if not _NAMED_AS_BEFORE.fullmatch(signal):
-        safe = f"{safe}-{hashlib.sha1(signal.encode('utf-8')).hexdigest()[:12]}"
-    return index_dir / FOLDER / f"{safe}.faiss"
+def index_path(index_dir: Path, signal: str, signals: Collection[str] = ()) -> Path:
+    """The FAISS file of ``signal`` (a model id, or ``<text model>#<concept>``) among the index's ``signals``.
+
+    Its name is the one indexes were built with (:func:`old_name`: characters outside ``A-Za-z0-9._-`` become
+    ``_``) wherever that name can only be this signal's: a model id written with ``A-Za-z0-9._-:/`` and a concept
+    written with ``A-Za-z0-9.-``, characters the old name keeps and no other character becomes. Any other signal
+    adds a digest of its whole id, or ``camera:angle``, ``camera/angle`` and ``camera#angle`` would share one
+    file. Model ids that differ only where the old name writes ``_`` (``a:b/c_d``, ``a:b_c/d``) each add one
+    when both are among ``signals``."""
+    name = old_name(signal)
+    if not _keeps_old_name(signal) or shares_old_name(signal, signals):
+        name = f"{name}-{hashlib.sha1(signal.encode('utf-8')).hexdigest()[:12]}"
+    return index_dir / FOLDER / f"{name}.faiss"
+
+
+def old_name(signal: str) -> str:
+    """The file name (without ``.faiss``) every signal had before names took digests."""
+    return _UNSAFE.sub("_", signal).strip("_")
+
+
+def shares_old_name(signal: str, signals: Collection[str]) -> bool:
+    """Whether another of ``signals`` had ``signal``'s old file name."""
+    name = old_name(signal)
+    return any(other != signal and old_name(other) == name for other in signals)
+
+
+def _keeps_old_name(signal: str) -> bool:
+    model, separator, concept = signal.partition(SEPARATOR)  # model ids never hold one
+    return bool(_MODEL_CHARS.fullmatch(model) and (not separator or _CONCEPT_CHARS.fullmatch(concept)))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_NAMED_AS_BEFORE = re.compile(r"[A-Za-z0-9._\-:/#]*")  # what model ids and ConViS concept keys are written with
+_MODEL_CHARS = re.compile(r"[A-Za-z0-9._\-:/]*")  # hub ids, open_clip tags and paths, as model ids are written
+# a concept's characters that its old name keeps and that nothing else becomes: the digits, letters, hyphens
+# and dots of a ConViS key or a slug ("_" is what ":", "/" and "#" became)
+_CONCEPT_CHARS = re.compile(r"[A-Za-z0-9.-]+")
 
 
 FOLDER = "faiss"  # beside the catalog, in the index folder
