@@ -17,18 +17,25 @@ from retrieval.core.errors import one_line
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
-from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, choose_factory, index_path
+from retrieval.store.vectors import EXACT_LIMIT, VectorIndex, check_factory, choose_factory, index_path
 
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
 
 
-def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None) -> None:
+def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None,
+                    notices: list[str] | None = None) -> None:
     """Record the FAISS factory string / search parameters this index uses ("auto": chosen by size).
 
     Checked against every indexer's dimension before it is stored, so a typo fails now, in one
-    line, not after hours of embedding, and the previous setting stays.
+    line, not after hours of embedding, and the previous setting stays. A stored factory past
+    ``check_factory``'s bounds, kept from before they were checked, is reset to automatic when
+    none is given, said in ``notices``.
     """
     wanted = {key: _setting(catalog, key, given) for key, given in ((FAISS_FACTORY, factory), (FAISS_PARAMS, params))}
+    if factory is None and _past_bounds(wanted[FAISS_FACTORY], wanted[FAISS_PARAMS] if params is None else "", notices):
+        wanted[FAISS_FACTORY] = ""
+        if params is None:  # they were the search parameters of that factory
+            wanted[FAISS_PARAMS] = ""
     chosen_factory, chosen_params = wanted[FAISS_FACTORY] or None, wanted[FAISS_PARAMS] or None
     for ix in indexers:
         # with the automatic choice, parameters are for the ANN index it picks once the collection is large
@@ -42,6 +49,20 @@ def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str 
                                      f"{one_line(exc, 200)}") from None
     for key, value in wanted.items():
         catalog.set_setting(key, value)
+
+
+def _past_bounds(stored: str, stored_params: str, notices: list[str] | None) -> bool:
+    """Whether the stored factory ``stored`` asks for more than convis builds (said in ``notices``, with the
+    ``stored_params`` that go with it)."""
+    try:
+        check_factory(stored)
+    except ValueError as exc:
+        dropped = f", without the search parameters {stored_params!r} set for it" if stored_params else ""
+        if notices is not None:
+            notices.append(f"this index's FAISS index {stored!r} is past what convis builds ({exc}); it now uses the "
+                           f"automatic index{dropped} (--faiss-index chooses another)")
+        return True
+    return False
 
 
 def _setting(catalog: Catalog, key: str, given: str | None) -> str:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from retrieval.cli.app import app
 from retrieval.store.catalog import Catalog
-from retrieval.store.faiss_policy import FAISS_FACTORY, build_index
+from retrieval.store.faiss_policy import FAISS_FACTORY, FAISS_PARAMS, build_index
 from retrieval.store.vectors import MAX_IVF_LISTS, VectorIndex, check_factory
 
 
@@ -59,3 +59,21 @@ def test_an_oversized_setting_stored_earlier_falls_back_to_the_automatic_index(e
         started = time.monotonic()
         built = build_index(cat, row.indexer)
     assert built.factory == "Flat" and built.size > 0 and time.monotonic() - started < 5
+
+
+def test_index_resets_an_oversized_setting_stored_earlier_to_automatic_with_a_note(example_index, example_videos,
+                                                                                    tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(example_index, index)
+    with Catalog(index / "catalog.duckdb") as cat:  # as an older convis stored them, with that factory's parameters
+        cat.set_setting(FAISS_FACTORY, "IVF99999999,Flat")
+        cat.set_setting(FAISS_PARAMS, "nprobe=64")
+    ran = CliRunner().invoke(app, ["index", str(example_videos), "--index-dir", str(index)])
+    assert ran.exit_code == 0, ran.output
+    assert "note: this index's FAISS index 'IVF99999999,Flat' is past what convis builds (IVF99999999 asks for " \
+           "99,999,999 inverted lists; at most 1,048,576); it now uses the automatic index, without the search " \
+           "parameters 'nprobe=64' set for it (--faiss-index chooses another)" in " ".join(ran.stderr.split())
+    with Catalog(index / "catalog.duckdb", read_only=True) as cat:
+        assert cat.setting(FAISS_FACTORY) == "" and cat.setting(FAISS_PARAMS) == ""
+    again = CliRunner().invoke(app, ["index", str(example_videos), "--index-dir", str(index)])
+    assert again.exit_code == 0 and "FAISS" not in again.stderr, again.output
