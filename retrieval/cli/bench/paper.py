@@ -45,7 +45,7 @@ def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart:
 
     records = report.records(rows)
     if as_json:
-        typer.echo(report.to_json({**meta, "results": records}))
+        typer.echo(report.to_json({**meta, **report.json_notes(rows), "results": records}))
     else:
         console = Console()
         for table in tables:
