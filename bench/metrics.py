@@ -128,12 +128,13 @@ def relevance(human: Ranks) -> dict[str, int]:
 
 # convis's own NDCG, not a number of the paper; the reference script computes another one it never reports
 # (sklearn's ndcg_score with the raw human rank numbers as gains, so the least similar candidate gains most)
-NDCG_LABEL = "NDCG (convis: gain = worst human rank + 1 - rank, tied scores share gains; not in the paper)"
+NDCG_LABEL = "NDCG*"  # a table's column; its footnote (and --json's ndcg_variant) is NDCG_VARIANT
+NDCG_VARIANT = "convis's own NDCG: gain = worst human rank + 1 - rank, tied scores share gains; not in the paper"
 
 
 def ndcg(human: Ranks, model: Scores, k: int | None = None) -> float:
     """NDCG@k with relevance from the human ranks (``relevance``: the worst rank gains 1, each better rank one
-    more); tied model scores share their gains (averaged), as sklearn's ``ndcg_score`` does. See NDCG_LABEL."""
+    more); tied model scores share their gains (averaged), as sklearn's ``ndcg_score`` does. See NDCG_VARIANT."""
     rel = relevance(human)
     keys = list(rel)
     gains = np.array([rel[c] for c in keys], dtype=np.float64)

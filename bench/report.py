@@ -15,7 +15,7 @@ from rich.text import Text
 
 from bench import paper
 from bench.evaluate import ALL_ANCHORS, PAPER_SPLIT, RANDOM_MODEL, CorrelationRow, RetrievalRow
-from bench.metrics import NDCG_LABEL
+from bench.metrics import NDCG_LABEL, NDCG_VARIANT
 from retrieval.core.concepts import CONVIS_CONCEPTS
 
 PAPER_STYLE = "dim"
@@ -195,6 +195,7 @@ def _retrieval_notes(rows: Sequence[RetrievalRow]) -> list[str]:
         "anchors and candidates as the models in its table",
         *(_anchor_set_note(label, group) for label, group in groups.items() if label != ALL_ANCHORS),
         *_paper_note(rows),
+        f"{NDCG_LABEL} = {NDCG_VARIANT}",
         "bottom-1 scores are in the JSON/CSV output",
     ]
 
@@ -235,6 +236,11 @@ def _with_paper(ours: float, theirs: float | None) -> str:
 
 
 # ---------------------------------------------------------------- files
+
+
+def json_notes(rows: Sequence[CorrelationRow | RetrievalRow]) -> dict[str, str]:
+    """What the JSON output says beside its results: which NDCG its retrieval rows hold."""
+    return {"ndcg_variant": NDCG_VARIANT} if any(isinstance(r, RetrievalRow) for r in rows) else {}
 
 
 def records(rows: Iterable[CorrelationRow | RetrievalRow]) -> list[dict]:

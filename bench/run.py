@@ -25,6 +25,11 @@ and other checkpoints are named apart, as the release names its own run of the L
 a reranker one greedy answer a pair, asked (video 1, video 2), one pair a forward pass, in the family's
 ``paper_dtype``. Anything else is in the name (``-fast``, ``-expected``, ``-sym``, ``-bf16``, ``-b4``,
 ``-f8``), so only such a run is printed beside the paper's value.
+
+Each LMM spec is built once a run and shared by the captioner, VQAScore and the reranker (``--frames`` and
+``--rerank-batch`` ask the same weights another way); under the paper protocol in its family's ``paper_dtype``, one
+request a forward pass.  Cached answers are kept apart by precision and batch size; answers asked after a batch
+was lowered for lack of GPU memory are not cached, and the run's notes say so.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from bench.split import make_split
 from indexers.base import INDEXERS, takes_frame_count
 from indexers.text import MINILM
 from rerankers.base import RERANKERS
-from rerankers.factory import check_protocol, create_reranker, paper_dtype
+from rerankers.factory import PAPER_BATCH, check_protocol, paper_dtype
 from rerankers.prompts.similarity import reference_score
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 from retrieval.core.scores import clipscore, unit_similarity
@@ -58,7 +63,7 @@ from retrieval.core.signal_kinds import caption_signal
 from retrieval.engine import Engine
 from retrieval.lmm.clips import ClipRef
 from retrieval.lmm.similarity import PairScorer
-from retrieval.lmm.vqascore import Captioned
+from retrieval.lmm.vqascore import Captioned, VqaScorer
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog_records import IndexerRow
@@ -89,7 +94,6 @@ PAPER_FOLDERS = {
 # the lmms-lab weights, so transformers' port is "-HF" here too
 PAPER_VQA_FOLDERS = {"llava-hf/llava-onevision-qwen2-7b-ov-hf": "LLaVA-OneVision-HF"}
 PAPER_MODE = "greedy"  # the reference parses one greedy token (InternVL's chat path sampled it: no mode matches that)
-PAPER_BATCH = 1  # the reference asked one pair a forward pass; batched, left-padded rows score differently
 DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
 
 
@@ -214,7 +218,8 @@ class BenchRun:
         self.engine = Engine(self.out / f"index-{self.protocol}-f{self.frames or 'default'}{by}", device=self.device)
 
     def run(self) -> RunResult:
-        check_protocol([self.reranker, self.vqascore], self.protocol)  # a refused model ends the run before indexing
+        # a refused model ends the run before indexing
+        check_protocol([self.reranker, self.captioner, self.vqascore], self.protocol)
         # an LMM that cannot be had (or cannot run here) is one line before the videos are indexed, not after
         self.engine.models.check_lmms([s for s in (self.reranker, self.captioner, self.vqascore) if s])
         # a captioner's captions stand alone: caption files would win over them (a person's words first)
@@ -241,10 +246,13 @@ class BenchRun:
         report = self.engine.describe(captioner=self.captioner, caption_only=True)
         for text in report.notes:
             self.note(text)
-        model = self.engine.reranker(self.captioner)
-        # the release's folder name for the paper protocol's captions (the reference's rule), marked otherwise
+        model = self._lmm(self.captioner)  # the model that wrote them
+        # the release's folder name for the paper protocol's captions (the reference's rule), marked otherwise; a
+        # precision other than the family's paper one (a CPU's fp32) is named, as a reranker's is
+        precision = reranker_suffix(PAPER_MODE, False, _dtype(model), paper_dtype(self.captioner), PAPER_BATCH) \
+            if self.protocol == "paper" else ""
         name = model_folder(RERANKERS, model.name, model.source, model.frames_per_video,
-                            type(model).frames_per_video, self._suffix())
+                            type(model).frames_per_video, self._suffix(), precision)
         with self.engine.open_catalog() as catalog:
             captions = captions_by_video(catalog)
         folder = self.out / "captions" / name
@@ -284,34 +292,33 @@ class BenchRun:
 
     def _write_vqascore(self, captions: dict[str, str]) -> None:
         """VQAScore of every rated pair and split candidate whose videos both have a caption (batched, cached)."""
-        model = self._vqa_model()
+        model = self._lmm(self.vqascore)
         clips = self._clips()
         have = {v for v in clips if v in captions}
         wanted = list(dict.fromkeys([*((a, b) for a, b in self.dataset.pairs),
                                      *((a, c) for a, cands in self.dataset.split.items() for c in cands)]))
         wanted = [(a, b) for a, b in wanted if a in have and b in have]
-        scorer = self.engine.models.vqa_scorer(model)
-        values = dict(zip(wanted, scorer.score([(Captioned(clips[a], captions[a]), Captioned(clips[b], captions[b]))
-                                                for a, b in wanted]), strict=True))
-        unreadable = {k for k, v in values.items() if v is None}
-        if unreadable:
-            self.note(f"VQAScore: {len(unreadable)} pair(s) had unreadable logits and are not scored")
-        settings = reranker_suffix(PAPER_MODE, False, getattr(model, "dtype", None),
-                                   getattr(type(model), "paper_dtype", None), model.batch_size)
+        # named by the batch it is asked with (a lower one after running out of memory is noted, not named)
+        settings = reranker_suffix(PAPER_MODE, False, _dtype(model), paper_dtype(self.vqascore), model.batch_size)
         label = (PAPER_VQA_FOLDERS.get(model.source) or model_folder(RERANKERS, model.name, model.source,
                                                                      model.frames_per_video,
                                                                      type(model).frames_per_video)) + settings
+        scorer = VqaScorer(model, self._settings_cache(model), self.engine.models.frames)
+        values = dict(zip(wanted, scorer.score([(Captioned(clips[a], captions[a]), Captioned(clips[b], captions[b]))
+                                                for a, b in wanted]), strict=True))
+        self._note_batch(label, scorer.cache)
+        unreadable = {k for k, v in values.items() if v is None}
+        if unreadable:
+            self.note(f"VQAScore: {len(unreadable)} pair(s) had unreadable logits and are not scored")
         self._write_signal(f"{label}_{self.caption_set}", label, lambda a, b: values[(a, b)],
                            have, skip=unreadable)
         self.note(f"VQAScore ({model.model_id}): {scorer.questions_asked} questions asked, the rest from the cache")
 
-    def _vqa_model(self):
-        """The VQAScore model: under the paper protocol in its family's paper precision (LLaVA-OneVision in fp16,
-        as t2v_metrics ran it), one question a forward pass; the family's defaults under fast."""
-        if self.protocol != "paper":
-            return self.engine.reranker(self.vqascore)
-        return self.engine.reranker(create_reranker(self.vqascore, device=self.engine.models.device,
-                                                    dtype=paper_dtype(self.vqascore), batch_size=PAPER_BATCH))
+    def _lmm(self, spec: str):
+        """The video LMM ``spec`` as this run's protocol builds it, one for the captioner, VQAScore and the reranker
+        alike: in its family's paper precision, one request a forward pass, under the paper protocol (LLaVA in
+        fp16, as LLaVA-NeXT and t2v_metrics ran it); the family's defaults under fast."""
+        return self.engine.models.reranker(spec, self.protocol)
 
     def _write_signal(self, folder: str, stem: str, sim: Callable[[str, str], float], have: set[str],
                       skip: set = frozenset()) -> None:
@@ -352,6 +359,7 @@ class BenchRun:
             self.result.files.append(ScoreFile(path, folder, key))
             if key in self.dataset.human:
                 self._write_ranking(folder, key, self._rank_scores(scorer, clips, concept))
+        self._note_batch(folder, scorer.cache)
         self.note(f"{reranker.model_id}: {scorer.model_pairs} pairs sent to the model, "
                   f"{scorer.frames.decodes} clips decoded")
 
@@ -361,26 +369,32 @@ class BenchRun:
         return self.mode or (PAPER_MODE if self.protocol == "paper" else "expected")
 
     def _build_reranker(self):
-        """The reranker as this run asks it: one pair a forward pass and the family's paper precision under the
-        paper protocol (unless --rerank-batch says otherwise), the family's defaults under fast."""
-        batch = self.rerank_batch or (PAPER_BATCH if self.protocol == "paper" else None)
-        dtype = paper_dtype(self.reranker) if self.protocol == "paper" else None
-        return create_reranker(self.reranker, device=self.engine.models.device, dtype=dtype,
-                               frames_per_video=self.frames, batch_size=batch)
+        """The reranker as this run asks it: the run's LMM (``_lmm``: one pair a forward pass and the family's paper
+        precision under the paper protocol), with --frames and --rerank-batch where they are given (the same
+        weights, asked another way)."""
+        return self._lmm(self.reranker).asked_with(self.frames, self.rerank_batch)
 
     def _reranker_folder(self, reranker) -> str:
         # the class attribute is the family's own frame count (the paper's setting)
-        settings = reranker_suffix(self.scoring, self.symmetric, getattr(reranker, "dtype", None),
-                                   getattr(type(reranker), "paper_dtype", None), reranker.batch_size)
+        settings = reranker_suffix(self.scoring, self.symmetric, _dtype(reranker), paper_dtype(self.reranker),
+                                   reranker.batch_size)
         return model_folder(RERANKERS, reranker.name, reranker.source, reranker.frames_per_video,
                             type(reranker).frames_per_video, self._suffix(), settings)
 
     def _pair_scorer(self, reranker) -> PairScorer:
-        """Cached answers are found only for this precision and batch size: another's are other answers."""
-        settings = f"dtype={dtype_name(getattr(reranker, 'dtype', None))}|batch={reranker.batch_size}"
+        return PairScorer(reranker, self._settings_cache(reranker), self.engine.models.frames, self.scoring,
+                          self.symmetric)
+
+    def _settings_cache(self, model) -> SettingsCache | None:
+        """The score cache as this run's scorers (the reranker's, VQAScore's) read and write it: cached answers are
+        found only for the model's precision and the batch size it is asked with; another's are other answers."""
         cache = self.engine.models.score_cache([])
-        return PairScorer(reranker, cache and SettingsCache(cache, settings), self.engine.models.frames,
-                          self.scoring, self.symmetric)
+        return None if cache is None else SettingsCache(cache, model)
+
+    def _note_batch(self, folder: str, cache: SettingsCache | None) -> None:
+        if cache is not None and cache.lowered:
+            self.note(f"{folder}: out of GPU memory at {cache.batch} a forward pass; the rest was asked "
+                      f"{cache.model.batch_size} a pass and not cached (the folder keeps -b{cache.batch})")
 
     def _released(self, score) -> float:
         """A pair's value in the score file. Under the paper protocol a greedy answer is read as the reference
@@ -419,17 +433,29 @@ class BenchRun:
 
 
 class SettingsCache:
-    """A score cache whose keys also hold a run's precision and batch size (``settings``): batched, left-padded
-    rows and other precisions answer differently, so their answers are never read back as this run's."""
+    """A score cache whose keys also hold the precision of ``model`` and the batch size it is asked with (its
+    ``batch_size`` now): batched, left-padded rows and other precisions answer differently, so their answers are
+    never read back as this run's.  Once the model lowers its batch (out of GPU memory) its answers are another
+    batch size's: they are not kept under this one (``lowered`` says so)."""
 
-    def __init__(self, cache, settings: str):
-        self.cache, self.settings = cache, settings
+    def __init__(self, cache, model):
+        self.cache, self.model, self.batch = cache, model, model.batch_size
+        self.settings = f"dtype={dtype_name(_dtype(model))}|batch={self.batch}"
+
+    @property
+    def lowered(self) -> bool:
+        return self.model.batch_size != self.batch
 
     def get(self, tag: str, *key):
         return self.cache.get(f"{tag}|{self.settings}", *key)
 
     def put(self, tag: str, *key) -> None:
-        self.cache.put(f"{tag}|{self.settings}", *key)
+        if not self.lowered:
+            self.cache.put(f"{tag}|{self.settings}", *key)
+
+
+def _dtype(model):
+    return getattr(model, "dtype", None)  # the torch dtype an HF model runs in; None for one that has none
 
 
 def _released(score: float | None) -> float:

@@ -6,6 +6,7 @@ pair can be asked which of the two a statement fits more, or what differs betwee
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import ClassVar, Iterable, Sequence
@@ -172,6 +173,20 @@ class Reranker(ABC):
             return cls.dtype_text
         source = f" ({cls.paper_dtype_source})" if cls.paper_dtype_source else ""
         return f"{cls.paper_dtype} under --protocol paper on a GPU{source}; otherwise {cls.dtype_text}"
+
+    def asked_with(self, frames_per_video: int | None = None, batch_size: int | None = None) -> Reranker:
+        """This model asked with another frame count or batch size (None keeps this one's): itself when neither
+        differs, else a copy that shares its loaded weights, so a run that asks one model several ways holds it
+        once in memory."""
+        frames = self.frames_per_video if frames_per_video is None else frames_per_video
+        batch = self.batch_size if batch_size is None else max(1, int(batch_size))
+        if frames < 1:
+            raise ValueError("frames_per_video must be >= 1")
+        if (frames, batch) == (self.frames_per_video, self.batch_size):
+            return self
+        other = copy.copy(self)  # the weights, processor and notices are shared, the settings are the copy's
+        other.frames_per_video, other.batch_size = frames, batch
+        return other
 
     @property
     def frame_spec(self) -> FrameSpec:

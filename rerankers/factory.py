@@ -12,12 +12,13 @@ from typing import Iterable
 # importing the family modules registers them (they import transformers only when a model is built)
 from rerankers import internvl, llava, mplug, qwen  # noqa: F401
 from rerankers.base import RERANKERS, Reranker, RerankerError, RerankerUnavailable
-from rerankers.hf import FAMILIES, cpu_hint, looks_like_path, release_named, unavailable
+from rerankers.hf import FAMILIES, RELEASES, Release, cpu_hint, looks_like_path, unavailable
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.weights import hub_missing
 
 # families listed by name whose checkpoints convis cannot run: each answers every request with its one line
 REFUSED = {mplug.NAME: mplug.refusal}
+PAPER_BATCH = 1  # the reference asked one pair (one video) a forward pass; batched, left-padded rows score differently
 
 
 def create_reranker(spec: str, device: str | None = None, dtype=None, **kwargs) -> Reranker:
@@ -80,9 +81,42 @@ def paper_dtype(spec: str) -> str:
 
 def paper_refusal(spec: str) -> str | None:
     """Why ``--protocol paper`` cannot run ``spec`` as the paper did, in one line; None when it can (or when the
-    spec names nothing registered: building it says what is wrong)."""
-    release = release_named(_registered_name(spec) or "")
-    return release.paper_refusal if release is not None else None
+    spec names nothing registered: building it says what is wrong).
+
+    A refused checkpoint is refused by its weights as well as by its registry name: ``llava-onevision:`` followed
+    by LLaVA-Video's hub id or a folder of its conversion loads LLaVA-Video all the same.  A conversion's config
+    holds no LLaVA-Video setting (transformers' converter writes a plain llava_onevision config), so the weights
+    are known by their name: the hub id, the folder's name, or the repository a Hugging Face cache snapshot
+    belongs to (``models--llava-hf--LLaVA-Video-7B-Qwen2-hf/snapshots/<commit>``)."""
+    try:
+        resolved = RERANKERS.resolve(spec)
+    except UnknownModelError:
+        return None
+    source = resolved.source or resolved.entry.default_source or ""
+    for release in RELEASES:
+        if release.paper_refusal and (release.name == resolved.entry.name or _holds(source, release)):
+            return release.paper_refusal
+    return None
+
+
+def _holds(source: str, release: Release) -> bool:
+    """Whether ``source`` (a hub id or a folder) names ``release``'s weights: its default hub id, or a name one of
+    its claims is part of (as the registry claims a hub id or folder for it)."""
+    names = _weight_names(source)
+    marks = [release.default.lower(), *release.claims]
+    return any(mark in name for name in names for mark in marks)
+
+
+def _weight_names(source: str) -> list[str]:
+    """The names that say which weights ``source`` holds, lower-cased: a hub id itself; a folder's own name and,
+    for a snapshot of the Hugging Face cache, its repository's folder name."""
+    if not looks_like_path(source):
+        return [source.lower()]
+    path = Path(source).expanduser()
+    names = [path.name.lower()]
+    if path.parent.name == "snapshots":
+        names.append(path.parent.parent.name.lower())
+    return names
 
 
 def check_protocol(specs: Iterable[str | None], protocol: str) -> None:
@@ -94,6 +128,16 @@ def check_protocol(specs: Iterable[str | None], protocol: str) -> None:
         refusal = paper_refusal(spec) if spec else None
         if refusal:
             raise RerankerError(refusal)
+
+
+def create_for_protocol(spec: str, protocol: str, device: str | None = None, **kwargs) -> Reranker:
+    """``spec`` built as ``protocol`` runs it: under "paper" refused where the paper cannot be run
+    (``check_protocol``), else in the family's ``paper_dtype``, one request a forward pass (``PAPER_BATCH``);
+    under "fast" with ``kwargs`` as given (the family's defaults where they are None)."""
+    if protocol == "paper":
+        check_protocol([spec], protocol)
+        kwargs = {**kwargs, "dtype": paper_dtype(spec), "batch_size": PAPER_BATCH}
+    return create_reranker(spec, device=device, **kwargs)
 
 
 def _registered_name(spec: str) -> str | None:

@@ -598,11 +598,6 @@ def register_checkpoints(family: type[HFVideoReranker], checkpoints: list[Releas
         FAMILIES[c.name] = family
 
 
-def release_named(name: str) -> Release | None:
-    """The registered checkpoint called ``name`` (a registry entry's name), None for one registered otherwise."""
-    return next((r for r in RELEASES if r.name == name), None)
-
-
 def cpu_release() -> Release | None:
     """The smallest registered checkpoint, when it is small enough to run on a CPU (None: none is)."""
     sized = [r for r in RELEASES if r.params is not None and r.params <= CPU_PARAMS]

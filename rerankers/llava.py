@@ -13,9 +13,11 @@ the LLaVA-OneVision architecture, so a conversion to ``llava_onevision`` (hub
 ``llava-hf/LLaVA-Video-7B-Qwen2-hf``, or a folder written by transformers'
 ``convert_llava_onevision_weights_to_hf.py``) is what ``llava-video`` loads.  The original
 checkpoint gives a clear "cannot load" error.  The conversion does not keep LLaVA-Video's layout of
-visual tokens (``LLAVA_VIDEO_LAYOUT``), so ``--protocol paper`` refuses ``llava-video``.
+visual tokens (``LLAVA_VIDEO_LAYOUT``), so ``--protocol paper`` refuses ``llava-video``, also as
+``llava-onevision:`` with its weights (``rerankers.factory.paper_refusal``).
 
-The reference ran every LLaVA model in float16 (``paper_dtype``), the paper protocol's precision on a GPU.
+The reference ran every LLaVA model in float16 (``paper_dtype``), the paper protocol's precision on a GPU, for
+captions, VQAScore and concept scores alike.
 """
 
 from __future__ import annotations

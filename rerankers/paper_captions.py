@@ -22,7 +22,8 @@ files say how each family captioned:
 
 A sampled caption is seeded (42, the seed of the reference's scripts) just before it is generated, and every
 video is generated alone, as the reference did: a caption depends on its video, never on the order or the
-company it was asked in.
+company it was asked in.  The model runs in its family's paper precision (``rerankers.factory.create_for_protocol``:
+LLaVA fp16, Qwen2.5-VL and InternVL bf16, on a GPU), and a stored caption is keyed by the precision it was written in.
 """
 
 from __future__ import annotations
@@ -87,8 +88,10 @@ class PaperCaptioner:
 
     @property
     def describe_version(self) -> str:
-        # "paper" and the whole rule: a fast caption (the reranker's frames, greedy) never stands in for these
-        return f"{DESCRIBE_PROMPT_VERSION}|paper|{self.rule.describe()}"
+        # "paper", the whole rule and the precision: a fast caption (the reranker's frames, greedy), or one written
+        # in another precision, never stands in for these
+        precision = str(getattr(self.model, "dtype", None)).removeprefix("torch.")
+        return f"{DESCRIBE_PROMPT_VERSION}|paper|{self.rule.describe()}|dtype={precision}"
 
     def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str:
         return self.describe_many([frames], prompt, max_new_tokens, prepared)[0]

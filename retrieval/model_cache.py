@@ -50,7 +50,7 @@ class ModelCache:
         self._towers: dict[tuple[str, str], object] = {}  # (spec, protocol) -> what embeds its sentences
         self._built_frames: dict[tuple[str, str], FrameSpec] = {}  # each indexer's frames as it was built
         self._anchors: dict[Path, AnchorCache] = {}  # by index folder
-        self._rerankers: dict = {}
+        self._rerankers: dict = {}  # (spec, protocol) -> Reranker
         self._pairs: dict[tuple[int, str, bool], PairScorer] = {}
         self._vqa: dict[int, VqaScorer] = {}  # reranker object id -> its VQAScore scorer
         self._scores: ScoreCache | None = None
@@ -135,30 +135,34 @@ class ModelCache:
         model = self._indexers.get((spec, protocol))
         return model is not None and model.frame_spec != self._built_frames[(spec, protocol)]
 
-    def reranker(self, spec):
-        """A Reranker built once (specs are names, hub ids or folders; a Reranker is itself)."""
+    def reranker(self, spec, protocol: str = "fast"):
+        """A Reranker built once per spec and protocol, shared by everything that asks it (specs are names, hub ids
+        or folders; a Reranker is itself): under "paper" in its family's paper precision, one request a forward
+        pass, and refused where the paper cannot be run (``rerankers.factory.create_for_protocol``)."""
         from rerankers.base import Reranker
-        from rerankers.factory import create_reranker
+        from rerankers.factory import create_for_protocol
 
         if isinstance(spec, Reranker):
             return spec
+        key = (spec, protocol)
         with self._lock:
-            if spec not in self._rerankers:
-                self._rerankers[spec] = create_reranker(spec, device=self.device, batch_size=self.rerank_batch)
-            return self._rerankers[spec]
+            if key not in self._rerankers:
+                self._rerankers[key] = create_for_protocol(spec, protocol, self.device, batch_size=self.rerank_batch)
+            return self._rerankers[key]
 
     def captioner(self, spec, protocol: str = "fast"):
         """Who captions with ``spec`` under the index's ``protocol`` (``Reranker.captioner``): the reranker itself
-        for "fast", the reference's caption rule around it for "paper"."""
-        return self.reranker(spec).captioner(protocol)
+        for "fast", the reference's caption rule around the paper protocol's build of it for "paper"."""
+        return self.reranker(spec, protocol).captioner(protocol)
 
     def check_lmms(self, specs) -> None:
         """Refuse at once (RerankerUnavailable, one line) a video LMM whose weights cannot be had, before a request
         decodes, embeds or imports anything heavy; one built already, or a Reranker given as itself, passes."""
         from rerankers.factory import check_weights
 
+        built = {spec for spec, _ in self._rerankers}
         for spec in specs:
-            if isinstance(spec, str) and spec not in self._rerankers:
+            if isinstance(spec, str) and spec not in built:
                 check_weights(spec)
 
     def rerankers(self) -> list:

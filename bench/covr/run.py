@@ -22,6 +22,7 @@ from typing import Callable, Mapping, Sequence
 from bench.covr.caption import modification_text
 from bench.covr.metrics import CovrQuery, covr_metrics, read_annotations, video_id
 from bench.loaders import BenchDataError
+from retrieval.core.defaults import MAX_K  # the most results one query returns (QueryRequest refuses more)
 
 TOP = 50  # TF-CoVR keeps the top 50 of each ranking
 
@@ -78,7 +79,8 @@ def gallery(queries: Sequence[CovrQuery], by_id: Mapping[str, Path], videos: Pat
 
 def rank_query(engine, query: CovrQuery, by_id: Mapping[str, Path], counts: Mapping[str, int],
                change_weight: float = 1.0) -> list[str]:
-    """The top ``TOP`` gallery entries for one row; more hits are asked for until they fill it or run out."""
+    """The top ``TOP`` gallery entries for one row; more hits are asked for until they fill it, every gallery
+    entry is ranked, the index runs out or a query returns its most (``MAX_K``)."""
     anchor = by_id.get(query.query_video)
     if anchor is None:
         raise BenchDataError(f"query {query.query_id}: its video {query.query_video} is not in the dataset")
@@ -86,13 +88,14 @@ def rank_query(engine, query: CovrQuery, by_id: Mapping[str, Path], counts: Mapp
     from retrieval.search.compose import Change
 
     change = Change(modification_text(query.modification), change_weight)
-    k = TOP * 4
+    entries = sum(n for vid, n in counts.items() if vid != query.query_video)  # the query's own are never ranked
+    k = min(TOP * 4, MAX_K)
     while True:
         hits = engine.query(QueryRequest(anchor, (), k=k, change=change)).hits
         ranked = gallery_ranking([video_id(h.path) for h in hits], counts, query.query_video)
-        if len(ranked) >= TOP or len(hits) < k:
+        if len(ranked) >= min(TOP, entries) or len(hits) < k or k == MAX_K:
             return ranked[:TOP]
-        k *= 4
+        k = min(k * 4, MAX_K)
 
 
 def gallery_ranking(ids: Sequence[str], counts: Mapping[str, int], query_video: str) -> list[str]:

@@ -164,9 +164,11 @@ def parse_score(answer: str | None) -> int | None:
 
 
 def reference_score(answer: str | None) -> float:
-    """Read a greedy answer as the ConViS-Bench reference does (``parse_answer_to_score`` on the stripped
-    answer): the number its first line is, whatever it is ("7" -> 7.0, "4" -> 4.0), else 0.0, the release's
-    "could not parse".  Only the reference's own score files are written with it; everywhere else an answer is
+    """Read a greedy answer as the ConViS-Bench reference does: its model files' ``generate`` strips the decoded
+    answer (``models/qwen2_vl_model.py``, ``llavaov_model.py``, ``mplugowl3_model.py``: ``text.strip()``;
+    InternVL's ``chat`` strips its response), then ``parse_answer_to_score`` reads ``answer.split("\n")[0]``: the
+    number that first line is, whatever it is ("7" -> 7.0, "\n7" -> 7.0), else 0.0, the release's "could not
+    parse".  Only the reference's own score files are written with it; everywhere else an answer is
     read with ``parse_score`` (1-5 or unreadable).  A line reading "nan" or "inf" (a number to Python, though no
     score) is 0.0 too: the score files are JSON.
     """

@@ -77,7 +77,7 @@ CaptionerOpt = Annotated[Optional[str], typer.Option(
     "concept, 6 model calls a unit, stored in the index and never asked again for the same bytes; a text indexer "
     "embeds the captions. Fast protocol: the family's reranking frames, greedy, 256 tokens a caption; --protocol "
     "paper: the ConViS-Bench reference's (Qwen: 1 fps, at most 360*420 px, its checkpoint's decoding, 1024 tokens; "
-    "InternVL: sampled, seeded, 1024 tokens).")]
+    "InternVL: sampled, seeded, 1024 tokens), in the family's paper precision; it refuses llava-video.")]
 DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     metavar="cpu|cuda|cuda:N", help="Decode on the GPU with torchcodec (NVDEC); without one, decoding stays on the "
     "CPU and a notice says why.")]

@@ -15,7 +15,7 @@ from retrieval.pipeline.catalog_settings import CAPTIONER, settle_protocol, sett
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import configure_faiss
-from retrieval.store.index_dir import NoIndexError, has_index, repair
+from retrieval.store.index_dir import NoIndexError, has_index, protocol_of, repair
 from retrieval.store.snapshots import CATALOG_NAME
 from retrieval.store.vectors import check_folder
 
@@ -44,11 +44,17 @@ def index_folder(index_dir: Path | None, models: ModelCache, folder: str | Path,
     scan = find_videos(folder, skip=index_dir.resolve())
     if scan[0]:
         check_folder(index_dir)  # before any file is embedded, not at the end of the run
+    protocol = settings.protocol
     if scan[0] and has_index(index_dir):
         _restore_if_damaged(index_dir, progress, notices)
         # a wrong or half-absent folder is refused before any worker or cluster starts
         with Catalog(index_dir / CATALOG_NAME) as catalog:
             settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
+            protocol = protocol or protocol_of(catalog)
+    if scan[0] and settings.captioner:
+        from rerankers.factory import check_protocol
+
+        check_protocol([settings.captioner], protocol or "fast")  # a captioner the protocol refuses: before any work
     if scan[0]:
         with open_executor(settings, index_dir, distributor, models.device, models.trust_remote_code) as executor:
             run = _Run(index_dir, models, settings, progress, notices)

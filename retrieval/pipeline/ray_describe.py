@@ -37,12 +37,13 @@ class _Captioner:
     def __init__(self, spec: str, device: str | None, trust_remote_code: bool, threads: int, protocol: str):
         import torch  # torch: imported by the actors, which hold the model
 
-        from rerankers.factory import create_reranker
+        from rerankers.factory import create_for_protocol
         from retrieval.media.video_decoder import VideoDecoder
 
         torch.set_num_threads(max(1, threads))
         extra = {"trust_remote_code": True} if trust_remote_code else {}
-        self.model = create_reranker(spec, device=device, **extra).captioner(protocol)
+        # built as a local run builds it for the protocol (the paper's: its family's paper precision)
+        self.model = create_for_protocol(spec, protocol, device, **extra).captioner(protocol)
         self.decoder = VideoDecoder()
 
     def identity(self) -> RemoteModel:

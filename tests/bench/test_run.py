@@ -239,6 +239,8 @@ def test_a_captioners_captions_are_named_by_the_protocol_that_made_them(dataset,
     # the paper's 1024 new tokens and up to 768 frames, cut short for a tiny model on a CPU
     monkeypatch.setattr(rerankers.qwen, "CHAT_TOKENS", 4)
     monkeypatch.setattr(rerankers.qwen, "_FPS_MAX_FRAMES", 4)
+    # the family's paper precision for the occasion: any machine runs it (another one would be named, -fp32)
+    monkeypatch.setattr(rerankers.qwen.QwenReranker, "paper_dtype", "fp32")
     out = tmp_path / "out"
     for protocol in ("fast", "paper"):
         run("--dataset", root, "--out", out, "-i", "efficientnet-lite0", "--captioner", qwen, "--vqascore", "none",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import bench.run
+import rerankers.factory
 from bench import paper
 from bench.loaders import load_pair_scores
 from bench.run import PAPER_FOLDERS, PAPER_VQA_FOLDERS, BenchRun, load_dataset, model_folder, reranker_suffix
@@ -37,26 +37,30 @@ def run(*args):
     return json.loads(result.stdout)
 
 
-class Spy:
-    """Wraps bench.run's create_reranker: records what it was asked for, names the built (tiny) model as the
-    paper's Qwen2.5-VL-7B weights (they cannot be downloaded here), records every forward pass's batch size and
-    makes the model answer "7" for Location (the model still runs; only its greedy text is replaced)."""
+QWEN_FORWARD = QwenReranker._next_tokens
 
-    def __init__(self):
+
+class Spy:
+    """Wraps the factory's create_reranker: records what every build was asked for, names the built (tiny) model as
+    the paper's Qwen2.5-VL-7B weights (they cannot be downloaded here); and Qwen's forward pass: records every
+    forward pass's batch size and makes the model answer "7" for Location (the model still runs; only its greedy
+    text is replaced), for every Qwen model, the built one and any asked another way with its weights."""
+
+    def __init__(self, mp):
         self.kwargs, self.batches, self.models = [], [], []
 
-    def __call__(self, spec, **kwargs):
+        def next_tokens(model, clips, concept_words):
+            self.batches.append(len(clips))
+            tokens = QWEN_FORWARD(model, clips, concept_words)
+            return [NextToken(t.answer_logits, "7") if concept_words == "Location" else t for t in tokens]
+
+        mp.setattr(rerankers.factory, "create_reranker", self.create)
+        mp.setattr(QwenReranker, "_next_tokens", next_tokens)
+
+    def create(self, spec, **kwargs):
         self.kwargs.append(kwargs)
         model = create_reranker(spec, **kwargs)
         model.source = PAPER_QWEN
-        forward = model._next_tokens
-
-        def next_tokens(clips, concept_words):
-            self.batches.append(len(clips))
-            tokens = forward(clips, concept_words)
-            return [NextToken(t.answer_logits, "7") if concept_words == "Location" else t for t in tokens]
-
-        model._next_tokens = next_tokens
         self.models.append(model)
         return model
 
@@ -77,8 +81,7 @@ def paper_runs(dataset, tmp_path_factory):
         mp.setattr(QwenReranker, "paper_dtype", "fp32", raising=False)
         mp.setattr(QwenReranker, "frames_per_video", 2)
         for extra in ([], ["--rerank-batch", 3]):
-            spy = Spy()
-            mp.setattr(bench.run, "create_reranker", spy)
+            spy = Spy(mp)
             data = run("--dataset", dataset, "--out", out, "-i", "efficientnet-lite0", "--protocol", "paper",
                        "--reranker", qwen, *extra)
             runs.append((spy, data))
@@ -114,7 +117,7 @@ def test_a_batch_over_one_is_named_and_never_served_another_batch_size_s_answers
     out, [_, (spy, data)] = paper_runs
     # the same pairs, concepts and mode as the first run: its cached answers are batch 1's, so all are asked again
     assert max(spy.batches) == 3 and sum(spy.batches) > 0
-    assert spy.kwargs[0]["batch_size"] == 3
+    assert len(spy.models) == 1 and spy.kwargs[0]["batch_size"] == 1  # built once, as the paper's; asked 3 a pass
     rows = conditioned(data)
     assert {m for m, _ in rows} == {"Qwen2.5-VL-7B-Instruct-b3"}
     assert all(r["paper_rho"] is None and r["paper_delta_rho"] is None for r in rows.values())
@@ -125,8 +128,7 @@ def test_expected_symmetric_and_an_unknown_precision_are_named_and_get_no_paper_
                                                                                         monkeypatch):
     qwen = build_qwen_vl(tmp_path / "qwen", model_type="qwen2_5_vl")
     monkeypatch.setattr(QwenReranker, "paper_dtype", None, raising=False)  # a family that names no paper precision
-    spy = Spy()
-    monkeypatch.setattr(bench.run, "create_reranker", spy)
+    spy = Spy(monkeypatch)
     data = run("--dataset", dataset, "--out", tmp_path / "out", "-i", "efficientnet-lite0", "--protocol", "paper",
                "--reranker", qwen, "--mode", "expected", "--symmetric", "--frames", "2")
     assert spy.kwargs[0]["dtype"] == "auto"  # the machine's own choice: fp32 on a CPU, bf16 on most GPUs
@@ -170,9 +172,11 @@ def test_transformers_ports_and_other_checkpoints_never_take_a_papers_row():
 
 
 def reference_parse(answer: str) -> float:
-    """The reference's parse_answer_to_score (baselines/compute_conditioned_similarities.py) on its models'
-    stripped answer, as written there."""
-    answer = answer.strip().split("\n")[0]
+    """The reference's reading of an answer: its model files' generate() returns the decoded text stripped
+    (models/qwen2_vl_model.py, llavaov_model.py, mplugowl3_model.py: text.strip()), then parse_answer_to_score
+    (baselines/compute_conditioned_similarities.py) as written there."""
+    answer = answer.strip()  # generate()
+    answer = answer.split("\n")[0]  # parse_answer_to_score
     try:
         score = float(answer)
     except ValueError:
@@ -232,12 +236,12 @@ def test_paper_vqascore_model_runs_in_its_familys_paper_precision_one_question_a
         asked.append(kwargs)
         return create_reranker(spec, **kwargs)
 
-    monkeypatch.setattr(bench.run, "create_reranker", recording)
+    monkeypatch.setattr(rerankers.factory, "create_reranker", recording)
     paper_run = BenchRun(load_dataset(dataset), tmp_path / "paper", [], None, None, protocol="paper",
                          vqascore=str(llava))
-    model = paper_run._vqa_model()
+    model = paper_run._lmm(paper_run.vqascore)
     assert asked == [{"device": paper_run.engine.models.device, "dtype": "fp16", "batch_size": 1}]
     assert model.batch_size == 1
     fast_run = BenchRun(load_dataset(dataset), tmp_path / "fast", [], None, None, vqascore=str(llava))
-    fast_run._vqa_model()
-    assert len(asked) == 1  # the fast protocol builds the family's defaults through the engine
+    fast_run._lmm(fast_run.vqascore)
+    assert asked[1] == {"device": fast_run.engine.models.device, "batch_size": None}  # the family's defaults

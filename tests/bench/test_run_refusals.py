@@ -14,10 +14,15 @@ def dataset(tmp_path_factory, example_videos):
     return root
 
 
-@pytest.mark.parametrize("flag", ["--reranker", "--vqascore"])
-def test_paper_run_refuses_llava_video_in_one_line_before_indexing(dataset, tmp_path, flag):
+@pytest.mark.parametrize("asked", [
+    ["--reranker", "llava-video"], ["--vqascore", "llava-video"],
+    ["--captioner", "llava-video", "--vqascore", "none"],  # as the captioner alone
+    # its weights named under another family are the same weights
+    ["--reranker", "llava-onevision:llava-hf/LLaVA-Video-7B-Qwen2-hf"],
+])
+def test_paper_run_refuses_llava_video_in_one_line_before_indexing(dataset, tmp_path, asked):
     result = CliRunner().invoke(app, ["bench", "run", "--dataset", str(dataset), "--out", str(tmp_path),
-                                      "--indexer", "efficientnet-lite0", "--protocol", "paper", flag, "llava-video",
+                                      "--indexer", "efficientnet-lite0", "--protocol", "paper", *asked,
                                       "--workers", "1"])
     assert result.exit_code == 2, result.output
     (line,) = [text for text in result.stderr.splitlines() if "llava-video" in text]

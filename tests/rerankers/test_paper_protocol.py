@@ -138,7 +138,11 @@ def test_transformers_lays_out_a_video_as_one_token_and_never_as_grid(tiny_folde
 
 
 @pytest.mark.parametrize("spec", ["llava-video", "llava-video-7b", "llava-video:/models/llava-video",
-                                  "llava-hf/LLaVA-Video-7B-Qwen2-hf"])
+                                  "llava-hf/LLaVA-Video-7B-Qwen2-hf",
+                                  # its weights named under the family that loads them are LLaVA-Video all the same
+                                  "llava-onevision:llava-hf/LLaVA-Video-7B-Qwen2-hf",
+                                  "llava-onevision:Isotr0py/LLaVA-Video-7B-Qwen2-hf",
+                                  "llava-onevision:/models/LLaVA-Video-7B-Qwen2-hf"])
 def test_the_paper_protocol_refuses_llava_video_in_one_line(spec):
     refusal = paper_refusal(spec)
     assert refusal and "\n" not in refusal and refusal.startswith("llava-video: ")
@@ -150,7 +154,8 @@ def test_the_paper_protocol_refuses_llava_video_in_one_line(spec):
 
 
 @pytest.mark.parametrize("spec", ["llava-onevision", "llava-onevision-0.5b", "qwen2.5-vl", "internvl",
-                                  "no-such-model", "/no/such/folder"])
+                                  "llava-onevision:llava-hf/llava-onevision-qwen2-7b-ov-hf",
+                                  "llava-onevision:/models/llava-onevision-7b", "no-such-model", "/no/such/folder"])
 def test_the_paper_protocol_runs_every_other_model(spec):
     assert paper_refusal(spec) is None
     check_protocol([spec, None], "paper")
@@ -166,6 +171,21 @@ def test_a_llava_video_folder_is_refused_for_the_paper_and_scores_otherwise(tiny
     reranker = create_reranker(str(folder), device="cpu", frames_per_video=2)
     (score,) = reranker.score_pairs([(frames(2, 0), frames(2, 1))], "Location")
     assert 1.0 <= score.score <= 5.0
+
+
+def test_a_llava_video_conversion_in_the_hub_cache_is_refused_by_its_repository(tiny_folders, tmp_path):
+    """A cache snapshot's folder is its commit and its config is LLaVA-OneVision's: the repository names the weights."""
+    repo = tmp_path / "hub" / "models--llava-hf--LLaVA-Video-7B-Qwen2-hf"
+    snapshot = repo / "snapshots" / "0123abcd"
+    shutil.copytree(tiny_folders["llava"], snapshot)
+    assert RERANKERS.resolve(str(snapshot)).entry.name == "llava-onevision"  # the family that loads it
+    for spec in (str(snapshot), f"llava-onevision:{snapshot}"):
+        with pytest.raises(RerankerError, match="grid"):
+            check_protocol([spec], "paper")
+        check_protocol([spec], "fast")
+    other = tmp_path / "hub" / "models--llava-hf--llava-onevision-qwen2-7b-ov-hf" / "snapshots" / "0123abcd"
+    shutil.copytree(tiny_folders["llava"], other)
+    check_protocol([str(other)], "paper")
 
 
 def test_the_cards_say_how_frames_become_tokens():

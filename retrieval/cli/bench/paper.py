@@ -45,7 +45,7 @@ def _emit(rows: list, tables: list, as_json: bool, csv_path: Path | None, chart:
 
     records = report.records(rows)
     if as_json:
-        typer.echo(report.to_json({**meta, "results": records}))
+        typer.echo(report.to_json({**meta, **report.json_notes(rows), "results": records}))
     else:
         console = Console()
         for table in tables:
@@ -169,8 +169,9 @@ def run(
     device: Annotated[Optional[str], typer.Option("--device", help="torch device.")] = None,
     protocol: Annotated[str, typer.Option("--protocol", help="How models see the videos: 'paper' (indexers: the "
                                           "reference's frames, pixels, weights and fp32, reproducing Table 3; the "
-                                          "reranker: its greedy answer, one pair a forward pass, in the family's "
-                                          "paper precision) or 'fast' (convis's default).")] = "fast",
+                                          "captioner, VQAScore and reranker LMMs: the family's paper precision, one "
+                                          "request a forward pass, llava-video refused; the reranker: its greedy "
+                                          "answer) or 'fast' (convis's default).")] = "fast",
     as_json: JsonOpt = False,
     csv_path: CsvOpt = None,
     chart: ChartOpt = None,

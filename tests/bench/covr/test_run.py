@@ -111,6 +111,29 @@ def test_more_hits_are_asked_for_until_gallery_entries_fill_the_fifty():
     assert ranked == [f"t{i}" for i in range(50)] and [r.k for r in engine.asked] == [200, 800]
 
 
+def test_a_small_gallery_in_a_larger_index_stops_once_every_entry_is_ranked():
+    # ten gallery entries (t3 twice) among thousands of other units: the first 200 hits hold them all
+    units = [f"o{i}" for i in range(5000)]
+    for i in range(9):
+        units.insert(20 * i, f"t{i}")
+    engine = Hits(units)
+    counts = Counter({**{f"t{i}": 1 for i in range(9)}, "t3": 2})
+    query = CovrQuery("0", "q", "t0", ("t0",), "x")
+    ranked = rank_query(engine, query, {"q": Path("videos/q.mp4")}, counts)
+    assert sorted(ranked) == sorted(counts.elements()) and [r.k for r in engine.asked] == [200]
+
+
+def test_more_hits_are_never_asked_for_than_a_query_returns():
+    # gallery entries far down a large index: 200, 800, then the most a query returns, 1000, and no more
+    units = [f"o{i}" for i in range(5000)]
+    units[900:900] = ["t0", "t1"]
+    units[4000:4000] = ["t2"]
+    engine = Hits(units)
+    counts = Counter(["t0", "t1", "t2"])
+    ranked = rank_query(engine, CovrQuery("0", "q", "t0", ("t0",), "x"), {"q": Path("videos/q.mp4")}, counts)
+    assert ranked == ["t0", "t1"] and [r.k for r in engine.asked] == [200, 800, 1000]
+
+
 def test_the_modification_is_encoded_as_the_reference_cleans_it():
     engine = Hits(["t"])
     query = CovrQuery("0", "q", "t", ("t",), "Make it 2.5 Somersaults: (tucked)")

@@ -392,7 +392,8 @@ def test_describe_on_a_paper_index_captions_as_the_reference(tmp_path, tiny_mode
     frame and decodes with its checkpoint's own config up to 1024 new tokens; the captions are stored apart."""
     engine = Engine(tmp_path / "index")
     spec = f"qwen2.5-vl:{qwen_folder}"
-    model = engine.models.reranker(spec)  # the engine's own instance, built once: spied before it runs
+    # the engine's own instance, built once as a paper index's captioner builds it: spied before it runs
+    model = engine.models.reranker(spec, "paper")
     processor, generated = ProcessorSpy(model.processor), GenerationConfigSpy(model, monkeypatch)
     monkeypatch.setattr(model, "processor", processor)
     engine.index(numbered_folder, [f"dinov2:{tiny_models['dinov2']}"], IndexSettings(protocol="paper"),
@@ -413,7 +414,7 @@ def test_index_captioner_on_a_paper_index_samples_its_captions_as_the_reference(
     one unit a generation, and are stored under the paper rule's version."""
     engine = Engine(tmp_path / "index")
     spec = f"internvl:{captioner_folder}"
-    model = engine.models.reranker(spec)
+    model = engine.models.reranker(spec, "paper")
     generated = GenerationConfigSpy(model, monkeypatch)
     engine.index(numbered_folder, [f"dinov2:{tiny_models['dinov2']}"],
                  IndexSettings(protocol="paper", captioner=spec), distributor=SerialDistributor())
@@ -422,3 +423,49 @@ def test_index_captioner_on_a_paper_index_samples_its_captions_as_the_reference(
     assert len(asked) == 2 * MODEL_CALLS_PER_UNIT  # each answer its own generation
     paper = model.captioner("paper").describe_version
     assert {row[6] for row in rows(engine)} == {paper} and "|paper|" in paper
+
+
+def test_a_paper_index_captions_with_the_familys_paper_precision_and_keys_captions_by_it(tmp_path, qwen_folder,
+                                                                                       monkeypatch):
+    import rerankers.factory
+
+    asked = []
+    create = rerankers.factory.create_reranker
+
+    def recording(spec, **kwargs):
+        asked.append(kwargs)
+        return create(spec, **kwargs)
+
+    monkeypatch.setattr(rerankers.factory, "create_reranker", recording)
+    models = Engine(tmp_path / "index", device="cpu").models
+    spec = f"qwen2.5-vl:{qwen_folder}"
+    captioner = models.captioner(spec, "paper")
+    assert asked == [{"device": "cpu", "dtype": "bf16", "batch_size": 1}]  # as the reference loaded Qwen2.5-VL
+    assert captioner.model is models.reranker(spec, "paper") and len(asked) == 1  # built once, shared
+    # bf16 runs in fp32 on a CPU: captions are stored under the precision that wrote them
+    assert captioner.describe_version.endswith("|dtype=float32")
+    assert models.captioner(spec, "fast") is models.reranker(spec) and asked[1] == {"device": "cpu", "batch_size": None}
+
+
+def test_a_paper_index_refuses_llava_video_as_its_captioner_in_one_line_before_any_work(tmp_path, tiny_models,
+                                                                                      video_folder):
+    from retrieval.cli.app import app
+
+    llava_video = tiny_vlm.build_llava_onevision(tmp_path / "LLaVA-Video-7B-Qwen2-hf")  # a conversion's folder
+    index_dir, dinov2 = tmp_path / "ix", f"dinov2:{tiny_models['dinov2']}"
+    refused = CliRunner().invoke(app, ["index", str(video_folder), "--index-dir", str(index_dir), "-i", dinov2,
+                                       "--protocol", "paper", "--captioner", str(llava_video), "--workers", "1"])
+    assert refused.exit_code == 2 and not refused.stdout, refused.output
+    (line,) = refused.stderr.strip().splitlines()
+    assert "llava-video: " in line and "mm_newline_position 'grid'" in line and "--protocol fast" in line
+    assert not index_dir.exists()  # nothing indexed, no index begun
+    built = CliRunner().invoke(app, ["index", str(video_folder), "--index-dir", str(index_dir), "-i", dinov2,
+                                     "--protocol", "paper", "--workers", "1"])
+    assert built.exit_code == 0, built.output
+    for spec in (str(llava_video), f"llava-onevision:{llava_video}"):
+        refused = describe_cli(index_dir, "--captioner", spec)
+        assert refused.exit_code == 2 and not refused.stdout, refused.output
+        (line,) = refused.stderr.strip().splitlines()
+        assert "mm_newline_position 'grid'" in line
+    with Catalog(index_dir / "catalog.duckdb", read_only=True) as catalog:
+        assert catalog.setting("captioner") is None  # the refused captioner is not the index's

@@ -49,8 +49,10 @@ def test_cli_retrieval_after_make_split_keeps_the_paper_split_apart(tmp_path, ma
     assert (f"paper split = the 133 anchors of the paper's retrieval split (to_be_ranked.json), the ones the "
             f"scores share with the ground truth; it ranks {ranked_candidates} of their 532 candidates") in text
     assert "Table 4 is not shown" in text and "(84.2)" not in text
+    assert text.count("NDCG* = convis's own NDCG") == 1  # the column's note, once under the tables
 
     data = _run("retrieval", "--gt", ranked, SCORES, "--json")
+    assert json.loads(data.stdout)["ndcg_variant"].startswith("convis's own NDCG: gain = worst human rank + 1")
     rows = json.loads(data.stdout)["results"]
     randoms = {r["concept"]: r for r in rows if r["model"] == "random choice"}
     assert {r["anchor_set"] for r in rows if r["concept"] == "location"} == {PAPER_SPLIT}
