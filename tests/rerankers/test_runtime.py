@@ -82,7 +82,7 @@ def test_the_family_flag_reaches_the_dtype_choice(tiny_folders):
     unsafe = type("UnsafeQwen", (QwenReranker,), {"fp16_safe": False})
     with pytest.raises(RerankerError, match="float16"):
         unsafe(str(tiny_folders["qwen2_vl"]), name="qwen2-vl", dtype="fp16")
-    reranker = unsafe(str(tiny_folders["qwen2_vl"]), name="qwen2-vl")
+    reranker = unsafe(str(tiny_folders["qwen2_vl"]), name="qwen2-vl", device="cpu")
     assert reranker.dtype == torch.float32 and reranker.notices == []
 
 
