@@ -37,8 +37,8 @@ from tests.textured import SOURCE_SIZES, textured_frame, textured_pixels
 decord = pytest.importorskip("decord")  # the reference's decoder
 
 ATOL = 1e-6
-# video 1 larger, smaller, and of another aspect ratio than video 2 (all sizes differ, so Qwen resizes video 2)
-PAIRS = [((1280, 720), (320, 180)), ((640, 480), (1280, 720)), ((320, 180), (640, 480))]
+# video 1 larger than video 2, then smaller and of another aspect ratio (sizes differ, so Qwen resizes video 2)
+PAIRS = [((1280, 720), (320, 180)), ((640, 480), (1280, 720))]
 # every pair with the reference's decoder; the HD pair also with convis's default CPU decoder
 CASES = [(pair, "decord") for pair in PAIRS] + [(PAIRS[0], "pyav")]
 PIXELS_KEY = {"qwen": "pixel_values_videos", "llava": "pixel_values_videos", "internvl": "pixel_values"}
