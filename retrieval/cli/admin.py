@@ -52,11 +52,12 @@ FailedOpt = Annotated[bool, typer.Option("--failed", help="Only the files that c
 
 def list_files(folder: WhereArg = None, index_dir: IndexDirOpt = None, failed: FailedOpt = False,
                as_json: JsonOpt = False):
-    """List the indexed files: duration, units, status (with the reason a file failed), caption."""
+    """List the indexed files: duration, units, status (with the reason a file failed; unavailable: its folder is
+    missing or not mounted, its vectors kept), caption."""
     from retrieval.engine import Engine
 
     engine, notices = Engine(resolve_index_dir(index_dir or folder)), []
-    files = [f for f in engine.files(notices) if not failed or f.status != "ok"]
+    files = [f for f in engine.files(notices) if not failed or f.status == "failed"]
     present.print_notices(notices)
     present.print_listing(engine.root, files, as_json)
 

@@ -67,8 +67,10 @@ ProtocolOpt = Annotated[Optional[str], typer.Option(
     "(the ConViS-Bench reference's frames, pixels, weights and fp32). Kept in the index.")]
 MoveRootOpt = Annotated[bool, typer.Option(help="The indexed videos moved to FOLDER: index them there (an index "
                                            "covers one folder; another is refused without this).")]
-PruneOpt = Annotated[bool, typer.Option(help="Forget every indexed file that is gone from FOLDER, however many "
-                                        "(without it, a run that would forget more than half of them is refused).")]
+PruneOpt = Annotated[bool, typer.Option(help="Forget every indexed file that is gone from FOLDER, however many, "
+                                        "unavailable ones too (their folder missing or not mounted: without it they "
+                                        "are kept with their vectors, and a run that would forget more than half of "
+                                        "the files is refused).")]
 RetryFailedOpt = Annotated[bool, typer.Option(
     help="Try again every file that failed before, unchanged since; without it only failures that may pass (timed "
     "out, decoder crashed, disk full, model error) are retried, not files that are not videos.")]

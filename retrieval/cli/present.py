@@ -164,7 +164,8 @@ def print_index_report(report) -> None:
     if report.failed_earlier:
         failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried: --retry-failed)"
     out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
-              f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; {failed}"
+              f"{report.seconds:.1f} s; unchanged {report.unchanged}; forgotten {report.forgotten}; "
+              + (f"unavailable {report.unavailable} (kept, not searched); " if report.unavailable else "") + failed
               + (f"; captions {report.captioned}" if report.captioned else "")
               + (f"; described {report.described} unit(s) ({report.describe_calls} model calls)"
                  if report.described else ""), highlight=False)
@@ -353,8 +354,10 @@ def print_info(summary: dict, as_json: bool) -> None:
         return
     out.print(f"index {shown(summary['index_dir'])} of {shown(summary['root'])} (protocol {summary['protocol']})",
               highlight=False)
-    out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}, units {summary['units']} "
-              f"({summary['units_by']})", highlight=False)
+    unavailable = summary.get("files_unavailable")
+    out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}"
+              + (f", unavailable {unavailable} (folder missing or not mounted; kept, not searched)" if unavailable
+                 else "") + f", units {summary['units']} ({summary['units_by']})", highlight=False)
     if summary.get("shots"):
         shots = summary["shots"]
         confidence = shots["mean_cut_confidence"]
@@ -403,9 +406,14 @@ def print_listing(root: Path, files: list, as_json: bool) -> None:
         table.add_column(col, overflow="fold", justify="right" if col in ("duration", "units") else "left")
     for f in files:
         table.add_row(shown(f.path), format_time(f.duration) if f.duration is not None else "",
-                      str(len(f.units)), "ok" if f.status == "ok" else f"failed: {shown(f.error or '')}",
+                      str(len(f.units)), _shown_status(f),
                       "yes" if f.captioned else "")
     out.print(table)
+
+
+def _shown_status(f) -> str:
+    """A listed file's status: ok, unavailable (its folder offline: vectors kept), or failed with the reason."""
+    return f"failed: {shown(f.error or '')}" if f.status == "failed" else f.status
 
 
 def listing_record(f) -> dict:

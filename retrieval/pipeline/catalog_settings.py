@@ -16,7 +16,8 @@ from indexers.base import PROTOCOLS
 from retrieval.core.segmentation import ShotRule, from_label, segmentation_label
 from retrieval.media.frames import spans
 from retrieval.media.scan import FoundFile
-from retrieval.pipeline.plan import gone, needs_prune
+from retrieval.pipeline.availability import assess
+from retrieval.pipeline.plan import needs_prune
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
 from retrieval.store.index_dir import PROTOCOL  # "fast" or "paper", fixed when the index is first built
@@ -33,16 +34,22 @@ def settle_root(catalog: Catalog, folder: Path, found: list[FoundFile], move: bo
                 prune: bool = False) -> None:
     """Record ``folder`` (resolved) as the index's root, after checking the run may index it: the folder the
     index covers (another only with ``move``: its videos moved there), and, unless ``prune``, a folder
-    that still holds most of the indexed files.  Checked before the run writes anything."""
+    that still holds most of the indexed files (files in an offline folder are kept, not forgotten: they do not
+    count).  Checked before the run writes anything."""
     stored = catalog.setting(ROOT)
     if stored and Path(stored) != folder and not move:
         raise IndexSettingsError(f"this index covers {stored}, not {folder}; index {stored}, give {folder} its "
                                  f"own --index-dir, or pass --move-root if the videos moved to {folder}")
+    moved = bool(stored) and Path(stored) != folder
+    # the devices recorded are the old root's folders': moved ones may well be on another device
+    recorded = {} if moved else catalog.folder_devices()
     known = catalog.file_states()
-    forgetting = len(gone(found, known))
+    forgetting = len(assess(folder, found, known, recorded).forgotten)
     if not prune and needs_prune(forgetting, len(known)):
         raise IndexSettingsError(f"{forgetting} of the {len(known)} indexed files are not in {folder} (is it "
                                  "mounted?); indexing it would forget them: pass --prune to forget them")
+    if moved:
+        catalog.forget_folder_devices()
     catalog.set_setting(ROOT, str(folder))
 
 

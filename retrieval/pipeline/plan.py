@@ -55,9 +55,10 @@ PRUNE_SHARE = 0.5
 
 
 def gone(found: list[FoundFile], known: dict[str, FileState]) -> list[str]:
-    """Indexed paths not among the files found: the ones the run forgets."""
+    """Indexed paths not among the files found, but for unavailable ones (``pipeline.availability``): the ones the
+    run forgets."""
     present = {f.rel for f in found}
-    return sorted(p for p in known if p not in present)
+    return sorted(p for p, state in known.items() if p not in present and not state.unavailable)
 
 
 def needs_prune(forgetting: int, listed: int) -> bool:

@@ -28,7 +28,7 @@ from retrieval.lmm.captioning import Describer
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
-from retrieval.pipeline import description_index
+from retrieval.pipeline import availability, description_index
 from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
@@ -72,6 +72,7 @@ class IndexReport:
     indexed: int = 0
     unchanged: int = 0
     forgotten: int = 0
+    unavailable: int = 0  # indexed files not found whose folder is offline: kept, not searched (``availability``)
     units: int = 0
     frames: int = 0
     seconds: float = 0.0
@@ -92,7 +93,8 @@ class IndexReport:
     def as_dict(self) -> dict:
         return {
             "indexers": self.indexers, "found": self.found, "indexed": self.indexed,
-            "unchanged": self.unchanged, "forgotten": self.forgotten, "units": self.units,
+            "unchanged": self.unchanged, "forgotten": self.forgotten,
+            "unavailable": self.unavailable, "units": self.units,
             "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
             "described": self.described, "describe_calls": self.describe_calls,
             "describe_unreadable": self.describe_unreadable, "concept_files": self.concept_files,
@@ -155,6 +157,10 @@ class IndexRun:
         found, problems = scan if scan is not None else find_videos(root, skip=self.index_dir.resolve())
         self.report.found = len(found)
         found, problems = self._without_excluded(found, problems)
+        reach = availability.settle(self.catalog, root, found, self.settings.prune)  # before the plan forgets
+        self.report.unavailable = len(reach.unavailable)
+        for text in reach.notes():
+            self.note(text)
         jobs = self._plan(found)
         for rel, reason in problems:
             self._fail(FoundFile("", rel, 0, 0.0), reason)

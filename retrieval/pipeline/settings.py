@@ -29,8 +29,9 @@ class IndexSettings:
     HOST:PORT, "local"), None to do both on this machine; ``faiss_index``/``faiss_params``:
     the FAISS factory string and search parameters, kept for later runs ("auto" resets);
     ``protocol``: "fast" or "paper", fixed when the index is first built; ``move_root``: the
-    videos moved, index them at the new folder; ``prune``: forget however many files are gone
-    (a run that would forget more than half of them is refused without it); ``retry_failed``: try again every
+    videos moved, index them at the new folder; ``prune``: forget however many files are gone,
+    unavailable ones too (``pipeline.availability``; a run that would forget more than half of them is refused
+    without it); ``retry_failed``: try again every
     file that failed before and has not changed since (by default only those whose failure may have passed);
     ``captioner``: a video LMM spec (any reranker) that describes every unit once, a caption and one answer
     per ConViS concept, stored in the catalog (a text indexer embeds the captions); ``decode_device``: where

@@ -28,7 +28,7 @@ from retrieval.store import signal_vectors
 from retrieval.store.anchor_cache import AnchorKey
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import vector_index
-from retrieval.store.index_dir import open_catalog, protocol_of, root_of
+from retrieval.store.index_dir import open_catalog, protocol_of, root_of, unavailable_notice
 
 
 @dataclass
@@ -59,6 +59,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     clip = Anchor.of(request.anchor, request.start, request.end)
     catalog, notices = open_catalog(index_dir)
     with catalog:
+        notices += unavailable_notice(catalog)
         found = _recall(request, clip, catalog, index_dir, models, notices)
     notices += [*found.recalled.notices, *found.beside.notices]
     hits = _ranked(request, clip, found, only)

@@ -34,7 +34,7 @@ from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import vector_index
-from retrieval.store.index_dir import open_catalog, protocol_of
+from retrieval.store.index_dir import open_catalog, protocol_of, unavailable_notice
 from retrieval.store.vectors import VectorIndex
 
 if TYPE_CHECKING:
@@ -179,6 +179,7 @@ def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextRes
     """``query`` answered from the index in ``index_dir``, with the text towers of the models the index used."""
     catalog, notices = open_catalog(index_dir)
     with catalog:
+        notices += unavailable_notice(catalog)
         protocol = protocol_of(catalog)
         result = search(query, catalog, lambda spec: models.text_tower(spec, protocol, notices),
                         lambda model_id: vector_index(catalog, index_dir, model_id))

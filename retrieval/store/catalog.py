@@ -4,8 +4,8 @@ Everything else (FAISS indices, reports) is derived from it.  Each file's rows a
 vectors are written in one transaction, so a run killed at any point leaves either
 the whole file or nothing, and the next run resumes from there.  ``Catalog`` is the
 file (``catalog_connection``) with the methods of what it keeps: files, units,
-descriptions, vectors (``catalog_files``, ``catalog_units``, ``catalog_descriptions``,
-``catalog_vectors``); its rows are values (``catalog_records``).
+descriptions, vectors, folders (``catalog_files``, ``catalog_units``, ``catalog_descriptions``,
+``catalog_vectors``, ``catalog_folders``); its rows are values (``catalog_records``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from retrieval.store.catalog_descriptions import DescriptionRows
 from retrieval.store.catalog_files import FileRows
+from retrieval.store.catalog_folders import FolderRows
 from retrieval.store.catalog_units import UnitRows
 from retrieval.store.catalog_vectors import VectorRows
 
 
-class Catalog(FileRows, UnitRows, DescriptionRows, VectorRows):
+class Catalog(FileRows, UnitRows, DescriptionRows, VectorRows, FolderRows):
     """One index's catalog file, open for reading or writing (``Connection``), with the methods of every kind of
     row it keeps."""
 
@@ -28,7 +29,7 @@ class FileListing:
     """One file as the index knows it: what `convis ls` and the web app's collection show."""
 
     path: str
-    status: str  # ok or failed
+    status: str  # ok, failed, or unavailable (its folder offline at the last run: vectors kept, not searched)
     error: str | None  # why it failed
     duration: float | None
     width: int | None
@@ -41,10 +42,12 @@ class FileListing:
 
 def list_files(catalog: Catalog) -> list[FileListing]:
     """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it."""
-    boundary, confidence, units_by = (catalog.column(table, alias, name) for table, alias, name in (
-        ("units", "u", "boundary"), ("units", "u", "confidence"), ("files", "f", "units_by")))
+    boundary, confidence, units_by, unavailable = (catalog.column(table, alias, name) for table, alias, name in (
+        ("units", "u", "boundary"), ("units", "u", "confidence"), ("files", "f", "units_by"),
+        ("files", "f", "unavailable")))
     rows = catalog.db.execute(
-        f"""SELECT f.path, f.status, f.error, f.duration, f.width, f.height,
+        f"""SELECT f.path, CASE WHEN coalesce({unavailable}, false) THEN 'unavailable' ELSE f.status END,
+                  f.error, f.duration, f.width, f.height,
                   list((u.segment, u.start_s, u.end_s, {boundary}, {confidence}) ORDER BY u.segment)
                       FILTER (WHERE u.unit_id IS NOT NULL),
                   bool_or(e.unit_id IS NOT NULL), any_value({units_by})

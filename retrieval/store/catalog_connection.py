@@ -65,6 +65,8 @@ CREATE TABLE IF NOT EXISTS description_signals (
     signal VARCHAR PRIMARY KEY, indexer VARCHAR NOT NULL, concept VARCHAR NOT NULL, dim INTEGER,
     faiss_factory VARCHAR);
 CREATE TABLE IF NOT EXISTS excluded (path VARCHAR PRIMARY KEY, excluded_at TIMESTAMP DEFAULT current_timestamp);
+ALTER TABLE files ADD COLUMN IF NOT EXISTS unavailable BOOLEAN DEFAULT false;
+CREATE TABLE IF NOT EXISTS folders (path VARCHAR PRIMARY KEY, device UBIGINT NOT NULL);
 """
 
 C = TypeVar("C", bound="Connection")

@@ -29,13 +29,15 @@ class DescriptionRows(Connection):
                      d.key.prompt_version, d.text, d.status, d.error])
 
     def undescribed_units(self, key: DescriberKey, concepts: Sequence[str]) -> list[UnitRow]:
-        """Units of indexed files lacking any of ``concepts`` from ``key``: one per distinct bytes and span."""
+        """Units of indexed files lacking any of ``concepts`` from ``key``: one per distinct bytes and span (none of
+        an unavailable file, which cannot be decoded)."""
         if not self._has_table("descriptions"):
             return []
         rows = self.db.execute(
-            """SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.content_hash, u.frame_times
+            f"""SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.content_hash, u.frame_times
                FROM units u JOIN files f USING (file_id)
-               WHERE f.status = 'ok' AND f.content_hash IS NOT NULL AND (
+               WHERE f.status = 'ok' AND f.content_hash IS NOT NULL
+                 AND NOT coalesce({self.column("files", "f", "unavailable")}, false) AND (
                    SELECT count(DISTINCT d.concept) FROM descriptions d
                    WHERE d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
                      AND d.end_s = round(u.end_s, 3) AND d.model = ? AND d.revision = ?

@@ -13,8 +13,9 @@ from retrieval.store.catalog_records import FileRecord, FileState, UnitRecord
 
 class FileRows(Connection):
     def file_states(self) -> dict[str, FileState]:
-        rows = self.db.execute("SELECT path, file_id, size, mtime, content_hash, status, error, "
-                               "coalesce(transient, false) FROM files").fetchall()
+        rows = self.db.execute("SELECT f.path, f.file_id, f.size, f.mtime, f.content_hash, f.status, f.error, "
+                               "coalesce(f.transient, false), "
+                               f"coalesce({self.column('files', 'f', 'unavailable')}, false) FROM files f").fetchall()
         return {r[0]: FileState(*r[1:]) for r in rows}
 
     def indexed_with(self, indexer: str) -> set[str]:
@@ -141,7 +142,10 @@ class FileRows(Connection):
         return [r[0] for r in rows]
 
     def summary(self) -> dict:
-        files = dict(self.db.execute("SELECT status, count(*) FROM files GROUP BY status").fetchall())
+        """Counts of files (an unavailable file counts as that, whatever its status), units and vectors."""
+        unavailable = self.column("files", "f", "unavailable")
+        files = dict(self.db.execute(f"SELECT CASE WHEN coalesce({unavailable}, false) THEN 'unavailable' "
+                                     "ELSE f.status END, count(*) FROM files f GROUP BY 1").fetchall())
         units = self.db.execute("SELECT count(*) FROM units").fetchone()[0]
         per_indexer = dict(self.db.execute("SELECT indexer, count(*) FROM embeddings GROUP BY indexer").fetchall())
         failures = self.db.execute(
@@ -150,6 +154,7 @@ class FileRows(Connection):
         return {
             "files_ok": files.get("ok", 0),
             "files_failed": files.get("failed", 0),
+            "files_unavailable": files.get("unavailable", 0),
             "units": units,
             "vectors": per_indexer,
             "failures": [{"path": p, "error": e} for p, e in failures],

@@ -14,6 +14,7 @@ class FileState:
     status: str
     error: str | None = None  # why it failed (status "failed")
     transient: bool = False  # it failed for a passing reason (timeout, crash, full disk): a later run retries it
+    unavailable: bool = False  # its folder was offline at the last run: kept with its vectors, not searched
 
 
 @dataclass(frozen=True)

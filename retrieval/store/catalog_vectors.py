@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from retrieval.store.catalog_connection import Connection
+from retrieval.store.catalog_folders import available_only
 from retrieval.store.catalog_records import DescriptionSignal, IndexerRow
 
 
@@ -64,9 +65,11 @@ class VectorRows(Connection):
 
     # -- reads --------------------------------------------------------------
     def vectors(self, indexer: str) -> tuple[np.ndarray, np.ndarray]:
-        """(unit_ids int64, matrix float32) of every vector from ``indexer``."""
+        """(unit_ids int64, matrix float32) of every vector from ``indexer`` that recall searches: those of
+        unavailable files are kept, not searched."""
         rows = self.db.execute(
-            "SELECT unit_id, vector FROM embeddings WHERE indexer = ? ORDER BY unit_id", [indexer]
+            f"SELECT unit_id, vector FROM embeddings WHERE indexer = ? AND {available_only(self, 'unit_id')} "
+            "ORDER BY unit_id", [indexer]
         ).fetchall()
         if not rows:
             # an indexer with no vectors yet still has its width: queries must fit the empty index
@@ -87,12 +90,16 @@ class VectorRows(Connection):
         return {int(u): np.frombuffer(v, dtype=np.float32) for u, v in rows}
 
     def vector_count_both(self, first: str, second: str) -> int:
-        """How many units have a vector from both signals (a signal composed of the two has that many)."""
+        """How many units recall searches have a vector from both signals (a signal composed of the two has that
+        many)."""
         return self.db.execute("SELECT count(*) FROM embeddings a JOIN embeddings b USING (unit_id) "
-                               "WHERE a.indexer = ? AND b.indexer = ?", [first, second]).fetchone()[0]
+                               f"WHERE a.indexer = ? AND b.indexer = ? AND {available_only(self, 'unit_id')}",
+                               [first, second]).fetchone()[0]
 
     def vector_count(self, indexer: str) -> int:
-        return self.db.execute("SELECT count(*) FROM embeddings WHERE indexer = ?", [indexer]).fetchone()[0]
+        """How many vectors from ``indexer`` recall searches (``vectors``' rows)."""
+        return self.db.execute(f"SELECT count(*) FROM embeddings WHERE indexer = ? AND "
+                               f"{available_only(self, 'unit_id')}", [indexer]).fetchone()[0]
 
     def unit_vectors(self, path: str, indexer: str) -> np.ndarray:
         rows = self.db.execute(

@@ -121,6 +121,16 @@ def index_root(index_dir: Path, notices: list[str] | None = None) -> Path:
         return root_of(catalog, index_dir)
 
 
+def unavailable_notice(catalog: Catalog) -> list[str]:
+    """A line for a query's user when recall leaves files out: unavailable ones (their folder offline at the last
+    index run), whose vectors are kept but which could not be played."""
+    count = len(catalog.unavailable())
+    if not count:
+        return []
+    return [f"{count} indexed file(s) not searched: their folder was missing or not mounted at the last index run "
+            "(`convis ls` lists them as unavailable); the next `convis index` run that finds them searches them again"]
+
+
 def protocol_of(catalog: Catalog) -> str:
     """How the index's models embed (anchors and texts are embedded as the index was)."""
     return catalog.setting(PROTOCOL) or "fast"
