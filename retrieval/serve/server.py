@@ -70,6 +70,9 @@ MAX_REF_CHARS = 1024
 MAX_CONCEPTS = 64
 MAX_CONCEPT_CHARS = 200
 MAX_PAGE = 200  # units on one page of the collection: each is a thumbnail the browser loads
+COLLECTION_STATUSES = ("ok", "failed", "unavailable")
+# what a file that answers no query is listed with when the catalog keeps no reason for it
+NOT_ANSWERING = {"failed": "failed", "unavailable": "its folder was offline at the last index run; vectors kept"}
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
 # warming waits this long after the server listens: importing torch holds the interpreter for a few tenths of a
@@ -385,7 +388,7 @@ def _add_index_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/collection", summary="A page of the indexed units (or of the failed files), filtered by folder, "
              "status and name", responses=responses(503))
-    def collection(folder: str | None = FOLDER, status: Literal["ok", "failed"] = "ok",
+    def collection(folder: str | None = FOLDER, status: Literal["ok", "failed", "unavailable"] = "ok",
                    name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
                    limit: int = Query(60, ge=1, le=MAX_PAGE)):
         notices: list[str] = []
@@ -500,13 +503,14 @@ def in_folder(path: str, folder: str | None) -> bool:
 
 def collection_page(files, folder: str | None, status: str, name: str | None, offset: int, limit: int,
                     public=str) -> dict:
-    """One page of the units of the ``status`` "ok" files (or of the "failed" files), in path order; the counts
-    and folders tell the client what the other pages and filters hold."""
+    """One page of the units of the ``status`` "ok" files (or of the "failed" or "unavailable" files), in path
+    order; the counts and folders tell the client what the other pages and filters hold."""
     folders = sorted({folder_of(f.path) for f in files})
     inside = [f for f in files if in_folder(f.path, folder) and (not name or name.lower() in f.path.lower())]
-    counts = {"ok": sum(f.status == "ok" for f in inside), "failed": sum(f.status != "ok" for f in inside)}
-    if status == "failed":
-        items = [{"path": f.path, "error": public(f.error or "failed")} for f in inside if f.status != "ok"]
+    counts = {kind: sum(f.status == kind for f in inside) for kind in COLLECTION_STATUSES}
+    if status != "ok":
+        items = [{"path": f.path, "error": public(f.error or NOT_ANSWERING[status])}
+                 for f in inside if f.status == status]
     else:
         items = [{"path": f.path, "folder": folder_of(f.path), "segment": seg, "start": round(start, 3),
                   "end": round(end, 3), "duration": f.duration, "units": len(f.units),

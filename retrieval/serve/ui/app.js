@@ -617,12 +617,13 @@ function renderCollection(data, state) {
   $("#file-status").value = state.status;
   $("#name-filter").value = state.name;
   const first = data.total ? data.offset + 1 : 0, last = Math.min(data.offset + data.limit, data.total);
-  const what = state.status === "failed" ? "failed files" : "units";
+  const what = state.status === "ok" ? "units" : `${state.status} files`;
+  const offline = data.counts.unavailable ? `, ${data.counts.unavailable} unavailable` : "";
   $("#collection-meta").textContent = `${first}-${last} of ${data.total} ${what} · ${data.counts.ok} files ` +
-    `indexed, ${data.counts.failed} failed`;
+    `indexed, ${data.counts.failed} failed${offline}`;
   $("#prev-page").disabled = state.page <= 1;
   $("#next-page").disabled = last >= data.total;
-  if (state.status === "failed") {
+  if (state.status !== "ok") {
     $("#grid").replaceChildren();
     $("#failed-list").replaceChildren(...data.items.map((f) => el("li", {class: "card failed-file"},
       el("span", {class: "path"}, f.path), " ", el("span", {class: "error"}, f.error))));
