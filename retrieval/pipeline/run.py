@@ -121,7 +121,9 @@ class Executor(Protocol):
         ...
 
 
-# (event, data): "note" {text} (before "start"), "start" {total}, "file" {path, frames, ok}
+# (event, data): "note" {text} (before "start"), "start" {total}, "file" {path, frames, ok}; "file" comes after
+# the file is stored or recorded failed, and an exception the callback raises stops the run there (what is committed
+# stays, the next run resumes)
 Progress = Callable[[str, dict], None]
 Scan = tuple[list[FoundFile], list[tuple[str, str]]]  # what ``find_videos`` returns: files, unreadable entries
 
@@ -285,12 +287,17 @@ class IndexRun:
             self._fail_job(job, f"embedding failed: {result.error}", transient=True)  # out of memory, mostly
             return
         try:
-            self._commit(job, result)
+            frames = self._commit(job, result)
         except Exception as exc:  # as with a model error, this file is skipped and the run goes on
             self._fail_job(job, f"not stored: {reason_of(exc)}", transient=True)  # a full disk, mostly
+            return
+        # reported once committed, outside the handling above: a commit is final, and a callback's exception (its
+        # caller stopping, a reader of its output gone) stops the run here without undoing it
+        self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
 
-    def _commit(self, job: FileJob, done: EmbeddedFile) -> None:
-        """Write one file's vectors (new file: all its rows; a file missing an indexer: those vectors)."""
+    def _commit(self, job: FileJob, done: EmbeddedFile) -> int:
+        """Write one file's vectors (new file: all its rows; a file missing an indexer: those vectors); the
+        frames it took."""
         found = job.file
         vectors = {m: v for m, v in done.vectors.items() if m in job.indexers}
         if job.lacks_vectors:
@@ -301,7 +308,7 @@ class IndexRun:
         self.report.indexed += 1
         self.report.units += len(done.spans)
         self.report.frames += frames
-        self.progress("file", {"path": found.rel, "frames": frames, "ok": True})
+        return frames
 
     def _fail_job(self, job: FileJob, reason: str, transient: bool = False) -> None:
         """A planned file failed: recorded as failed, unless the catalog holds usable rows for it, which stay."""

@@ -2,8 +2,8 @@
 
 Only a server started with ``convis serve --allow-writes`` does any of it (403 otherwise), one change at a time,
 and never while another process writes the index (409: a ``convis index`` run, say).  Runs go on in a child
-process (see index_job.py) and ``GET /index/job`` follows them; queries meanwhile read the snapshot the run
-publishes, and once it is done they read what it committed.
+process (see index_job.py) and ``GET /index/job`` follows them (a run started by a server since killed too);
+queries meanwhile read the snapshot the run publishes, and once it is done they read what it committed.
 
 - Adding copies each upload into a folder inside the root (default ``added``) under the name it was uploaded
   with, then indexes the root (only new and changed files are embedded).  A file of that name with other bytes
@@ -69,7 +69,7 @@ class RunIn(BaseModel):
 
 
 def write_routes(state) -> APIRouter:
-    jobs = IndexJobs()
+    jobs = IndexJobs(state.engine.index_dir)
 
     @asynccontextmanager
     async def lifespan(_app):

@@ -14,13 +14,6 @@ from retrieval.store.errors import IndexSettingsError
 from retrieval.store.vectors import VectorIndex, index_path
 
 
-@pytest.fixture
-def engine(tmp_path, tiny_models):
-    eng = Engine(tmp_path / "index")
-    eng.spec = f"dinov2:{tiny_models['dinov2']}"
-    return eng
-
-
 def run(engine, folder, **kw):
     return engine.index(folder, [engine.spec], IndexSettings(**kw), distributor=SerialDistributor())
 

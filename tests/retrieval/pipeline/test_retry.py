@@ -13,13 +13,6 @@ from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 
 
-@pytest.fixture
-def engine(tmp_path, tiny_models):
-    eng = Engine(tmp_path / "index")
-    eng.spec = f"dinov2:{tiny_models['dinov2']}"
-    return eng
-
-
 class FailingOnce(SerialDistributor):
     """Decodes in process, except that ``name`` fails with ``error`` (what a worker pool reports)."""
 
