@@ -13,7 +13,7 @@ from retrieval.engine import QueryRequest
 from retrieval.store.catalog import Catalog, list_files
 from tests.retrieval.pipeline import test_indexing
 
-engine, run = test_indexing.engine, test_indexing.run  # the tiny-model engine fixture and its indexing run
+run = test_indexing.run  # an indexing run with the tiny-model engine (conftest.py)
 SHARE = ("nas/box.mp4", "nas/carphone_pristine.mp4")
 
 
