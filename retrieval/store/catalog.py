@@ -29,7 +29,7 @@ class FileListing:
 
     path: str
     status: str  # ok or failed
-    error: str | None  # why it failed
+    error: str | None  # why it failed; status "ok": what of it could not be decoded (a damaged file)
     duration: float | None
     width: int | None
     height: int | None
