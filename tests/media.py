@@ -106,3 +106,70 @@ def read_numbered_frame(image: np.ndarray) -> tuple[int, int]:
     bottom = image[height * 6 // 10: height * 9 // 10].mean()
     low, high = (int(round((float(v) - 16) / LEVEL_STEP)) for v in (top, bottom))
     return high // 8, (high % 8) * 50 + low
+
+
+# Damaged copies of a real clip whose index (moov) comes before its video data (mdat), as cup.mp4's does: the
+# damage falls on the video data, the index stays whole, as on a disk or a download that went wrong.
+def _video_data(data: bytes) -> tuple[int, int]:
+    """(first, stop) byte offsets of an MP4's video data (its mdat box's payload, after its index)."""
+    start = data.index(b"mdat") + 4
+    assert data.index(b"moov") < start, "the clip's index must come before its video data"
+    return start, len(data)
+
+
+def overwritten(source: Path, path: Path, share: float = 0.10, seed: int = 0) -> Path:
+    """``source`` with ``share`` of its video data's bytes overwritten with random ones (seeded)."""
+    data = bytearray(source.read_bytes())
+    first, stop = _video_data(bytes(data))
+    rng = np.random.default_rng(seed)
+    at = rng.integers(first, stop, int((stop - first) * share))
+    for offset, value in zip(at, rng.integers(0, 256, len(at)), strict=True):
+        data[offset] = int(value)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def holed(source: Path, path: Path, size: int = 200_000, at: float = 1 / 3) -> Path:
+    """``source`` with ``size`` bytes of its video data zeroed, starting ``at`` of the way into it."""
+    data = bytearray(source.read_bytes())
+    first, stop = _video_data(bytes(data))
+    start = first + int((stop - first) * at)
+    data[start:start + size] = bytes(min(size, stop - start))
+    path.write_bytes(bytes(data))
+    return path
+
+
+def cut_short(source: Path, path: Path, keep: float = 2 / 3) -> Path:
+    """The first ``keep`` of ``source``'s bytes: a download or a copy that stopped."""
+    data = source.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
+def zeroed(source: Path, path: Path) -> Path:
+    """``source`` with all its video data zeroed: the index is whole, no frame decodes."""
+    data = bytearray(source.read_bytes())
+    first, stop = _video_data(bytes(data))
+    data[first:stop] = bytes(stop - first)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def frames_that_decode(path: Path) -> tuple[int, list[int], float]:
+    """(frames the container lists, numbers of the frames a decode from the start gives, frame rate), by FFmpeg's
+    own rule: every packet is handed to the decoder, one it refuses is passed over; a frame's number is the place
+    of its time among the packets' times."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.codec_context.thread_count = 1
+        packets, decoded = [], []
+        for packet in container.demux(stream):
+            if packet.size:
+                packets.append(packet.pts)
+            try:
+                decoded += [frame.pts for frame in packet.decode()]
+            except av.error.FFmpegError:
+                pass  # on to the next packet
+        listed, fps = max(len(packets), stream.frames), float(stream.average_rate)
+    order = sorted(packets)
+    return listed, sorted(order.index(pts) for pts in decoded), fps

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -28,6 +29,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from bench.loaders import BenchDataError, check_unique, read_json
+from retrieval.core.user_files import DATA_FILE_LIMIT, read_text
 
 KS = (5, 10, 25, 50)
 COLUMNS = ("query_id", "query_video", "target_video", "target_videos_ids", "modification")
@@ -58,18 +60,18 @@ def read_annotations(path: str | Path) -> list[CovrQuery]:
     """The queries of a TF-CoVR annotation CSV (columns ``query_id, query_video, target_video, target_videos_ids,
     modification``; others are ignored). ``target_videos_ids`` is a Python list literal, ``['a', 'b']``."""
     path = Path(path)
+    if not path.exists():
+        raise BenchDataError(f"annotations not found: {path}")
+    # read as any benchmark data file is: at most DATA_FILE_LIMIT bytes, a device or a pipe refused in one line
+    reader = csv.DictReader(io.StringIO(read_text(path, "annotations", DATA_FILE_LIMIT, BenchDataError), newline=""))
     try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise BenchDataError(f"annotations {path} lack column(s) {', '.join(missing)} "
-                                     f"(need {', '.join(COLUMNS)})")
-            queries = [_query(row, path, reader.line_num) for row in reader]
-    except FileNotFoundError:
-        raise BenchDataError(f"annotations not found: {path}") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise BenchDataError(f"cannot read annotations {path}: {e}") from None
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise BenchDataError(f"annotations {path} lack column(s) {', '.join(missing)} "
+                                 f"(need {', '.join(COLUMNS)})")
+        queries = [_query(row, path, reader.line_num) for row in reader]
+    except csv.Error as e:  # a field past csv's limit (128 KiB), a NUL byte: in the row after the last one read
+        raise BenchDataError(f"cannot read annotations {path}, line {reader.line_num + 1}: {e}") from None
     if not queries:
         raise BenchDataError(f"annotations {path} hold no queries")
     check_unique((q.query_id for q in queries), f"annotations {path}: query_id")

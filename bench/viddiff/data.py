@@ -12,12 +12,12 @@ missing video, a label without a description) are kept on the sample for the cal
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from bench.loaders import BenchDataError, check_unique, read_json
+from retrieval.core.user_files import DATA_FILE_LIMIT, parse_json, read_text
 
 # frames per second VidDiff's LMM baselines sample each domain at (lmms/configs/config.yaml, lmm.fps_inference)
 DOMAIN_FPS = {"fitness": 4, "ballsports": 5, "diving": 6, "music": 1, "surgery": 1}
@@ -78,27 +78,16 @@ def _read_rows(path: Path) -> list:
         if not isinstance(data, list):
             raise BenchDataError(f"dataset {path}: expected a list of rows")
         return data
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchDataError(f"cannot read dataset {path}: {e}") from None
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise BenchDataError(f"dataset {path} line {n} is not valid JSON: {e.msg}") from None
-    return rows
+    # read as any data file is: at most DATA_FILE_LIMIT bytes, each line's JSON nested at most JSON_DEPTH_LIMIT deep
+    text = read_text(path, "dataset", DATA_FILE_LIMIT, BenchDataError)
+    return [parse_json(line, f"dataset {path} line {n}", BenchDataError)
+            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def _decoded(value: Any, what: str, where: str) -> Any:
-    """A field that the parquet stores as a JSON string, as an object."""
+    """A field that the parquet stores as a JSON string, as an object (nested as deep as a file may be)."""
     if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            raise BenchDataError(f"{where}: {what} is a string but not JSON") from None
+        return parse_json(value, f"{where}: {what} (a string)", BenchDataError)
     return value
 
 

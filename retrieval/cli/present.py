@@ -406,19 +406,23 @@ def print_listing(root: Path, files: list, as_json: bool) -> None:
         table.add_column(col, overflow="fold", justify="right" if col in ("duration", "units") else "left")
     for f in files:
         table.add_row(shown(f.path), format_time(f.duration) if f.duration is not None else "",
-                      str(len(f.units)), _shown_status(f),
-                      "yes" if f.captioned else "")
+                      str(len(f.units)), _shown_status(f), "yes" if f.captioned else "")
     out.print(table)
 
 
 def _shown_status(f) -> str:
-    """A listed file's status: ok, unavailable (its folder offline: vectors kept), or failed with the reason."""
+    """ok (with what of a damaged file could not be decoded), unavailable (its folder offline: vectors kept), or
+    failed with the reason."""
+    if f.status == "ok":
+        return f"ok ({shown(f.error)})" if f.error else "ok"
     return f"failed: {shown(f.error or '')}" if f.status == "failed" else f.status
 
 
 def listing_record(f) -> dict:
-    return {"path": f.path, "status": f.status, "error": f.error, "duration": f.duration, "width": f.width,
-            "height": f.height, "captioned": f.captioned,
+    failed = f.status == "failed"
+    return {"path": f.path, "status": f.status, "error": f.error if failed else None,
+            "undecoded": None if failed else f.error,  # a damaged file indexed from what decodes: what did not
+            "duration": f.duration, "width": f.width, "height": f.height, "captioned": f.captioned,
             "units_by": f.units_by or None,
             "units": [{"segment": seg, "start": start, "end": end, **_cut_record(f, i)}
                       for i, (seg, start, end) in enumerate(f.units)]}

@@ -45,6 +45,10 @@ class FrameRangeError(SpanError):
         self.start, self.stop, self.duration = first, stop, frame_count
 
 
+class VideoDamaged(DecodeError):
+    """Part of the file's video data could not be decoded: what decodes is found before its units are cut."""
+
+
 class FileChanged(DecodeError):
     """The file was written while it was being read: what was read is of no one version; a later try may work."""
 
@@ -68,6 +72,8 @@ class VideoInfo:
     height: int
     decoder: str
     rotation: int = 0  # degrees counter-clockwise the decoded picture must turn (PyAV reports, decord applies)
+    # frame ranges [first, stop) of a damaged file that could not be decoded; sampling passes over them
+    gaps: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,9 @@ class Span:
 
     A shot knows its frames exactly (``frames``: first, stop), where a time range is rounded to frames;
     ``boundary`` says what starts it ("cut": a detected cut, with the detector's ``confidence``; "split": a
-    long shot split at the longest unit length; "start": the video's start); None for fixed units.
+    long shot split at the longest unit length; "start": the video's start); None for fixed units. ``gaps``:
+    frame ranges [first, stop) inside the unit that could not be decoded (a damaged file), which sampling passes
+    over.
     """
 
     segment: int
@@ -94,6 +102,7 @@ class Span:
     frames: tuple[int, int] | None = None
     boundary: str | None = None
     confidence: float | None = None
+    gaps: tuple[tuple[int, int], ...] = ()
 
 
 def output_size(width: int, height: int, short_side: int = DEFAULT_SHORT_SIDE) -> tuple[int, int]:
@@ -120,17 +129,33 @@ def spans(duration: float, segment_seconds: float | None) -> list[Span]:
 
 
 def span_frame_indices(info: VideoInfo, span: Span, spec: FrameSpec | int) -> list[int]:
-    """Frame numbers to decode for one unit: the spec's rule applied to the frames inside the span."""
+    """Frame numbers to decode for one unit: the spec's rule applied to the frames inside the span, less those
+    that could not be decoded (the span's and the file's gaps)."""
+    first, last = span_frames(info, span)
+    gaps = (*span.gaps, *info.gaps)
+    if gaps:  # a damaged file: the rule picks among the frames that decode
+        kept = decodable(first, last, gaps)
+        return [kept[i] for i in as_spec(spec).indices(len(kept), info.fps)]
+    return [first + i for i in as_spec(spec).indices(last - first, info.fps)]
+
+
+def span_frames(info: VideoInfo, span: Span) -> tuple[int, int]:
+    """The frames [first, last) a unit covers: its own when it knows them, else its times' frames."""
     if span.frames is not None:  # clamped: another decoder may count a frame or two fewer than the one that cut
         first = min(span.frames[0], info.frame_count - 1)
-        last = max(first + 1, min(info.frame_count, span.frames[1]))
-        return [first + i for i in as_spec(spec).indices(last - first, info.fps)]
+        return first, max(first + 1, min(info.frame_count, span.frames[1]))
     first = min(info.frame_count - 1, int(math.floor(span.start * info.fps)))
     # a unit that runs to the end has every remaining frame: end * fps undercounts variable-rate clips
     end = info.frame_count if span.end >= info.duration else int(math.ceil(span.end * info.fps))
-    last = min(info.frame_count, max(first + 1, end))
-    local = as_spec(spec).indices(last - first, info.fps)
-    return [first + i for i in local]
+    return first, min(info.frame_count, max(first + 1, end))
+
+
+def decodable(first: int, last: int, gaps: Sequence[tuple[int, int]]) -> list[int]:
+    """The frame numbers in [first, last) outside every gap."""
+    keep = np.ones(max(0, last - first), bool)
+    for a, b in gaps:
+        keep[max(a, first) - first:max(min(b, last) - first, 0)] = False
+    return (np.flatnonzero(keep) + first).tolist()
 
 
 class Backend(Protocol):

@@ -2,17 +2,24 @@
 
 Each target frame is reached by seeking to the keyframe before it (only across keyframes) and decoding
 forward in one pass, and is resized as soon as it is decoded (inside the decoder where the policy allows).
+
+A damaged stream (bytes overwritten, a hole, a truncated file) has packets the decoder refuses: FFmpeg goes on
+with the next one, and so does every decode here (``decoded_frames``). ``read`` says so (``VideoDamaged``)
+rather than hand out frames from a file whose damage is not known; ``survey`` finds which frames of a range
+decode and ``read_damaged`` reads those.
 """
 
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from retrieval.media.frames import DecodeError, Frames, VideoInfo, reorder
+from retrieval.media.damaged import clipped, frame_numbers, gaps_of
+from retrieval.media.frames import DecodeError, Frames, VideoDamaged, VideoInfo, reorder
 
 
 class PyAVBackend:
@@ -27,9 +34,7 @@ class PyAVBackend:
         self.threads = threads
 
     def probe(self, path: Path) -> VideoInfo:
-        import av
-
-        with av.open(str(path)) as container:
+        with open_video(path) as container:
             if not container.streams.video:
                 raise DecodeError("no video stream (audio-only or not a video)")
             stream = container.streams.video[0]
@@ -45,14 +50,69 @@ class PyAVBackend:
         return VideoInfo(count, fps, duration or count / fps, width, height, self.name, rotation)
 
     def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames:
-        import av
+        """The frames numbered ``indices``; raises ``VideoDamaged`` when any packet on the way would not decode."""
+        damage = Damage()
+        try:
+            frames = self._read(path, info, indices, resize, damage)
+        except DecodeError:
+            if not damage.found:
+                raise
+            frames = None  # no frame came out, where packets did not decode: what does is surveyed
+        if damage.packets:
+            raise VideoDamaged(f"{damage.packets} packet(s) of the video could not be decoded")
+        if damage.cut_short:
+            raise VideoDamaged("the file ends before the frames its container lists")
+        return frames
 
+    def read_damaged(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames:
+        """``read`` of a damaged file, whose ``indices`` are frames that decode (``survey``): packets that do not
+        decode are passed over, and where a seek misses a target (the keyframe it lands on does not decode) the
+        frames are decoded in one pass from the keyframe before the first, as ``survey`` decodes them."""
+        damage = Damage()
+        frames = self._read(path, info, indices, resize, damage)
+        if damage.missed:
+            frames = self._read(path, info, indices, resize, Damage(), seek=False)
+        return frames
+
+    def survey(self, path: Path, info: VideoInfo, first: int, stop: int) -> tuple[tuple[int, int], ...]:
+        """The frames of [first, stop) that do not decode, as ranges [a, b): decoded in one pass from the
+        keyframe before ``first``, frames left unconverted, every packet handed to the decoder and one it refuses
+        passed over, as FFmpeg does. Frames the file holds no packets for (it was cut short) are among them."""
+        with open_video(path) as container:
+            stream = container.streams.video[0]
+            packet_times, _ = _packet_times(container, stream, upto=stop)
+        origin, decoded = _start_time(stream), []
+        with open_video(path) as container:
+            stream = container.streams.video[0]
+            if self.threads:
+                stream.codec_context.thread_count = self.threads
+            if first > 0:
+                at = packet_times[first] if packet_times and len(packet_times) > first else origin + first / info.fps
+                container.seek(max(0, int(at / stream.time_base)), stream=stream, backward=True, any_frame=False)
+            for frame in decoded_frames(container, stream, Damage()):
+                [number] = frame_numbers([frame.time], packet_times or [], origin, info.fps)
+                if number >= stop:
+                    break  # frames come in presentation order: the range is done
+                decoded.append(number)
+        return clipped(gaps_of([n for n in decoded if n >= first], stop), first, stop)
+
+    def decodes_anything(self, path: Path) -> bool:
+        """Whether any frame of the file decodes (a decode from its start, up to the first frame that does)."""
+        with open_video(path) as container:
+            return next(decoded_frames(container, container.streams.video[0], Damage()), None) is not None
+
+    def _read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize, damage: "Damage",
+              seek: bool = True) -> Frames:
         unique = sorted(set(indices))
         small = frame_converter(info, resize)
-        with av.open(str(path)) as container:
+        with open_video(path) as container:
             stream = container.streams.video[0]
             frame_times, keyframes = _packet_times(container, stream, upto=unique[-1])
-            seekable = container.format.name.split(",")[0] not in INEXACT_SEEK_FORMATS
+            exact_seeks = container.format.name.split(",")[0] not in INEXACT_SEEK_FORMATS
+            seekable = seek and exact_seeks
+            # a frame wanted past the packets there are, where the container counts more (an MP4's count is
+            # exact; others' are estimates): the file was cut short
+            damage.cut_short = frame_times is not None and len(frame_times) <= unique[-1] < int(stream.frames or 0)
         # times are the stream's own, which need not start at 0 (MPEG-TS starts at 1.4 s, often); the
         # times recorded count from its first frame, as players show them
         origin = _start_time(stream)
@@ -61,18 +121,65 @@ class PyAVBackend:
         exact = frame_times is not None and len(frame_times) > unique[-1]
         targets = [frame_times[i] if exact else origin + i / info.fps for i in unique]
         early = 1e-6 if exact else 0.5 / info.fps
-        with av.open(str(path)) as container:  # afresh: demuxing the packets' times moved it on
+        with open_video(path) as container:  # afresh: demuxing the packets' times moved it on
             stream = container.streams.video[0]
             if self.threads:
                 stream.codec_context.thread_count = self.threads
+            if not seek and exact_seeks:  # one pass, from the keyframe before the first target
+                container.seek(max(0, int(targets[0] / stream.time_base)), stream=stream, backward=True,
+                               any_frame=False)
             # where seeking lands after its target, only decoding from the start finds each frame
-            grabbed = _grab_frames(container, stream, targets, early, keyframes if seekable else [], small,
-                                   exact, seek=seekable)
+            grabbed = _grab_frames(container, stream, _Wanted(targets, early, exact), keyframes if seekable else [],
+                                   small, seek=seekable, damage=damage)
         grabbed = _fill_missing(grabbed)
         pixels = np.stack([image for image, _ in grabbed])
         times = np.array([float(t if t is not None else target) - origin
                           for (_, t), target in zip(grabbed, targets, strict=False)])
         return reorder(unique, pixels, times, indices)
+
+
+def open_video(path: Path):
+    """The file opened for reading; metadata that is not UTF-8 (an old camera's, or damaged) is read with
+    replacement characters, where PyAV's default refuses the whole file."""
+    import av
+
+    return av.open(str(path), metadata_errors="replace")
+
+
+class Damage:
+    """What a decode met: packets the decoder refused (or where demuxing stopped), the time of every packet
+    demuxed, targets it did not find (``_grab_frames``), and whether the file ends before the frames its
+    container lists (``cut_short``)."""
+
+    def __init__(self) -> None:
+        self.packets, self.missed, self.cut_short = 0, 0, False
+        self.packet_times: list[float | None] = []  # None: a packet without a time
+
+    @property
+    def found(self) -> bool:
+        return bool(self.packets) or self.cut_short
+
+
+def decoded_frames(container, stream, damage: Damage) -> Iterator:
+    """``container.decode(stream)``, the same frames for an intact stream, going on past each packet the decoder
+    refuses, as FFmpeg does; demuxing that fails ends the stream. Both are counted in ``damage``."""
+    packets = container.demux(stream)
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            return
+        except av_errors():
+            damage.packets += 1
+            return
+        if packet.size:  # not the end-of-stream marker
+            damage.packet_times.append(None if packet.pts is None else float(packet.pts * stream.time_base))
+        try:
+            frames = packet.decode()
+        except av_errors():
+            damage.packets += 1
+            continue
+        yield from frames
 
 
 def _start_time(stream) -> float:
@@ -107,7 +214,7 @@ def _stream_duration(container, stream) -> float:
 def _first_frame_rotation(container, stream) -> int:
     """The display rotation (0, 90, 180, 270) the container's display matrix asks for."""
     try:
-        frame = next(container.decode(stream))
+        frame = next(decoded_frames(container, stream, Damage()))
     except (StopIteration, av_errors()):
         return 0
     return int(round((getattr(frame, "rotation", 0) or 0) / 90)) % 4 * 90
@@ -119,8 +226,18 @@ def av_errors() -> type[BaseException]:
     return av.error.FFmpegError
 
 
-def _grab_frames(container, stream, targets: Sequence[float], early: float, keyframes: list[float] | None,
-                 keep: Callable, exact: bool = False, seek: bool = True) -> list:
+@dataclass(frozen=True)
+class _Wanted:
+    """The times of the frames wanted (ascending) and how a decoded frame matches one: a frame up to ``early``
+    seconds before a target counts as at it; ``exact``: the times are the stream's own frame times."""
+
+    targets: Sequence[float]
+    early: float
+    exact: bool = False
+
+
+def _grab_frames(container, stream, wanted: _Wanted, keyframes: list[float] | None, keep: Callable,
+                 seek: bool = True, damage: Damage | None = None) -> list:
     """``keep(frame)`` of the frame at each target time (ascending), in one forward pass.
 
     A frame up to ``early`` seconds before a target counts as at it. A seek restarts decoding at
@@ -128,18 +245,29 @@ def _grab_frames(container, stream, targets: Sequence[float], early: float, keyf
     going on decoding reaches the target for less work, so the pass seeks only across keyframes
     (short clips often have one or two: then it never re-decodes). ``exact``: the targets are the
     stream's own frame times, so the frame with that very time is wanted (see ``_Decoded``). Without
-    ``seek``, one pass from the container's start (a freshly opened one).
+    ``seek``, one pass from where the container stands (a freshly opened one: its start). ``damage``
+    counts the packets that would not decode and the targets whose own frame was not found.
     """
+    damage = damage if damage is not None else Damage()
     grabbed, last = [], None
-    decoded = None if seek else _Decoded(container.decode(stream))
-    for target in targets:
+    decoded = None if seek else _Decoded(decoded_frames(container, stream, damage))
+    early, exact = wanted.early, wanted.exact
+    for target in wanted.targets:
         if seek and (last is None or last.time is None or _keyframe_between(keyframes, last.time, target)):
             container.seek(max(0, int(target / stream.time_base)), stream=stream, backward=True, any_frame=False)
-            decoded = _Decoded(container.decode(stream))
+            decoded = _Decoded(decoded_frames(container, stream, damage))
         frame = decoded.take(target, early, exact)
+        damage.missed += not _at(frame, target, early, exact)
         grabbed.append(None if frame is None else keep(frame))
         last = frame if frame is not None else last
     return grabbed
+
+
+def _at(frame, target: float, early: float, exact: bool) -> bool:
+    """Whether ``frame`` is the one at ``target`` (a frame without a time is taken at its word)."""
+    if frame is None or frame.time is None:
+        return frame is not None
+    return abs(frame.time - target) < 1e-6 if exact else frame.time <= target + early
 
 
 class _Decoded:

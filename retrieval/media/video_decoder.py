@@ -8,14 +8,16 @@ the output size, never on the stream's length or resolution.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from retrieval.core.errors import one_line
 from retrieval.core.pixels import DEFAULT_SHORT_SIDE, DecoderScaled
 from retrieval.core.sampling import FrameSpec, as_spec
+from retrieval.media.damaged import NOTHING_DECODES
 from retrieval.media.decord_backend import DecordBackend
 from retrieval.media.frames import (
     Backend,
@@ -26,11 +28,14 @@ from retrieval.media.frames import (
     Frames,
     Span,
     SpanError,
+    VideoDamaged,
     VideoInfo,
     check_frame_count,
     check_not_empty,
+    decodable,
     notice,
     span_frame_indices,
+    span_frames,
     spans,
 )
 from retrieval.media.pyav_backend import PyAVBackend, inexact_seek_container
@@ -87,6 +92,8 @@ class VideoDecoder:
                 _unavailable(factory.name, exc, device)  # decord is optional (x86_64 Linux only), torchcodec too
         if not self.backends:
             raise RuntimeError("no video decoder is installed (install decord or av)")
+        self._surveyed: dict[tuple[str, int, int], tuple[tuple[int, int], ...]] = {}
+        self._damaged: set[str] = set()
 
     def probe(self, path: str | Path) -> VideoInfo:
         """Frame count, rate, duration and size of a file, from the first decoder that can open it."""
@@ -100,53 +107,108 @@ class VideoDecoder:
         The file's units are ``cut`` when given (its shots), else ``spans(duration, segment_seconds)``.
         ``units`` picks, once the file is probed, which of its units to read (default: all), so that a
         long file can be read a window of units at a time and memory never grows with its length.
+        Of a damaged file (``VideoDamaged``) the frames the units span are surveyed: the info lists those that
+        do not decode (``gaps``), each unit samples among those that do, and a unit where none does is left
+        out (none may be left of a window; of a whole file, DecodeError).
         """
         spec = as_spec(spec)
 
-        def read(backend, info):
+        def chosen(info: VideoInfo) -> list[Span]:
             every_unit = list(cut) if cut is not None else spans(info.duration, segment_seconds)
-            chosen = every_unit if units is None else every_unit[units(info, every_unit)]
-            wanted = [span_frame_indices(info, span, spec) for span in chosen]
+            return every_unit if units is None else every_unit[units(info, every_unit)]
+
+        def read(backend, info, kept=None, damaged=False):
+            kept = chosen(info) if kept is None else kept
+            wanted = [span_frame_indices(info, span, spec) for span in kept]
             check_frame_count(spec, wanted)
             # one read for every unit read: the file is opened and indexed once, decoded in one forward pass
-            every = backend.read(Path(path), info, [i for indices in wanted for i in indices], self._resize(spec))
+            flat = [i for indices in wanted for i in indices]
+            every = (backend.read_damaged if damaged else backend.read)(Path(path), info, flat, self._resize(spec))
             bounds = np.cumsum([0, *map(len, wanted)])
             return [(span, Frames(every.pixels[a:b], every.timestamps[a:b], every.indices[a:b]))
-                    for span, a, b in zip(chosen, bounds[:-1], bounds[1:], strict=False)]
+                    for span, a, b in zip(kept, bounds[:-1], bounds[1:], strict=False)]
 
-        return self._with_backends(path, read, self._resize(spec))
+        def read_damaged(pyav: PyAVBackend):
+            probed = pyav.probe(Path(path))
+            spanned = chosen(probed)
+            info = self._survey(pyav, path, probed, spanned)
+            kept = [span for span in spanned if decodable(*span_frames(info, span), (*span.gaps, *info.gaps))]
+            if kept:
+                return info, read(pyav, info, kept, damaged=True)
+            if units is None or not pyav.decodes_anything(Path(path)):
+                raise DecodeError(NOTHING_DECODES)
+            return info, []  # this window of the file has nothing that decodes; others have
+
+        if str(path) in self._damaged:
+            return self._on_pyav(read_damaged)
+        try:
+            return self._with_backends(path, read, self._resize(spec))
+        except VideoDamaged:
+            self._damaged.add(str(path))
+            return self._on_pyav(read_damaged)
+
+    def damaged(self, path: str | Path) -> bool:
+        """Whether a read of ``path`` found it damaged: later reads go straight to what decodes of it."""
+        return str(path) in self._damaged
 
     def sample_span(self, path: str | Path, spec: FrameSpec | int, start: float, end: float | None) -> Frames:
         """Frames of one time range of a file (an anchor given with --start/--end)."""
 
-        def wanted(info: VideoInfo, spec: FrameSpec) -> list[int]:
+        def span(info: VideoInfo) -> Span:
             stop = info.duration if end is None else min(end, info.duration)
             if start >= stop:
                 raise SpanError(start, stop, info.duration)
-            return span_frame_indices(info, Span(0, start, stop), spec)
+            return Span(0, start, stop)
 
-        return self._sample_one(path, as_spec(spec), wanted)
+        return self._sample_one(path, as_spec(spec), span)
 
     def sample_frames(self, path: str | Path, spec: FrameSpec | int, first: int, stop: int) -> Frames:
         """Frames of one range of frame numbers, ``first`` up to but not including ``stop``, as given: no
         rounding through seconds (a range a dataset names in frames)."""
 
-        def wanted(info: VideoInfo, spec: FrameSpec) -> list[int]:
+        def span(info: VideoInfo) -> Span:
             if first >= min(stop, info.frame_count):
                 raise FrameRangeError(first, stop, info.frame_count)
             fps = info.fps or 1.0  # the span's seconds are for show: its frames decide
-            return span_frame_indices(info, Span(0, first / fps, stop / fps, frames=(first, stop)), spec)
+            return Span(0, first / fps, stop / fps, frames=(first, stop))
 
-        return self._sample_one(path, as_spec(spec), wanted)
+        return self._sample_one(path, as_spec(spec), span)
 
-    def _sample_one(self, path: str | Path, spec: FrameSpec,
-                    wanted: Callable[[VideoInfo, FrameSpec], list[int]]) -> Frames:
-        def read(backend, info):
-            indices = wanted(info, spec)
+    def _sample_one(self, path: str | Path, spec: FrameSpec, span_of: Callable[[VideoInfo], Span]) -> Frames:
+        def read(backend, info, damaged=False):
+            indices = span_frame_indices(info, span_of(info), spec)
+            if not indices:
+                raise DecodeError("no frame of that range of the video could be decoded (its video data is damaged)")
             check_frame_count(spec, [indices])
-            return backend.read(Path(path), info, indices, self._resize(spec))
+            return (backend.read_damaged if damaged else backend.read)(Path(path), info, indices, self._resize(spec))
 
-        return self._with_backends(path, read, self._resize(spec))[1]
+        def read_damaged(pyav: PyAVBackend) -> Frames:  # the rule picks among the frames that decode
+            info = pyav.probe(Path(path))
+            return read(pyav, self._survey(pyav, path, info, [span_of(info)]), damaged=True)
+
+        try:
+            return self._with_backends(path, read, self._resize(spec))[1]
+        except VideoDamaged:
+            return self._on_pyav(read_damaged)
+
+    def _on_pyav(self, read: Callable[[PyAVBackend], Any]) -> Any:
+        """``read(pyav)`` of a damaged file (PyAV alone says what of it decodes), failing as a decode fails."""
+        try:
+            return read(next(b for b in self.backends if isinstance(b, PyAVBackend)))
+        except DecodeError:
+            raise
+        except Exception as exc:  # as in ``_with_backends``: whatever PyAV raises is this file's failure
+            raise DecodeError(_one_line(exc)) from None
+
+    def _survey(self, pyav: PyAVBackend, path: str | Path, info: VideoInfo, units: Sequence[Span]) -> VideoInfo:
+        """``info`` with the frames the ``units`` span that do not decode (``gaps``), surveyed once per range: a
+        file sampled for several frame specs is decoded once for it."""
+        bounds = [span_frames(info, span) for span in units]
+        first, stop = min(a for a, _ in bounds), max(b for _, b in bounds)
+        key = (str(path), first, stop)
+        if key not in self._surveyed:
+            self._surveyed[key] = pyav.survey(Path(path), info, first, stop)
+        return replace(info, gaps=self._surveyed[key])
 
     def _resize(self, spec: FrameSpec):
         return spec.resize if spec.resize is not None else DecoderScaled(self.short_side)
@@ -159,14 +221,15 @@ class VideoDecoder:
             try:
                 info = backend.probe(path)
                 return info, read(backend, info)
-            except (SpanError, FileChanged):
-                raise  # the request or the file is at fault, not the backend: another decoder would say the same
+            except (SpanError, FileChanged, VideoDamaged):
+                # the request or the file is at fault, not the backend: another decoder would say the same (of a
+                # damaged file, PyAV says which frames do not decode, where the others hand out what they make of it)
+                raise
             except DecodeError as exc:
                 errors.append((backend.name, str(exc)))
             except Exception as exc:  # decoders raise many types; each is a per-file failure
                 errors.append((backend.name, _one_line(exc)))
         raise DecodeError(plain_reason(errors))
-
 
     def _order(self, resize, path: Path) -> list[Backend]:
         """Full-size frames come from PyAV before decord: decord decodes ahead of a slow reader (each frame is

@@ -25,6 +25,7 @@ from retrieval.core.sampling import FrameSpec
 from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.user_files import UserFileError, read_text
 from retrieval.lmm.captioning import Describer
+from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
@@ -414,7 +415,7 @@ def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
 def _file_record(found: FoundFile, d: DecodedFile, units_by: str) -> FileRecord:
     i = d.info
     return FileRecord(found.rel, found.size, found.mtime, d.content_hash, i.duration, i.fps, i.width,
-                      i.height, i.frame_count, i.decoder, units_by)
+                      i.height, i.frame_count, i.decoder, units_by, describe_gaps(i))
 
 
 def _unit_records(d: DecodedFile) -> list[UnitRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -21,6 +21,7 @@ from retrieval.core.errors import one_line
 from retrieval.core.pixels import DEFAULT_SHORT_SIDE
 from retrieval.core.sampling import FrameSpec, as_spec
 from retrieval.core.segmentation import ShotRule, segmentation_label
+from retrieval.media.damaged import gap_ranges, merged
 from retrieval.media.frames import (
     DecodeError,
     FileChanged,
@@ -154,9 +155,16 @@ def decode_job(job: DecodeJob) -> DecodedFile:
         digest = content_hash(job.file.path) if job.hashes else ""
         decoded = _decode(job, digest, before)
         if _identity(job.file.path) == before:
-            decoded.notices = tuple(decode_notices()[said:])
+            decoded.notices = (*decode_notices()[said:], *_damage_note(job, decoded.info))
             return decoded
     raise FileChanged(f"the file changed while it was decoded, {CHANGE_RETRIES} times; a later run tries again")
+
+
+def _damage_note(job: DecodeJob, info: VideoInfo) -> tuple[str, ...]:
+    """What of a damaged file (of this window of it) could not be decoded, for the run's notes."""
+    if not info.gaps:
+        return ()
+    return (f"{job.file.rel}: {gap_ranges(info)} could not be decoded; indexed from the rest",)
 
 
 def _identity(path: str) -> tuple[int, ...]:
@@ -181,7 +189,7 @@ UNITS_ONLY = as_spec(1)
 
 def _decode(job: DecodeJob, digest: str, identity: tuple[int, ...]) -> DecodedFile:
     specs = job.frame_specs or (UNITS_ONLY,)
-    cut = job.cut
+    cut, found = job.cut, None
     if job.shots is not None and cut is None:  # the file's first window: find its shots
         found = cut_shots(job.file.path, job.shots, specs, job.short_side, job.decode_device, threads=WORKER_THREADS)
         if found.frames is not None:  # sampled in the same decode: the whole file at once
@@ -199,10 +207,17 @@ def _decode(job: DecodeJob, digest: str, identity: tuple[int, ...]) -> DecodedFi
             raise FileChanged("the video changed while it was indexed")
         return slice(*windows[job.window])
 
-    for spec in specs:
-        info, units = decoder.sample(job.file.path, spec, job.segment_seconds, pick, cut=cut)
-        spans = [span for span, _ in units]
-        frames[spec] = [f for _, f in units]
+    for _ in range(2):
+        known = decoder.damaged(job.file.path)
+        for spec in specs:
+            info, units = decoder.sample(job.file.path, spec, job.segment_seconds, pick, cut=cut)
+            spans = [span for span, _ in units]
+            frames[spec] = [f for _, f in units]
+        # a frame spec that found the file damaged read only the units where frames decode: every spec reads those
+        if len(specs) == 1 or decoder.damaged(job.file.path) == known:
+            break
+    if found is not None:  # the shot pass decoded the whole file: what of it does not decode
+        info = replace(info, gaps=merged(found.info.gaps, info.gaps))
     if job.window is None:
         return DecodedFile(info, digest, spans, frames)
     return DecodedWindow(info, digest, spans, frames, job.window, len(windows), identity, cut)
@@ -226,8 +241,10 @@ def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedF
     A model error costs this file, never the run: it comes back as the file's ``error``.
     """
     try:
-        vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frame_spec]]),
-                                        dtype=np.float32) for model_id, m in models.items()}
+        # a window of a damaged file may have no unit that decodes: no vectors of it, from any model
+        vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frame_spec]])
+                                        if decoded.spans else np.zeros((0, m.dim)), dtype=np.float32)
+                   for model_id, m in models.items()}
         error = None
     except Exception as exc:
         vectors, error = {}, reason_of(exc)
@@ -237,14 +254,15 @@ def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedF
 
 
 def join_windows(parts: Sequence[EmbeddedFile]) -> EmbeddedFile:
-    """One file from its embedded windows, in order: the first says what the file is (info, hash); an
-    embedding error in any window is the file's."""
+    """One file from its embedded windows, in order: the first says what the file is (info, hash), and all say
+    what of it does not decode; an embedding error in any window is the file's."""
     first = parts[0]
     error = next((p.error for p in parts if p.error is not None), None)
     frames = {spec: [f for p in parts for f in p.frames[spec]] for spec in first.frames}
     vectors = {} if error else {m: np.concatenate([p.vectors[m] for p in parts]) for m in first.vectors}
     notices = tuple(dict.fromkeys(n for p in parts for n in p.notices))
-    return EmbeddedFile(first.info, first.content_hash, [s for p in parts for s in p.spans], frames, vectors, error,
+    info = replace(first.info, gaps=merged(*(p.info.gaps for p in parts)))
+    return EmbeddedFile(info, first.content_hash, [s for p in parts for s in p.spans], frames, vectors, error,
                         notices=notices)
 
 

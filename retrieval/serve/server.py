@@ -71,8 +71,7 @@ MAX_CONCEPTS = 64
 MAX_CONCEPT_CHARS = 200
 MAX_PAGE = 200  # units on one page of the collection: each is a thumbnail the browser loads
 COLLECTION_STATUSES = ("ok", "failed", "unavailable")
-# what a file that answers no query is listed with when the catalog keeps no reason for it
-NOT_ANSWERING = {"failed": "failed", "unavailable": "its folder was offline at the last index run; vectors kept"}
+OFFLINE = "its folder was offline at the last index run; vectors kept"  # why an unavailable file is listed
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
 # warming waits this long after the server listens: importing torch holds the interpreter for a few tenths of a
@@ -509,7 +508,7 @@ def collection_page(files, folder: str | None, status: str, name: str | None, of
     inside = [f for f in files if in_folder(f.path, folder) and (not name or name.lower() in f.path.lower())]
     counts = {kind: sum(f.status == kind for f in inside) for kind in COLLECTION_STATUSES}
     if status != "ok":
-        items = [{"path": f.path, "error": public(f.error or NOT_ANSWERING[status])}
+        items = [{"path": f.path, "error": public(f.error or "failed") if status == "failed" else OFFLINE}
                  for f in inside if f.status == status]
     else:
         items = [{"path": f.path, "folder": folder_of(f.path), "segment": seg, "start": round(start, 3),

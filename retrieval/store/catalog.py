@@ -30,7 +30,7 @@ class FileListing:
 
     path: str
     status: str  # ok, failed, or unavailable (its folder offline at the last run: vectors kept, not searched)
-    error: str | None  # why it failed
+    error: str | None  # why it failed; status "ok": what of it could not be decoded (a damaged file)
     duration: float | None
     width: int | None
     height: int | None

@@ -33,7 +33,7 @@ class FileRows(Connection):
         """Replace one file's rows and vectors atomically. ``vectors[indexer]`` is (len(units), dim)."""
         with self._transaction():
             self._delete_paths([record.path])
-            file_id = self._insert_file(record, "ok", None)
+            file_id = self._insert_file(record, "ok", record.note or None)
             for i, unit in enumerate(units):
                 unit_id = self.db.execute("SELECT nextval('unit_ids')").fetchone()[0]
                 self.db.execute(

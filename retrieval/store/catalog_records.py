@@ -12,7 +12,7 @@ class FileState:
     mtime: float
     content_hash: str | None
     status: str
-    error: str | None = None  # why it failed (status "failed")
+    error: str | None = None  # why it failed (status "failed"); status "ok": what of it could not be decoded
     transient: bool = False  # it failed for a passing reason (timeout, crash, full disk): a later run retries it
     unavailable: bool = False  # its folder was offline at the last run: kept with its vectors, not searched
 
@@ -30,6 +30,7 @@ class FileRecord:
     frame_count: int
     decoder: str
     units_by: str = ""  # how its units were cut (``retrieval.core.segmentation`` label); "" when not recorded
+    note: str = ""  # what of it could not be decoded (a damaged file, indexed from the rest); kept as its error
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from bench.covr.metrics import (
     video_id,
 )
 from bench.loaders import BenchDataError
+from retrieval.core.user_files import DATA_FILE_LIMIT
 
 HEADER = "query_id,query_video,target_video,target_videos_ids,modification\n"
 
@@ -173,6 +174,23 @@ def test_bad_annotation_files(tmp_path):
     twice.write_text(HEADER + "0,v,t,\"['t']\",m\n0,w,t,\"['t']\",m\n")
     with pytest.raises(BenchDataError, match="more than once"):
         read_annotations(twice)
+
+
+def test_annotations_past_the_data_limit_are_refused_after_reading_the_limit(tmp_path):
+    # the limit is the one every benchmark data file has (64 MiB); a sparse file costs no disk
+    big = tmp_path / "big.csv"
+    with big.open("wb") as fh:
+        fh.write(HEADER.encode())
+        fh.truncate(DATA_FILE_LIMIT + 1)
+    with pytest.raises(BenchDataError, match=r"^annotations .*big\.csv is larger than 64 MiB"):
+        read_annotations(big)
+
+
+def test_a_row_the_csv_reader_refuses_is_named_by_its_line(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text(HEADER + "0,v,t,\"['t']\",m\n" + f"1,v,t,\"['t']\",{'x' * 200_000}\n")
+    with pytest.raises(BenchDataError, match=r"^cannot read annotations .*a\.csv, line 3: field larger"):
+        read_annotations(path)
 
 
 def test_read_ranking(tmp_path):

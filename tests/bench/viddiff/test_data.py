@@ -13,6 +13,7 @@ from bench.viddiff.data import (
     read_dataset,
     read_predictions,
 )
+from retrieval.core.user_files import DATA_FILE_LIMIT
 
 
 def row(key="s0", **over):
@@ -95,12 +96,30 @@ def test_a_label_without_a_description_is_reported(folder):
 @pytest.mark.parametrize("rows, message", [
     ([{"split": "easy"}], "lacks sample_key"),
     ([row(), row()], "appears more than once"),
-    ([row(differences_gt="{not json")], "not JSON"),
+    ([row(differences_gt="{not json")], "differences_gt .*not valid JSON"),
     ([], "no rows"),
 ])
 def test_bad_datasets(folder, rows, message):
     write_jsonl(folder / "dataset.jsonl", rows)
     with pytest.raises(BenchDataError, match=message):
+        read_dataset(folder)
+
+
+def test_a_dataset_past_the_data_limit_is_refused_after_reading_the_limit(folder):
+    with (folder / "dataset.jsonl").open("wb") as fh:  # sparse: no disk spent
+        fh.write(json.dumps(row()).encode() + b"\n")
+        fh.truncate(DATA_FILE_LIMIT + 1)
+    with pytest.raises(BenchDataError, match=r"^dataset .*dataset\.jsonl is larger than 64 MiB"):
+        read_dataset(folder)
+
+
+@pytest.mark.parametrize("where", ["line", "field"])
+def test_json_nested_past_the_depth_limit_is_one_line_naming_the_row(folder, where):
+    deep = "[" * 100_000 + "]" * 100_000  # Python's parser would stop in a RecursionError
+    rows = [json.dumps(row("s0")), deep if where == "line" else json.dumps(row("s1", differences_gt=deep))]
+    (folder / "dataset.jsonl").write_text("\n".join(rows) + "\n")
+    said = r"line 2" if where == "line" else r"sample s1: differences_gt"
+    with pytest.raises(BenchDataError, match=rf"^dataset .*{said}.* nests more than 64 levels deep"):
         read_dataset(folder)
 
 
