@@ -2,16 +2,17 @@
 
 Indexers (by spec and the index's protocol), their text towers (ONNX Runtime once exported), rerankers (by
 spec), the scorers that ask a reranker (by their settings), the persistent score cache, each index's anchor
-cache and the decoded frames.  Building is behind one lock, so requests answered at the same time build each
-model once; what a request learns along the way (a fallback, a cache that cannot open) goes to the ``notices``
-it passes in, never to state kept here.
+cache and the decoded frames.  Each model is built behind a lock of its own, so requests answered at the same time
+build it once, and a build holds up only the requests waiting for that same model (a text search is not held up by
+an indexer being built); what a request learns along the way (a fallback, a cache that cannot open) goes to the
+``notices`` it passes in, never to state kept here.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Hashable, TypeVar
 
 import duckdb
 import numpy as np
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from retrieval.lmm.vqascore import VqaScorer
 
 
+T = TypeVar("T")
+
+
 def model_notices(notices: list[str], model) -> None:
     """A reranker's own lines (precision fallback, smaller batches after running out of memory), once each."""
     notices.extend(n for n in getattr(model, "notices", []) if n not in notices)
@@ -45,7 +49,9 @@ class ModelCache:
         self.rerank_batch = rerank_batch  # pairs per LMM forward pass (None: the family's default)
         self.index_dir = index_dir  # the score cache lives beside its index (none: in the user cache)
         self.frames = FrameCache()  # each clip decoded once
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # held only to look up or add an entry, never while building one
+        self._building: dict[tuple[str, Hashable], threading.Lock] = {}  # one lock per entry being built
+        self._scores_lock = threading.Lock()
         self._indexers: dict[tuple[str, str], Indexer] = {}
         self._towers: dict[tuple[str, str], object] = {}  # (spec, protocol) -> what embeds its sentences
         self._built_frames: dict[tuple[str, str], FrameSpec] = {}  # each indexer's frames as it was built
@@ -57,27 +63,38 @@ class ModelCache:
 
     def indexer(self, spec: str, protocol: str = "fast") -> Indexer:
         """The indexer for ``spec``, built once, as an index of that ``protocol`` builds it."""
-        key = (spec, protocol)
+        def build() -> Indexer:
+            extra = {"trust_remote_code": True} if self.trust_remote_code else {}
+            indexer = create_indexer(spec, protocol=protocol, device=self.device, **extra)
+            self._built_frames[(spec, protocol)] = indexer.frame_spec  # before the indexer is seen (_resampled)
+            return indexer
+
+        return self._once("indexers", self._indexers, (spec, protocol), build)
+
+    def _once(self, kind: str, table: dict, key: Hashable, build: Callable[[], T]) -> T:
+        """``table[key]``, made by ``build()`` the first time it is asked, once even when asked at once."""
+        found = table.get(key)
+        if found is not None:
+            return found
         with self._lock:
-            if key not in self._indexers:
-                extra = {"trust_remote_code": True} if self.trust_remote_code else {}
-                self._indexers[key] = create_indexer(spec, protocol=protocol, device=self.device, **extra)
-                self._built_frames[key] = self._indexers[key].frame_spec
-            return self._indexers[key]
+            building = self._building.setdefault((kind, key), threading.Lock())
+        with building:
+            if key not in table:
+                table[key] = build()
+            return table[key]
 
     def text_tower(self, spec: str, protocol: str = "fast", notices: list[str] | None = None):
         """What embeds sentences for the indexer ``spec`` (``embed_texts``, ``model_id``, ``kind``): its ONNX
         export when one is ready for these weights, with no torch loaded; else the indexer itself, exported on
         the way so that the next process needs no torch.  Why torch still answers goes to ``notices``."""
-        key = (spec, protocol)
-        with self._lock:
-            if key not in self._towers:
-                folder = text_towers.locate(spec, protocol)
-                tower = text_towers.load(folder)
-                if tower is None:
-                    tower = self._exported(self.indexer(spec, protocol), folder, [] if notices is None else notices)
-                self._towers[key] = tower
-            return self._towers[key]
+        def build():
+            folder = text_towers.locate(spec, protocol)
+            tower = text_towers.load(folder)
+            if tower is None:
+                tower = self._exported(self.indexer(spec, protocol), folder, [] if notices is None else notices)
+            return tower
+
+        return self._once("towers", self._towers, (spec, protocol), build)
 
     def text_towers(self) -> list:
         """Every text tower handed out so far (an ONNX one, or the indexer answering in torch)."""
@@ -144,11 +161,8 @@ class ModelCache:
 
         if isinstance(spec, Reranker):
             return spec
-        key = (spec, protocol)
-        with self._lock:
-            if key not in self._rerankers:
-                self._rerankers[key] = create_for_protocol(spec, protocol, self.device, batch_size=self.rerank_batch)
-            return self._rerankers[key]
+        return self._once("rerankers", self._rerankers, (spec, protocol),
+                          lambda: create_for_protocol(spec, protocol, self.device, batch_size=self.rerank_batch))
 
     def captioner(self, spec, protocol: str = "fast"):
         """Who captions with ``spec`` under the index's ``protocol`` (``Reranker.captioner``): the reranker itself
@@ -174,12 +188,9 @@ class ModelCache:
         """Similarity of pairs asked of ``spec`` as ``mode`` and ``symmetric`` say, one scorer for each (its
         ``model_pairs`` counts the pairs it sent to the model)."""
         model = self.reranker(spec)
-        key = (id(model), mode, symmetric)
-        with self._lock:
-            if key not in self._pairs:
-                self._pairs[key] = PairScorer(model, self.score_cache([] if notices is None else notices),
-                                              self.frames, mode, symmetric)
-            return self._pairs[key]
+        return self._once("pairs", self._pairs, (id(model), mode, symmetric),
+                          lambda: PairScorer(model, self.score_cache([] if notices is None else notices), self.frames,
+                                             mode, symmetric))
 
     def vqa_scorer(self, spec, notices: list[str] | None = None) -> VqaScorer:
         """VQAScore with the LMM ``spec`` (or a Reranker), built once, sharing the score cache and decoded frames
@@ -187,11 +198,8 @@ class ModelCache:
         from retrieval.lmm.vqascore import VqaScorer
 
         model = self.reranker(spec)
-        with self._lock:
-            if id(model) not in self._vqa:
-                self._vqa[id(model)] = VqaScorer(model, self.score_cache([] if notices is None else notices),
-                                                 self.frames)
-            return self._vqa[id(model)]
+        return self._once("vqa", self._vqa, id(model),
+                          lambda: VqaScorer(model, self.score_cache([] if notices is None else notices), self.frames))
 
     def diff_scorer(self, spec, mode: str = "expected", symmetric: bool = False, fps: float | None = None,
                     notices: list[str] | None = None) -> DiffScorer:
@@ -205,7 +213,7 @@ class ModelCache:
 
     def score_cache(self, notices: list[str]) -> ScoreCache | None:
         """The persistent score cache, opened once; None (with a notice) when it cannot be."""
-        with self._lock:
+        with self._scores_lock:
             if self._scores is None:
                 path = default_score_cache(self.index_dir if has_index(self.index_dir) else None)
                 try:

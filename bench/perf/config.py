@@ -29,6 +29,8 @@ class PerfConfig:
     long_video: Path | None = None
     segment: float | None = None  # for the long video
     sections: tuple[str, ...] = ("indexing", "recall", "rerank", "cli")
+    serve_threads: int = 20  # the serve section's clients asking at once
+    serve_requests: int = 25  # requests each of them asks
     isolate: bool = True
     smoke: bool = False
 

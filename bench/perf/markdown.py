@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult, ServeLoadResult
 from bench.perf.targets import CLI_BASELINE, find_row, measured_settings
 
 _INDEXING_HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min",
@@ -19,6 +19,8 @@ _SCALING_HEAD = ["video", "workers", "segment s", "units", "windows", "frames", 
                  "worker peak RSS MB"]
 _CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "median RSS MB", "max RSS MB",
              "x indexed-anchor query"]
+_SERVE_HEAD = ["route", "asked", "requests", "p50 ms", "p99 ms", "max ms", "errors", "503s", "in flight",
+               "detail"]
 _RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms",
                 "speed-up", "model pairs on repeat", "peak RSS MB"]
 
@@ -39,6 +41,8 @@ def markdown(report: PerfReport) -> str:
     if report.cli:
         base = next((r for r in report.cli if r.key == CLI_BASELINE), None)
         parts += ["## Command-line start-up\n", _table(_CLI_HEAD, [_cli_row(r, base) for r in report.cli])]
+    if report.serve:
+        parts += ["## The server under load\n", _table(_SERVE_HEAD, [_serve_row(r) for r in report.serve])]
     found = checks(report)
     if found:
         parts += ["## Targets\n", _table(["target", "measured", "met"],
@@ -95,6 +99,11 @@ def _cli_row(r: CliResult, base: CliResult | None) -> list:
     ratio = f"{r.median_s / base.median_s:.2f}x" if base is not None and base.median_s > 0 else ""
     return [f"`{r.command}`", r.runs, f"{r.median_s:.3f}", f"{r.min_s:.3f}", f"{r.max_s:.3f}", f"{r.cpu_s:.3f}",
             f"{r.median_rss_mb:.0f}", f"{r.peak_rss_mb:.0f}", ratio]
+
+
+def _serve_row(r: ServeLoadResult) -> list:
+    return [f"`{r.route}`", r.phase, r.requests, f"{r.p50_ms:.1f}", f"{r.p99_ms:.1f}", f"{r.max_ms:.1f}", r.errors,
+            r.busy, f"{r.in_flight:.1f}" if r.phase == "load" else "", r.detail]
 
 
 def _rerank_row(r: RerankResult) -> list:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.perf.config import PerfConfig
 from bench.perf.search import MIXTURE_COMPONENTS
+from bench.perf.serve_load import ALONE_RUNS, WRITER_BATCH
 
 
 def notes(config: PerfConfig) -> list[str]:
@@ -33,6 +34,8 @@ def notes(config: PerfConfig) -> list[str]:
     ]
     if "cli" in config.sections:
         out.append(_cli_note(config))
+    if "serve" in config.sections:
+        out.append(_serve_note(config))
     if "scaling" in config.sections:
         out.append("One long file on every core: the decode stage as an index run drives it (`LocalExecutor` over "
                    "N decode worker processes, the file cut into windows by `unit_windows`: its first unit alone, "
@@ -61,3 +64,16 @@ def _cli_note(config: PerfConfig) -> str:
             "looks for its LMM in an empty Hugging Face cache, offline, and is timed to its refusal. `convis serve`: "
             "a fresh server each run, timed from its start until /health answers, then, once /health lists nothing "
             "as warming, one GET /search; CPU seconds and RSS are the server's own (/proc) at that moment.")
+
+
+def _serve_note(config: PerfConfig) -> str:
+    return ("The server under load: `convis serve` over a fresh index of hard links to examples/videos (with "
+            "examples/captions), warm before anything is timed. Alone: each route asked "
+            f"{ALONE_RUNS + 1} times one after another on one connection, the first untimed. Load: "
+            f"{config.serve_threads} client threads in this process, each asking {config.serve_requests} times on "
+            "a connection of its own, /query (box.mp4, main-action), /search (a hand holding a cup), /videos and "
+            "/health in turn (client i starting at route i), while `convis index` runs one after another each add "
+            f"{WRITER_BATCH} hard links under new names (decoded and embedded as new files). Percentiles are "
+            "nearest-rank; errors count answers other than 200 and 503 and requests without an answer; in flight "
+            "is a route's requests outstanding on average (the seconds its clients waited over the load's wall "
+            "seconds).")

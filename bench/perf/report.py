@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult, ServeLoadResult
 from bench.perf.targets import (
     Check,
     cli_checks,
@@ -16,10 +16,12 @@ from bench.perf.targets import (
     recall_checks,
     rerank_checks,
     scaling_checks,
+    serve_checks,
 )
 from retrieval.core.user_files import read_json
 
-PARTS = ("indexing", "recall", "rerank", "long_video", "scaling", "cli")  # the report's row lists, in measuring order
+# the report's row lists, in measuring order
+PARTS = ("indexing", "recall", "rerank", "long_video", "scaling", "cli", "serve")
 
 
 @dataclass
@@ -32,6 +34,7 @@ class PerfReport:
     long_video: list[IndexingResult] = field(default_factory=list)
     scaling: list[ScalingResult] = field(default_factory=list)
     cli: list[CliResult] = field(default_factory=list)
+    serve: list[ServeLoadResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)  # each run that measured a part: machine facts + command
 
@@ -44,6 +47,7 @@ class PerfReport:
             "long_video": [_with_rates(r) for r in self.long_video],
             "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
+            "serve": [asdict(r) for r in self.serve],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -62,7 +66,8 @@ class PerfReport:
         return cls(data["machine"], data["config"], rows(IndexingResult, "indexing", rates),
                    rows(RecallResult, "recall"), rows(RerankResult, "rerank", ("per_pair_s", "speedup")),
                    rows(IndexingResult, "long_video", rates), rows(ScalingResult, "scaling"), rows(CliResult, "cli"),
-                   list(data.get("notes", [])), list(data.get("runs") or [data["machine"]]))
+                   rows(ServeLoadResult, "serve"), list(data.get("notes", [])),
+                   list(data.get("runs") or [data["machine"]]))
 
 
 def _with_rates(r: IndexingResult) -> dict:
@@ -77,7 +82,7 @@ def checks(report: PerfReport) -> list[Check]:
     for decoder, threads in measured_settings(report.indexing):
         found += pipeline_checks(report.indexing, decoder, threads)
     return found + recall_checks(report.recall) + rerank_checks(report.rerank) + long_video_checks(report.long_video) \
-        + scaling_checks(report.scaling) + cli_checks(report.cli)
+        + scaling_checks(report.scaling) + cli_checks(report.cli) + serve_checks(report.serve)
 
 
 def combine(reports: Sequence[PerfReport]) -> PerfReport:

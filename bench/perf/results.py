@@ -93,3 +93,18 @@ class ScalingResult:
     worker_peak_mb: float  # the highest peak RSS (VmHWM) of any one worker
     speedup: float = 0.0  # one worker's seconds over these
     peak_rss_mb: float = 0.0  # the measuring process itself
+
+
+@dataclass(frozen=True)
+class ServeLoadResult:
+    route: str  # e.g. "/query"
+    phase: str  # "alone" (one request at a time) or "load" (the client threads at once, index runs writing)
+    requests: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    errors: int  # answers other than 200 and 503, and requests that got no answer
+    busy: int  # 503 answers: the server at capacity (or the index busy), with Retry-After
+    in_flight: float = 0.0  # under load: the route's requests outstanding on average
+    cores: int = 0  # the cores the measuring process could run on
+    detail: str = ""

@@ -18,6 +18,7 @@ from bench.perf.report import PARTS, PerfReport
 from bench.perf.rerank import run_rerank
 from bench.perf.scaling import run_scaling
 from bench.perf.search import run_recall
+from bench.perf.serve_load import run_serve_load
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,6 +47,10 @@ SECTIONS: dict[str, Section] = {
                             "processes: median wall seconds and RSS, and each against a query whose anchor is "
                             "indexed; `convis serve` until /health answers, and its first text search once warm",
                    needs_clips=False),
+    "serve": Section(run_serve_load, "`convis serve` over a copy of the examples' index: each route alone, then 20 "
+                                     "client threads asking /query, /search, /videos and /health in turn "
+                                     "(--serve-requests each) while index runs add files: p50/p99/max, errors, 503s",
+                     needs_clips=False),
     "scaling": Section(run_scaling, "one long file decoded by 1..N workers (N: the cores): wall seconds, speed-up "
                                     "and the largest worker's peak RSS (--long-video, else a generated 10-minute "
                                     "720p file; --segment units, default 10 s)", needs_clips=False),

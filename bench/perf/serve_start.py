@@ -46,9 +46,9 @@ def _one_server(index_dir: Path, text: str, log: Path) -> tuple[Run, Run]:
         server = subprocess.Popen([sys.executable, str(CLI), "serve", "--index-dir", str(index_dir), "--port",
                                    str(port)], cwd=ROOT, env=command_env(), stdout=log_file, stderr=log_file)
     try:
-        health = _first_health(url, server, started, log)
+        health = first_health(url, server, started, log)
         up = (time.perf_counter() - started, _cpu_s(server.pid), _rss_kb(server.pid, "VmHWM") / 1024)
-        _until_warm(url, health, server, log)
+        until_warm(url, health, server, log)
         return up, _timed_search(url, text, server.pid)
     finally:
         server.terminate()
@@ -66,22 +66,22 @@ def _get(url: str, timeout: float = 60.0) -> dict:
         return json.loads(answer.read())
 
 
-def _first_health(url: str, server: subprocess.Popen, started: float, log: Path) -> dict:
+def first_health(url: str, server: subprocess.Popen, started: float, log: Path) -> dict:
     while time.perf_counter() - started < START_TIMEOUT_S:
         try:
             return _get(url + "/health", timeout=5)
         except (urllib.error.URLError, ConnectionError):  # not listening yet
-            _still_running(server, log)
+            still_running(server, log)
             time.sleep(POLL_S)
     raise RuntimeError(f"convis serve did not answer /health within {START_TIMEOUT_S:g} s")
 
 
-def _until_warm(url: str, health: dict, server: subprocess.Popen, log: Path) -> None:
+def until_warm(url: str, health: dict, server: subprocess.Popen, log: Path) -> None:
     deadline = time.perf_counter() + WARM_TIMEOUT_S
     while health.get("warming"):  # a server that does not warm has nothing to wait for
         if time.perf_counter() > deadline:
             raise RuntimeError(f"convis serve still warming {health['warming']} after {WARM_TIMEOUT_S:g} s")
-        _still_running(server, log)
+        still_running(server, log)
         time.sleep(0.1)
         health = _get(url + "/health")
 
@@ -95,7 +95,7 @@ def _timed_search(url: str, text: str, pid: int) -> Run:
     return time.perf_counter() - started, _cpu_s(pid) - cpu, _rss_kb(pid, "VmHWM") / 1024
 
 
-def _still_running(server: subprocess.Popen, log: Path) -> None:
+def still_running(server: subprocess.Popen, log: Path) -> None:
     if server.poll() is not None:
         said = (log.read_text(errors="replace").strip().splitlines() or [""])[-1]
         raise RuntimeError(f"convis serve exited {server.returncode}: {said}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult
+from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult, ServeLoadResult
 
 TARGET_PIPELINE = 0.8  # end-to-end throughput over the slower of decode-only and embed-only
 TARGET_SAMPLED_SPEEDUP = 10.0
@@ -24,6 +24,8 @@ TARGET_LISTEN_S = 2.0  # `convis serve` until /health answers
 TARGET_WARM_SEARCH_S = 1.5  # the first text search over HTTP once /health says warm
 TARGET_TWO_WORKER_SPEEDUP = 1.8  # one long file, 2 decode workers against 1
 TARGET_WORKER_MB = 1024  # peak RSS of any one decode worker
+TARGET_HEALTH_P99_MS = 50.0  # /health under the serve section's load
+TARGET_QUERY_SHARE = 1.5  # a query's p50 under load, over its time alone times the queries in flight per core
 
 Check = tuple[str, str, bool]
 
@@ -155,3 +157,26 @@ def scaling_checks(rows: list[ScalingResult]) -> list[Check]:
         found.append((f"one long file: every decode worker peaks below {TARGET_WORKER_MB / 1024:g} GB RSS",
                       f"{peak:.0f} MB at most", peak < TARGET_WORKER_MB))
     return found
+
+
+def serve_checks(rows: list[ServeLoadResult]) -> list[Check]:
+    """/health's p99 under load, and a query's p50 under load against its share of the cores: its time alone
+    times the queries in flight per core (at least one)."""
+    found = []
+    health = _serve_row(rows, "/health", "load")
+    if health is not None:
+        found.append((f"/health p99 under load < {TARGET_HEALTH_P99_MS:g} ms", f"{health.p99_ms:.1f} ms",
+                      health.p99_ms < TARGET_HEALTH_P99_MS))
+    query, alone = _serve_row(rows, "/query", "load"), _serve_row(rows, "/query", "alone")
+    if query is not None and alone is not None:
+        share = max(1.0, query.in_flight / max(1, query.cores))
+        bound = TARGET_QUERY_SHARE * alone.p50_ms * share
+        found.append((f"/query p50 under load <= {TARGET_QUERY_SHARE:g}x its p50 alone x queries in flight per core",
+                      f"{query.p50_ms:.0f} ms; bound {TARGET_QUERY_SHARE:g} x {alone.p50_ms:.0f} ms x "
+                      f"{share:.2f} ({query.in_flight:.1f} in flight on {query.cores} cores) = {bound:.0f} ms",
+                      query.p50_ms <= bound))
+    return found
+
+
+def _serve_row(rows: list[ServeLoadResult], route: str, phase: str) -> ServeLoadResult | None:
+    return next((r for r in rows if r.route == route and r.phase == phase), None)

@@ -53,13 +53,18 @@ WHY = {
     413: "The upload is larger than the server's --max-upload-mb.",
     415: "The upload is not a video the server can decode.",
     422: "The request does not fit this schema: a missing or malformed field, a value out of its bounds.",
-    503: "The index is busy or missing, or a model could not be loaded; retry later.",
+    503: "The index is busy or missing, a model could not be loaded, or the server is answering as many requests "
+         "as it queues; retry after the seconds Retry-After gives (when given).",
 }
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before asking again (as `retry_after`).",
+                               "schema": {"type": "integer", "minimum": 1}}}
 
 
 def responses(*codes: int) -> dict:
-    """``responses=`` for a route: the error statuses it may answer, each with the error body."""
-    return {code: {"model": ErrorOut, "description": WHY[code]} for code in codes}
+    """``responses=`` for a route: the error statuses it may answer, each with the error body (a 503 also with
+    its Retry-After header)."""
+    return {code: {"model": ErrorOut, "description": WHY[code], **({"headers": RETRY_AFTER} if code == 503 else {})}
+            for code in codes}
 
 
 def validation_message(errors: Sequence[dict]) -> str:

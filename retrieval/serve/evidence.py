@@ -80,7 +80,10 @@ def evidence_routes(state) -> APIRouter:
 
     @router.get("/evidence/{ref:path}", summary="What a unit's scores rest on: the frames each signal saw, its "
                 "caption and descriptions", responses=responses(400, 403, 404, 422, 503))
-    def evidence(ref: str = REF, segment: int = SEGMENT):
+    async def evidence(ref: str = REF, segment: int = SEGMENT):
+        return await state.workers.run(unit_evidence, ref, segment)
+
+    def unit_evidence(ref: str, segment: int) -> dict:
         path = state.resolve(ref)
         indexed = read_unit(state, ref, segment)
         info = probe(path)
@@ -88,14 +91,17 @@ def evidence_routes(state) -> APIRouter:
 
     @router.get("/frame/{ref:path}", summary="One JPEG frame of a clip, the one nearest a time",
                 responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)})
-    def frame(ref: str = REF, t: float = SECONDS):
+    async def frame(ref: str = REF, t: float = SECONDS):
+        jpeg = await state.workers.run(frame_jpeg, ref, t)
+        return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
+
+    def frame_jpeg(ref: str, t: float) -> bytes:
         path = state.resolve(ref)
         info = probe(path)
         index = nearest_frame(info, t)
         if index is None:
             raise ApiError(404, f"t={t:g} s is past the end of {ref} ({info.duration:.3f} s)")
-        jpeg = frames.get((*_identity(path), index), lambda: to_jpeg(decode_frame(state.decoder, path, info, index)))
-        return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
+        return frames.get((*_identity(path), index), lambda: to_jpeg(decode_frame(state.decoder, path, info, index)))
 
     return router
 

@@ -6,9 +6,14 @@ takes hidden files, so the ``.uploads/`` namespace cannot collide with an indexe
 
 Only files inside the index root are ever read or served: refs with ``..``, hidden parts or
 absolute paths are refused, and a ref whose real path (symlinks resolved) leaves the root is
-forbidden.  The catalog is opened read-only for each request: while a concurrent ``convis index``
+forbidden.  The catalog is opened read-only by each request that reads it: while a concurrent ``convis index``
 holds it, requests read the run's last published snapshot, and before there is one they get a
 503 with a retry hint instead of a crash.
+
+Under load: heavy requests (the engine's verbs, decoding, collection pages) run in a bounded pool of workers with a
+bounded queue, and past it are answered 503 with Retry-After (workers.py); /health answers on the event loop from
+the index's summary the server keeps, and /videos from the listing it keeps while the index stays as it is
+(health.py), so neither waits for the requests being answered.
 
 ``/openapi.json`` describes every answer: each route declares its error statuses, all with the same
 ``{"error": "..."}`` body (request validation's 422 included); inputs are bounded (ref length, concept count,
@@ -33,9 +38,11 @@ from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, File, Query, UploadFile
 from fastapi import Path as PathParam
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, StringConstraints
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from indexers.factory import has_text_tower
@@ -59,11 +66,15 @@ from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_
 from retrieval.serve.evidence import evidence_routes
 from retrieval.serve.gallery import THUMB_SHORT_SIDE, Thumb, strip, write_query_html
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
+from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
 from retrieval.serve.uploads import UPLOADS, UploadStore
 from retrieval.serve.warmup import Warmup
+from retrieval.serve.workers import Workers
 from retrieval.serve.writes import write_routes
+from retrieval.store.catalog import FileListing
 
+VIDEOS = "videos"  # the listing's answer /videos sends (see health.py)
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
 # bounds on what one request may ask: a path no filesystem has, or thousands of concepts holding the engine
 MAX_REF_CHARS = 1024
@@ -173,6 +184,10 @@ class ServerState:
     links: PlaybackLinks | None = None  # which URL plays each clip (see playback.py)
     allow_writes: bool = False  # `convis serve --allow-writes`: the app may add, remove and re-index files
     warmup: Warmup | None = None  # the models requests need, built behind the listening server (see warmup.py)
+    # heavy work (decoding, models, the engine's verbs) runs here, never on the event loop (see workers.py)
+    workers: Workers = field(default_factory=Workers)
+    kept: KeptIndex | None = None  # what /health says of the index, kept up to date (see health.py)
+    listing: KeptListing | None = None  # the index's files, read once for each state of the index (health.py)
     _root: Path | None = None
 
     @property
@@ -180,6 +195,14 @@ class ServerState:
         if self._root is None:  # read once: the catalog may be busy now and free later
             self._root = self.engine.root.resolve()
         return self._root
+
+    async def answer(self, make: Callable[..., dict], *args) -> Response:
+        """``make(*args)`` run by the workers, and encoded as JSON there too: the event loop only sends it."""
+        return await self.workers.run(lambda: JSONResponse(jsonable_encoder(make(*args))))
+
+    def files(self, notices: list[str] | None = None) -> list:
+        """Every file the index knows (``Engine.files``), as the index is now."""
+        return self.listing.get([] if notices is None else notices)
 
     def resolve(self, ref: str) -> Path:
         """The file a ref names, or ApiError: only videos inside the root (or uploaded here)."""
@@ -216,6 +239,9 @@ class ServerState:
         if self.reranker is None:
             raise ApiError(400, "this server has no reranker: start it with `convis serve --reranker NAME`")
         return self.reranker
+
+    def strip_of(self, ref: str, start: float, end: float | None, n: int) -> list[Thumb]:
+        return self.thumbs(self.resolve(ref), start, end, n)
 
     def thumbs(self, path: Path, start: float, end: float | None, n: int) -> list[Thumb]:
         stat = path.stat()
@@ -272,21 +298,30 @@ def strip_url(ref: str, start: float | None, end: float | None, n: int = 8) -> s
 # -- the app ------------------------------------------------------------------------------------
 def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str] = LOOPBACK,
                max_upload: int = MAX_UPLOAD_BYTES, upload_quota: int = UPLOAD_QUOTA_BYTES,
-               allow_writes: bool = False) -> FastAPI:
+               allow_writes: bool = False, workers: int | None = None, queue: int | None = None) -> FastAPI:
     """The API and UI over the index in ``index_dir``; ``reranker`` is what ``rerank: true`` uses; only requests
     naming one of ``hosts`` are answered (see guards.py); uploads are limited to ``max_upload`` bytes each and
-    ``upload_quota`` bytes together (see uploads.py)."""
+    ``upload_quota`` bytes together (see uploads.py); heavy requests run ``workers`` at a time with ``queue`` more
+    waiting (default: one a core and at least two, 32 waiting a worker; see workers.py)."""
     engine = Engine(Path(index_dir))
     if not engine.has_index:
         raise NoIndexError(f"no index at {index_dir}: run `convis index FOLDER` first")
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
     uploads = UploadStore(upload_folder(), max_upload, upload_quota, decoder)
     state = ServerState(engine, reranker, uploads, decoder, index_dir=Path(index_dir), allow_writes=allow_writes,
-                        links=PlaybackLinks(Previews(Path(index_dir) / PREVIEWS_DIRNAME)), warmup=Warmup(engine))
+                        links=PlaybackLinks(Previews(Path(index_dir) / PREVIEWS_DIRNAME)), warmup=Warmup(engine),
+                        workers=Workers(workers, queue))
+    state.listing = KeptListing(Path(index_dir), engine.files)
+    state.kept = KeptIndex(Path(index_dir), functools.partial(index_summary, state),
+                           then=functools.partial(state.listing.answer, VIDEOS, functools.partial(videos_body, state)))
 
     @asynccontextmanager
     async def lifespan(_app):
+        state.kept.refresh()  # before the first request: /health answers from it at once
+        state.kept.start()
         yield
+        state.kept.close()
+        state.workers.close()
         shutil.rmtree(uploads.folder, ignore_errors=True)  # uploads are scratch anchors, not data to keep
 
     # docs_url/redoc_url off: FastAPI's doc pages load their scripts from a CDN; /openapi.json stays
@@ -364,89 +399,84 @@ def _add_index_routes(app: FastAPI, state: ServerState) -> None:
             raise ApiError(404, f"no such file: {name}")
         return Response(ui_file(name), media_type=UI_FILES[name], headers={"Cache-Control": "no-cache"})
 
-    @app.get("/health", summary="Is the index readable, and what is in it", responses=responses(503))
-    def health():
-        root = state.root
-        notices: list[str] = []
-        info = state.engine.info(notices)  # opens the catalog: busy or missing shows here
-        warming = state.warmup.status()
-        # folders by name only: where the server keeps its files is not the client's business
-        return {"status": "ok", "root": root.name, "index_dir": _shown_index_dir(Path(info["index_dir"]), root),
-                "files_ok": info["files_ok"], "files_failed": info["files_failed"], "units": info["units"],
-                "indexers": [row["indexer"] for row in info["indexers"]], "reranker": state.reranker,
-                "text_search": text_search(info["indexers"]), **warming,
-                "segmentation": info["segmentation"], "allow_writes": state.allow_writes,
-                "notices": [state.public(notice) for notice in [*notices, *state.warmup.notices]]}
+    # answered on the event loop from what the server keeps: a probe never waits for the requests being answered
+    @app.get("/health", summary="Is the index readable, and what is in it (as last read: `state_age_s` says how "
+             "long ago it was last found current)", responses=responses(503))
+    async def health():
+        reading, age = state.kept.latest()
+        if reading is None:  # an app used without its start-up (no lifespan): read once, then keep it current
+            reading, age = await run_in_threadpool(state.kept.refresh), 0.0
+            state.kept.start()
+        if reading.error is not None:
+            raise reading.error  # busy or missing: the same answer a read would give now
+        return {**reading.summary, "reranker": state.reranker, **state.warmup.status(),
+                "allow_writes": state.allow_writes, "state_age_s": round(age, 3),
+                "notices": [state.public(notice) for notice in [*reading.notices, *state.warmup.notices]]}
 
     @app.get("/videos", summary="Indexed files and their retrievable units", responses=responses(503))
-    def videos():
-        root = state.root
-        notices: list[str] = []
-        files = list_videos(state.engine, state.public, notices)
-        return {"root": root.name, "files": files, "notices": [state.public(notice) for notice in notices]}
+    async def videos():
+        # the same bytes for every request while the index stays as it is; after a change, one read of the listing
+        # (the requests asking meanwhile wait for it), never queued behind the workers' queries
+        body = state.listing.ready(VIDEOS) or await run_in_threadpool(state.listing.answer, VIDEOS,
+                                                                      functools.partial(videos_body, state))
+        return Response(body, media_type="application/json")
 
-    @app.get("/collection", summary="A page of the indexed units (or of the failed files), filtered by folder, "
-             "status and name", responses=responses(503))
-    def collection(folder: str | None = FOLDER, status: Literal["ok", "failed", "unavailable"] = "ok",
-                   name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
-                   limit: int = Query(60, ge=1, le=MAX_PAGE)):
-        notices: list[str] = []
-        files = state.engine.files(notices)
-        page = collection_page(files, folder, status, name, offset, limit, state.public)
-        for item in page["items"] if status == "ok" else ():
-            item.update(state.playing(item["path"]))
-        return {"root": state.root.name, **page, "notices": [state.public(notice) for notice in notices]}
+    @app.get("/collection", summary="A page of the indexed units (or of the failed or unavailable files), "
+             "filtered by folder, status and name", responses=responses(503))
+    async def collection(folder: str | None = FOLDER, status: Literal["ok", "failed", "unavailable"] = "ok",
+                         name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
+                         limit: int = Query(60, ge=1, le=MAX_PAGE)):
+        return await state.answer(collection_answer, state, folder, status, name, offset, limit)
 
 
 def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
     """Uploading an anchor, and the verbs: query (and its gallery), search, compare."""
     # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
     @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query",
-              responses=responses(400, 403, 413, 415, 422), max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
-    def upload(file: UploadFile = File(...)):
-        ref, size = state.uploads.save(file)
-        return {"anchor": ref, "name": file.filename, "size": size, **state.playing(ref),
-                "strip": strip_url(ref, None, None)}
+              responses=responses(400, 403, 413, 415, 422, 503),
+              max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
+    async def upload(file: UploadFile = File(...)):
+        return await state.answer(upload_answer, state, file)  # the upload is decoded: is it a video?
 
     @app.post("/query", summary="Rank indexed clips by similarity to the anchor, per concept",
               responses=responses(400, 403, 404, 422, 503))
-    def query(body: QueryIn):
-        return run_query(state, body)
+    async def query(body: QueryIn):
+        return await state.answer(run_query, state, body)
 
     @app.post("/export/gallery", summary="The query's results as one self-contained HTML page (thumbnails and an "
               "H.264 clip of each result embedded)",
               responses={200: {"content": {"text/html": {}}}, **responses(400, 403, 404, 422, 503)})
-    def export_gallery(body: QueryIn):
+    async def export_gallery(body: QueryIn):
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(body.anchor).stem)[:60] or "results"  # a header is ASCII
-        return HTMLResponse(gallery_page(state, body),
+        return HTMLResponse(await state.workers.run(gallery_page, state, body),
                             headers={"Content-Disposition": f'attachment; filename="convis-{name}.html"'})
 
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
-    def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT):
-        return run_search(state, text, k, concept)
+    async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT):
+        return await state.answer(run_search, state, text, k, concept)
 
     @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
               responses=responses(400, 403, 404, 422, 503))
-    def compare(body: CompareIn):
-        return run_compare(state, body)
+    async def compare(body: CompareIn):
+        return await state.answer(run_compare, state, body)
 
 
 def _add_media_routes(app: FastAPI, state: ServerState) -> None:
     """Frames, thumbnails and the clips themselves."""
     @app.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
              responses=responses(400, 403, 404, 422, 503))
-    def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):
-        thumbs = state.thumbs(state.resolve(ref), start, end, n)
+    async def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):
+        thumbs = await state.workers.run(state.strip_of, ref, start, end, n)
         frames = [{"time": round(t.time, 3), "width": t.width, "height": t.height,
                    "src": "/thumbs/" + quote(ref) + _span_params(start, end, n, i)} for i, t in enumerate(thumbs)]
         return {"ref": ref, "start": start, "end": end, "frames": frames}
 
     @app.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip",
              responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)})
-    def thumb(ref: str = REF_PATH, i: int = Query(0, ge=0, le=31), start: float = START, end: float | None = END,
-              n: int = STRIP_N):
-        thumbs = state.thumbs(state.resolve(ref), start, end, n)
+    async def thumb(ref: str = REF_PATH, i: int = Query(0, ge=0, le=31), start: float = START,
+                    end: float | None = END, n: int = STRIP_N):
+        thumbs = await state.workers.run(state.strip_of, ref, start, end, n)
         if i >= len(thumbs):
             raise ApiError(404, f"the strip has {len(thumbs)} frames")
         return Response(thumbs[i].jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
@@ -477,15 +507,48 @@ def _shown_index_dir(index_dir: Path, root: Path) -> str:
 
 
 # -- endpoint bodies ----------------------------------------------------------------------------
-def list_videos(engine: Engine, public=str, notices: list[str] | None = None) -> list[dict]:
-    """Every file the index knows (the engine reads the last published snapshot while an index run writes, and
-    says so in ``notices``); ``public`` rewrites error messages for the client."""
+def index_summary(state: ServerState, notices: list[str]) -> dict:
+    """What /health says of the index (read when it changes, see health.py); folders by name only: where the
+    server keeps its files is not the client's business."""
+    root = state.root
+    info = state.engine.info(notices)  # opens the catalog: busy or missing shows here
+    return {"status": "ok", "root": root.name, "index_dir": _shown_index_dir(Path(info["index_dir"]), root),
+            "files_ok": info["files_ok"], "files_failed": info["files_failed"],
+            "files_unavailable": info["files_unavailable"], "units": info["units"],
+            "indexers": [row["indexer"] for row in info["indexers"]], "text_search": text_search(info["indexers"]),
+            "segmentation": info["segmentation"]}
+
+
+def videos_body(state: ServerState, files: Sequence[FileListing], notices: list[str]) -> bytes:
+    """/videos' answer for the index's ``files``, as JSON."""
+    return JSONResponse({"root": state.root.name, "files": list_videos(files, state.public),
+                         "notices": [state.public(notice) for notice in notices]}).body
+
+
+def collection_answer(state: ServerState, folder: str | None, status: str, name: str | None, offset: int,
+                      limit: int) -> dict:
+    notices: list[str] = []
+    files = state.files(notices)
+    page = collection_page(files, folder, status, name, offset, limit, state.public)
+    for item in page["items"] if status == "ok" else ():
+        item.update(state.playing(item["path"]))
+    return {"root": state.root.name, **page, "notices": [state.public(notice) for notice in notices]}
+
+
+def upload_answer(state: ServerState, file: UploadFile) -> dict:
+    ref, size = state.uploads.save(file)
+    return {"anchor": ref, "name": file.filename, "size": size, **state.playing(ref),
+            "strip": strip_url(ref, None, None)}
+
+
+def list_videos(files: Sequence[FileListing], public=str) -> list[dict]:
+    """Every file the index knows, as /videos lists it; ``public`` rewrites error messages for the client."""
     return [{"path": f.path, "status": f.status, "error": public(f.error) if f.error else f.error,
              "duration": f.duration, "width": f.width, "height": f.height,
              "media": media_url(f.path) if f.status == "ok" else None,
              "units": [{"segment": seg, "start": round(start, 3), "end": round(end, 3),
                         "strip": strip_url(f.path, start, end)} for seg, start, end in f.units]}
-            for f in engine.files(notices)]
+            for f in files]
 
 
 def folder_of(path: str) -> str:
@@ -524,7 +587,7 @@ def query_result(state: ServerState, body: QueryIn):
     request = body.to_request(state.resolve, state.reranker_for)
     with state.asking(request.reranker):
         result = state.engine.query(request)
-    return result, state.engine.files()
+    return result, state.files()
 
 
 def run_query(state: ServerState, body: QueryIn) -> dict:
@@ -565,7 +628,7 @@ def linked(state: ServerState, hits: list[dict], files) -> None:
 
 def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:
     data = state.engine.search(SearchRequest(text, k, concept=concept)).as_dict()
-    files = state.engine.files()
+    files = state.files()
     linked(state, data["hits"], files)
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
     return data

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,47 @@ from retrieval.core.revisions import weights_revision
 ANCHORS_NAME = "anchors.duckdb"
 # part of every key: changing how an anchor is decoded or embedded bumps it, so older vectors are never read
 FORMAT = "1"
-_FILE_LOCK = threading.Lock()  # DuckDB refuses a read-only and a writing connection to one file in one process
+
+
+class FileTurns:
+    """Turns at the anchor files of this process: any number of reads at once, a write alone (DuckDB refuses a
+    read-only and a writing connection to one file in one process).  A waiting write goes before reads that come
+    after it, so a stream of reads never holds a request's write back for long."""
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._reading = 0
+        self._writing = False
+        self._waiting_writes = 0
+
+    @contextmanager
+    def read(self):
+        with self._changed:
+            self._changed.wait_for(lambda: not self._writing and not self._waiting_writes)
+            self._reading += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._reading -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def write(self):
+        with self._changed:
+            self._waiting_writes += 1
+            self._changed.wait_for(lambda: not self._writing and not self._reading)
+            self._waiting_writes -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writing = False
+                self._changed.notify_all()
+
+
+_FILE_TURNS = FileTurns()
 
 
 @dataclass(frozen=True)
@@ -84,7 +125,7 @@ class AnchorCache:
     def put(self, key: AnchorKey, vector: np.ndarray, notices: list[str]) -> None:
         self._remember(key, vector)
         try:
-            with _FILE_LOCK, duckdb.connect(str(self.path)) as db:
+            with _FILE_TURNS.write(), duckdb.connect(str(self.path)) as db:
                 db.execute(self.SCHEMA)
                 db.execute("INSERT OR REPLACE INTO anchors (key, content_hash, span, model, protocol, dtype, vector) "
                            "VALUES (?,?,?,?,?,?,?)", [key.digest, key.content_hash, key.span, key.model_id,
@@ -96,7 +137,7 @@ class AnchorCache:
         if not self.path.is_file():  # nothing cached yet (a read-only connection cannot create the file)
             return None
         try:
-            with _FILE_LOCK, duckdb.connect(str(self.path), read_only=True) as db:
+            with _FILE_TURNS.read(), duckdb.connect(str(self.path), read_only=True) as db:
                 row = db.execute("SELECT dtype, vector FROM anchors WHERE key = ?", [key.digest]).fetchone()
         except (duckdb.Error, OSError) as exc:
             self._unavailable(exc, notices)

@@ -98,8 +98,10 @@ def is_damage(exc: BaseException) -> bool:
 
 
 def is_locked(exc: BaseException) -> bool:
-    """DuckDB's refusal because another process holds the file (not a "block" of a damaged one)."""
-    return re.search(r"\b(could not set lock|conflicting lock)\b", str(exc).lower()) is not None
+    """DuckDB's refusal because another process holds the file (not a "block" of a damaged one), or because this
+    process has it open the other way (a server reading it while it removes a file, or the other way round)."""
+    return re.search(r"\b(could not set lock|conflicting lock|with a different configuration than existing "
+                     r"connections)\b", str(exc).lower()) is not None
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -79,7 +79,7 @@ def open_catalog(index_dir: Path | None) -> tuple[Catalog, list[str]]:
     """The catalog, read-only (see the module's notes), and the notices of reading a snapshot instead."""
     catalog_path = require_index(index_dir)
     snapshot = index_dir / SNAPSHOT_NAME
-    in_progress = "an index run is in progress; results reflect its state at {{}}"
+    in_progress = "an index run is in progress; results reflect its state at {}"
     try:
         busy = writer_pid(catalog_path) is not None and snapshot.is_file()
         if busy or snapshot_is_current(catalog_path, snapshot):

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 DEFAULT_OUT = Path("docs/performance.md")
 # the registry's names (bench.perf.section_names(); a test keeps them equal), written out so that help imports
 # none of the harness (FAISS, DuckDB, the decoders)
-SECTION_NAMES = ("indexing", "recall", "rerank", "cli", "scaling")
+SECTION_NAMES = ("indexing", "recall", "rerank", "cli", "serve", "scaling")
 SECTIONS_HELP = f"Comma-separated: {','.join(SECTION_NAMES)}."
 
 
@@ -80,6 +80,8 @@ def perf(
     long_video: LongVideoOpt = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
+    serve_requests: Annotated[Optional[int], typer.Option(
+        "--serve-requests", min=1, help="Requests each of the serve section's 20 client threads asks.")] = None,
     from_json: Annotated[Optional[list[Path]], typer.Option(
         "--from-json", metavar="FILE", help="Measure nothing: write the markdown from reports saved with --json "
                                             "(repeat to combine runs; a later run's part replaces an earlier one's).")
@@ -100,7 +102,8 @@ def perf(
         return
     options = dict(videos=videos, indexer=indexer, decoders=_names(decoders), sizes=_numbers(sizes, "--sizes"),
                    dim=dim, sections=_names(sections), repeat=repeat, copies=copies,
-                   torch_threads=_threads(torch_threads), reranker=reranker, long_video=long_video, segment=segment)
+                   torch_threads=_threads(torch_threads), reranker=reranker, long_video=long_video, segment=segment,
+                   serve_requests=serve_requests)
     config = PerfConfig.smoke_run(**options) if smoke else \
         PerfConfig(**{k: v for k, v in options.items() if v is not None})
     command = "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else [])

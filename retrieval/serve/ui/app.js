@@ -723,7 +723,9 @@ async function watchJob() {
 async function refreshHealth() {
   health = await api("/health");
   $("#root").textContent = `${health.root} · ${health.files_ok} files, ${health.units} units` +
-    `${health.files_failed ? `, ${health.files_failed} failed` : ""} · ${health.indexers.map(shortName).join(", ")}`;
+    `${health.files_failed ? `, ${health.files_failed} failed` : ""}` +
+    `${health.files_unavailable ? `, ${health.files_unavailable} unavailable` : ""}` +
+    ` · ${health.indexers.map(shortName).join(", ")}`;
   if (health.reranker) { $("#rerank-box").hidden = false; $("#reranker-name").textContent = health.reranker; }
   $("#words-note").textContent = health.text_search ? "" : "(this index has no text signal: index with --captions " +
                                                            "or a CLIP-family indexer to search by words)";

@@ -203,11 +203,11 @@ def test_the_server_answers_any_convis_error_with_its_status_and_line(example_in
         (ApiError(409, "another change to this index is being made"), 409,
          "another change to this index is being made", None),
     ]
-    monkeypatch.setattr(Engine, "info", fails)
+    monkeypatch.setattr(Engine, "files", fails)  # /health answers from what the server keeps: /videos asks
     with TestClient(create_app(example_index), base_url="http://localhost") as client:
         for exc, status, line, retry_after in cases:
             raised.append(exc)
-            response = client.get("/health")
+            response = client.get("/videos")
             assert (response.status_code, response.json()["error"]) == (status, line), type(exc)
             assert response.headers.get("Retry-After") == retry_after
             assert response.json().get("retry_after") == (None if retry_after is None else int(retry_after))

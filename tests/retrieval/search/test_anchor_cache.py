@@ -4,6 +4,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import duckdb
@@ -12,7 +14,7 @@ import pytest
 
 from retrieval.engine import Engine, QueryRequest
 from retrieval.search.anchor import Anchor
-from retrieval.store.anchor_cache import ANCHORS_NAME, AnchorCache, AnchorKey
+from retrieval.store.anchor_cache import ANCHORS_NAME, AnchorCache, AnchorKey, FileTurns
 from tests.locks import writer_holding
 from tests.paths import EXAMPLES, ROOT
 
@@ -137,3 +139,31 @@ def test_a_model_resampled_by_an_index_run_is_not_answered_from_the_cache(index,
     finally:
         model.frame_spec = built
     assert embedded == [1]
+
+
+
+def test_reads_of_the_anchor_file_share_it_and_a_write_waits_for_them():
+    turns, order = FileTurns(), []
+    inside, leave = threading.Barrier(2, timeout=20), threading.Event()
+
+    def read(name):
+        with turns.read():
+            inside.wait()  # both reads hold the file at once, or the barrier breaks
+            order.append(name)
+            assert leave.wait(20)
+            order.append(f"{name} leaves")
+
+    def write():
+        with turns.write():
+            order.append("write")
+
+    with ThreadPoolExecutor(3) as pool:
+        reads = [pool.submit(read, name) for name in ("a", "b")]
+        inside_both = wait(reads, timeout=0.5)  # neither ends before leave: both are inside, waiting for it
+        writing = pool.submit(write)
+        early, _ = wait([writing], timeout=0.2)
+        leave.set()
+        for done in [*reads, writing]:
+            done.result(timeout=20)
+    assert not inside_both.done and not early
+    assert sorted(order[:2]) == ["a", "b"] and order[-1] == "write"  # the write once both reads had left

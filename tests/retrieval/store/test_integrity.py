@@ -54,6 +54,23 @@ def test_a_reader_holding_the_index_open_does_not_keep_a_writer_out(videos, tmp_
         reader.wait()
 
 
+def test_a_read_while_this_process_writes_the_catalog_reads_the_snapshot(videos):
+    """A server reading its index while it removes a file from it: DuckDB refuses a read-only connection beside
+    this process's writing one, so the read turns to the published snapshot, as it does for another writer."""
+    from retrieval.store.index_dir import open_catalog
+    from retrieval.store.snapshots import clock
+
+    index = videos / ".convis"
+    with Catalog(index / "catalog.duckdb") as writing:
+        writing.set_setting("probe", "changed")  # the snapshot is no longer current: a reader would open the file
+        writing.db.execute("CHECKPOINT")
+        catalog, notices = open_catalog(index)
+        with catalog:
+            assert catalog.path.name == "snapshot.duckdb" and catalog.setting("probe") is None
+        published = clock(index / "snapshot.duckdb")  # closing the writer publishes a new one
+    assert notices == [f"an index run is in progress; results reflect its state at {published}"]
+
+
 def test_a_writer_kept_out_is_told_which_process_holds_the_catalog(videos, tmp_path):
     holder = hold(f"""
         from retrieval.store.catalog import Catalog

@@ -1,0 +1,38 @@
+"""The models an engine keeps: each built once, and a build holds up only the requests waiting for that model."""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+
+from retrieval import model_cache
+from retrieval.model_cache import ModelCache
+
+
+class Built:
+    frame_spec = None
+
+    def __init__(self, spec: str):
+        self.spec = spec
+
+
+def test_a_model_being_built_holds_up_no_other_and_each_is_built_once(monkeypatch):
+    release, building, made = threading.Event(), threading.Event(), []
+
+    def create_indexer(spec, **_options):
+        made.append(spec)
+        if spec == "slow":
+            building.set()
+            assert release.wait(20)
+        return Built(spec)
+
+    monkeypatch.setattr(model_cache, "create_indexer", create_indexer)
+    cache = ModelCache()
+    with ThreadPoolExecutor(3) as pool:
+        slow = [pool.submit(cache.indexer, "slow"), pool.submit(cache.indexer, "slow")]
+        assert building.wait(20)
+        other = pool.submit(cache.indexer, "quick")
+        done, _ = wait([other], timeout=20)  # answered while "slow" is still being built
+        still_building = not any(f.done() for f in slow)
+        release.set()
+        first, second = (f.result(timeout=20) for f in slow)
+    assert other in done and still_building and other.result().spec == "quick"
+    assert first is second and sorted(made) == ["quick", "slow"]  # asked twice at once, built once
