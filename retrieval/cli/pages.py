@@ -31,7 +31,8 @@ UploadQuotaOpt = Annotated[int, typer.Option(
     "uploads are removed. Uploads that are not videos are refused (415); all are removed when the server stops.")]
 AllowWritesOpt = Annotated[bool, typer.Option(
     "--allow-writes", help="Let the web app add uploaded clips to the index, remove files from it (never from disk) "
-    "and re-index the folder; refused otherwise. Meant for a server on your own machine.")]
+    "and re-index the folder; refused otherwise. Meant for a server on your own machine. Writes from a web page "
+    "of another origin (another scheme, host or port) are refused either way; curl and scripts are not pages.")]
 
 
 def serve(folder: WhereArg = None, index_dir: IndexDirOpt = None, host: HostOpt = "127.0.0.1", port: PortOpt = 8000,

@@ -2,7 +2,13 @@
 
 - Host: only the names the server is meant to answer to (loopback, the address it binds, names given with
   ``--allowed-host``); a DNS-rebinding page, whose requests carry its own host name, is refused.
-- Origin: a write (POST) from a page of another origin is refused; browsers send Origin on such requests.
+- Origin: a write (any method but GET, HEAD, OPTIONS) from a page of another origin is refused.  Same origin is
+  scheme, host and port, the server's own: the scheme it listens with and the Host the request names (default
+  ports 80 and 443 written or not); a page on another port of the same machine is another origin.  Browsers send
+  Origin on such requests; where one does not, its ``Sec-Fetch-Site`` must say ``same-origin`` or ``none`` (typed
+  by the user).  A request with neither header comes from no browser page (curl, a script): no other site can
+  have sent it, so it is taken.  Anything that is not a plain serialised origin (``null``, userinfo, a path,
+  spaces) is refused.
 - Upload size: refused from the request's declared length, before a byte of the body is read or spooled
   (a body without a length, or longer than it said, is cut off while it streams: see the upload route).
 - Upload folders are removed when their server exits, and those of servers that were killed (which run no
@@ -12,12 +18,13 @@
 from __future__ import annotations
 
 import atexit
+import ipaddress
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Sequence
-from urllib.parse import urlparse
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -28,6 +35,14 @@ WILDCARDS = ("0.0.0.0", "::", "")
 UPLOAD_PREFIX = "convis-uploads-"
 MULTIPART_SLACK = 64 << 10  # form boundaries and headers around the file in an upload's body
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# a host and optional port, as a Host header or a serialised origin writes them: no userinfo, path or space
+AUTHORITY = r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(?P<port>[0-9]{1,5}))?"
+ORIGIN = re.compile(rf"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://{AUTHORITY}")
+HOST = re.compile(AUTHORITY)
+SAME_ORIGIN_FETCHES = ("same-origin", "none")  # Sec-Fetch-Site of the page's own requests, or of one typed
+OWS = " \t"
+MAX_ECHO = 200  # characters of a refused header quoted back
 
 
 def allowed_hosts(bind: str, extra: Sequence[str] = ()) -> list[str]:
@@ -37,13 +52,13 @@ def allowed_hosts(bind: str, extra: Sequence[str] = ()) -> list[str]:
 
 def guard(app: FastAPI, hosts: Sequence[str], upload_path: str, max_upload: int) -> None:
     """Add the host, origin and upload-size checks to ``app``."""
-    names = {h.strip("[]").lower() for h in hosts}
 
     @app.middleware("http")
     async def same_origin_writes(request: Request, call_next):
-        origin = request.headers.get("origin")
-        if request.method not in SAFE_METHODS and origin and (urlparse(origin).hostname or "").lower() not in names:
-            return _refuse(403, f"writes from another origin are refused ({origin})")
+        if request.method not in SAFE_METHODS:
+            refused = cross_origin(request.url.scheme, request.headers)
+            if refused is not None:
+                return _refuse(403, refused)
         if request.method == "POST" and request.url.path == upload_path:
             refused = _upload_length(request.headers.get("content-length"), max_upload)
             if refused is not None:
@@ -51,6 +66,46 @@ def guard(app: FastAPI, hosts: Sequence[str], upload_path: str, max_upload: int)
         return await call_next(request)
 
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
+
+
+def cross_origin(scheme: str, headers) -> str | None:
+    """Why a write with these headers, to a server listening with ``scheme``, is refused as another origin's
+    request; None for one from the server's own origin or from no browser page."""
+    origin = headers.get("origin")
+    if origin is not None:
+        own = _origin(scheme, HOST.fullmatch(headers.get("host", "")))
+        # spaces and tabs around a value are the header's framing, not the value (HTTP servers strip them too)
+        if own is not None and _origin(None, ORIGIN.fullmatch(origin.strip(OWS))) == own:
+            return None
+        ours = f"; this server is {own[0]}://{own[1]}:{own[2]}" if own is not None else ""
+        return f"writes from another origin are refused (Origin: {_echo(origin)}{ours})"
+    site = headers.get("sec-fetch-site")
+    if site is None or site.strip(OWS).lower() in SAME_ORIGIN_FETCHES:
+        return None
+    return f"writes from another site are refused (Sec-Fetch-Site: {_echo(site)})"
+
+
+def _origin(scheme: str | None, parts: re.Match | None) -> tuple[str, str, int] | None:
+    """(scheme, host, port) in one spelling: lower case, the scheme's default port written, IPv6 compressed; None
+    for what no origin looks like. ``scheme``: the server's, for a Host header's parts (an origin has its own)."""
+    if parts is None:
+        return None
+    scheme = (scheme or parts["scheme"]).lower()
+    host = parts["host"].lower()
+    if host.startswith("["):
+        try:
+            host = f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
+        except ValueError:
+            return None
+    port = int(parts["port"]) if parts["port"] else DEFAULT_PORTS.get(scheme)
+    if port is None or not 0 < port < 65536:
+        return None
+    return scheme, host, port
+
+
+def _echo(value: str) -> str:
+    """A header's value quoted back on one line."""
+    return ascii(value[:MAX_ECHO])[1:-1]
 
 
 def _upload_length(declared: str | None, limit: int) -> JSONResponse | None:

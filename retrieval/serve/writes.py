@@ -47,8 +47,8 @@ REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
 UploadRef = Annotated[str, StringConstraints(pattern=f"^{UPLOAD_REF.pattern}$")]
 
 WRITE_WHY = {
-    403: "Refused: this server is read-only (start it with --allow-writes), or a write from another web site, or "
-         "a folder leading outside the index root.",
+    403: "Refused: this server is read-only (start it with --allow-writes), or a write from another origin (a "
+         "page of another scheme, host or port), or a folder leading outside the index root.",
     409: "Not now: an index run is writing this index, or another change to it is being made; retry when it ends.",
 }
 

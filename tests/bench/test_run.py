@@ -1,4 +1,5 @@
-"""`convis bench run` on a small folder laid out like ConViS-Bench (real clips, real EfficientNet weights)."""
+"""`convis bench run` on a small folder laid out like ConViS-Bench (real clips, real EfficientNet weights); runs
+that caption, rerank or build extra indexes use three of its clips (tests/bench/few_clips.py)."""
 
 import json
 import shutil
@@ -15,12 +16,25 @@ from indexers.base import INDEXERS
 from indexers.factory import available_indexers
 from retrieval.cli.app import app
 from retrieval.store.catalog import Catalog
+from tests.bench.few_clips import FEW_CLIPS
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory, example_videos):
     root = tmp_path_factory.mktemp("convis-bench")
     return root, build_dataset(root, example_videos)
+
+
+@pytest.fixture(scope="module")
+def few(few_clips):
+    """The three-clip folder and its number of rated pairs."""
+    return few_clips, len(json.loads((few_clips / "gt_conditioned_similarities.json").read_text()))
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory):
+    """A tiny Qwen2-VL checkpoint (named ``qwen``), the module's reranker and captioner."""
+    return build_qwen_vl(tmp_path_factory.mktemp("qwen2-vl") / "qwen")
 
 
 def run(*args):
@@ -44,9 +58,8 @@ def test_global_signal_scores_every_pair_in_released_format(dataset, tmp_path):
     assert rankings and all(load_retrieval_scores(p) for p in rankings)
 
 
-def test_reranker_writes_conditioned_scores_per_concept(dataset, tmp_path):
-    root, n_pairs = dataset
-    qwen = build_qwen_vl(tmp_path / "qwen")
+def test_reranker_writes_conditioned_scores_per_concept(few, qwen, tmp_path):
+    root, n_pairs = few
     run("--dataset", root, "--out", tmp_path / "out", "--indexer", "efficientnet-lite0", "--reranker", qwen,
         "--frames", "2")
     files = sorted((tmp_path / "out" / "computed_conditioned_similarities").rglob("*_similarities.json"))
@@ -58,8 +71,8 @@ def test_reranker_writes_conditioned_scores_per_concept(dataset, tmp_path):
         assert len(scores) == n_pairs and all(1.0 <= s <= 5.0 for s in scores.values())
 
 
-def test_frame_sweep_keeps_one_row_per_frame_count(dataset, tmp_path):
-    root, _ = dataset
+def test_frame_sweep_keeps_one_row_per_frame_count(few, tmp_path):
+    root, _ = few
     data = run("--dataset", root, "--out", tmp_path, "--indexer", "efficientnet-lite0", "--frames", "2,8")
     models = {r["model"] for r in data["results"] if "rho" in r}
     assert len(models) == 2 and any(m.endswith("-f2") for m in models)
@@ -72,8 +85,8 @@ def test_missing_dataset_files_are_one_line_errors(tmp_path):
     assert bad.exit_code == 2 and "--frames" in bad.stderr
 
 
-def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(dataset, tmp_path):
-    root, _ = dataset
+def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(few, tmp_path):
+    root, _ = few
     run("--dataset", root, "--out", tmp_path, "--indexer", "efficientnet-lite0", "--protocol", "paper")
     with Catalog(tmp_path / "index-paper-fdefault" / "catalog.duckdb", read_only=True) as catalog:
         assert catalog.setting("protocol") == "paper"
@@ -89,16 +102,16 @@ def test_paper_protocol_builds_its_own_index_and_keeps_the_papers_folder_names(d
 
 
 @pytest.fixture(scope="module")
-def table3_run(dataset, tmp_path_factory):
+def table3_run(few, qwen, tmp_path_factory):
     """One run computing every family: captions by a tiny Qwen2-VL, EfficientNet and a tiny CLIP (video-to-video),
     SBERT over the captions (text-to-text), CLIPScore and VQAScore with a tiny LLaVA-OneVision (cross-modal)."""
     from bench.tiny.vlm import build_llava_onevision
     from tests.indexers.test_clip import _open_clip_with_vocabulary
 
-    root, n_pairs = dataset
+    root, n_pairs = few
     base = tmp_path_factory.mktemp("table3")
     clip = _open_clip_with_vocabulary(base / "clip", 49408)
-    qwen, llava = build_qwen_vl(base / "qwen"), build_llava_onevision(base / "llava")
+    llava = build_llava_onevision(base / "llava")
     out = base / "out"
     data = run("--dataset", root, "--out", out, "-i", "efficientnet-lite0", "-i", f"clip:{clip}",
                "--captioner", qwen, "--vqascore", llava)
@@ -108,7 +121,7 @@ def table3_run(dataset, tmp_path_factory):
 def test_one_run_writes_every_table3_family_in_the_released_layout(table3_run):
     out, data, n_pairs, _ = table3_run
     captions = out / "captions" / "qwen2-vl-qwen"
-    assert len(list(captions.glob("*.txt"))) == len(CLIPS)  # the captioner's captions, as the release has them
+    assert len(list(captions.glob("*.txt"))) == len(FEW_CLIPS)  # the captioner's captions, as the release has them
     sims = out / "computed_similarities"
     # video-to-video and SBERT folders are named alone; cross-modal ones carry the caption set's name
     assert sorted(str(p.relative_to(sims)) for p in sims.rglob("*_similarities.json")) == sorted([
@@ -152,9 +165,9 @@ def test_clipscore_and_sbert_files_hold_the_references_formulas(table3_run):
         assert row["similarity"] == pytest.approx((cos(va, vb) + 1) / 2, abs=1e-5)
 
 
-def test_bench_correlation_reads_every_written_file_back(table3_run, dataset):
+def test_bench_correlation_reads_every_written_file_back(table3_run, few):
     out, data, n_pairs, _ = table3_run
-    root, _ = dataset
+    root, _ = few
     result = CliRunner().invoke(app, ["bench", "correlation", "--gt", str(root / "gt_conditioned_similarities.json"),
                                       "--similarities", str(out / "computed_similarities"), "--json"])
     assert result.exit_code == 0, result.output
@@ -170,8 +183,8 @@ def captioned_copy(root, tmp_path, caption_set: str, caption) -> object:
     shutil.copytree(root, copy)
     folder = copy / "captions" / caption_set
     folder.mkdir(parents=True)
-    for name in CLIPS:
-        (folder / f"{name}.txt").write_text(caption(name) + "\n")
+    for video in copy.glob("videos_trimmed/*/*.mp4"):
+        (folder / f"{video.stem}.txt").write_text(caption(video.stem) + "\n")
     return copy
 
 
@@ -190,13 +203,13 @@ def test_captions_from_a_folder_name_the_text_and_cross_modal_rows(dataset, tmp_
     assert len(load_pair_scores(sims / "mPLUG-Owl3-7B-240728" / "mPLUG-Owl3-7B-240728_similarities.json")) == n_pairs
 
 
-def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions(table3_run, dataset):
+def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions(table3_run, few):
     from rerankers.factory import create_reranker
     from rerankers.prompts.vqascore import pair_questions
     from retrieval.media.video_decoder import VideoDecoder
 
     out, _, _, _ = table3_run
-    root, _ = dataset
+    root, _ = few
     llava = next(p for p in out.parent.iterdir() if p.name == "llava")
     model = create_reranker(str(llava), device="cpu")
     captions = {p.stem: p.read_text().strip() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")}
@@ -212,24 +225,23 @@ def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions
         assert row["similarity"] == pytest.approx((p1 + p2) / 2, abs=1e-6)
 
 
-def test_a_captioners_run_never_reads_caption_files_of_an_earlier_run(dataset, tmp_path):
-    root, _ = dataset
+def test_a_captioners_run_never_reads_caption_files_of_an_earlier_run(few, qwen, tmp_path):
+    root, _ = few
     copy = captioned_copy(root, tmp_path, "files", lambda name: f"FILE CAPTION of {name}")
     out = tmp_path / "out"
     run("--dataset", copy, "--out", out, "-i", "efficientnet-lite0", "--vqascore", "none")
-    run("--dataset", copy, "--out", out, "-i", "efficientnet-lite0", "--captioner", build_qwen_vl(tmp_path / "qwen"),
+    run("--dataset", copy, "--out", out, "-i", "efficientnet-lite0", "--captioner", qwen,
         "--vqascore", "none")
     written = [p.read_text() for p in (out / "captions" / "qwen2-vl-qwen").glob("*.txt")]
-    assert len(written) == len(CLIPS) and not any("FILE CAPTION" in text for text in written)
+    assert len(written) == len(FEW_CLIPS) and not any("FILE CAPTION" in text for text in written)
 
 
-def test_a_captioners_captions_are_named_by_the_protocol_that_made_them(dataset, tmp_path, monkeypatch,
-                                                                         empty_cache):
+def test_a_captioners_captions_are_named_by_the_protocol_that_made_them(few, tmp_path, monkeypatch, empty_cache):
     """Paper-protocol captions (the reference's captioning rule) take the release's folder name; fast ones,
     made from the reranking frames, are marked as the other fast folders are."""
     import rerankers.qwen
 
-    root, _ = dataset
+    root, _ = few
     # a tiny Qwen2.5-VL cached as the paper's checkpoint: its hub id names the release's folder
     hub = empty_cache / "models--Qwen--Qwen2.5-VL-7B-Instruct"
     build_qwen_vl(hub / "snapshots" / "0123abcd", model_type="qwen2_5_vl")
@@ -246,7 +258,7 @@ def test_a_captioners_captions_are_named_by_the_protocol_that_made_them(dataset,
         run("--dataset", root, "--out", out, "-i", "efficientnet-lite0", "--captioner", qwen, "--vqascore", "none",
             "--protocol", protocol)
     folders = {p.name: len(list(p.glob("*.txt"))) for p in (out / "captions").iterdir()}
-    assert folders == {"Qwen2.5-VL-7B-Instruct": len(CLIPS), "Qwen2.5-VL-7B-Instruct-fast": len(CLIPS)}
+    assert folders == {"Qwen2.5-VL-7B-Instruct": len(FEW_CLIPS), "Qwen2.5-VL-7B-Instruct-fast": len(FEW_CLIPS)}
     (paper,) = out.glob("index-paper-fdefault-by-*")
     with Catalog(paper / "catalog.duckdb", read_only=True) as catalog:
         versions = {v for (v,) in catalog.db.execute("SELECT DISTINCT prompt_version FROM descriptions").fetchall()}

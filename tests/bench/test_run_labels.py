@@ -13,7 +13,6 @@ import rerankers.factory
 from bench import paper
 from bench.loaders import load_pair_scores
 from bench.run import PAPER_FOLDERS, PAPER_VQA_FOLDERS, BenchRun, load_dataset, model_folder, reranker_suffix
-from bench.tiny.dataset import build_dataset
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.base import RERANKERS, NextToken, PairScore
 from rerankers.factory import available_rerankers, create_reranker
@@ -25,10 +24,15 @@ PAPER_QWEN = "Qwen/Qwen2.5-VL-7B-Instruct"  # weights the paper ran: Table 2's Q
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory, example_videos):
-    root = tmp_path_factory.mktemp("convis-bench")
-    build_dataset(root, example_videos)
-    return root
+def dataset(few_clips):
+    """The three-clip folder: these runs test how the reranker is asked and named, not the numbers."""
+    return few_clips
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory):
+    """A tiny Qwen2.5-VL checkpoint, the runs' reranker."""
+    return build_qwen_vl(tmp_path_factory.mktemp("qwen") / "qwen", model_type="qwen2_5_vl")
 
 
 def run(*args):
@@ -70,13 +74,11 @@ def conditioned(data: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def paper_runs(dataset, tmp_path_factory):
+def paper_runs(dataset, qwen, tmp_path_factory):
     """Two --protocol paper runs into one folder with the spy: first with every default, then with
     --rerank-batch 3; the family's paper precision is fp32 for the occasion (any machine runs it), and its own
     frame count 2 (a default count keeps the paper's name; 2 keeps the test short)."""
-    base = tmp_path_factory.mktemp("labels")
-    qwen = build_qwen_vl(base / "qwen", model_type="qwen2_5_vl")
-    out, runs = base / "out", []
+    out, runs = tmp_path_factory.mktemp("labels") / "out", []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(QwenReranker, "paper_dtype", "fp32", raising=False)
         mp.setattr(QwenReranker, "frames_per_video", 2)
@@ -124,9 +126,8 @@ def test_a_batch_over_one_is_named_and_never_served_another_batch_size_s_answers
     assert (out / "computed_conditioned_similarities" / "Main_Action" / "Qwen2.5-VL-7B-Instruct-b3").is_dir()
 
 
-def test_expected_symmetric_and_an_unknown_precision_are_named_and_get_no_paper_value(dataset, tmp_path,
+def test_expected_symmetric_and_an_unknown_precision_are_named_and_get_no_paper_value(dataset, qwen, tmp_path,
                                                                                         monkeypatch):
-    qwen = build_qwen_vl(tmp_path / "qwen", model_type="qwen2_5_vl")
     monkeypatch.setattr(QwenReranker, "paper_dtype", None, raising=False)  # a family that names no paper precision
     spy = Spy(monkeypatch)
     data = run("--dataset", dataset, "--out", tmp_path / "out", "-i", "efficientnet-lite0", "--protocol", "paper",

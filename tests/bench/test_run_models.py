@@ -12,17 +12,17 @@ from typer.testing import CliRunner
 
 import rerankers.hf
 from bench.run import BenchRun, load_dataset
-from bench.tiny.dataset import CLIPS, build_dataset
+from bench.tiny.dataset import CLIPS
 from bench.tiny.vlm import build_llava_onevision
 from rerankers.llava import LlavaReranker
 from retrieval.cli.app import app
+from tests.bench.few_clips import FEW_CLIPS
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory, example_videos):
-    root = tmp_path_factory.mktemp("convis-bench")
-    build_dataset(root, example_videos)
-    return root
+def dataset(few_clips):
+    """The three-clip folder: these runs test how the LMM is loaded and asked, not the numbers."""
+    return few_clips
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_a_paper_run_loads_one_lmm_once_in_its_paper_precision_for_every_role(da
     # a CPU runs fp16 in fp32, and the folders say so; a GPU runs the paper's fp16 and keeps the plain name
     ran = "" if model.dtype == torch.float16 else "-fp32"
     captions = f"llava-onevision-llava{ran}"
-    assert {p.name: len(list(p.glob("*.txt"))) for p in (out / "captions").iterdir()} == {captions: len(CLIPS)}
+    assert {p.name: len(list(p.glob("*.txt"))) for p in (out / "captions").iterdir()} == {captions: len(FEW_CLIPS)}
     models = {r["model"] for r in json.loads(result.stdout)["results"] if "rho" in r}
     assert {f"{captions}_{captions}", f"llava-onevision-llava-expected{ran}"} <= models  # VQAScore, the reranker
 
@@ -75,8 +75,8 @@ def captioned(dataset, tmp_path):
     shutil.copytree(dataset, copy)
     folder = copy / "captions" / "files"
     folder.mkdir(parents=True)
-    for name, place in CLIPS.items():
-        (folder / f"{name}.txt").write_text(f"a video of {name.replace('_', ' ')} in the {place}\n")
+    for name in FEW_CLIPS:
+        (folder / f"{name}.txt").write_text(f"a video of {name.replace('_', ' ')} in the {CLIPS[name]}\n")
     return load_dataset(copy)
 
 

@@ -29,8 +29,9 @@ def indexer() -> TextIndexer:
 
 
 @pytest.fixture(scope="module")
-def caption_scores(indexer) -> dict:
-    """(cos+1)/2 of the captions of every rated pair, embedded with the real model."""
+def caption_scores(indexer, captions_embedded_once) -> dict:
+    """(cos+1)/2 of the captions of every rated pair, embedded with the real model (once a test run: the bench
+    tests embed the same release captions)."""
     gt = load_gt_pairs(GT)
     texts = read_captions(CAPTIONS)
     stems = sorted(texts)

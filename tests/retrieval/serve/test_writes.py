@@ -1,10 +1,13 @@
 """`convis serve --allow-writes`: the app adds uploaded clips to the index, removes files from it (never from
 disk) and re-indexes the folder; a read-only server refuses all of it, and no write starts while another writes."""
 
+import json
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from fastapi.testclient import TestClient
@@ -13,6 +16,7 @@ from retrieval.serve.server import create_app
 from retrieval.serve.writes import READ_ONLY, place
 from tests.indexes import copied_index
 from tests.paths import EXAMPLES, ROOT
+from tests.retrieval.serve.test_browser import free_port, serving
 
 LOCAL = "http://localhost"
 ADDED = "bikes.mp4"  # not among the indexed clips
@@ -117,6 +121,26 @@ def test_no_write_while_another_process_writes_the_index(client, videos, tmp_pat
         holder.kill()
         holder.wait()
     assert "cup.mp4" in listed(client) and not (videos / "added").exists()
+
+
+def delete(url: str, **headers) -> tuple[int, dict]:
+    request = urllib.request.Request(url, method="DELETE", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def test_a_page_on_another_port_of_the_same_host_cannot_remove_a_file(videos):
+    with serving(videos / ".convis", allow_writes=True) as url:
+        other = f"http://127.0.0.1:{free_port()}"
+        for headers in ({"Origin": other}, {"Sec-Fetch-Site": "same-site"}):
+            status, body = delete(f"{url}/files/cup.mp4", **headers)
+            assert status == 403 and list(body) == ["error"], (headers, body)
+        with TestClient(create_app(videos / ".convis"), base_url=LOCAL) as client:
+            assert "cup.mp4" in listed(client)
+        assert delete(f"{url}/files/cup.mp4", Origin=url) == (200, {"removed": ["cup.mp4"]})
 
 
 @pytest.mark.parametrize("folder", ["../x", "/tmp", ".hidden", "a/../b", "a//b", "a\\b"])
