@@ -16,6 +16,7 @@ a new snapshot (or the run ending) is a change: the run's own commits are not.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import weakref
@@ -27,7 +28,9 @@ from typing import Callable, TypeVar
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, writer_pid
 
 POLL_S = 0.5
+EXIT_WAIT_S = 10.0  # how long the interpreter's exit waits for a watching thread to leave the catalog
 T = TypeVar("T")
+_WATCHING: weakref.WeakSet = weakref.WeakSet()  # keepers whose thread may be running
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,15 @@ class KeptIndex:
             self._thread = threading.Thread(target=_watch, args=(weakref.ref(self), self._stop, self._wake),
                                             name="convis-health", daemon=True)
             self._thread.start()
+            _WATCHING.add(self)
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 0.0) -> None:
+        """Stop watching; ``wait_s``: how long to wait for a read in progress to end."""
         self._stop.set()
         self._wake.set()
+        thread = self._thread
+        if wait_s and thread is not None and thread is not threading.current_thread():
+            thread.join(wait_s)
 
 
 @dataclass
@@ -183,6 +191,14 @@ def index_identity(index_dir: Path) -> tuple:
     if writer is not None and snapshot is not None:
         return writer, snapshot
     return writer, snapshot, _stat(catalog), _stat(catalog.with_name(CATALOG_NAME + ".wal"))
+
+
+@atexit.register
+def _stop_watching() -> None:
+    """A daemon thread still inside DuckDB when the interpreter exits aborts the process ("terminate called"):
+    an app never shut down (used without its lifespan) has its watcher stopped here, its read let end."""
+    for keeper in list(_WATCHING):
+        keeper.close(EXIT_WAIT_S)
 
 
 def _watch(keeper_ref: weakref.ref, stop: threading.Event, wake: threading.Event) -> None:

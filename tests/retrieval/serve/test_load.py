@@ -3,6 +3,8 @@ in a bounded pool (503 with Retry-After once its queue is full), and reads run a
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -223,3 +225,24 @@ def test_the_watching_thread_looks_and_reads_nothing_unchanged(example_index):
     finally:
         kept.close()
     assert len(looks) >= 3 and len(reads) == 1 and kept.latest()[0].summary == {"n": 1}
+
+
+EXITING = """
+import sys, time
+from pathlib import Path
+from retrieval.serve.health import KeptIndex
+
+done = Path(sys.argv[1])
+def read(notices):
+    time.sleep(1.0)  # a catalog read in progress when the interpreter exits
+    done.write_text("read to its end")
+    return {}
+KeptIndex(Path(sys.argv[2]), read).start()
+time.sleep(0.2)
+"""
+
+
+def test_the_interpreter_exit_lets_a_watchers_read_end(tmp_path, example_index):
+    done = tmp_path / "done"
+    subprocess.run([sys.executable, "-c", EXITING, str(done), str(example_index)], check=True, timeout=60)
+    assert done.read_text() == "read to its end"
