@@ -12,7 +12,7 @@ from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
 from tests.retrieval.pipeline import test_indexing
 
-engine, run = test_indexing.engine, test_indexing.run  # the tiny-model engine fixture and its indexing run
+run = test_indexing.run  # an indexing run with the tiny-model engine (conftest.py)
 
 
 def state(engine):
