@@ -16,8 +16,10 @@ the index's summary the server keeps, and /videos from the listing it keeps whil
 (health.py), so neither waits for the requests being answered.
 
 ``/openapi.json`` describes every answer: each route declares its error statuses, all with the same
-``{"error": "..."}`` body (request validation's 422 included); inputs are bounded (ref length, concept count,
-strip size) so no request can hold the engine for long; and no answer names an absolute path of the server's.
+``{"error": "..."}`` body (request validation's 422 included), and its links which answer leads to which request
+(links.py); a JSON body is taken only as its schema says (``0`` is not a boolean: see errors.RequestBody); inputs
+are bounded (ref length, concept count, strip size) so no request can hold the engine for long; and no answer
+names an absolute path of the server's.
 Uploads are bounded too: see uploads.py.
 """
 
@@ -41,7 +43,7 @@ from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import Field, StringConstraints
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -62,11 +64,20 @@ from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.compose import Change
 from retrieval.search.text_query import MAX_TEXT_CHARS
-from retrieval.serve.errors import REF_PATTERN, ApiError, responses, validation_message, without_paths
+from retrieval.serve.errors import (
+    REF_PATTERN,
+    ApiError,
+    RequestBody,
+    Whole,
+    responses,
+    validation_message,
+    without_paths,
+)
 from retrieval.serve.evidence import evidence_routes
 from retrieval.serve.gallery import THUMB_SHORT_SIDE, Thumb, strip, write_query_html
 from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, guard, upload_folder
 from retrieval.serve.health import KeptIndex, KeptListing
+from retrieval.serve.links import answer_links, link
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
 from retrieval.serve.uploads import UPLOADS, UploadStore
 from retrieval.serve.warmup import Warmup
@@ -95,20 +106,23 @@ Seconds = Annotated[float, Field(allow_inf_nan=False)]
 
 
 # -- request bodies -----------------------------------------------------------------------------
+# a character that is not blank to str.strip() (whose blanks are str.isspace()'s), spelt out: a schema's "\S"
+# is ECMA-262's, which takes U+001C-U+001F and U+0085 for text and U+FEFF for a blank
+NOT_BLANK = r"[^\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 FREE_TEXT_OPT_IN = 'send "free_text": true, or tick "free text" in the web UI,'
 FREE_TEXT_HELP = ("Take every concept name as written: a name close to a ConViS concept (e.g. 'locaton') is "
                   "otherwise refused as a likely typo.")
 
 
-class ConceptIn(BaseModel):
+class ConceptIn(RequestBody):
     name: ConceptText = Field(..., examples=["location", "main-action", "camera angle"])
     weight: float = Field(1.0, ge=MIN_CONCEPT_WEIGHT, le=MAX_CONCEPT_WEIGHT, allow_inf_nan=False)
 
 
-class QueryIn(BaseModel):
+class QueryIn(RequestBody):
     # at least one concept, or a change (the schema says so too, so clients and checkers can know it)
     model_config = {"json_schema_extra": {"anyOf": [{"required": ["change"], "properties": {"change": {
-                                                        "type": "string", "pattern": "\\S"}}},
+                                                        "type": "string", "pattern": NOT_BLANK}}},
                                                     {"required": ["concepts"], "properties": {"concepts": {
                                                         "minItems": 1}}}]}}
     anchor: Ref = Field(..., description="Indexed path relative to the index root, or an upload ref.",
@@ -122,11 +136,11 @@ class QueryIn(BaseModel):
                                                                 "like the anchor.")
     most_different: bool = Field(False, description="Rank the clips least like the anchor under the concepts first "
                                                     "(the same scores, ascending).")
-    k: int = Field(DEFAULT_K, ge=1, le=MAX_K)
+    k: Whole = Field(DEFAULT_K, ge=1, le=MAX_K)
     start: Seconds | None = Field(None, ge=0, description="Use only the anchor from this second.")
     end: Seconds | None = Field(None, gt=0, description="Use only the anchor up to this second.")
     rerank: bool = Field(False, description="Rescore the top candidates with the server's --reranker.")
-    rerank_top: int = Field(20, ge=1, le=500)
+    rerank_top: Whole = Field(20, ge=1, le=500)
     mode: Literal["expected", "greedy"] = "expected"
     symmetric: bool = False
     free_text: bool = Field(False, description=FREE_TEXT_HELP)
@@ -144,7 +158,7 @@ class QueryIn(BaseModel):
                             most_different=self.most_different)
 
 
-class CompareIn(BaseModel):
+class CompareIn(RequestBody):
     a: Ref = Field(..., description="The anchor: indexed path or upload ref.", examples=["campus_01.mp4"])
     b: Ref = Field(..., description="An indexed path.", examples=["campus_02.mp4"])
     concepts: list[ConceptIn | ConceptText] = Field(..., min_length=1, max_length=MAX_CONCEPTS)
@@ -381,6 +395,35 @@ SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search o
                        "(written at index time), e.g. location.", examples=["location"])
 
 
+# where an answer leads: the values a client passes on (see links.py)
+LISTED = "$response.body#/files/0/path"
+ANCHOR = "$response.body#/anchor"  # an upload's ref, or a query's anchor
+FIRST_HIT = "$response.body#/hits/0"
+
+
+def videos_links(writes: bool) -> dict:
+    found = {"strip": link("GET", "/strips/{ref}", {"ref": LISTED}),
+             "media": link("GET", "/media/{ref}", {"ref": LISTED}),
+             "evidence": link("GET", "/evidence/{ref}", {"ref": LISTED}),
+             "query": link("POST", "/query", body={"anchor": LISTED})}
+    if writes:
+        found["remove"] = link("DELETE", "/files/{ref}", {"ref": LISTED})
+    return answer_links(200, **found)
+
+
+def upload_links(writes: bool) -> dict:
+    found = {"query": link("POST", "/query", body={"anchor": ANCHOR}),
+             "strip": link("GET", "/strips/{ref}", {"ref": ANCHOR})}
+    if writes:
+        found["add"] = link("POST", "/index/files", body={"uploads": [ANCHOR]})
+    return answer_links(200, **found)
+
+
+QUERY_LINKS = answer_links(200, compare=link("POST", "/compare", body={"a": ANCHOR, "b": f"{FIRST_HIT}/path"}),
+                           evidence=link("GET", "/evidence/{ref}", {"ref": f"{FIRST_HIT}/path",
+                                                                    "segment": f"{FIRST_HIT}/segment"}))
+
+
 def _add_routes(app: FastAPI, state: ServerState) -> None:
     _add_index_routes(app, state)
     _add_asking_routes(app, state)
@@ -413,7 +456,8 @@ def _add_index_routes(app: FastAPI, state: ServerState) -> None:
                 "allow_writes": state.allow_writes, "state_age_s": round(age, 3),
                 "notices": [state.public(notice) for notice in [*reading.notices, *state.warmup.notices]]}
 
-    @app.get("/videos", summary="Indexed files and their retrievable units", responses=responses(503))
+    @app.get("/videos", summary="Indexed files and their retrievable units",
+             responses={**videos_links(state.allow_writes), **responses(503)})
     async def videos():
         # the same bytes for every request while the index stays as it is; after a change, one read of the listing
         # (the requests asking meanwhile wait for it), never queued behind the workers' queries
@@ -422,7 +466,7 @@ def _add_index_routes(app: FastAPI, state: ServerState) -> None:
         return Response(body, media_type="application/json")
 
     @app.get("/collection", summary="A page of the indexed units (or of the failed or unavailable files), "
-             "filtered by folder, status and name", responses=responses(503))
+             "filtered by folder, status and name", responses=responses(422, 503))
     async def collection(folder: str | None = FOLDER, status: Literal["ok", "failed", "unavailable"] = "ok",
                          name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
                          limit: int = Query(60, ge=1, le=MAX_PAGE)):
@@ -433,13 +477,13 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
     """Uploading an anchor, and the verbs: query (and its gallery), search, compare."""
     # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
     @app.post("/uploads", summary="Upload an anchor clip; returns its ref for /query",
-              responses=responses(400, 403, 413, 415, 422, 503),
+              responses={**upload_links(state.allow_writes), **responses(400, 403, 413, 415, 422, 503)},
               max_body_size=state.uploads.max_bytes + MULTIPART_SLACK)
     async def upload(file: UploadFile = File(...)):
         return await state.answer(upload_answer, state, file)  # the upload is decoded: is it a video?
 
     @app.post("/query", summary="Rank indexed clips by similarity to the anchor, per concept",
-              responses=responses(400, 403, 404, 422, 503))
+              responses={**QUERY_LINKS, **responses(400, 403, 404, 422, 503)})
     async def query(body: QueryIn):
         return await state.answer(run_query, state, body)
 
@@ -595,7 +639,8 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
     data = result.as_dict()
     # the anchor as the client named it: relative to the root, uploads included (they live outside it)
     playing = state.playing(body.anchor)
-    data.update(anchor=body.anchor, anchor_media=playing["media"], anchor_playback=playing["playback"],
+    data.update(root=state.root.name, anchor=body.anchor, anchor_media=playing["media"],
+                anchor_playback=playing["playback"],
                 anchor_strip=strip_url(body.anchor, body.start, body.end),
                 notices=[state.public(n) for n in data["notices"]])
     linked(state, data["hits"], files)
@@ -640,7 +685,7 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
         # by signals: the scores a query for the anchor gives b, exactly what the gallery showed
         data = state.engine.compare(request).as_dict()
     a_plays, b_plays = state.playing(body.a), state.playing(body.b)
-    data.update(a=body.a, b=body.b, a_media=a_plays["media"], b_media=b_plays["media"],
+    data.update(root=state.root.name, a=body.a, b=body.b, a_media=a_plays["media"], b_media=b_plays["media"],
                 a_playback=a_plays["playback"], b_playback=b_plays["playback"],
                 a_strip=strip_url(body.a, body.a_start, body.a_end),
                 b_strip=strip_url(body.b, data["b_start"], data["b_end"]))

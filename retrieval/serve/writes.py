@@ -26,11 +26,12 @@ from typing import Annotated
 
 from fastapi import APIRouter
 from fastapi import Path as PathParam
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from retrieval.engine import NotIndexedError
-from retrieval.serve.errors import REF_PATTERN, WHY, ApiError, ErrorOut
+from retrieval.serve.errors import FOLDER_PATTERN, REF_PATTERN, WHY, ApiError, ErrorOut, RequestBody
 from retrieval.serve.index_job import IndexJobs
+from retrieval.serve.links import answer_links, link
 from retrieval.serve.uploads import UPLOAD_REF
 from retrieval.store.errors import CatalogBusy
 from retrieval.store.snapshots import writer_pid
@@ -49,22 +50,26 @@ UploadRef = Annotated[str, StringConstraints(pattern=f"^{UPLOAD_REF.pattern}$")]
 WRITE_WHY = {
     403: "Refused: this server is read-only (start it with --allow-writes), or a write from another origin (a "
          "page of another scheme, host or port), or a folder leading outside the index root.",
-    409: "Not now: an index run is writing this index, or another change to it is being made; retry when it ends.",
+    409: "Not now: an index run is writing this index, or another change to it is being made; retry when it ends. "
+         "Or a file has the name of the folder to add clips to.",
 }
+# a change started is followed by asking how it goes
+FOLLOW_JOB = answer_links(202, job=link("GET", "/index/job"))
 
 
 def write_responses(*codes: int) -> dict:
     return {code: {"model": ErrorOut, "description": WRITE_WHY.get(code) or WHY[code]} for code in codes}
 
 
-class AddIn(BaseModel):
+class AddIn(RequestBody):
     uploads: list[UploadRef] = Field(..., min_length=1, max_length=MAX_ADDED, description="Refs from POST /uploads.",
                                      examples=[[".uploads/" + "0" * 32 + ".mp4"]])
-    folder: str = Field(DEFAULT_FOLDER, min_length=1, max_length=MAX_FOLDER_CHARS,
-                        description="Folder inside the index root the clips are copied into (created if needed).")
+    folder: str = Field(DEFAULT_FOLDER, min_length=1, max_length=MAX_FOLDER_CHARS, pattern=FOLDER_PATTERN,
+                        description="Folder inside the index root the clips are copied into (created if needed): "
+                                    "relative to the root, without '..', hidden parts, backslashes or a drive.")
 
 
-class RunIn(BaseModel):
+class RunIn(RequestBody):
     retry_failed: bool = Field(False, description="Try again every file that failed before, unchanged since.")
 
 
@@ -86,7 +91,7 @@ def write_routes(state) -> APIRouter:
                 "allow_writes": state.allow_writes}
 
     @router.post("/index/files", status_code=202, summary="Add uploaded clips to the folder and index them",
-                 responses=write_responses(400, 403, 404, 409, 422))
+                 responses={**FOLLOW_JOB, **write_responses(400, 403, 404, 409, 422, 503)})
     def add_files(body: AddIn):
         with writing(state, jobs):
             sources = [(ref, state.uploads.path(ref)) for ref in body.uploads]  # 404 for an upload gone
@@ -97,7 +102,7 @@ def write_routes(state) -> APIRouter:
         return job.as_dict(state.public)
 
     @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk)",
-                   responses=write_responses(400, 403, 404, 409, 422))
+                   responses=write_responses(400, 403, 404, 409, 422, 503, 507))
     def remove_file(ref: str = REF_PATH):
         with writing(state, jobs):
             try:
@@ -108,7 +113,7 @@ def write_routes(state) -> APIRouter:
                 raise ApiError(409, f"{exc}") from None
 
     @router.post("/index/runs", status_code=202, summary="Re-index the folder: new, changed and gone files",
-                 responses=write_responses(403, 409, 422))
+                 responses={**FOLLOW_JOB, **write_responses(400, 403, 409, 422, 503)})
     def reindex(body: RunIn | None = None):
         with writing(state, jobs):
             retry = body is not None and body.retry_failed
@@ -151,8 +156,8 @@ def target_folder(root: Path, index_dir: Path, folder: str) -> Path:
         raise ApiError(403, "that folder leads outside the index root")
     if real.is_relative_to(index_dir.resolve()):
         raise ApiError(400, "that folder is the index's own: clips there are never indexed")
-    if real.exists() and not real.is_dir():
-        raise ApiError(400, f"not a folder: {folder}")
+    if real.exists() and not real.is_dir():  # the request is well formed: the folder's name is taken
+        raise ApiError(409, f"not a folder: {folder} is a file")
     real.mkdir(parents=True, exist_ok=True)
     return real
 

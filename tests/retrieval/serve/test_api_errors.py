@@ -13,12 +13,13 @@ LOCAL = "http://localhost"
 
 @pytest.fixture(scope="module")
 def scratch(example_index, example_videos, tmp_path_factory):
-    """The example index over a scratch root holding an indexed clip and an unreadable one."""
+    """The example index over a scratch root holding two indexed clips and an unreadable one."""
     base = tmp_path_factory.mktemp("private-location")
     index, root = base / "index" / ".convis", base / "videos"
     shutil.copytree(example_index, index, ignore=shutil.ignore_patterns("scores.duckdb"))
     root.mkdir()
     shutil.copy(example_videos / "cup.mp4", root / "cup.mp4")
+    shutil.copy(example_videos / "box.mp4", root / "box.mp4")
     (root / "bad.mp4").write_bytes(b"not a video" * 100)
     with Catalog(index / "catalog.duckdb") as catalog:
         catalog.set_setting("root", str(root))
@@ -29,6 +30,8 @@ def scratch(example_index, example_videos, tmp_path_factory):
 @pytest.mark.parametrize("method, url, body", [
     ("GET", "/health", None),
     ("GET", "/videos", None),
+    ("POST", "/query", {"anchor": "cup.mp4", "concepts": ["location"]}),
+    ("POST", "/compare", {"a": "cup.mp4", "b": "box.mp4", "concepts": ["location"]}),
     ("POST", "/query", {"anchor": "bad.mp4", "concepts": ["location"]}),
     ("POST", "/compare", {"a": "cup.mp4", "b": "bad.mp4", "concepts": ["location"]}),
     ("GET", "/strips/bad.mp4", None),
@@ -75,3 +78,39 @@ def test_unknown_routes_answer_with_the_json_error_body(scratch):
     client, _ = scratch
     response = client.get("/nothing/here")
     assert response.status_code == 404 and response.json() == {"error": "Not Found"}
+
+
+QUERY = {"anchor": "cup.mp4", "concepts": ["location"]}
+COMPARE = {"a": "cup.mp4", "b": "box.mp4", "concepts": ["location"]}
+
+
+@pytest.mark.parametrize("url, body, field", [
+    ("/query", {**QUERY, "free_text": 0}, "free_text"),
+    ("/query", {**QUERY, "most_different": "true"}, "most_different"),
+    ("/query", {**QUERY, "k": "5"}, "k"),
+    ("/query", {**QUERY, "k": 5.5}, "k"),
+    ("/query", {**QUERY, "k": True}, "k"),
+    ("/query", {**QUERY, "start": "0"}, "start"),
+    ("/query", {**QUERY, "concepts": [{"name": "location", "weight": "1"}]}, "weight"),
+    ("/query", {**QUERY, "mostdifferent": True}, "mostdifferent"),  # a misspelt option is not ignored
+    ("/export/gallery", {**QUERY, "rerank": 0}, "rerank"),
+    ("/compare", {**COMPARE, "symmetric": 1}, "symmetric"),
+    ("/compare", {**COMPARE, "free_text": "false"}, "free_text"),
+    ("/compare", {**COMPARE, "concepts": [{"name": "location", "weight": 1, "w": 2}]}, "w"),
+])
+def test_a_value_of_another_type_or_an_unknown_field_is_refused(scratch, url, body, field):
+    client, _ = scratch
+    response = client.post(url, json=body)
+    assert response.status_code == 422, response.text
+    assert field in response.json()["error"]
+
+
+@pytest.mark.parametrize("url, body", [
+    ("/query", {**QUERY, "k": 5.0, "start": 0, "concepts": [{"name": "location", "weight": 1}]}),
+    ("/compare", {**COMPARE, "a_start": 0, "concepts": [{"name": "location", "weight": 2}]}),
+])
+def test_numbers_are_taken_as_json_schema_counts_them(scratch, url, body):
+    """An integer is a number, and 5.0 an integer: what the schema accepts, the server does."""
+    client, _ = scratch
+    response = client.post(url, json=body)
+    assert response.status_code == 200, response.text

@@ -143,12 +143,39 @@ def test_a_page_on_another_port_of_the_same_host_cannot_remove_a_file(videos):
         assert delete(f"{url}/files/cup.mp4", Origin=url) == (200, {"removed": ["cup.mp4"]})
 
 
-@pytest.mark.parametrize("folder", ["../x", "/tmp", ".hidden", "a/../b", "a//b", "a\\b"])
+@pytest.mark.parametrize("folder", ["../x", "/tmp", ".hidden", "a/../b", "a//b", "a\\b", "C:/x", "a/"])
 def test_a_folder_outside_the_root_or_hidden_is_refused(client, videos, folder):
     response = client.post("/index/files", json={"uploads": [upload(client)], "folder": folder})
-    assert response.status_code == 400 and "folder" in response.json()["error"]
+    assert response.status_code == 422 and response.json()["error"].startswith("folder: "), response.text
     assert client.get("/index/job").json()["state"] == "idle"
     assert sorted(p.name for p in videos.iterdir()) == [".convis", "campus_01.mp4", "campus_02.mp4", "cup.mp4"]
+
+
+def test_a_folder_named_like_a_file_is_a_conflict(client):
+    response = client.post("/index/files", json={"uploads": [upload(client)], "folder": "cup.mp4"})
+    assert response.status_code == 409 and "cup.mp4 is a file" in response.json()["error"]
+    assert client.get("/index/job").json()["state"] == "idle"
+
+
+@pytest.mark.parametrize("body", [{"retry_failed": 0}, {"retry_failed": "true"}, {"retry_failed": None},
+                                  {"retry": True}])
+def test_a_run_asked_for_with_a_value_of_another_type_or_an_unknown_field_is_not_started(client, body):
+    response = client.post("/index/runs", json=body)
+    assert response.status_code == 422 and next(iter(body)) in response.json()["error"], response.text
+    assert client.get("/index/job").json()["state"] == "idle"
+
+
+def test_clips_added_with_an_unknown_field_are_not_added(client, videos):
+    response = client.post("/index/files", json={"uploads": [upload(client)], "folder": "added", "copy": True})
+    assert response.status_code == 422 and "copy" in response.json()["error"]
+    assert not (videos / "added").exists() and client.get("/index/job").json()["state"] == "idle"
+
+
+def test_a_body_that_is_not_json_text_is_a_documented_400(client):
+    response = client.post("/index/runs", content=b"\x80", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and set(response.json()) == {"error"}
+    assert "400" in client.get("/openapi.json").json()["paths"]["/index/runs"]["post"]["responses"]
+    assert client.get("/index/job").json()["state"] == "idle"
 
 
 def test_bad_requests_are_refused_before_anything_changes(client):
