@@ -193,5 +193,7 @@ def test_chained_requests_get_only_answers_the_schema_describes(app, example_ind
     Workflow.run(settings=settings(max_examples=SCENARIOS, stateful_step_count=STEPS, derandomize=True,
                                    phases=[Phase.generate], deadline=None, database=None,
                                    suppress_health_check=list(HealthCheck)))
-    # the chains reached the writes: a listed file removed, a run started and followed
-    assert {("DELETE /files/{ref}", 200), ("POST /index/runs", 202), ("GET /index/job", 200)} <= set(answered)
+    # the chains reached the writes: a listed file asked to be removed (200, or 404 where a scenario removed it
+    # already), a run started and followed
+    assert {("POST /index/runs", 202), ("GET /index/job", 200)} <= set(answered)
+    assert answered["DELETE /files/{ref}", 200] + answered["DELETE /files/{ref}", 404] > 0
