@@ -40,7 +40,6 @@ class Reading:
     summary: dict | None
     notices: tuple[str, ...]
     error: BaseException | None
-    read_at: float  # time.time() when it was read
 
 
 class KeptIndex:
@@ -69,9 +68,9 @@ class KeptIndex:
         seen = index_identity(self.index_dir)  # before reading: a change made meanwhile is seen by the next look
         notices: list[str] = []
         try:
-            reading = Reading(self._read(notices), tuple(notices), None, time.time())
+            reading = Reading(self._read(notices), tuple(notices), None)
         except Exception as exc:  # the summary /health then answers with: a busy or damaged catalog, no index
-            reading = Reading(None, tuple(notices), exc, time.time())
+            reading = Reading(None, tuple(notices), exc)
         with self._lock:
             self._reading, self._seen, self._confirmed = reading, seen, time.monotonic()
         return reading
