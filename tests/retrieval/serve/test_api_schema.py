@@ -188,6 +188,10 @@ def test_chained_requests_get_only_answers_the_schema_describes(app, example_ind
             case.validate_response(response, checks=STATEFUL_CHECKS, transport_kwargs=kwargs, recorder=self.recorder)
 
         def teardown(self):
+            # an app used without its lifespan keeps watching the index: stopped here, or its next read would
+            # write into the copy the next scenario makes
+            self.app.state.convis.kept.close(wait_s=30)
+            self.app.state.convis.workers.close()
             stopped(videos / ".convis")
 
     Workflow.run(settings=settings(max_examples=SCENARIOS, stateful_step_count=STEPS, derandomize=True,
