@@ -6,68 +6,27 @@ import base64
 import io
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import av
 import pytest
 
-from retrieval.engine import Engine
-from retrieval.pipeline.settings import IndexSettings
-from tests.indexes import CAPTIONS
 from tests.paths import EXAMPLES
-from tests.retrieval.serve.test_browser import ALL_LOADED, CHROMIUM, CHROMIUM_ARGS, serving
+from tests.retrieval.serve.browser import ALL_LOADED, collection, needs_chromium, needs_ffmpeg, serving
 
-FFMPEG = shutil.which("ffmpeg")
-pytestmark = [pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package"),
-              pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg tool (apt-get install -y ffmpeg)")]
+pytestmark = [needs_chromium, needs_ffmpeg]
 HITS = "#hits li.hit"
 
 
-def make_avi(source: Path, out: Path, seconds: float = 10) -> Path:
-    """``source`` re-encoded as MS-MPEG4 v3 in AVI: a real camera format no browser plays."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([FFMPEG, "-nostdin", "-v", "error", "-i", str(source), "-t", str(seconds), "-c:v", "msmpeg4v3",
-                    "-q:v", "5", "-an", str(out)], check=True)
-    return out
-
-
-def collection(base: Path) -> Path:
-    """campus_01/02 (20 s), box (15 s), cup (8 s), more/bikes_old.avi (10 s) and a broken file, in 10 s units,
-    with the example captions."""
-    videos = base / "videos"
-    videos.mkdir()
-    for name in ("campus_01.mp4", "campus_02.mp4", "box.mp4", "cup.mp4"):
-        shutil.copy(EXAMPLES / name, videos / name)
-    make_avi(EXAMPLES / "bikes.mp4", videos / "more" / "bikes_old.avi")
-    (videos / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(2000))
-    Engine(videos / ".convis").index(videos, ["efficientnet-lite0"],
-                                     IndexSettings(workers=1, segment_seconds=10.0, captions=CAPTIONS))
-    return videos
-
-
 @pytest.fixture(scope="module")
-def videos(tmp_path_factory):
-    return collection(tmp_path_factory.mktemp("app"))
+def videos(app_videos):
+    return app_videos
 
 
 @pytest.fixture(scope="module")
 def app_url(videos):
     with serving(videos / ".convis") as url:
         yield url
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright  # playwright: a test extra, needed only with chromium
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

@@ -1,45 +1,12 @@
 """End to end in a real browser: headless Chromium drives the web UI of `convis serve` on the example index."""
 
-import socket
-import threading
-import time
-from contextlib import contextmanager
-from pathlib import Path
-
 import pytest
 
-from retrieval.serve.server import make_server
 from tests.indexes import CAPTIONS, indexed_copies
 from tests.media import make_clip
+from tests.retrieval.serve.browser import ALL_LOADED, CHROMIUM, CHROMIUM_ARGS, needs_chromium, serving
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="needs the Debian chromium package (apt-get install -y chromium)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def serving(index_dir: Path, allow_writes: bool = False):
-    """`convis serve` on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
-    port = free_port()
-    uvicorn_server = make_server(index_dir, "127.0.0.1", port, log_level="warning", allow_writes=allow_writes)
-    thread = threading.Thread(target=uvicorn_server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not uvicorn_server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    uvicorn_server.should_exit = True
-    thread.join(timeout=10)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +36,6 @@ def page(server):
             yield tab
         finally:
             browser.close()
-
-
-ALL_LOADED = """(selector) => {
-  const images = [...document.querySelectorAll(selector)];
-  return images.length > 0 && images.every((img) => img.complete && img.naturalWidth > 0);
-}"""
 
 
 def test_location_query_and_compare_in_the_browser(server, page, tmp_path):

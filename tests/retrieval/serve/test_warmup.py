@@ -14,7 +14,7 @@ from retrieval.model_cache import ModelCache
 from retrieval.serve.server import create_app
 from retrieval.serve.warmup import PLANNING
 from tests.indexes import CAPTIONS, indexed_copies
-from tests.retrieval.serve.test_browser import serving
+from tests.retrieval.serve.browser import serving
 
 LOCAL = "http://localhost"  # the app answers loopback host names only
 

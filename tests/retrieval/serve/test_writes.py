@@ -16,7 +16,7 @@ from retrieval.serve.server import create_app
 from retrieval.serve.writes import READ_ONLY, place
 from tests.indexes import copied_index
 from tests.paths import EXAMPLES, ROOT
-from tests.retrieval.serve.test_browser import free_port, serving
+from tests.retrieval.serve.browser import free_port, serving
 
 LOCAL = "http://localhost"
 ADDED = "bikes.mp4"  # not among the indexed clips
