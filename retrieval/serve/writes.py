@@ -30,6 +30,7 @@ from pydantic import Field, StringConstraints
 
 from retrieval.engine import NotIndexedError
 from retrieval.serve.errors import FOLDER_PATTERN, REF_PATTERN, WHY, ApiError, ErrorOut, RequestBody
+from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.uploads import UPLOAD_REF
@@ -141,6 +142,7 @@ def writing(state, jobs: IndexJobs):
             raise ApiError(409, f"an index run (process {pid}) is writing this index; try again when it ends")
         yield
     finally:
+        note_change(state.engine.index_dir)  # a removal's commit can leave the catalog's stats as they were
         jobs.starting.release()
 
 
