@@ -249,13 +249,13 @@ def _confidence_html(result: QueryResult) -> str:
     calibration, spread = explained["calibration"], explained["spread"]
     if calibration is not None:
         rule = calibration["rule"]
-        refs = "".join(f"<li>{_e(s)}: {_e(r)}</li>" for s, r in calibration["references"].items())
+        refs = "<br>".join(f"{_e(s)}: {_e(r)}" for s, r in calibration["references"].items())
     elif spread is not None:
         rule, refs = f"relative to this query's own scores: {spread['rule']}", ""
     else:
         return no_match
     return (f'{no_match}<details class="confidence"><summary>confidence labels</summary>'
-            f'<p class="meta">{_e(rule)}</p>{f"<ul class=meta>{refs}</ul>" if refs else ""}</details>')
+            f'<p class="meta">{_e(rule)}</p>{f"<p class=meta>{refs}</p>" if refs else ""}</details>')
 
 
 def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, frames: int, decoder,
