@@ -50,6 +50,7 @@ from retrieval.search.requests import QueryRequest as QueryRequest
 from retrieval.search.requests import SearchRequest as SearchRequest
 from retrieval.search.requests import as_concepts
 from retrieval.search.results import CompareResult, QueryResult
+from retrieval.store import backgrounds
 from retrieval.store import index_dir as store
 from retrieval.store.catalog import Catalog, FileListing
 from retrieval.store.faiss_policy import rebuild_indices
@@ -216,6 +217,7 @@ class Engine:
             rels = store.relative(catalog, self.index_dir, paths)
             store.check_removable(catalog, rels)
             catalog.exclude(rels)
+            backgrounds.refresh(catalog)  # drawn from the units left
             rebuild_indices(catalog, self.index_dir)  # saved FAISS indices must not recall removed units
             catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         return rels

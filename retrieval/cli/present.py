@@ -179,13 +179,28 @@ def print_index_report(report) -> None:
         out.print(table)
 
 
-def show(result: QueryResult | CompareResult, as_json: bool, as_table) -> None:
-    """Notes on stderr, then the result as JSON or as ``as_table`` prints it."""
+def show(result: QueryResult | CompareResult, as_json: bool, as_table, explain: bool = False) -> None:
+    """Notes on stderr, then the result as JSON or as ``as_table`` prints it (``explain``: and how its confidence
+    labels are read)."""
     print_notices(result.notices)
     if as_json:
         print_json(result.as_dict())
     else:
         as_table(result)
+        if explain:
+            explain_confidence(result)
+
+
+def explain_confidence(result: QueryResult) -> None:
+    """What the labels were read against: each signal's background and the cut points, or the relative rule."""
+    if result.calibration is None:
+        rule = result.spread.as_dict()["rule"] if result.spread is not None else "no scores to label"
+        out.print(f"confidence: relative to this query's own scores: {shown(rule)}", highlight=False, soft_wrap=True)
+        return
+    explained = result.calibration.as_dict()
+    out.print(f"confidence: {shown(explained['rule'])}", highlight=False, soft_wrap=True)
+    for signal, reference in explained["references"].items():
+        out.print(f"  {shown(_scorer_name(signal))}: {shown(reference)}", highlight=False, soft_wrap=True)
 
 
 def print_hits(result: QueryResult) -> None:
@@ -207,11 +222,14 @@ def print_hits(result: QueryResult) -> None:
     for part in parts:  # a composed query: what of the total came from staying alike, what from the change
         table.add_column(part, justify="right")
     table.add_column("total", justify="right", style="bold")
+    table.add_column("confidence")  # the label --explain explains
     for hit in result.hits:
         table.add_row(str(hit.rank), shown(hit.path), format_span(hit.start, hit.end),
                       *[_score(hit.scores[c.key]) for c in result.concepts],
-                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total))
+                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total), result.confidence(hit) or "")
     out.print(table)
+    if result.no_match:
+        out.print(f"[yellow]{shown(result.as_dict()['no_match_note'])}[/]", highlight=False)
     if change:
         out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
                   f"change text against {shown(', '.join(_scorer_name(s) for s in change['signals']))}[/]",
