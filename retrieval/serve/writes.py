@@ -110,7 +110,9 @@ def write_routes(state) -> APIRouter:
     def remove_file(ref: str = REF_PATH):
         with writing(state, jobs):
             try:
-                return {"removed": state.engine.remove([ref])}
+                removed = state.engine.remove([ref])
+                state.listing.forget()
+                return {"removed": removed}
             except NotIndexedError as exc:
                 raise ApiError(404, str(exc)) from None
             except CatalogBusy as exc:  # a writer came between the check and the open
@@ -123,6 +125,7 @@ def write_routes(state) -> APIRouter:
         with writing(state, jobs):
             try:
                 done = state.engine.unremove([ref])
+                state.listing.forget()
             except NotIndexedError as exc:
                 raise ApiError(404, str(exc)) from None
             except CatalogBusy as exc:
