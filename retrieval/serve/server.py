@@ -736,7 +736,8 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
 
 
 # -- the web UI: real files served as package data, vanilla JS, no external resources -------------
-UI_FILES = {"app.js": "text/javascript", "app.css": "text/css", "gallery.css": "text/css"}
+UI_FILES = {"app.js": "text/javascript", "removed.js": "text/javascript", "app.css": "text/css",
+            "gallery.css": "text/css"}
 
 
 @functools.cache
