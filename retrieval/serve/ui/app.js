@@ -628,7 +628,10 @@ function renderCollection(data, state) {
     `indexed, ${data.counts.failed} failed${offline}`;
   $("#prev-page").disabled = state.page <= 1;
   $("#next-page").disabled = last >= data.total;
-  if (state.status !== "ok") {
+  $("#removed-list").replaceChildren();  // removed.js fills it
+  if (state.status === "removed") {
+    $("#grid").replaceChildren(); $("#failed-list").replaceChildren(); renderRemoved(data.items);
+  } else if (state.status !== "ok") {
     $("#grid").replaceChildren();
     $("#failed-list").replaceChildren(...data.items.map((f) => el("li", {class: "card failed-file"},
       el("span", {class: "path"}, f.path), " ", el("span", {class: "error"}, f.error))));
