@@ -232,6 +232,7 @@ class Engine:
             store.check_restorable(catalog, rels)
             done = catalog.restore(rels)
             if done.restored:  # one commit moved them back; the FAISS indices follow, as after a remove
+                backgrounds.refresh(catalog)  # drawn again with their units
                 rebuild_indices(catalog, self.index_dir)
                 catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         return done

@@ -149,12 +149,6 @@ class KeptListing:
                 listing.answers[name] = made
         return made
 
-    def forget(self) -> None:
-        """Drop the kept listing: a change this process made is read by the next request even where the files'
-        identity, taken while the change was under way, already matched its end."""
-        with self._lock:
-            self._kept = None
-
     def ready(self, name: str) -> T | None:
         """The answer ``name`` when it is made for the index as it is now, else None; reads nothing."""
         with self._lock:

@@ -111,9 +111,7 @@ def write_routes(state) -> APIRouter:
     def remove_file(ref: str = REF_PATH):
         with writing(state, jobs):
             try:
-                removed = state.engine.remove([ref])
-                state.listing.forget()
-                return {"removed": removed}
+                return {"removed": state.engine.remove([ref])}
             except NotIndexedError as exc:
                 raise ApiError(404, str(exc)) from None
             except CatalogBusy as exc:  # a writer came between the check and the open
@@ -126,7 +124,6 @@ def write_routes(state) -> APIRouter:
         with writing(state, jobs):
             try:
                 done = state.engine.unremove([ref])
-                state.listing.forget()
             except NotIndexedError as exc:
                 raise ApiError(404, str(exc)) from None
             except CatalogBusy as exc:
@@ -162,7 +159,7 @@ def writing(state, jobs: IndexJobs):
             raise ApiError(409, f"an index run (process {pid}) is writing this index; try again when it ends")
         yield
     finally:
-        note_change(state.engine.index_dir)  # a removal's commit can leave the catalog's stats as they were
+        note_change(state.engine.index_dir)  # a commit can leave the catalog's stats as they were
         jobs.starting.release()
 
 

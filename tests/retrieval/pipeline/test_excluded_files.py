@@ -57,8 +57,11 @@ def test_undoing_a_removal_restores_the_stored_vectors_at_once_without_a_model(v
     with engine.open_catalog() as catalog:
         (indexer,) = [row.indexer for row in catalog.indexers()]
         stored, units = catalog.unit_vectors("cup.mp4", indexer).tobytes(), catalog.unit_ids("cup.mp4")
+        drawn_from = catalog.backgrounds()[indexer].units
     _no_models(monkeypatch)
     engine.remove(["cup.mp4"])
+    with engine.open_catalog() as catalog:  # the background is drawn from the units left, then from all again
+        assert catalog.backgrounds()[indexer].units == drawn_from - len(units)
     assert "cup.mp4" not in _hit_paths(engine, videos / "campus_01.mp4")
     undone = engine.unremove([videos / "cup.mp4"])
     assert (undone.restored, undone.to_index) == (["cup.mp4"], [])
@@ -66,6 +69,7 @@ def test_undoing_a_removal_restores_the_stored_vectors_at_once_without_a_model(v
     with engine.open_catalog() as catalog:
         assert catalog.unit_vectors("cup.mp4", indexer).tobytes() == stored
         assert catalog.unit_ids("cup.mp4") == units and catalog.excluded() == []
+        assert catalog.backgrounds()[indexer].units == drawn_from
     saved = VectorIndex.load(index_path(videos / ".convis", indexer))
     assert saved is not None and set(units) <= set(faiss.vector_to_array(saved.index.id_map))
     monkeypatch.undo()
