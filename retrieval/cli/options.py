@@ -71,7 +71,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 RunJsonOpt = Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")]
 ResultsJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON.")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML "
-                                                 "page here, with thumbnails and players.")]
+                                                 "page here, with thumbnails and players (a file browsers cannot "
+                                                 "play links its H.264 preview, made with ffmpeg in the index's "
+                                                 "previews/, or FILE-previews/ beside it).")]
 TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, max=MAX_K, metavar="N", help="How many results.")]
 
 # -- models -----------------------------------------------------------------------------------
