@@ -73,7 +73,9 @@ ResultsJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as J
 ExplainOpt = Annotated[bool, typer.Option("--explain", help="Also say what the confidence labels are read against "
                                           "(the index's background of unrelated clips) and where they are cut.")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML "
-                                                 "page here, with thumbnails and players.")]
+                                                 "page here, with thumbnails and players (a file browsers cannot "
+                                                 "play links its H.264 preview, made with ffmpeg in the index's "
+                                                 "previews/, or FILE-previews/ beside it).")]
 TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, max=MAX_K, metavar="N", help="How many results.")]
 
 # -- models -----------------------------------------------------------------------------------

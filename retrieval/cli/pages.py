@@ -20,7 +20,8 @@ from retrieval.cli.options import (
 HostOpt = Annotated[str, typer.Option(metavar="ADDRESS", help="Address to listen on (localhost only by default).")]
 PortOpt = Annotated[int, typer.Option(min=1, max=65535, metavar="PORT", help="Port to listen on.")]
 RerankerOpt = Annotated[Optional[str], typer.Option("--reranker", "-r", metavar="NAME",
-                                                    help="LMM used when a request asks to rerank.")]
+                                                    help="LMM used when a request asks to rerank, and that the "
+                                                         "compare view asks what differs (POST /diff).")]
 AllowedHostOpt = Annotated[List[str], typer.Option(
     "--allowed-host", metavar="NAME", help="Also answer requests for this host name (repeatable); by default only "
     "loopback names and --host are answered, so no other site can reach the app.")]

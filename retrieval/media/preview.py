@@ -15,9 +15,11 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.files import atomic_write
+from retrieval.media.stream_check import VERDICTS_NAME, StreamVerdicts, stream_errors
 
 # What current desktop Chromium and Firefox play with no plug-in: ISO BMFF (mp4/mov/m4v) or WebM holding
 # these video codecs (None: any pixel format; h264 only as 8-bit 4:2:0, which is all both decode) and, if
@@ -47,16 +49,22 @@ class PreviewError(ConvisError, RuntimeError):
     exit_code, http_status = 1, 503
 
 
-def playback(path: str | os.PathLike) -> Playback:
-    """Whether current desktop browsers play ``path`` as it is (:data:`BROWSER_PLAYS`), and why not."""
+def playback(path: str | os.PathLike, stream_check: Callable[[Path], str | None] = stream_errors) -> Playback:
+    """Whether current desktop browsers play ``path`` as it is (:data:`BROWSER_PLAYS`, and its first seconds
+    decode without an error: ``stream_check``, see stream_check.py), and why not."""
     import av  # PyAV: only callers that look at files pay for importing it
 
     try:
         with av.open(str(path)) as container:
-            return _judge(Path(path), container)
+            found = _judge(Path(path), container)
+        errors = stream_check(Path(path)) if found.playable else None
     except (av.FFmpegError, OSError) as exc:
         reason = getattr(exc, "strerror", None) or one_line(exc)
         return Playback(False, None, None, f"cannot read the file: {_without_paths(reason, Path(path))}")
+    if errors is not None:
+        return Playback(False, found.container, found.codec, f"{found.codec} video with a stream error ({errors}): "
+                                                             f"browsers may refuse it")
+    return found
 
 
 def _judge(path: Path, container) -> Playback:
@@ -115,6 +123,11 @@ class Previews:
 
     def __init__(self, folder: Path, short_side: int = 360, timeout: float = 600):
         self.folder, self.short_side, self.timeout = Path(folder), short_side, timeout
+        self.verdicts = StreamVerdicts(self.folder / VERDICTS_NAME)  # which files' streams decode cleanly
+
+    def playback(self, path: Path) -> Playback:
+        """:func:`playback`, each file's streams checked once for this folder's previews."""
+        return playback(path, self.verdicts.errors)
 
     def path_for(self, src: Path, content_hash: str) -> Path:
         """Where the preview of ``src`` goes: keyed by its content, not its name."""

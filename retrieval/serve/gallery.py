@@ -2,8 +2,9 @@
 
 Each page is one file: thumbnails are inline JPEG data URIs and the style sheet is inline,
 so a report opens offline, can be mailed or archived, and never reaches the network.  The
-videos are linked by absolute file URI (the original, or its cached H.264 preview when browsers cannot
-play the original), or, on request, each result's span is embedded as a small H.264 clip.
+videos are linked by absolute file URI (the original, or its H.264 preview when browsers cannot play the original:
+made once with ffmpeg, in the index's ``previews/`` folder, or beside a page written without an index in
+``<page>-previews/``), or, on request, each result's span is embedded as a small H.264 clip.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from retrieval.search.signals import scorer_label
 # that a 10-result page with 8 frames each stays around a megabyte.
 THUMB_SHORT_SIDE = 112
 JPEG_QUALITY = 80
+PAGE_PREVIEWS = "-previews"  # beside a page written without an index: q.html's previews are in q-previews/
 
 # Shared by the static pages and the web UI (a real stylesheet, package data), so both look the same.
 STYLE = (resources.files("retrieval.serve") / "ui" / "gallery.css").read_text(encoding="utf-8")
@@ -101,8 +103,9 @@ def video_src(video: Path, start: float = 0.0, end: float | None = None) -> str:
 class Players:
     """How one page shows its videos, and the note that says so.
 
-    Linked (the default): the original by file URI when browsers play it, else its cached preview, else a
-    label with the reason (a black player would look like a broken page).  Embedded: each span as an H.264
+    Linked (the default): the original by file URI when browsers play it (its codec, and its first seconds decode
+    cleanly: see stream_check.py), else its preview (made now if need be), else a label with the reason (a black
+    player would look like a broken page).  Embedded: each span as an H.264
     clip in a data URI, so the page plays on any machine.
     """
 
@@ -140,18 +143,23 @@ class Players:
         return _player("data:video/mp4;base64," + base64.b64encode(clip).decode("ascii"))
 
     def _link_target(self, path: Path) -> tuple[Path | None, str | None]:
-        """The original when browsers play it, else its cached preview; else (None, why it cannot play)."""
-        seen = playback(path)
+        """The original when browsers play it, else its preview (made now, once: kept by content); else (None, why
+        it cannot play)."""
+        if self.previews is None:
+            seen = playback(path)
+            return (path, None) if seen.playable else (None, seen.reason)
+        seen = self.previews.playback(path)
         if seen.playable:
             return path, None
-        if self.previews is not None:
-            try:
-                cached = self.previews.cached(path, content_hash(path))
-            except OSError:  # gone or unreadable: nothing to look up
-                cached = None
-            if cached is not None:
-                return cached, None
-        return None, seen.reason
+        try:
+            return self.previews.ensure(path, content_hash(path)), None
+        except (PreviewError, OSError) as exc:  # no ffmpeg, a file it cannot convert, a file gone
+            return None, f"{seen.reason}; {exc}" if isinstance(exc, PreviewError) else seen.reason
+
+
+def page_previews(out: Path, previews: Previews | None) -> Previews:
+    """Where a page's previews go: the index's (``previews``), else a folder beside the page (``q-previews/``)."""
+    return previews if previews is not None else Previews(Path(out).with_name(Path(out).stem + PAGE_PREVIEWS))
 
 
 # -- building blocks ----------------------------------------------------------------------------
@@ -214,11 +222,12 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     """One HTML page for a QueryResult: the anchor's strip, then every hit in rank order.
 
     ``root`` is the folder the index covers (hit paths are relative to it); ``start``/``end``
-    restrict the anchor strip to the span the query used.  ``previews``: where to look for the previews of
-    files browsers cannot play; ``embed_videos``: embed each hit's span instead of linking the files.
+    restrict the anchor strip to the span the query used.  ``previews``: where the previews of files browsers
+    cannot play are kept (default: beside the page); ``embed_videos``: embed each hit's span instead of linking
+    the files.
     """
     decoder = VideoDecoder(short_side=THUMB_SHORT_SIDE)
-    players = Players(previews, embed_videos)
+    players = Players(page_previews(out, previews), embed_videos)
     out, anchor = Path(out), Path(root) / result.anchor  # an anchor inside the root is named relative to it
     by = {c.key: result.scored_by(c.key) for c in result.concepts}
     weights = ", ".join(f"{c.words} {c.weight:.2f}" for c in result.concepts)
@@ -282,7 +291,7 @@ def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path,
 def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frames_per_strip: int = 8, *,
                        previews: Previews | None = None) -> Path:
     """One HTML page for ``Engine.compare``'s result: both strips side by side, then per-concept scores."""
-    decoder, players = VideoDecoder(short_side=THUMB_SHORT_SIDE), Players(previews)
+    decoder, players = VideoDecoder(short_side=THUMB_SHORT_SIDE), Players(page_previews(out, previews))
     out, a, b = Path(out), Path(a), Path(b)
     lmm = bool(result.reranker)
     mode = f" ({result.mode})" if result.mode and lmm else ""
@@ -308,13 +317,14 @@ def write_diff_html(result: DiffResult, a: Path, b: Path, out: Path, frames_per_
     """One HTML page for ``Engine.diff``: both clips side by side, then each statement, the video it fits more
     and P(a) / P(b) (open mode: the LMM's proposals, its own words, and what could not be read)."""
     return _write(out, _page(f"convis diff: {Path(a).name} vs {Path(b).name}",
-                             _diff_body(result, Path(a), Path(b), frames_per_strip, Players(previews))))
+                             _diff_body(result, Path(a), Path(b), frames_per_strip,
+                                        Players(page_previews(out, previews)))))
 
 
 def write_diff_ranking_html(ranking: DiffRanking, reference: Path, out: Path, frames_per_strip: int = 8, *,
                             previews: Previews | None = None) -> Path:
     """One HTML page for ``Engine.diff_rank``: the reference, then each candidate, most different first."""
-    decoder, players = VideoDecoder(short_side=THUMB_SHORT_SIDE), Players(previews)
+    decoder, players = VideoDecoder(short_side=THUMB_SHORT_SIDE), Players(page_previews(out, previews))
     cards = "".join(
         f'<section class="card"><h2><span class="rank">#{c.rank}</span> <span class="path">{_e(c.path)}</span> '
         f'<span class="meta">differences {c.differences:.3f}</span></h2>'

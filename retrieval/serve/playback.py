@@ -4,6 +4,11 @@ Browsers play few codecs (H.264, VP8/9, AV1 in MP4 or WebM); an AVI of MS-MPEG4 
 file is linked to ``/previews/<ref>``, which makes an H.264 preview with ffmpeg on the first request and keeps it
 in the index folder (``previews/<content hash>.mp4``), so the next request, and the next server, reuse it.
 Without ffmpeg the link is None and the reason says why, so the app shows "cannot play" instead of a black box.
+
+A file of a codec browsers play may still hold a stream they cannot decode: its first seconds are decoded with ffmpeg
+once (the verdict kept in the index, see stream_check.py), and a file with an error is linked to its preview too.
+Where the browser still fails on an original, the app asks ``/previews/<ref>?force=1``: a preview is made whatever
+the verdict was, and the file is linked to its preview from then on.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ import threading
 from pathlib import Path
 from urllib.parse import quote
 
-from retrieval.media.preview import Playback, Previews, ffmpeg_missing, playback
+from retrieval.media.preview import Playback, Previews, ffmpeg_missing
 from retrieval.media.scan import content_hash
 
 PREVIEWS_DIRNAME = "previews"
 ENCODES_AT_ONCE = 2  # ffmpeg runs a server starts together: each takes cores; the strips and thumbnails go on
+BROWSER_FAILED = "a browser could not decode it"  # the verdict a forced preview keeps
 
 
 def media_url(ref: str) -> str:
@@ -49,12 +55,16 @@ class PlaybackLinks:
         return {"media": preview_url(ref), "playback": {"kind": "preview", "reason": found.reason}}
 
     def judge(self, path: Path) -> Playback:
-        return self._remembered(self._seen, path, playback)
+        return self._remembered(self._seen, path, self.previews.playback)
 
-    def playable_file(self, path: Path) -> Path:
-        """The file to send for ``path``: itself when the browser plays it, else its preview (made now if need
-        be; PreviewError when it cannot be)."""
-        if self.judge(path).playable:
+    def playable_file(self, path: Path, force: bool = False) -> Path:
+        """The file to send for ``path``: itself when the browser plays it (unless ``force``: a browser failed on
+        it), else its preview (made now if need be; PreviewError when it cannot be)."""
+        if force and self.judge(path).playable:
+            self.previews.verdicts.remember(path, BROWSER_FAILED)
+            with self._lock:
+                self._seen.pop(_key(path), None)  # linked to its preview from now on
+        elif self.judge(path).playable:
             return path
         with self._encoding:  # a page of AVI results asks for all of them at once; the rest wait their turn
             return self.previews.ensure(path, self._hash(path))

@@ -58,7 +58,7 @@ from retrieval.core.defaults import (
     UPLOAD_QUOTA_BYTES,
 )
 from retrieval.core.errors import ConvisError, one_line
-from retrieval.engine import CompareRequest, Engine, NoIndexError, QueryRequest, SearchRequest
+from retrieval.engine import CompareRequest, DiffRequest, Engine, NoIndexError, QueryRequest, SearchRequest
 from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.media.video_decoder import VideoDecoder
@@ -97,6 +97,14 @@ COLLECTION_STATUSES = ("ok", "failed", "unavailable", "removed")
 OFFLINE = "its folder was offline at the last index run; vectors kept"  # why an unavailable file is listed
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
+# what one /diff may ask: each statement is a model call (two when symmetric), as in `convis diff`
+MAX_DIFF_STATEMENTS = 20
+MAX_DIFF_PROPOSALS = 10
+MAX_DIFF_ACTION_CHARS = 1000  # VidDiff's action descriptions are a few hundred characters at most
+MAX_DIFF_STATEMENT_CHARS = 500
+CANT_TELL_MARGIN = 0.1  # a statement whose P(a) is this close to 0.5: the app says "can't tell"
+NO_DIFF_MODEL = ("this server has no LMM to say what differs: start it with `convis serve --reranker NAME` (e.g. "
+                 "qwen2.5-vl)")
 # warming waits this long after the server listens: importing torch holds the interpreter for a few tenths of a
 # second at a time, which would slow the answers a client asks first (the page, /health)
 WARM_AFTER_S = 0.5
@@ -178,6 +186,34 @@ class CompareIn(RequestBody):
         a, b = resolve(self.a), resolve(self.b)
         return CompareRequest(a, b, parsed_concepts(self.concepts, self.free_text), reranker_for(self.rerank),
                               self.mode, self.symmetric, a_span=(self.a_start, self.a_end), b_start=self.b_start)
+
+
+class DiffIn(RequestBody):
+    a: Ref = Field(..., description="The anchor: indexed path or upload ref.", examples=["box.mp4"])
+    b: Ref = Field(..., description="An indexed path.", examples=["cup.mp4"])
+    a_start: Seconds | None = Field(None, ge=0)
+    a_end: Seconds | None = Field(None, gt=0)
+    b_start: Seconds | None = Field(None, ge=0, description="b's span, e.g. the compared unit's (`/compare`'s "
+                                                            "`b_start`, `b_end`).")
+    b_end: Seconds | None = Field(None, gt=0)
+    action: str = Field(..., min_length=1, max_length=MAX_DIFF_ACTION_CHARS, pattern=NOT_BLANK,
+                        description="What the clips show, e.g. 'a hand moving a box' (VidDiff's action).")
+    statements: list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_DIFF_STATEMENT_CHARS,
+                                                      pattern=NOT_BLANK)]] = Field(
+        [], max_length=MAX_DIFF_STATEMENTS, description="Differences to place ('the box is larger'): the LMM says "
+                                                        "which clip each is more true of. None: it proposes them.")
+    most: Whole = Field(3, ge=1, le=MAX_DIFF_PROPOSALS, description="Without statements: how many differences the "
+                                                                   "LMM may propose (each then placed the same way).")
+    mode: Literal["expected", "greedy"] = "expected"
+    symmetric: bool = False
+
+    def to_request(self, resolve: Callable[[str], Path], reranker: str) -> DiffRequest:
+        """What ``convis diff A B`` asks for this pair and their spans, of the server's ``reranker``."""
+        given = {str(i): text for i, text in enumerate(self.statements)} or None
+        return DiffRequest(resolve(self.a), resolve(self.b), action=self.action, statements=given,
+                           most=None if given else self.most, reranker=reranker, mode=self.mode,
+                           symmetric=self.symmetric, a_span=(self.a_start or 0.0, self.a_end),
+                           b_span=(self.b_start or 0.0, self.b_end))
 
 
 def parsed_concepts(concepts: list[ConceptIn | str], free_text: bool) -> list[Concept]:
@@ -386,6 +422,8 @@ REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
 START = Query(0.0, ge=0, allow_inf_nan=False)
 END = Query(None, gt=0, allow_inf_nan=False)
 STRIP_N = Query(8, ge=1, le=32)
+FORCE_PREVIEW = Query(False, description="Make the preview even of a file judged playable (the browser failed to "
+                      "decode it); the file is linked to its preview from then on.")
 SEARCH_TEXT = Query(..., min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.",
                     examples=["a hand holding a cup"])
 SEARCH_K = Query(DEFAULT_K, ge=1, le=MAX_SEARCH_K, description="How many results.")
@@ -511,6 +549,12 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
     async def compare(body: CompareIn):
         return await state.answer(run_compare, state, body)
 
+    @app.post("/diff", summary="What differs between the anchor and one clip, and which clip each statement is "
+              "more true of, asked of the server's --reranker (as `convis diff`; its weights are checked first)",
+              responses=responses(400, 403, 404, 422, 503))
+    async def diff(body: DiffIn):
+        return await state.answer(run_diff, state, body)
+
 
 def _add_media_routes(app: FastAPI, state: ServerState) -> None:
     """Frames, thumbnails and the clips themselves."""
@@ -537,11 +581,12 @@ def _add_media_routes(app: FastAPI, state: ServerState) -> None:
         return FileResponse(state.resolve(ref))
 
     @app.get("/previews/{ref:path}", summary="The clip as the browser can play it: the file itself, or an H.264 "
-             "preview made with ffmpeg on the first request and kept in the index", response_class=FileResponse,
+             "preview made with ffmpeg on the first request and kept in the index (`force`: whatever the file is)",
+             response_class=FileResponse,
              responses=responses(400, 403, 404, 422, 503))
-    def preview(ref: str = REF_PATH):
+    def preview(ref: str = REF_PATH, force: bool = FORCE_PREVIEW):
         try:
-            return FileResponse(state.links.playable_file(state.resolve(ref)), media_type="video/mp4")
+            return FileResponse(state.links.playable_file(state.resolve(ref), force), media_type="video/mp4")
         except PreviewError as exc:
             raise ApiError(503, f"cannot make a preview of {ref}: {exc}") from None
 
@@ -707,6 +752,17 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
     return data
 
 
+def run_diff(state: ServerState, body: DiffIn) -> dict:
+    if state.reranker is None:
+        raise ApiError(400, NO_DIFF_MODEL)
+    request = body.to_request(state.resolve, state.reranker)
+    with state.asking(request.reranker):
+        data = state.engine.diff(request).to_dict()  # the weights are checked before a frame is decoded
+    data.update(a=body.a, b=body.b, cant_tell_margin=CANT_TELL_MARGIN,
+                notices=[state.public(n) for n in data["notices"]])
+    return data
+
+
 # -- running it ---------------------------------------------------------------------------------
 def make_server(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
                 extra_hosts: Sequence[str] = (), warm: bool = True, **app_options):
@@ -736,8 +792,8 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
 
 
 # -- the web UI: real files served as package data, vanilla JS, no external resources -------------
-UI_FILES = {"app.js": "text/javascript", "removed.js": "text/javascript", "app.css": "text/css",
-            "gallery.css": "text/css"}
+UI_FILES = {"app.js": "text/javascript", "removed.js": "text/javascript", "diff.js": "text/javascript",
+            "app.css": "text/css", "gallery.css": "text/css"}
 
 
 @functools.cache

@@ -276,10 +276,17 @@ const cannotPlay = (reason) => el("div", {class: "cannot-play", role: "note"}, `
 // the original when the browser plays it, else the H.264 preview the server makes; a label when neither can be had
 function player(media, playback, start, end) {
   if (!media) return cannotPlay((playback && playback.reason) || "no playable file");
-  const video = el("video", {controls: true, preload: "metadata",
-                             src: `${media}#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`});
+  const fragment = `#t=${start || 0}${end !== null && end !== undefined ? "," + end : ""}`;
+  const video = el("video", {controls: true, preload: "metadata", src: media + fragment});
   if (playback && playback.kind === "preview") video.title = `a preview: ${playback.reason}`;
-  video.addEventListener("error", () => video.replaceWith(cannotPlay("this browser could not decode it")));
+  // an original the browser cannot decode (a broken stream the server's check missed) gets its H.264 preview, made
+  // now; the same element, so the players stay in sync; a preview that fails too is said so
+  video.addEventListener("error", () => {
+    if (media.startsWith("/media/") && !video.src.includes("/previews/")) {
+      video.title = "a preview: this browser could not decode the original";
+      video.src = `${media.replace("/media/", "/previews/")}?force=1${fragment}`;
+    } else video.replaceWith(cannotPlay("this browser could not decode it"));
+  });
   return video;
 }
 
@@ -573,6 +580,7 @@ function showCompare(data, state) {
   $("#compare-scores").replaceChildren(el("h2", {}, "Per-concept similarity ", el("span", {class: "meta"}, scale)),
     scoreRows(rows), el("p", {class: "total"}, `total ${fmtScore(data.total)}`),
     ...data.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  document.dispatchEvent(new CustomEvent("convis:compare", {detail: {data, state}}));  // diff.js: what differs
   window.scrollTo(0, 0);
 }
 

@@ -37,10 +37,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(index_dir: Path, allow_writes: bool = False):
-    """`convis serve` on 127.0.0.1 and a free port, in a background thread; yields its base URL."""
+def serving(index_dir: Path, allow_writes: bool = False, **options):
+    """`convis serve` on 127.0.0.1 and a free port, in a background thread (``options``: create_app's, e.g.
+    reranker); yields its base URL."""
     port = free_port()
-    uvicorn_server = make_server(index_dir, "127.0.0.1", port, log_level="warning", allow_writes=allow_writes)
+    uvicorn_server = make_server(index_dir, "127.0.0.1", port, log_level="warning", allow_writes=allow_writes,
+                                 **options)
     thread = threading.Thread(target=uvicorn_server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

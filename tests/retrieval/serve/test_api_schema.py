@@ -40,7 +40,7 @@ from tests.indexes import scratch_index
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           positive_data_acceptance, negative_data_rejection]
 STATEFUL_CHECKS = [*CHECKS, use_after_free, ensure_resource_availability]
-READS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST /query", "POST /compare",
+READS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST /query", "POST /compare", "POST /diff",
          "GET /search", "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}", "GET /previews/{ref}",
          "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery"]
 CHANGES = ["POST /index/files", "DELETE /files/{ref}", "POST /files/{ref}/restore", "POST /index/runs"]
@@ -58,12 +58,13 @@ def accepting(path: str, *statuses: str) -> dict:
 
 # a valid request is accepted: 2xx, or 404 for a well-formed name of nothing; beyond that, what no schema can say:
 # an upload's bytes must be a video (415); a search, and a query with a change, are refused with 400 when no
-# indexed signal reads text (this index holds EfficientNet-Lite0 alone), a time span may lie outside its clip and
-# a concept may be a likely typo (400); a change to the index waits while another is made (409)
+# indexed signal reads text (this index holds EfficientNet-Lite0 alone), and /diff when the server has no LMM; a
+# time span may lie outside its clip and a concept may be a likely typo (400); a change to the index waits while
+# another is made (409)
 CONFIG = {"checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "404"]}},
           "operations": [accepting("^/uploads$", "415"),
                          accepting("^/search$", "400"),
-                         accepting("^/(query|compare|export/gallery|strips/|thumbs/|frame/)", "400", "404"),
+                         accepting("^/(query|compare|diff|export/gallery|strips/|thumbs/|frame/)", "400", "404"),
                          accepting("^/(index/files|files/)", "404", "409"),
                          accepting("^/index/runs$", "409")]}
 

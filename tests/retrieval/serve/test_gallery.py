@@ -3,6 +3,7 @@
 import base64
 import io
 import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -28,6 +29,7 @@ from retrieval.serve.gallery import (
     write_query_html,
 )
 from tests.media import make_clip
+from tests.paths import EXAMPLES
 
 NASTY = "<script>alert('x')\"q.mp4"  # no '/' possible in a file name, so no closing tag either
 
@@ -224,13 +226,18 @@ def test_a_moved_page_still_links_the_original_videos(clips, tmp_path):
     assert html.count('id="videos-note"') == 1 and written == html
 
 
-def test_a_file_browsers_cannot_play_gets_a_label_not_a_black_player(clips, tmp_path):
+@pytest.fixture
+def no_ffmpeg(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+
+
+def test_without_ffmpeg_a_file_browsers_cannot_play_gets_a_label_not_a_black_player(clips, tmp_path, no_ffmpeg):
     html = _one_hit_page(clips, clips / "plays.mp4", ["old.avi"], tmp_path / "q.html")
     page = Page(html)
     assert page.all("video") == []
     [label] = page.all("p", **{"class": "cannot-play"})
     text = " ".join(page.text)
-    assert "cannot play here: msmpeg4v3 video in an AVI file" in text
+    assert "cannot play here: msmpeg4v3 video in an AVI file" in text and "ffmpeg is not installed" in text
     assert section_images(html, 'id="hit-1"', "</li>")  # the strip is still there
 
 
@@ -245,7 +252,7 @@ def test_a_cached_preview_is_linked_in_place_of_a_file_browsers_cannot_play(clip
     assert videos[0]["src"].endswith("#t=0.500,1.500") and "cannot play here" not in html
 
 
-def test_compare_and_diff_pages_link_by_absolute_uri_and_label_what_cannot_play(clips, tmp_path):
+def test_compare_and_diff_pages_link_by_absolute_uri_and_label_what_cannot_play(clips, tmp_path, no_ffmpeg):
     mp4, avi = clips / "plays.mp4", clips / "old.avi"
     compare = write_compare_html(_compare_result(), mp4, avi, tmp_path / "c.html", frames_per_strip=2)
     diff = write_diff_html(DiffResult("a", "b", "squat", "m", "expected", False, "linspace:4"), mp4, avi,
@@ -258,6 +265,25 @@ def test_compare_and_diff_pages_link_by_absolute_uri_and_label_what_cannot_play(
         assert [linked_file(v["src"].split("#")[0]) for v in page.all("video")] == [mp4.resolve()]
         assert len(page.all("p", **{"class": "cannot-play"})) == 1 and "msmpeg4v3" in html
         assert str(clips.resolve()) in videos_note(html)
+
+
+@needs_ffmpeg
+def test_pages_link_a_preview_made_beside_them_of_what_browsers_cannot_decode(clips, tmp_path):
+    box = Path(shutil.copy(EXAMPLES / "box.mp4", clips / "box.mp4"))  # H.264 with a broken slice at its start
+    html = _one_hit_page(clips, clips / "plays.mp4", ["box.mp4", "old.avi", "plays.mp4"], tmp_path / "q.html")
+    linked = [linked_file(v["src"].split("#")[0]) for v in Page(html).all("video")]
+    beside = tmp_path / "q-previews"
+    assert linked == [beside / f"{content_hash(box)}.mp4", beside / f"{content_hash(clips / 'old.avi')}.mp4",
+                      (clips / "plays.mp4").resolve()] and "cannot play here" not in html
+    for made in linked[:2]:
+        with av.open(str(made)) as container:
+            assert container.streams.video[0].codec_context.name == "h264"
+        errors = subprocess.run([FFMPEG, "-nostdin", "-v", "error", "-i", str(made), "-f", "null", "-"],
+                                capture_output=True, text=True, check=True).stderr
+        assert errors.strip() == ""
+    compare = write_compare_html(_compare_result(), clips / "plays.mp4", box, tmp_path / "c.html", frames_per_strip=2)
+    [_, b] = Page(compare.read_text(encoding="utf-8")).all("video")
+    assert linked_file(b["src"]) == tmp_path / "c-previews" / f"{content_hash(box)}.mp4"
 
 
 @needs_ffmpeg

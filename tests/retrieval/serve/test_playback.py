@@ -1,18 +1,19 @@
 """Which URL plays each clip: the file, its H.264 preview (made once, kept in the index), or none with the reason."""
 
 import shutil
+import subprocess
 
 import av
 import pytest
 from fastapi.testclient import TestClient
 
 from retrieval.engine import Engine
-from retrieval.media import preview
+from retrieval.media import preview, stream_check
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app
-from tests.indexes import copied_index
+from tests.indexes import copied_index, indexed_copies
 from tests.paths import EXAMPLES
-from tests.retrieval.serve.test_app import make_avi
+from tests.retrieval.serve.browser import make_avi
 
 LOCAL = "http://localhost"
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg tool")
@@ -78,3 +79,59 @@ def test_the_gallery_download_is_named_in_ascii_whatever_the_anchor(videos, tmp_
         page = client.post("/export/gallery", json={"anchor": '東京 "clip".mp4', "concepts": ["location"], "k": 1})
         assert page.status_code == 200
         assert page.headers["content-disposition"] == 'attachment; filename="convis-_clip_.html"'
+
+
+def decode_errors(path) -> list[str]:
+    """What ffmpeg says decoding the whole of ``path`` (computed here, not by convis)."""
+    done = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-f", "null", "-"],
+                          capture_output=True, text=True, check=False)
+    return [line for line in done.stderr.splitlines() if line.strip()] + ([] if done.returncode == 0 else ["exit"])
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    """box.mp4 (H.264 with a broken slice in its first frames) and cup.mp4 (clean), indexed."""
+    return indexed_copies(tmp_path_factory.mktemp("examples"), ["box.mp4", "cup.mp4"], ["efficientnet-lite0"])
+
+
+def test_a_file_with_a_stream_browsers_cannot_decode_gets_a_clean_h264_preview(examples, tmp_path):
+    assert decode_errors(EXAMPLES / "box.mp4") and not decode_errors(EXAMPLES / "cup.mp4")
+    with TestClient(create_app(examples / ".convis"), base_url=LOCAL) as client:
+        found = playing(client)
+        assert found["cup.mp4"]["kind"] == "original"
+        assert found["box.mp4"]["media"] == "/previews/box.mp4" and found["box.mp4"]["kind"] == "preview"
+        assert "non-intra slice" in found["box.mp4"]["reason"] and str(examples) not in found["box.mp4"]["reason"]
+        sent = client.get("/previews/box.mp4")
+    assert sent.status_code == 200 and sent.content != (examples / "box.mp4").read_bytes()
+    made = tmp_path / "preview.mp4"
+    made.write_bytes(sent.content)
+    with av.open(str(made)) as container:
+        assert container.streams.video[0].codec_context.name == "h264"
+        assert container.duration / 1e6 == pytest.approx(15.18, abs=0.3)
+    assert decode_errors(made) == []
+
+
+def test_the_verdict_is_kept_in_the_index_and_the_file_is_decoded_once(examples, tmp_path, monkeypatch):
+    copy = copied_index(examples, tmp_path / "videos")
+    (copy / ".convis" / "previews" / stream_check.VERDICTS_NAME).unlink(missing_ok=True)
+    runs = []
+    real = stream_check.subprocess.run
+    monkeypatch.setattr(stream_check.subprocess, "run", lambda command, **kw: runs.append(command) or real(command,
+                                                                                                         **kw))
+    for _server in range(2):  # a second server reads the first one's verdicts
+        with TestClient(create_app(copy / ".convis"), base_url=LOCAL) as client:
+            assert playing(client)["box.mp4"]["kind"] == "preview"
+    assert (copy / ".convis" / "previews" / stream_check.VERDICTS_NAME).is_file()
+    assert len(runs) == 2  # box.mp4 and cup.mp4 once each, by the first server
+
+
+def test_forced_preview_of_a_file_judged_playable_links_it_from_then_on(examples, tmp_path):
+    copy = copied_index(examples, tmp_path / "videos")
+    with TestClient(create_app(copy / ".convis"), base_url=LOCAL) as client:
+        assert playing(client)["cup.mp4"]["kind"] == "original"
+        assert client.get("/previews/cup.mp4").content == (copy / "cup.mp4").read_bytes()
+        forced = client.get("/previews/cup.mp4", params={"force": "1"})
+        assert forced.status_code == 200 and forced.content != (copy / "cup.mp4").read_bytes()
+        now = playing(client)["cup.mp4"]
+        assert now["media"] == "/previews/cup.mp4" and now["kind"] == "preview"
+        assert "a browser could not decode it" in now["reason"]
