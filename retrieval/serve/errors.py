@@ -136,8 +136,7 @@ def _where(parts: Sequence) -> str:
             item = f"{field[:-1] if field.endswith('s') else field} {part + 1}"
             words = item if words == field else f"{item} of {words}"
         else:
-            name = str(part).replace("_", " ")
-            words = name if not words else f"{name} of {words}"
+            words = str(part) if not words else f"{part} of {words}"  # as the schema spells it
     return words
 
 
