@@ -50,8 +50,10 @@ from retrieval.search.requests import QueryRequest as QueryRequest
 from retrieval.search.requests import SearchRequest as SearchRequest
 from retrieval.search.requests import as_concepts
 from retrieval.search.results import CompareResult, QueryResult
+from retrieval.store import backgrounds
 from retrieval.store import index_dir as store
 from retrieval.store.catalog import Catalog, FileListing
+from retrieval.store.catalog_removed import RemovedFile, Undone
 from retrieval.store.faiss_policy import rebuild_indices
 from retrieval.store.index_dir import NoIndexError as NoIndexError
 from retrieval.store.index_dir import NotIndexedError as NotIndexedError
@@ -216,14 +218,28 @@ class Engine:
             rels = store.relative(catalog, self.index_dir, paths)
             store.check_removable(catalog, rels)
             catalog.exclude(rels)
+            backgrounds.refresh(catalog)  # drawn from the units left
             rebuild_indices(catalog, self.index_dir)  # saved FAISS indices must not recall removed units
             catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         return rels
 
-    def unremove(self, paths: Sequence[str | Path]) -> list[str]:
-        """Undo ``remove``: the next run indexes these files again (root-relative paths returned), or
-        NotIndexedError naming those that were not removed (then nothing changes)."""
-        return store.unremove(self.index_dir, paths)
+    def unremove(self, paths: Sequence[str | Path]) -> Undone:
+        """Undo ``remove``: the files' kept rows and vectors are back, searchable at once with nothing embedded (and
+        a file removed before rows were kept is indexed by the next run); or NotIndexedError naming those that were
+        not removed (then nothing changes)."""
+        with store.writing(self.index_dir) as catalog:
+            rels = store.relative(catalog, self.index_dir, paths)
+            store.check_restorable(catalog, rels)
+            done = catalog.restore(rels)
+            if done.restored:  # one commit moved them back; the FAISS indices follow, as after a remove
+                backgrounds.refresh(catalog)  # drawn again with their units
+                rebuild_indices(catalog, self.index_dir)
+                catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
+        return done
+
+    def removed(self, notices: list[str] | None = None) -> list[RemovedFile]:
+        """Every file taken out of the index, with when (what `convis ls --removed` lists)."""
+        return store.removed(self.index_dir, [] if notices is None else notices)
 
     def info(self, notices: list[str] | None = None) -> dict:
         """What ``convis info`` shows; reading a snapshot instead of the catalog adds a line to ``notices``."""

@@ -9,7 +9,7 @@ from typing import Annotated, List
 import typer
 
 from retrieval.cli import present
-from retrieval.cli.options import IndexDirOpt, JsonOpt, RemoveIndexDirOpt, WhereArg, resolve_index_dir
+from retrieval.cli.options import IndexDirOpt, JsonOpt, RemoveIndexDirOpt, UserError, WhereArg, resolve_index_dir
 
 
 def info(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: JsonOpt = False):
@@ -32,12 +32,14 @@ def repair(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: Json
 
 FilesArg = Annotated[List[Path], typer.Argument(metavar="FILE", help="Indexed files: paths as you see them, or "
                                                 "relative to the indexed folder.")]
-UndoOpt = Annotated[bool, typer.Option("--undo", help="Let the next `convis index` run index these files again.")]
+UndoOpt = Annotated[bool, typer.Option("--undo", help="Put removed files back: their stored vectors are searchable at "
+                                       "once, nothing is embedded again.")]
 
 
 def remove(files: FilesArg, index_dir: RemoveIndexDirOpt = None, undo: UndoOpt = False, as_json: JsonOpt = False):
-    """Remove files from the index (their vectors, units and descriptions); the files themselves stay where they
-    are, and later `convis index` runs skip them; --undo lets the next run index them again."""
+    """Take files out of the index: no search, listing or count shows them, and later `convis index` runs skip them
+    (they stay removed until undone); the files stay on disk and their vectors are kept, so --undo puts them back
+    searchable at once. `convis ls --removed` lists them."""
     from retrieval.engine import Engine
 
     engine = Engine(resolve_index_dir(index_dir, *files))
@@ -48,15 +50,24 @@ def remove(files: FilesArg, index_dir: RemoveIndexDirOpt = None, undo: UndoOpt =
 
 
 FailedOpt = Annotated[bool, typer.Option("--failed", help="Only the files that could not be indexed.")]
+RemovedOpt = Annotated[bool, typer.Option("--removed", help="The files taken out of the index (`convis remove`) "
+                                          "instead, with when; `convis remove --undo FILE` puts one back.")]
 
 
 def list_files(folder: WhereArg = None, index_dir: IndexDirOpt = None, failed: FailedOpt = False,
-               as_json: JsonOpt = False):
+               removed: RemovedOpt = False, as_json: JsonOpt = False):
     """List the indexed files: duration, units, status (with the reason a file failed; unavailable: its folder is
-    missing or not mounted, its vectors kept), caption."""
+    missing or not mounted, its vectors kept), caption; --removed: the removed files instead."""
     from retrieval.engine import Engine
 
+    if failed and removed:
+        raise UserError("--failed and --removed list different files: give one of them")
     engine, notices = Engine(resolve_index_dir(index_dir or folder)), []
+    if removed:
+        listing = engine.removed(notices)
+        present.print_notices(notices)
+        present.print_removed_listing(engine.root, listing, as_json)
+        return
     files = [f for f in engine.files(notices) if not failed or f.status == "failed"]
     present.print_notices(notices)
     present.print_listing(engine.root, files, as_json)

@@ -70,6 +70,8 @@ RemoveIndexDirOpt = _index_dir("The index folder, or the video folder holding it
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 RunJsonOpt = Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")]
 ResultsJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON.")]
+ExplainOpt = Annotated[bool, typer.Option("--explain", help="Also say what the confidence labels are read against "
+                                          "(the index's background of unrelated clips) and where they are cut.")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML "
                                                  "page here, with thumbnails and players.")]
 TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, max=MAX_K, metavar="N", help="How many results.")]

@@ -159,8 +159,8 @@ def describe_summary(report, as_json: bool) -> None:
 def print_index_report(report) -> None:
     failed = f"failed {len(report.failed)}"
     if report.excluded:
-        failed += (f"; {report.excluded} file{'s' if report.excluded != 1 else ''} excluded (convis remove --undo "
-                   "FILE to index them again)")
+        failed += (f"; {report.excluded} removed file{'s' if report.excluded != 1 else ''} skipped (convis ls "
+                   "--removed lists them; convis remove --undo FILE puts one back)")
     if report.failed_earlier:
         failed += f" ({report.failed_earlier} unchanged since an earlier run, not retried: --retry-failed)"
     out.print(f"indexed {report.indexed} file(s), {report.units} unit(s), {report.frames} frames in "
@@ -179,13 +179,28 @@ def print_index_report(report) -> None:
         out.print(table)
 
 
-def show(result: QueryResult | CompareResult, as_json: bool, as_table) -> None:
-    """Notes on stderr, then the result as JSON or as ``as_table`` prints it."""
+def show(result: QueryResult | CompareResult, as_json: bool, as_table, explain: bool = False) -> None:
+    """Notes on stderr, then the result as JSON or as ``as_table`` prints it (``explain``: and how its confidence
+    labels are read)."""
     print_notices(result.notices)
     if as_json:
         print_json(result.as_dict())
     else:
         as_table(result)
+        if explain:
+            explain_confidence(result)
+
+
+def explain_confidence(result: QueryResult) -> None:
+    """What the labels were read against: each signal's background and the cut points, or the relative rule."""
+    if result.calibration is None:
+        rule = result.spread.as_dict()["rule"] if result.spread is not None else "no scores to label"
+        out.print(f"confidence: relative to this query's own scores: {shown(rule)}", highlight=False, soft_wrap=True)
+        return
+    explained = result.calibration.as_dict()
+    out.print(f"confidence: {shown(explained['rule'])}", highlight=False, soft_wrap=True)
+    for signal, reference in explained["references"].items():
+        out.print(f"  {shown(_scorer_name(signal))}: {shown(reference)}", highlight=False, soft_wrap=True)
 
 
 def print_hits(result: QueryResult) -> None:
@@ -207,11 +222,14 @@ def print_hits(result: QueryResult) -> None:
     for part in parts:  # a composed query: what of the total came from staying alike, what from the change
         table.add_column(part, justify="right")
     table.add_column("total", justify="right", style="bold")
+    table.add_column("confidence")  # the label --explain explains
     for hit in result.hits:
         table.add_row(str(hit.rank), shown(hit.path), format_span(hit.start, hit.end),
                       *[_score(hit.scores[c.key]) for c in result.concepts],
-                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total))
+                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total), result.confidence(hit) or "")
     out.print(table)
+    if result.no_match:
+        out.print(f"[yellow]{shown(result.as_dict()['no_match_note'])}[/]", highlight=False)
     if change:
         out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
                   f"change text against {shown(', '.join(_scorer_name(s) for s in change['signals']))}[/]",
@@ -354,10 +372,11 @@ def print_info(summary: dict, as_json: bool) -> None:
         return
     out.print(f"index {shown(summary['index_dir'])} of {shown(summary['root'])} (protocol {summary['protocol']})",
               highlight=False)
-    unavailable = summary.get("files_unavailable")
+    unavailable, removed = summary.get("files_unavailable"), summary.get("files_removed")
     out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}"
               + (f", unavailable {unavailable} (folder missing or not mounted; kept, not searched)" if unavailable
-                 else "") + f", units {summary['units']} ({summary['units_by']})", highlight=False)
+                 else "") + (f", removed {removed} (convis ls --removed)" if removed else "")
+              + f", units {summary['units']} ({summary['units_by']})", highlight=False)
     if summary.get("shots"):
         shots = summary["shots"]
         confidence = shots["mean_cut_confidence"]
@@ -385,16 +404,41 @@ def print_repair(where: Path, restored, as_json: bool) -> None:
               highlight=False, markup=False)
 
 
-def print_removed(changed: list[str], undo: bool, as_json: bool) -> None:
-    if as_json:
-        print_json({"restored" if undo else "removed": changed})
-    elif undo:
-        out.print(f"the next `convis index` run indexes {len(changed)} file(s) again: {printable(', '.join(changed))}",
-                  highlight=False, markup=False)
-    else:
+def print_removed(changed, undo: bool, as_json: bool) -> None:
+    """What ``remove`` did (``changed``: the paths), or its undo (``changed``: an ``Undone``)."""
+    if not undo:
+        if as_json:
+            print_json({"removed": changed})
+            return
         out.print(f"removed {len(changed)} file(s) from the index: {printable(', '.join(changed))}; the files stay "
-                  "on disk and later runs skip them (convis remove --undo FILE to index them again)",
-                  highlight=False, markup=False)
+                  "on disk, their vectors are kept and later runs skip them (convis remove --undo FILE puts them "
+                  "back; convis ls --removed lists them)", highlight=False, markup=False)
+        return
+    if as_json:
+        print_json({"restored": changed.restored, "to_index": changed.to_index})
+        return
+    if changed.restored:
+        out.print(f"restored {len(changed.restored)} file(s) with their stored vectors, searchable now: "
+                  f"{printable(', '.join(changed.restored))}", highlight=False, markup=False)
+    if changed.to_index:
+        out.print(f"the next `convis index` run indexes {len(changed.to_index)} file(s) again (removed before "
+                  f"vectors were kept): {printable(', '.join(changed.to_index))}", highlight=False, markup=False)
+
+
+def print_removed_listing(root: Path, removed: list, as_json: bool) -> None:
+    """The files taken out of the index (``RemovedFile``s): when, and whether an undo restores them at once."""
+    if as_json:
+        print_json({"root": str(root), "removed": [{"path": f.path, "removed_at": f.removed_at, "kept": f.kept,
+                                                    "units": f.units, "status": f.status} for f in removed]})
+        return
+    table = Table(title=f"{len(removed)} removed file(s) in {shown(str(root))} (convis remove --undo FILE puts one "
+                  "back)", title_justify="left")
+    for col in ("path", "removed", "units", "undo"):
+        table.add_column(col, overflow="fold", justify="right" if col == "units" else "left")
+    for f in removed:
+        table.add_row(shown(f.path), f.removed_at.replace("T", " "), str(f.units),
+                      "restores its vectors" if f.kept else "next index run re-embeds")
+    out.print(table)
 
 
 def print_listing(root: Path, files: list, as_json: bool) -> None:

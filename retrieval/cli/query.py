@@ -12,6 +12,7 @@ from retrieval.cli.options import (
     DEFAULT_K,
     TIME_EXAMPLES,
     DeviceOpt,
+    ExplainOpt,
     FreeTextOpt,
     HtmlOpt,
     IndexDirOpt,
@@ -63,7 +64,8 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
           index_dir: QueryIndexDirOpt = None, start: StartOpt = None, end: EndOpt = None, signal: SignalOpt = None,
           reranker: RerankerOpt = None, rerank_top: RerankTopOpt = 20, mode: ModeOpt = "expected",
           symmetric: SymmetricOpt = False, rerank_batch: RerankBatchOpt = None, fusion: FusionOpt = None,
-          device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False):
+          device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False,
+          explain: ExplainOpt = False):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
     well they show ANCHOR changed as a sentence says)."""
     from retrieval.engine import AnchorSpanError, Change, Engine, QueryRequest, parse_overrides
@@ -85,7 +87,7 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
     if html is not None:
         present.page_written("gallery", present.write_query_html(result, engine.root, html, start=span[0],
                                                                  end=span[1], index_dir=engine.index_dir))
-    present.show(result, as_json, present.print_hits)
+    present.show(result, as_json, present.print_hits, explain)
 
 
 TextArg = Annotated[str, typer.Argument(metavar="TEXT", help="What to look for, in words (at most 1,000 "
@@ -101,7 +103,7 @@ SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JS
 
 def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
            signal: WeightsOpt = None, concept: DescriptionsOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
-           as_json: SearchJsonOpt = False):
+           as_json: SearchJsonOpt = False, explain: ExplainOpt = False):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
     text-tower pass per signal; no LMM is asked."""
@@ -114,4 +116,4 @@ def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None,
     if html is not None:
         present.page_written("gallery", present.write_query_html(result, engine.root, html,
                                                                  index_dir=engine.index_dir))
-    present.show(result, as_json, present.print_hits)
+    present.show(result, as_json, present.print_hits, explain)

@@ -56,6 +56,7 @@ from retrieval.pipeline.stages import (
     is_transient,
     reason_of,
 )
+from retrieval.store import backgrounds
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog_records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
 from retrieval.store.faiss_policy import rebuild_indices
@@ -199,7 +200,9 @@ class IndexRun:
             self.note(f"{describe_units(None, self.shots)}: {why}")
 
     def publish(self) -> None:
-        """Make the committed state visible to readers: FAISS indices, then a catalog snapshot."""
+        """Make the committed state visible to readers: each signal's background, FAISS indices, then a catalog
+        snapshot."""
+        backgrounds.refresh(self.catalog)
         rebuild_indices(self.catalog, self.index_dir)
         self.catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         self._published = time.monotonic()

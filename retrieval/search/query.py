@@ -8,7 +8,7 @@ reranker rescores the shortlist, a fusion model combines every signal per concep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrieval.core.concepts import Concept
@@ -16,8 +16,9 @@ from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqasco
 from retrieval.core.timecode import format_span
 from retrieval.lmm.similarity import rerank
 from retrieval.model_cache import ModelCache, model_notices
-from retrieval.search import ranking, signals
+from retrieval.search import calibration, ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, ConceptSignals
+from retrieval.search.calibration import Calibration
 from retrieval.search.compose import ChangeQuery
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
@@ -50,6 +51,7 @@ class Recalled:
     changed: dict | None = None
     captions: dict | None = None
     anchor_caption: str | None = None
+    backgrounds: dict = field(default_factory=dict)  # signal -> its unit-pair background (search/calibration.py)
 
 
 def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: str | None = None,
@@ -129,6 +131,7 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     if wanted is not None:
         found.wanted = wanted
         found.changed = wanted.scores(candidates, ranking.stored_vectors(catalog, wanted.text_vectors, candidates))
+    found.backgrounds = catalog.backgrounds()
     if request.pair_overrides:
         found.captions = catalog.chosen_texts(CAPTION)
         found.anchor_caption = vectors.caption(found.captions)
@@ -188,8 +191,10 @@ def _result(request: QueryRequest, found: Recalled, shortlist: list[Hit], hits: 
     rescored = request.reranker is not None or request.fusion is not None or request.pair_overrides
     pool = shortlist if rescored else hits
     change = request.change
+    final = ranking.ranked(shortlist, request.most_different)[:request.k]
+    calibration = _calibration(request, found, final, bool(rescored), notices)
     return QueryResult(shown_path(request.anchor, found.root), concepts, found.recalled.signal_of,
-                       ranking.ranked(shortlist, request.most_different)[:request.k], notices,
+                       final, notices,
                        reranker=None if model is None else model.model_id,
                        fusion=None if request.fusion is None else fusion_label(request.fusion), root=found.root,
                        start=request.start, end=request.end,
@@ -199,7 +204,28 @@ def _result(request: QueryRequest, found: Recalled, shortlist: list[Hit], hits: 
                            "signals": sorted(found.wanted.text_vectors), "composed": sorted(found.wanted.composed)},
                        most_different=request.most_different,
                        spread=Spread.of((h.total for h in pool), descending=not request.most_different),
-                       ranges=concept_ranges([h.scores for h in pool], [c.key for c in concepts]))
+                       ranges=concept_ranges([h.scores for h in pool], [c.key for c in concepts]),
+                       calibration=calibration)
+
+
+def _calibration(request: QueryRequest, found: Recalled, hits: list[Hit], rescored: bool,
+                 notices: list[str]) -> Calibration | None:
+    """The hits read against each signal's unit-pair background (an anchor is a unit: search/calibration.py);
+    None, with a notice, where the scores are not such similarities or the index keeps no background."""
+    if not hits:
+        return None
+    if rescored or request.change is not None:
+        why = "a change query's total mixes in the change text's scores" if request.change is not None else \
+            "a reranker, fusion or VQAScore gave these scores, and the background is of similarities"
+        notices.append(calibration.relative_notice(why))
+        return None
+    used = {s for hit in hits for parts in hit.evidence.values() for s in parts}
+    lacking = calibration.missing(used, found.backgrounds)
+    if lacking:
+        notices.append(calibration.no_background(lacking))
+        return None
+    cuts, references = calibration.stored_cuts(used, found.backgrounds)
+    return calibration.calibrate(hits, request.concepts, cuts, references, request.most_different)
 
 
 def _short_reasons(k: int, hits: list[Hit], found: Recalled, clip: Anchor) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Mapping
 
 from rerankers.base import PairScore
 from retrieval.core.concepts import Concept, combine, from_rating
+from retrieval.search.calibration import NO_MATCH, Calibration
 from retrieval.search.confidence import Spread
 from retrieval.store.catalog_records import UnitRow
 
@@ -134,6 +135,7 @@ class QueryResult:
     pair_signals: dict[str, str] = field(default_factory=dict)  # concept key -> the pair signal (VQAScore) scoring it
     spread: Spread | None = None  # the totals of the pool the final scores were given to (search/confidence.py)
     ranges: dict[str, list[float]] = field(default_factory=dict)  # concept key -> [low, high] over that pool
+    calibration: Calibration | None = None  # the index's background per hit (search/calibration.py); None: relative
 
     def scored_by(self, key: str) -> str:
         """What gave a concept's scores: "fusion", the reranker's model id, or the indexed signals' model ids
@@ -163,10 +165,24 @@ class QueryResult:
             "order": "most different first" if self.most_different else "most similar first",
             "spread": None if self.spread is None else self.spread.as_dict(),
             "ranges": self.ranges,
+            "calibration": None if self.calibration is None else self.calibration.as_dict(),
+            "no_match": self.no_match, "no_match_note": NO_MATCH if self.no_match else None,
             "hits": [{**h.as_dict(), **self._confidence(h)} for h in self.hits],
         }
 
+    @property
+    def no_match(self) -> bool:
+        """The best hit scores as unrelated clips do (only with the index's background to tell)."""
+        best = (self.hits[0].unit_id, self.hits[0].total) if self.hits else None
+        return self.calibration is not None and self.calibration.no_match(best)
+
+    def confidence(self, hit: Hit) -> str | None:
+        """``hit``'s label: against the index's background when there is one, else the relative rule's."""
+        return self._confidence(hit).get("confidence")
+
     def _confidence(self, hit: Hit) -> dict:
+        if self.calibration is not None:
+            return self.calibration.hit_dict(hit.unit_id, hit.total)
         z = None if self.spread is None else self.spread.z(hit.total)
         return {} if z is None else {"confidence": self.spread.label(hit.total), "z": round(z, 2)}
 

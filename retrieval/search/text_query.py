@@ -28,10 +28,12 @@ from indexers.factory import has_text_tower
 from indexers.text_towers import TextEncoder
 from retrieval.core.concepts import Concept, normalise
 from retrieval.core.errors import one_line
-from retrieval.search import ranking
+from retrieval.core.scores import unit_similarity
+from retrieval.search import calibration, ranking
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
+from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import vector_index
 from retrieval.store.index_dir import open_catalog, protocol_of, unavailable_notice
@@ -169,10 +171,51 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
     hits = ranking.rank(ranking.evidence(candidates, vectors, exact, signal_of), units, concepts,
                         keep=lambda _: True, recalled_by=found_by)
     root = catalog.setting("root")
-    return TextResult(text, concepts, signal_of, ranking.ranked(hits[:query.k]), notices, root=root,
+    final = ranking.ranked(hits[:query.k])
+    return TextResult(text, concepts, signal_of, final, notices, root=root,
                       empty_reason=None if hits else _why_empty(candidates, signal_of), text=text,
                       spread=Spread.of(h.total for h in hits),
-                      ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]))
+                      ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]),
+                      calibration=_calibration(catalog, final, concepts, vectors, notices))
+
+
+def _calibration(catalog: Catalog, hits: list, concepts: list[Concept], vectors: dict[str, np.ndarray],
+                 notices: list[str]) -> calibration.Calibration | None:
+    """The hits read against each signal's background: a sentence against descriptions, against the unit-pair
+    background of that description signal (sentence against sentence, one text model); a sentence against video
+    vectors, against its own similarities to random units (search/calibration.py says why)."""
+    if not hits:
+        return None
+    sentences = {r.indexer for r in catalog.indexers() if r.kind == "text"} | \
+        {r.signal for r in catalog.description_signals()}
+    same_space = [m for m in vectors if m in sentences]
+    backgrounds = catalog.backgrounds()
+    lacking = calibration.missing(same_space, backgrounds)
+    cuts, references = calibration.stored_cuts([m for m in same_space if m not in lacking], backgrounds)
+    for model_id in set(vectors) - set(same_space):
+        own = sentence_cuts(catalog, model_id, vectors[model_id])
+        if own is None:
+            lacking.append(model_id)
+        else:
+            cuts[model_id], references[model_id] = own
+    if lacking:
+        notices.append(calibration.no_background(sorted(lacking)))
+        return None
+    return calibration.calibrate(hits, concepts, cuts, references, most_different=False)
+
+
+def sentence_cuts(catalog: Catalog, model_id: str, vector: np.ndarray) -> tuple[calibration.Cuts, str] | None:
+    """Cuts from the sentence's similarity to a seeded random sample of ``model_id``'s units (at most
+    ``SENTENCE_SAMPLE``), and what they were drawn from; None with too few units."""
+    ids = signal_vectors.ids_of(catalog, model_id)
+    if len(ids) > calibration.SENTENCE_SAMPLE:
+        ids = np.sort(np.random.default_rng(0).choice(ids, calibration.SENTENCE_SAMPLE, replace=False))
+    stored = signal_vectors.vectors_of(catalog, model_id, ids.tolist())
+    if not stored:
+        return None
+    similarities = unit_similarity(np.stack(list(stored.values())) @ np.ravel(vector))
+    cuts = calibration.Cuts.of_sample(similarities)
+    return None if cuts is None else (cuts, f"this sentence against {len(stored)} random units")
 
 
 def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextResult:

@@ -227,11 +227,12 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     text = getattr(result, "text", None)  # a text search: its anchor is a sentence, not a clip
     title = f'"{text}"' if text else anchor.name
     like = "Clips least like" if getattr(result, "most_different", False) else "Clips like"
-    hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), frames_per_strip, decoder, players)
-                     for h in result.hits)
+    hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), frames_per_strip, decoder, players,
+                               result.confidence(h)) for h in result.hits)
     head = (f'<header><h1>{like} <code>{_e(title)}</code></h1>'
             f'<p class="meta">{"signals" if text else "concepts"}: {_e(weights)} · scored by {_e(how)} · '
-            f'{len(result.hits)} results</p>{players.note()}{_notes(result.notices)}</header>')
+            f'{len(result.hits)} results</p>{players.note()}{_notes(result.notices)}{_confidence_html(result)}'
+            f'</header>')
     anchor_card = (f'<section class="card anchor" id="anchor"><h2>Text</h2><p class="text">{_e(text)}</p></section>'
                    if text else
                    f'<section class="card anchor" id="anchor"><h2>Anchor <span class="path">{_e(result.anchor)}'
@@ -241,12 +242,29 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     return _write(out, _page(f"convis: clips like {title}", body))
 
 
+def _confidence_html(result: QueryResult) -> str:
+    """The no-match notice, and what the labels were read against behind a disclosure."""
+    explained = result.as_dict()
+    no_match = f'<p class="note no-match">{_e(explained["no_match_note"])}</p>' if result.no_match else ""
+    calibration, spread = explained["calibration"], explained["spread"]
+    if calibration is not None:
+        rule = calibration["rule"]
+        refs = "<br>".join(f"{_e(s)}: {_e(r)}" for s, r in calibration["references"].items())
+    elif spread is not None:
+        rule, refs = f"relative to this query's own scores: {spread['rule']}", ""
+    else:
+        return no_match
+    return (f'{no_match}<details class="confidence"><summary>confidence labels</summary>'
+            f'<p class="meta">{_e(rule)}</p>{f"<p class=meta>{refs}</p>" if refs else ""}</details>')
+
+
 def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, frames: int, decoder,
-              players: Players) -> str:
+              players: Players, confidence: str | None = None) -> str:
     path = root / hit.path
     total = "unreadable" if hit.total is None else f"{hit.total:.3f}"
     rows = [(c.words, c.weight, hit.scores.get(c.key), scored_by(by[c.key], hit.ratings.get(c.key)))
             for c in concepts]
+    badge = f'<span class="badge {_e(confidence)}">{_e(confidence)}</span>' if confidence else ""
     recall = ""
     if hit.recall_scores:  # after reranking, keep the recall similarity in view
         recall = '<p class="meta">recall: ' + _e(", ".join(f"{k} {v:.3f}" for k, v in hit.recall_scores.items())) \
@@ -254,7 +272,8 @@ def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path,
     return (f'<li class="card hit" id="hit-{hit.rank}" data-rank="{hit.rank}" data-path="{_e(hit.path)}">'
             f'<div class="hit-head"><span class="rank">#{hit.rank}</span><span class="path">{_e(hit.path)}</span>'
             f'<span class="time">{_e(format_span(hit.start, hit.end))}</span>'
-            f'<span class="total">total {_e(total)}</span></div>'
+            f'<span class="total">total {_e(total)}</span>'
+            f'{badge}</div>'
             f'<div class="body"><div>{_strip_html(path, hit.path, hit.start, hit.end, frames, decoder)}'
             f'{_score_rows(rows)}{recall}</div>{players.html(path, hit.start, hit.end)}</div></li>')
 

@@ -31,6 +31,10 @@ POLL_S = 0.5
 EXIT_WAIT_S = 10.0  # how long the interpreter's exit waits for a watching thread to leave the catalog
 T = TypeVar("T")
 _WATCHING: weakref.WeakSet = weakref.WeakSet()  # keepers whose thread may be running
+# changes this process made to each index (by resolved folder): a file's timestamps tick only every few
+# milliseconds, so a change made just after a read can leave every ``stat`` as it was
+_CHANGES: dict[str, int] = {}
+_CHANGES_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -183,13 +187,26 @@ class KeptListing:
 
 def index_identity(index_dir: Path) -> tuple:
     """What readers of the index would read, as file identities: the published snapshot while a writer is at work
-    (its commits change nothing readers see), else the catalog, its log and the snapshot."""
+    (its commits change nothing readers see), else the catalog, its log and the snapshot; and the count of this
+    process's own changes to it (``note_change``)."""
     catalog = index_dir / CATALOG_NAME
     writer = writer_pid(catalog)
     snapshot = _stat(index_dir / SNAPSHOT_NAME)
+    changes = _CHANGES.get(_key(index_dir), 0)
     if writer is not None and snapshot is not None:
-        return writer, snapshot
-    return writer, snapshot, _stat(catalog), _stat(catalog.with_name(CATALOG_NAME + ".wal"))
+        return changes, writer, snapshot
+    return changes, writer, snapshot, _stat(catalog), _stat(catalog.with_name(CATALOG_NAME + ".wal"))
+
+
+def note_change(index_dir: Path) -> None:
+    """This process changed the index: what was read of it before is stale, whatever its files' stats say."""
+    with _CHANGES_LOCK:
+        key = _key(index_dir)
+        _CHANGES[key] = _CHANGES.get(key, 0) + 1
+
+
+def _key(index_dir: Path) -> str:
+    return str(Path(index_dir).resolve())
 
 
 @atexit.register

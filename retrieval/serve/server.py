@@ -87,13 +87,14 @@ from retrieval.serve.writes import write_routes
 from retrieval.store.catalog import FileListing
 
 VIDEOS = "videos"  # the listing's answer /videos sends (see health.py)
+REMOVED = "removed"  # the files taken out of the index, read once for each state of it like the listing
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
 # bounds on what one request may ask: a path no filesystem has, or thousands of concepts holding the engine
 MAX_REF_CHARS = 1024
 MAX_CONCEPTS = 64
 MAX_CONCEPT_CHARS = 200
 MAX_PAGE = 200  # units on one page of the collection: each is a thumbnail the browser loads
-COLLECTION_STATUSES = ("ok", "failed", "unavailable")
+COLLECTION_STATUSES = ("ok", "failed", "unavailable", "removed")
 OFFLINE = "its folder was offline at the last index run; vectors kept"  # why an unavailable file is listed
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 MAX_GALLERY = 50  # results in an exported gallery: each embeds a clip made with ffmpeg
@@ -408,6 +409,9 @@ SEARCH_K = Query(DEFAULT_K, ge=1, le=MAX_SEARCH_K, description="How many results
 FOLDER = Query(None, max_length=MAX_REF_CHARS, description="Only files in this folder (relative to the root; '' "
                "for the root's own files; subfolders included).")
 NAME_FILTER = Query(None, max_length=200, description="Only files whose path contains this text (any case).")
+STATUS = Query("ok", description="ok: the indexed units; failed, unavailable: those files; removed: the files "
+               "taken out of the index (`convis remove`), each with when (`removed_at`) and whether its vectors are "
+               "kept (`kept`: POST /files/{ref}/restore puts it back searchable at once).")
 SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
                        "(written at index time), e.g. location.", examples=["location"])
 
@@ -482,9 +486,11 @@ def _add_index_routes(app: FastAPI, state: ServerState) -> None:
                                                                       functools.partial(videos_body, state))
         return Response(body, media_type="application/json")
 
-    @app.get("/collection", summary="A page of the indexed units (or of the failed or unavailable files), "
-             "filtered by folder, status and name", responses=responses(422, 503))
-    async def collection(folder: str | None = FOLDER, status: Literal["ok", "failed", "unavailable"] = "ok",
+    @app.get("/collection", summary="A page of the indexed units (or of the failed, unavailable or removed files: "
+             "those taken out of the index, with when), filtered by folder, status and name",
+             responses=responses(422, 503))
+    async def collection(folder: str | None = FOLDER,
+                         status: Literal["ok", "failed", "unavailable", "removed"] = STATUS,
                          name: str | None = NAME_FILTER, offset: int = Query(0, ge=0),
                          limit: int = Query(60, ge=1, le=MAX_PAGE)):
         return await state.answer(collection_answer, state, folder, status, name, offset, limit)
@@ -591,7 +597,8 @@ def collection_answer(state: ServerState, folder: str | None, status: str, name:
                       limit: int) -> dict:
     notices: list[str] = []
     files = state.files(notices)
-    page = collection_page(files, folder, status, name, offset, limit, state.public)
+    removed = state.listing.answer(REMOVED, lambda _files, _notices: state.engine.removed())
+    page = collection_page(files, folder, status, name, offset, limit, state.public, removed)
     for item in page["items"] if status == "ok" else ():
         item.update(state.playing(item["path"]))
     return {"root": state.root.name, **page, "notices": [state.public(notice) for notice in notices]}
@@ -626,13 +633,21 @@ def in_folder(path: str, folder: str | None) -> bool:
 
 
 def collection_page(files, folder: str | None, status: str, name: str | None, offset: int, limit: int,
-                    public=str) -> dict:
-    """One page of the units of the ``status`` "ok" files (or of the "failed" or "unavailable" files), in path
-    order; the counts and folders tell the client what the other pages and filters hold."""
+                    public=str, removed=()) -> dict:
+    """One page of the units of the ``status`` "ok" files (or of the "failed", "unavailable" or "removed" files), in
+    path order; the counts and folders tell the client what the other pages and filters hold."""
     folders = sorted({folder_of(f.path) for f in files})
-    inside = [f for f in files if in_folder(f.path, folder) and (not name or name.lower() in f.path.lower())]
+
+    def shown(path: str) -> bool:
+        return in_folder(path, folder) and (not name or name.lower() in path.lower())
+
+    inside = [f for f in files if shown(f.path)]
     counts = {kind: sum(f.status == kind for f in inside) for kind in COLLECTION_STATUSES}
-    if status != "ok":
+    counts["removed"] = sum(shown(f.path) for f in removed)
+    if status == "removed":
+        items = [{"path": f.path, "folder": folder_of(f.path), "removed_at": f.removed_at, "kept": f.kept,
+                  "units": f.units} for f in removed if shown(f.path)]
+    elif status != "ok":
         items = [{"path": f.path, "error": public(f.error or "failed") if status == "failed" else OFFLINE}
                  for f in inside if f.status == status]
     else:
@@ -742,7 +757,8 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
 
 
 # -- the web UI: real files served as package data, vanilla JS, no external resources -------------
-UI_FILES = {"app.js": "text/javascript", "app.css": "text/css", "gallery.css": "text/css"}
+UI_FILES = {"app.js": "text/javascript", "removed.js": "text/javascript", "app.css": "text/css",
+            "gallery.css": "text/css"}
 
 
 @functools.cache

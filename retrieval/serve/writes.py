@@ -9,8 +9,10 @@ queries meanwhile read the snapshot the run publishes, and once it is done they 
   with, then indexes the root (only new and changed files are embedded).  A file of that name with other bytes
   is never replaced: the clip is stored as ``name (2).mp4`` (``(3)``, ...) instead; a file with the very same
   bytes is indexed as it is.
-- Removing takes a file out of the index (units, vectors, descriptions); the file stays on disk, and later runs
-  skip it until it is added again (or ``convis remove --undo``).
+- Removing takes a file out of the index: no search, listing or count shows it, and later runs skip it; the file
+  stays on disk and its vectors are kept (``GET /collection?status=removed`` lists it).  Restoring it (``POST
+  /files/{ref}/restore``, as ``convis remove --undo``) puts them back, searchable at once with nothing embedded;
+  adding a clip under its path again restores it too, and the run then indexes it if its bytes changed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pydantic import Field, StringConstraints
 
 from retrieval.engine import NotIndexedError
 from retrieval.serve.errors import FOLDER_PATTERN, REF_PATTERN, WHY, ApiError, ErrorOut, RequestBody
+from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.uploads import UPLOAD_REF
@@ -53,8 +56,9 @@ WRITE_WHY = {
     409: "Not now: an index run is writing this index, or another change to it is being made; retry when it ends. "
          "Or a file has the name of the folder to add clips to.",
 }
-# a change started is followed by asking how it goes
+# a change started is followed by asking how it goes; a file removed can be put back
 FOLLOW_JOB = answer_links(202, job=link("GET", "/index/job"))
+UNDO_REMOVE = answer_links(200, restore=link("POST", "/files/{ref}/restore", {"ref": "$response.body#/removed/0"}))
 
 
 def write_responses(*codes: int) -> dict:
@@ -101,8 +105,9 @@ def write_routes(state) -> APIRouter:
             job = jobs.start("add", refs, state.engine.index_dir.resolve(), state.root, include=refs)
         return job.as_dict(state.public)
 
-    @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk)",
-                   responses=write_responses(400, 403, 404, 409, 422, 503, 507))
+    @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk): no search or "
+                   "listing shows it, its vectors are kept for POST /files/{ref}/restore",
+                   responses={**UNDO_REMOVE, **write_responses(400, 403, 404, 409, 422, 503, 507)})
     def remove_file(ref: str = REF_PATH):
         with writing(state, jobs):
             try:
@@ -111,6 +116,19 @@ def write_routes(state) -> APIRouter:
                 raise ApiError(404, str(exc)) from None
             except CatalogBusy as exc:  # a writer came between the check and the open
                 raise ApiError(409, f"{exc}") from None
+
+    @router.post("/files/{ref:path}/restore", summary="Put a removed file back in the index: its stored vectors are "
+                 "searchable at once, nothing is embedded again (`to_index`: removed before vectors were kept, the "
+                 "next run indexes them)", responses=write_responses(400, 403, 404, 409, 422, 503, 507))
+    def restore_file(ref: str = REF_PATH):
+        with writing(state, jobs):
+            try:
+                done = state.engine.unremove([ref])
+            except NotIndexedError as exc:
+                raise ApiError(404, str(exc)) from None
+            except CatalogBusy as exc:
+                raise ApiError(409, f"{exc}") from None
+        return {"restored": done.restored, "to_index": done.to_index}
 
     @router.post("/index/runs", status_code=202, summary="Re-index the folder: new, changed and gone files",
                  responses={**FOLLOW_JOB, **write_responses(400, 403, 409, 422, 503)})
@@ -141,6 +159,7 @@ def writing(state, jobs: IndexJobs):
             raise ApiError(409, f"an index run (process {pid}) is writing this index; try again when it ends")
         yield
     finally:
+        note_change(state.engine.index_dir)  # a commit can leave the catalog's stats as they were
         jobs.starting.release()
 
 

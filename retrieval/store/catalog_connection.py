@@ -67,6 +67,13 @@ CREATE TABLE IF NOT EXISTS description_signals (
 CREATE TABLE IF NOT EXISTS excluded (path VARCHAR PRIMARY KEY, excluded_at TIMESTAMP DEFAULT current_timestamp);
 ALTER TABLE files ADD COLUMN IF NOT EXISTS unavailable BOOLEAN DEFAULT false;
 CREATE TABLE IF NOT EXISTS folders (path VARCHAR PRIMARY KEY, device UBIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS backgrounds (
+    signal VARCHAR PRIMARY KEY, units BIGINT NOT NULL, pairs BIGINT NOT NULL, q01 DOUBLE, q10 DOUBLE, q25 DOUBLE,
+    q50 DOUBLE, q75 DOUBLE, q90 DOUBLE, q95 DOUBLE, q99 DOUBLE, generation BIGINT NOT NULL);
+-- the rows of files taken out of the index, kept for an undo (catalog_removed.py): made like the tables they keep
+CREATE TABLE IF NOT EXISTS removed_files AS SELECT * FROM files LIMIT 0;
+CREATE TABLE IF NOT EXISTS removed_units AS SELECT * FROM units LIMIT 0;
+CREATE TABLE IF NOT EXISTS removed_embeddings AS SELECT * FROM embeddings LIMIT 0;
 """
 
 C = TypeVar("C", bound="Connection")

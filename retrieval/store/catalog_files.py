@@ -1,5 +1,5 @@
-"""The catalog's files: each one's rows written or failed in one transaction, forgotten, or taken out of the
-index."""
+"""The catalog's files: each one's rows written or failed in one transaction, or forgotten (taking a file out of
+the index while keeping its rows: ``catalog_removed``)."""
 
 from __future__ import annotations
 
@@ -82,37 +82,6 @@ class FileRows(Connection):
             self._delete_paths(paths)
         return len(paths)
 
-    # -- files taken out of the index: their rows go, and later runs skip them while they stay in the folder
-    def exclude(self, paths: Iterable[str]) -> int:
-        """Forget ``paths`` (rows and vectors) and record them excluded, in one transaction; how many were not
-        excluded before."""
-        paths = sorted(set(paths))
-        if not paths:
-            return 0
-        before = set(self.excluded())
-        with self._transaction():
-            self._delete_paths(paths)
-            # not ON CONFLICT: DuckDB names an upsert's incoming row "excluded" too, and refuses the clash
-            self.db.execute("INSERT INTO excluded (path) SELECT p FROM unnest(?::VARCHAR[]) t(p) "
-                            "WHERE p NOT IN (SELECT path FROM excluded)", [paths])
-        return len(set(paths) - before)
-
-    def include(self, paths: Iterable[str]) -> int:
-        """Let later runs index ``paths`` again; how many were excluded."""
-        wanted = set(paths) & set(self.excluded())
-        if not wanted:
-            return 0
-        with self._transaction(bump=False):  # no vector changes until a run indexes them
-            self._dirty = True
-            self.db.execute("DELETE FROM excluded WHERE path IN (SELECT unnest(?::VARCHAR[]))", [sorted(wanted)])
-        return len(wanted)
-
-    def excluded(self) -> list[str]:
-        """The paths runs skip, sorted (none in a catalog written before files could be excluded)."""
-        if not self._has_table("excluded"):
-            return []
-        return [r[0] for r in self.db.execute("SELECT path FROM excluded ORDER BY path").fetchall()]
-
     def _insert_file(self, r: FileRecord, status: str, error: str | None, transient: bool = False) -> int:
         file_id = self.db.execute("SELECT nextval('file_ids')").fetchone()[0]
         self.db.execute(
@@ -155,6 +124,9 @@ class FileRows(Connection):
             "files_ok": files.get("ok", 0),
             "files_failed": files.get("failed", 0),
             "files_unavailable": files.get("unavailable", 0),
+            # taken out of the index (`convis remove`): counted here only, never among the files, units or vectors
+            "files_removed": self.db.execute("SELECT count(*) FROM excluded").fetchone()[0]
+            if self._has_table("excluded") else 0,
             "units": units,
             "vectors": per_indexer,
             "failures": [{"path": p, "error": e} for p, e in failures],

@@ -110,3 +110,21 @@ FILE_KEY = DescriberKey("file", "", "file")
 def span_key(seconds: float) -> float:
     # spans are keyed to the millisecond: the same unit read again never misses its rows by a rounding
     return round(float(seconds), 3)
+
+
+BACKGROUND_QUANTILES = (0.01, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99)  # the backgrounds table's q01 ... q99
+
+
+@dataclass(frozen=True)
+class BackgroundRow:
+    """One signal's background: the similarity of ``pairs`` random pairs of distinct units (of ``units`` that have
+    a vector of it) at ``BACKGROUND_QUANTILES``, as of the catalog's ``generation``."""
+
+    signal: str
+    units: int
+    pairs: int
+    quantiles: tuple[float, ...]
+    generation: int
+
+    def at(self, q: float) -> float:
+        return self.quantiles[BACKGROUND_QUANTILES.index(q)]

@@ -18,6 +18,7 @@ from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
 from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, FileListing, list_files
+from retrieval.store.catalog_removed import RemovedFile
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
 from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
@@ -194,17 +195,18 @@ def check_removable(catalog: Catalog, rels: list[str]) -> None:
         raise NotIndexedError(f"not in the index: {', '.join(unknown)}{hint}")
 
 
-def unremove(index_dir: Path | None, paths: Sequence[str | Path]) -> list[str]:
-    """Undo a remove: the next run indexes these files again (root-relative paths returned), or NotIndexedError
-    naming those that were not removed (then nothing changes)."""
-    with writing(index_dir) as catalog:
-        rels = relative(catalog, index_dir, paths)
-        excluded = set(catalog.excluded())
-        unknown = [r for r in rels if r not in excluded]
-        if unknown:
-            raise NotIndexedError(f"not removed from the index: {', '.join(unknown)}")
-        catalog.include(rels)
-    return rels
+def check_restorable(catalog: Catalog, rels: list[str]) -> None:
+    """NotIndexedError naming those of ``rels`` that were not removed (an undo then changes nothing)."""
+    excluded = set(catalog.excluded())
+    unknown = [r for r in rels if r not in excluded]
+    if unknown:
+        raise NotIndexedError(f"not removed from the index: {', '.join(unknown)}")
+
+
+def removed(index_dir: Path, notices: list[str]) -> list[RemovedFile]:
+    """Every file taken out of the index (what `convis ls --removed` lists)."""
+    with reading(index_dir, notices) as catalog:
+        return catalog.removed_files()
 
 
 def _root_relative(path: Path, root: Path) -> str:

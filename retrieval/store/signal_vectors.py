@@ -55,6 +55,27 @@ def vectors_of(catalog: Catalog, signal: str, unit_ids: Sequence[int]) -> dict[i
     return {u: stored_side(video[u], text[u]) for u in video if u in text}
 
 
+def ids_of(catalog: Catalog, signal: str) -> np.ndarray:
+    """The unit ids recall searches that have a vector of ``signal`` (CLIPScore: of both its parts), ascending."""
+    parts = clipscore_parts(signal)
+    if parts is None:
+        return catalog.vector_ids(signal)
+    return np.intersect1d(catalog.vector_ids(parts[0]), catalog.vector_ids(parts[1]))
+
+
+def sides_of(catalog: Catalog, signal: str, unit_ids: Sequence[int]) -> tuple[dict[int, np.ndarray],
+                                                                             dict[int, np.ndarray]]:
+    """(query side, stored side) vectors of ``unit_ids``: a unit as an anchor, and as a candidate; the same vectors
+    for every signal but CLIPScore."""
+    parts = clipscore_parts(signal)
+    if parts is None:
+        stored = catalog.vectors_of(signal, unit_ids)
+        return stored, stored
+    video, text = (catalog.vectors_of(p, unit_ids) for p in parts)
+    both = [u for u in video if u in text]
+    return ({u: query_side(video[u], text[u]) for u in both}, {u: stored_side(video[u], text[u]) for u in both})
+
+
 def query_vectors(catalog: Catalog, path: str, signal: str) -> np.ndarray:
     """The query-side vectors of the indexed file ``path``'s units, in segment order; for CLIPScore only the
     units that have both parts (matched by unit id)."""

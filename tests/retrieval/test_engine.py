@@ -23,8 +23,10 @@ def test_confidence_labels_come_from_every_recalled_candidates_totals(example_in
     assert top["spread"]["n"] == len(totals)  # the pool is every candidate, not the 3 shown
     assert top["spread"]["low"] == pytest.approx(totals.min(), abs=1e-4)
     for hit in top["hits"]:
-        assert hit["z"] == pytest.approx(expected_z(list(totals), hit["total"]), abs=0.01)
-        assert hit["confidence"] == expected_label(list(totals), hit["total"])
+        z = expected_z(list(totals), hit["total"])
+        assert everything.spread.z(hit["total"]) == pytest.approx(z, abs=0.01)
+        assert everything.spread.label(hit["total"]) == expected_label(list(totals), hit["total"])
+    assert top["calibration"] is not None  # with a background, the labels shown are read against it
     assert top["ranges"]["location"] == pytest.approx([totals.min(), totals.max()], abs=1e-4)
 
 

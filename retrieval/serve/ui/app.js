@@ -5,7 +5,7 @@ const $ = (sel) => document.querySelector(sel);
 const $$ = (sel) => [...document.querySelectorAll(sel)];
 const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
 const PAGE = 60;  // units on a collection page
-const RANK_OF = {strong: 2, likely: 1, weak: 0};
+const RANK_OF = {strong: 2, likely: 1, weak: 0, high: 2, medium: 1, low: 0, far: 2, unlike: 1, typical: 0, alike: 0};
 const SYNC_SLACK_S = 0.25;  // players this close are in sync: closer seeks would chase each other
 let health = {};
 let current = null;  // the results on screen: {state, result, rendered (the grouping they are drawn in)}
@@ -321,9 +321,10 @@ function rowBy(scoredBy, rating) {
 function badge(hit, result) {
   if (!hit.confidence) return null;
   const spread = result.spread;
-  return el("span", {class: `badge ${hit.confidence}`,
-                     title: `modified z-score ${hit.z} against ${spread.n} scored candidates (median ` +
-                            `${spread.median.toFixed(3)}): ${spread.rule}`}, hit.confidence);
+  const title = hit.cuts ? Object.entries(hit.cuts).map(([k, v]) => `${k} from ${v.toFixed(3)}`).join(", ") +
+    " (this index's background)" : `modified z-score ${hit.z} against ${spread.n} scored candidates (median ` +
+    `${spread.median.toFixed(3)}): ${spread.rule}`;
+  return el("span", {class: `badge ${hit.confidence}`, title}, hit.confidence);
 }
 
 // -- a hit ----------------------------------------------------------------------------------------
@@ -477,8 +478,12 @@ function renderResults() {
   if (result.anchor_strip) fillStrip($("#anchor-strip"), result.anchor_strip, anchorLabel(state));
   else $("#anchor-strip").replaceChildren();
   $("#scale-note").textContent = result.spread ? `Bars span this query's scores (${result.spread.low.toFixed(3)}-` +
-    `${result.spread.high.toFixed(3)} over ${result.spread.n} candidates), not 0-1. Labels: ${result.spread.rule}.` : "";
-  $("#notices").replaceChildren(...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+    `${result.spread.high.toFixed(3)} over ${result.spread.n} candidates), not 0-1.` : "";
+  const rule = result.calibration ? result.calibration.rule : result.spread && `relative to this query's own scores: ${result.spread.rule}`;
+  $("#confidence-rule").hidden = !rule;
+  $("#confidence-text").textContent = rule ? `Labels ${rule}.` : "";
+  $("#notices").replaceChildren(...(result.no_match ? [el("p", {class: "note no-match"}, result.no_match_note)] : []),
+                                ...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
   $("#hits").replaceChildren(...(state.group === "video" ? byVideo(result.hits, result)
                                                           : result.hits.map((h) => hitCard(h, result))));
   $("#hits").className = `hits results-grid ${state.group === "video" ? "grouped" : ""}`;
@@ -760,7 +765,10 @@ function renderCollection(data, state) {
     `indexed, ${data.counts.failed} failed${offline}`;
   $("#prev-page").disabled = state.page <= 1;
   $("#next-page").disabled = last >= data.total;
-  if (state.status !== "ok") {
+  $("#removed-list").replaceChildren();  // removed.js fills it
+  if (state.status === "removed") {
+    $("#grid").replaceChildren(); $("#failed-list").replaceChildren(); renderRemoved(data.items);
+  } else if (state.status !== "ok") {
     $("#grid").replaceChildren();
     $("#failed-list").replaceChildren(...data.items.map((f) => el("li", {class: "card failed-file"},
       el("span", {class: "path"}, f.path), " ", el("span", {class: "error"}, f.error))));

@@ -1,6 +1,8 @@
-"""`convis remove`: files leave the index, not the disk; later runs skip them until `--undo`."""
+"""`convis remove`: files leave the index, not the disk; later runs skip them, `ls --removed` lists them, and
+`--undo` puts their stored vectors back at once."""
 
 import json
+from datetime import datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -47,17 +49,46 @@ def test_the_summary_says_how_to_index_removed_files_again(videos):
     assert invoke("remove", "cup.mp4", "--index-dir", videos).exit_code == 0
     result = invoke("index", videos, "--workers", 1)
     assert result.exit_code == 0, result.output
-    assert "1 file excluded (convis remove --undo FILE to index them again)" in " ".join(result.stdout.split())
+    assert ("1 removed file skipped (convis ls --removed lists them; convis remove --undo FILE puts one back)"
+            in " ".join(result.stdout.split()))
 
 
-def test_undo_lets_the_next_run_index_the_file_again(videos):
+def test_undo_puts_the_file_back_at_once(videos):
     assert invoke("remove", videos / "cup.mp4").exit_code == 0
     result = invoke("remove", "--undo", videos / "cup.mp4", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"restored": ["cup.mp4"]}
+    assert json.loads(result.stdout) == {"restored": ["cup.mp4"], "to_index": []}
+    assert "cup.mp4" in listed(videos)  # no index run between
     report = index_json(videos)
-    assert report["excluded"] == 0 and report["indexed"] == 1
-    assert "cup.mp4" in listed(videos)
+    assert report["excluded"] == 0 and report["indexed"] == 0 and report["unchanged"] == 3
+
+
+def test_undo_says_the_file_is_searchable_now(videos):
+    assert invoke("remove", "cup.mp4", "--index-dir", videos).exit_code == 0
+    result = invoke("remove", "--undo", "cup.mp4", "--index-dir", videos)
+    assert result.exit_code == 0, result.output
+    assert "restored 1 file(s) with their stored vectors, searchable now: cup.mp4" in " ".join(result.stdout.split())
+
+
+def test_ls_removed_lists_the_removed_files_with_when(videos):
+    assert invoke("remove", videos / "cup.mp4").exit_code == 0
+    result = invoke("ls", videos, "--removed", "--json")
+    assert result.exit_code == 0, result.output
+    (removed,) = json.loads(result.stdout)["removed"]
+    assert (removed["path"], removed["kept"], removed["units"], removed["status"]) == ("cup.mp4", True, 1, "ok")
+    assert datetime.fromisoformat(removed["removed_at"]).year >= 2024
+    table = invoke("ls", videos, "--removed")
+    assert table.exit_code == 0 and "cup.mp4" in table.stdout and removed["removed_at"][:10] in table.stdout
+    assert "campus_01.mp4" not in table.stdout
+    info = invoke("info", videos, "--json")
+    assert json.loads(info.stdout)["files_removed"] == 1 and json.loads(info.stdout)["files_ok"] == 2
+    assert invoke("remove", "--undo", videos / "cup.mp4").exit_code == 0
+    assert json.loads(invoke("ls", videos, "--removed", "--json").stdout)["removed"] == []
+
+
+def test_ls_failed_and_removed_together_is_a_usage_error(videos):
+    result = invoke("ls", videos, "--removed", "--failed")
+    assert result.exit_code == 2 and "--failed and --removed" in result.stderr
 
 
 def test_a_path_the_index_does_not_list_is_a_usage_error_naming_it(videos):
@@ -77,4 +108,5 @@ def test_an_indexed_symlink_is_removed_as_itself_not_its_target(videos):
     assert json.loads(result.stdout) == {"removed": ["link.mp4"]}
     assert listed(videos) == {"campus_01.mp4", "campus_02.mp4", "cup.mp4"}
     undone = invoke("remove", "--undo", videos / "link.mp4", "--json")
-    assert undone.exit_code == 0 and json.loads(undone.stdout) == {"restored": ["link.mp4"]}
+    assert undone.exit_code == 0 and json.loads(undone.stdout) == {"restored": ["link.mp4"], "to_index": []}
+    assert "link.mp4" in listed(videos)

@@ -65,7 +65,8 @@ def test_an_index_without_a_text_tower_cannot_search_and_says_what_would(example
 
 def test_every_signal_with_a_text_tower_answers_with_equal_weights(text_and_clip_index):
     result = Engine(text_and_clip_index).search(SearchRequest(CUP, k=3))
-    assert sorted(result.signals) == ["clip", "text"] and not result.notices
+    assert sorted(result.signals) == ["clip", "text"]
+    assert not [n for n in result.notices if "confidence labels" not in n]  # three clips: too few for a background
     assert [(c.key, c.weight) for c in result.concepts] == [("clip", 0.5), ("text", 0.5)]
     assert len(result.hits) == 3
     for hit in result.hits:

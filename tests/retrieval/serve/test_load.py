@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from retrieval.engine import Engine
-from retrieval.serve.health import KeptIndex, KeptListing
+from retrieval.serve.health import KeptIndex, KeptListing, note_change
 from retrieval.serve.server import create_app
 from retrieval.store import index_dir as store
 
@@ -169,6 +169,16 @@ def test_the_listing_is_read_once_for_each_state_of_the_index(example_index, tmp
     os.utime(index / "catalog.duckdb", ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
     assert listing.ready("page") is None  # made for the index as it was
     assert listing.get([]) == [{"n": 2}] and listing.answer("page", lambda files, notices: "again") == "again"
+
+
+def test_a_change_this_process_made_is_read_even_when_the_files_look_the_same(example_index, tmp_path):
+    index = tmp_path / ".convis"
+    shutil.copytree(example_index, index)
+    reads, read = counted_reads()
+    listing = KeptListing(index, lambda notices: [read(notices)])
+    assert listing.get([]) == [{"n": 1}] and listing.get([]) == [{"n": 1}]
+    note_change(index)  # a removal whose commit left every stat as it was (timestamps tick every few ms)
+    assert listing.get([]) == [{"n": 2}] and len(reads) == 2
 
 
 def test_requests_asking_at_once_share_one_read_of_the_listing(example_index):
