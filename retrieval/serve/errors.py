@@ -87,13 +87,70 @@ def responses(*codes: int) -> dict:
 
 
 def validation_message(errors: Sequence[dict]) -> str:
-    """Pydantic's errors for a request in one line: where, and what is wrong there."""
+    """Pydantic's errors for a request as plain sentences in one line: "weight of concept 1 must be greater than
+    or equal to 0.001", not pydantic's dotted locations and its union branches' names."""
     said = []
+    for error in _one_branch_each(errors):
+        where = _where([part for part in error.get("loc", ())[1:] if not _branch(part)]) or "the body"
+        said.append(f"{where} {_what(error)}")
+    return "; ".join(dict.fromkeys(said)) or "invalid request"
+
+
+def _branch(part) -> bool:
+    # a union's branch in a location: a model's class name (ConceptIn) or a type's tag (constrained-str)
+    return isinstance(part, str) and (part[:1].isupper() or part in ("str", "constrained-str"))
+
+
+# errors saying a value is not of a union branch's type: noise beside the branch that fits it
+WRONG_BRANCH = {"model_type", "string_type", "dict_type", "model_attributes_type"}
+
+
+def _one_branch_each(errors: Sequence[dict]) -> list[dict]:
+    """The errors without those of the union branches a value plainly is not (an object is not the text branch);
+    when no branch fits, one error for the value."""
+    def value_of(error):
+        loc = tuple(error.get("loc", ()))
+        cut = next((i for i, part in enumerate(loc) if _branch(part)), None)
+        return None if cut is None else loc[:cut]
+
+    kept, seen = [], set()
     for error in errors:
-        where = ".".join(str(part) for part in error.get("loc", ())[1:]) or "body"
-        what = REF_RULE if error.get("type") == "string_pattern_mismatch" else error.get("msg", "invalid")
-        said.append(f"{where}: {what}")
-    return "; ".join(said) or "invalid request"
+        value = value_of(error)
+        if value is None:
+            kept.append(error)
+            continue
+        siblings = [e for e in errors if value_of(e) == value]
+        fitting = [e for e in siblings if not (e.get("type") in WRONG_BRANCH and _branch(e["loc"][-1]))]
+        if value not in seen:
+            seen.add(value)
+            kept.extend(fitting or [{"loc": value, "type": "union_type", "msg": ""}])
+    return kept
+
+
+def _where(parts: Sequence) -> str:
+    """A location in words: ("concepts", 0, "weight") -> "weight of concept 1"."""
+    words = ""
+    for i, part in enumerate(parts):
+        if isinstance(part, int):
+            field = str(parts[i - 1]) if i else "item"
+            item = f"{field[:-1] if field.endswith('s') else field} {part + 1}"
+            words = item if words == field else f"{item} of {words}"
+        else:
+            words = str(part) if not words else f"{part} of {words}"  # as the schema spells it
+    return words
+
+
+def _what(error: dict) -> str:
+    kind, message = error.get("type"), str(error.get("msg", "invalid"))
+    if kind == "string_pattern_mismatch":
+        return f"is {REF_RULE}"
+    if kind == "union_type":
+        return "must be a text or an object as the schema says"
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a field this request takes"
+    return re.sub(r"^(?:Input|String|List|Value|Dictionary) should ", "must ", message)
 
 
 def without_paths(message: str, named: Iterable[tuple[Path, str]]) -> str:

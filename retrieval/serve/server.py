@@ -25,6 +25,7 @@ Uploads are bounded too: see uploads.py.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import shutil
@@ -216,6 +217,17 @@ class DiffIn(RequestBody):
                            b_span=(self.b_start or 0.0, self.b_end))
 
 
+class ShownUnit(RequestBody):
+    path: Ref
+    start: Seconds = Field(..., ge=0, description="The unit's start second, as the result gives it.")
+
+
+class GalleryIn(QueryIn):
+    shown: list[ShownUnit] | None = Field(
+        None, max_length=MAX_K, description="Only these results (by path and start), in their ranks: the ones a "
+                                            "client shows after its own filters; none: every result.")
+
+
 def parsed_concepts(concepts: list[ConceptIn | str], free_text: bool) -> list[Concept]:
     return parse_concepts([c if isinstance(c, str) else f"{c.name}={c.weight}" for c in concepts], free_text)
 
@@ -344,6 +356,11 @@ def _span_params(start: float | None, end: float | None, n: int | None = None, i
 
 def strip_url(ref: str, start: float | None, end: float | None, n: int = 8) -> str:
     return "/strips/" + quote(ref) + _span_params(start, end, n)
+
+
+def poster_url(ref: str, start: float | None, end: float | None) -> str:
+    """A unit's poster: the one frame a strip of one samples, its middle."""
+    return "/thumbs/" + quote(ref) + _span_params(start, end, 1, 0)
 
 
 # -- the app ------------------------------------------------------------------------------------
@@ -534,7 +551,7 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
     @app.post("/export/gallery", summary="The query's results as one self-contained HTML page (thumbnails and an "
               "H.264 clip of each result embedded)",
               responses={200: {"content": {"text/html": {}}}, **responses(400, 403, 404, 422, 503)})
-    async def export_gallery(body: QueryIn):
+    async def export_gallery(body: GalleryIn):
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(body.anchor).stem)[:60] or "results"  # a header is ASCII
         return HTMLResponse(await state.workers.run(gallery_page, state, body),
                             headers={"Content-Disposition": f'attachment; filename="convis-{name}.html"'})
@@ -566,7 +583,8 @@ def _add_media_routes(app: FastAPI, state: ServerState) -> None:
                    "src": "/thumbs/" + quote(ref) + _span_params(start, end, n, i)} for i, t in enumerate(thumbs)]
         return {"ref": ref, "start": start, "end": end, "frames": frames}
 
-    @app.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip",
+    @app.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip (with n=1: the span's middle "
+             "frame, a result's poster)",
              responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)})
     async def thumb(ref: str = REF_PATH, i: int = Query(0, ge=0, le=31), start: float = START,
                     end: float | None = END, n: int = STRIP_N):
@@ -707,13 +725,16 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
     return data
 
 
-def gallery_page(state: ServerState, body: QueryIn) -> str:
+def gallery_page(state: ServerState, body: GalleryIn) -> str:
     """The page ``convis query --html`` writes for this query, with every result's span embedded: a download
-    plays wherever it is opened."""
-    if body.k > MAX_GALLERY:
+    plays wherever it is opened; ``body.shown``: only those results (what the client's filters left)."""
+    if (body.k if body.shown is None else len(body.shown)) > MAX_GALLERY:
         raise ApiError(400, f"a gallery holds at most {MAX_GALLERY} results (each one's clip is embedded); ask for "
                             "fewer, or export CSV/JSON")
     result, _ = query_result(state, body)
+    if body.shown is not None:
+        shown = {(unit.path, round(unit.start, 3)) for unit in body.shown}
+        result = dataclasses.replace(result, hits=[h for h in result.hits if (h.path, round(h.start, 3)) in shown])
     with tempfile.TemporaryDirectory(prefix="convis-gallery-") as folder:
         page = write_query_html(result, state.root, Path(folder) / "gallery.html", start=body.start, end=body.end,
                                 previews=state.links.previews, embed_videos=True)
@@ -723,12 +744,12 @@ def gallery_page(state: ServerState, body: QueryIn) -> str:
 
 
 def linked(state: ServerState, hits: list[dict], files) -> None:
-    """Each hit with what the app shows it by: its media (or why none plays), its strip, and its file's duration
-    (a timeline)."""
+    """Each hit with what the app shows it by: its media (or why none plays), its strip, its poster (the unit's
+    middle frame) and its file's duration (a timeline)."""
     durations = {f.path: f.duration for f in files}
     for hit in hits:
         hit.update(**state.playing(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]),
-                   duration=durations.get(hit["path"]))
+                   poster=poster_url(hit["path"], hit["start"], hit["end"]), duration=durations.get(hit["path"]))
 
 
 def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:

@@ -109,13 +109,17 @@ function navigate(state, replace = false) {
 async function apply(state) {
   const mine = ++latest;
   fillForm(state);
-  if (state.view === "collection") return loadCollection(state, mine);
+  if (state.view === "collection") { expandForm(); return loadCollection(state, mine); }
   const same = current && sameQuery(current.state, state);
   if (!same && !(await runQuery(state, mine))) return;
   current.state = state;
   if (state.view === "compare") return compare(state, mine);
   if (same && current.rendered === state.group && !$("#results").hidden) filterCards();  // the same cards
   else renderResults();
+  if (current.fresh) {  // a new answer: its first results in view, under the folded form
+    current.fresh = false;
+    if (!$("#results").hidden) $("#results").scrollIntoView({block: "start"});
+  }
 }
 
 const queryKey = (s) => JSON.stringify([s.anchor, s.start, s.end, s.concepts, s.change, s.k, s.free, s.most,
@@ -176,6 +180,7 @@ function formState(extra = {}) {
 
 function searchClip(event) {
   event.preventDefault();
+  performance.mark("convis:search");
   if (!$("#anchor").value) { status("pick or upload an anchor first", true); return; }
   current = null;  // asked again, even unchanged: files may have been added or removed since
   navigate(formState());
@@ -184,6 +189,7 @@ function searchClip(event) {
 function searchWords() {
   const text = $("#text").value.trim();
   if (!text) { status("type what to look for first", true); return; }
+  performance.mark("convis:search");
   current = null;
   navigate({...formState(), text, anchor: "", concepts: []});
 }
@@ -210,6 +216,7 @@ async function upload() {
     status(`uploaded ${data.name}`);
   } catch (error) {
     clearResults();  // results of another anchor under a header that no longer holds are worse than none
+    if (location.search) history.pushState(null, "", "/");  // the URL no longer names that query
     status(`upload failed: ${error.message}`, true);
   }
   $("#upload").value = "";
@@ -217,6 +224,7 @@ async function upload() {
 
 function clearResults() {
   current = null;
+  expandForm();
   $("#results").hidden = true;
   $("#compare").hidden = true;
   $("#hits").replaceChildren();
@@ -239,7 +247,7 @@ async function runQuery(state, mine) {
     const result = state.text ? await api(`/search?${new URLSearchParams({text: state.text, k: state.k})}`)
                               : await send("POST", "/query", requestOf(state));
     if (mine !== latest) return false;
-    current = {state, result, rendered: null};
+    current = {state, result, rendered: null, fresh: true};
     status("");
     return true;
   } catch (error) {
@@ -290,11 +298,19 @@ function player(media, playback, start, end) {
   return video;
 }
 
-// bars span the range the query's scores span (ranges/spread), not 0-1: similarities crowd near the top
+// bars span the range the query's scores span (ranges/spread), not 0-1: similarities crowd near the top; the rows
+// of one card share one scale (the widest of their ranges, and their values), so equal scores draw equal bars
+function cardScale(rows) {
+  const ranged = rows.filter((r) => r.range);
+  if (!ranged.length) return [0, 1];
+  const values = rows.map((r) => r.value).filter((v) => v !== null && v !== undefined);
+  return [Math.min(...ranged.map((r) => r.range[0]), ...values), Math.max(...ranged.map((r) => r.range[1]), ...values)];
+}
+
 function scoreRows(rows) {
   const box = el("div", {class: "scores"});
-  for (const {label, weight, value, by, range} of rows) {
-    const [low, high] = range || [0, 1];
+  const [low, high] = cardScale(rows);
+  for (const {label, weight, value, by} of rows) {
     const fraction = value === null ? 0 : high > low ? (value - low) / (high - low) : 1;
     box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)} · ${by}`)),
                el("span", {class: "bar", title: `${fmtScore(value)} on a bar from ${low.toFixed(3)} to ${high.toFixed(3)}`},
@@ -332,33 +348,72 @@ function hitRows(hit, result) {
   return rows;
 }
 
+// a result is one card and one tab stop: its poster (scrubbed by the pointer, played on a click or tap), its
+// scores and its actions; keys act on the focused card (see onKey), its buttons are for the pointer
 function hitCard(hit, result) {
-  const stripBox = el("div", {class: "strip"});
   const canCompare = !current.state.text;  // a sentence has nothing to compare a clip with
-  const head = el("div", {class: "hit-head", tabindex: canCompare ? "0" : null, role: canCompare ? "button" : null,
-                          title: canCompare ? "compare with the anchor" : null},
+  const head = el("div", {class: "hit-head", role: canCompare ? "button" : null,
+                          title: canCompare ? "compare with the anchor (Enter)" : null},
     el("span", {class: "rank"}, `#${hit.rank}`), el("span", {class: "path"}, hit.path),
     el("span", {class: "time"}, fmtSpan(hit.start, hit.end)), badge(hit, result),
     el("span", {class: "total"}, `total ${fmtScore(hit.total)}`));
-  const evidence = el("details", {class: "evidence"}, el("summary", {}, "Why this result"));
+  const evidence = el("details", {class: "evidence"}, el("summary", {tabindex: "-1"}, "Why this result"));
   evidence.addEventListener("toggle", () => { if (evidence.open) fillEvidence(evidence, hit, result); }, {once: true});
-  const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, "data-rank": hit.rank, "data-path": hit.path,
-                         "data-confidence": hit.confidence || ""},
-    head,
-    el("div", {class: "body"}, el("div", {}, stripBox, scoreRows(hitRows(hit, result))),
-       player(hit.media, hit.playback, hit.start, hit.end)),
+  const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, tabindex: "0", "data-rank": hit.rank,
+                         "data-path": hit.path, "data-confidence": hit.confidence || "",
+                         "aria-label": `result ${hit.rank}: ${hit.path} ${fmtSpan(hit.start, hit.end)}`,
+                         "aria-keyshortcuts": canCompare ? "Enter Space" : "Space"},
+    poster(hit), head, scoreRows(hitRows(hit, result)),
     el("div", {class: "actions"},
-       el("button", {type: "button", class: "more", onclick: () => moreLikeThis(hit)}, "More like this"),
-       canCompare ? el("button", {type: "button", class: "compare-button", onclick: () => openCompare(hit)},
-                       "Compare") : null),
+       el("button", {type: "button", class: "more", tabindex: "-1", onclick: () => moreLikeThis(hit)}, "More like this"),
+       canCompare ? el("button", {type: "button", class: "compare-button", tabindex: "-1",
+                                  onclick: () => openCompare(hit)}, "Compare") : null),
     evidence);
-  if (canCompare) {
-    head.addEventListener("click", () => openCompare(hit));
-    head.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") {
-      event.preventDefault(); openCompare(hit); } });
-  }
-  fillStrip(stripBox, hit.strip, hit.path);
+  card.hit = hit;
+  if (canCompare) head.addEventListener("click", () => openCompare(hit));
   return card;
+}
+
+// the unit's middle frame; moving a mouse across it shows the frames of the unit's strip (hover scrub); a click
+// or a tap plays that one unit: a player only when asked for, never many videos at once
+function poster(hit) {
+  const img = el("img", {class: "poster-img", src: hit.poster, alt: `${hit.path} at ${fmtTime((hit.start + hit.end) / 2)}`,
+                         loading: "lazy", decoding: "async"});
+  const clock = el("span", {class: "scrub-time", "aria-hidden": "true"});
+  const box = el("div", {class: "poster"}, img, clock,
+                 el("button", {type: "button", class: "play", tabindex: "-1", "aria-label": `play ${hit.path}`}, "▶"));
+  let frames = null;
+  box.addEventListener("pointerenter", (event) => {
+    if (event.pointerType === "mouse" && !frames) frames = api(hit.strip).then((d) => d.frames).catch(() => []);
+  });
+  box.addEventListener("pointermove", async (event) => {
+    if (event.pointerType !== "mouse" || !frames) return;
+    const list = await frames, rect = box.getBoundingClientRect();
+    if (!list.length || !box.matches(":hover")) return;
+    const at = list[Math.min(list.length - 1, Math.floor(list.length * (event.clientX - rect.left) / rect.width))];
+    if (img.getAttribute("src") !== at.src) img.src = at.src;
+    clock.textContent = fmtTime(at.time);
+  });
+  box.addEventListener("pointerleave", () => { img.src = hit.poster; clock.textContent = ""; });
+  box.addEventListener("click", () => playIn(box, hit));
+  return box;
+}
+
+function playIn(box, hit) {
+  for (const video of $$("#hits video")) video.pause();  // one at a time
+  const video = player(hit.media, hit.playback, hit.start, hit.end);
+  box.replaceWith(video);
+  if (video.tagName === "VIDEO") {
+    video.autoplay = true;
+    video.playsInline = true;
+    video.play().catch(() => {});
+  }
+}
+
+function playCard(card) {
+  const box = card.querySelector(".poster");
+  if (box) playIn(box, card.hit || card.best);
+  else card.querySelectorAll("video").forEach((v) => (v.paused ? v.play().catch(() => {}) : v.pause()));
 }
 
 // what a hit's scores rest on: which signal scored each concept and how much, the frames each signal (or the
@@ -438,9 +493,21 @@ function renderResults() {
                                 ...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
   $("#hits").replaceChildren(...(state.group === "video" ? byVideo(result.hits, result)
                                                           : result.hits.map((h) => hitCard(h, result))));
+  $("#hits").className = `hits results-grid ${state.group === "video" ? "grouped" : ""}`;
   current.rendered = state.group;
   $("#export-html").disabled = !!state.text;
   filterCards();
+  collapseForm(state);
+  firstPaint();
+}
+
+// the time from Search to the first result card drawn: the browser's User Timing entries, for anyone measuring
+function firstPaint() {
+  if (!performance.getEntriesByName("convis:search").length || !$("#hits > li")) return;
+  requestAnimationFrame(() => setTimeout(() => {
+    performance.measure("convis:search to first result", "convis:search");
+    performance.clearMarks("convis:search");
+  }));
 }
 
 // the threshold and the confidence filter hide cards (and a video's card when none of its hits is left); the
@@ -473,30 +540,93 @@ function byVideo(hits, result) {
     if (!groups.has(hit.path)) groups.set(hit.path, []);
     groups.get(hit.path).push(hit);
   }
-  return [...groups.entries()].map(([path, group]) => videoCard(path, group, result));
+  return [...groups.entries()].map(([path, group], i) => videoCard(path, group, result, i + 1));
 }
 
-// one card per file: its matching spans on a timeline of the file, the hits inside, expandable
-function videoCard(path, hits, result) {
+// one card per file, ranked by its best hit (1, 2, 3, ...): that hit's poster, the file's timeline with its
+// matching spans (and the anchor's own span when the anchor is this file), the hits inside, expandable
+function videoCard(path, hits, result, rank) {
   const best = hits[0];
   const duration = best.duration || Math.max(...hits.map((h) => h.end));
-  const details = el("details", {class: "group-hits"}, el("summary", {}, `${hits.length} matching span` +
-                                                          `${hits.length > 1 ? "s" : ""}`));
+  const details = el("details", {class: "group-hits"}, el("summary", {tabindex: "-1"}, `${hits.length} matching ` +
+                                                          `span${hits.length > 1 ? "s" : ""}`));
   const timeline = el("div", {class: "timeline", role: "group", "aria-label": `${path} timeline`});
+  const state = current.state;
+  if (!state.text && state.anchor === path) {
+    const from = state.start || 0, to = Math.min(state.end ?? duration, duration);
+    timeline.append(el("span", {class: "anchor-mark", title: `the anchor: ${fmtSpan(from, to)}`,
+      style: `left:${(100 * from / duration).toFixed(2)}%;width:${Math.max(1, 100 * (to - from) / duration).toFixed(2)}%`}));
+  }
   for (const hit of hits) {
     const left = 100 * hit.start / duration, width = Math.max(1, 100 * (hit.end - hit.start) / duration);
-    timeline.append(el("button", {type: "button", class: `span ${hit.confidence || ""}`,
+    timeline.append(el("button", {type: "button", class: `span ${hit.confidence || ""}`, tabindex: "-1",
       style: `left:${left.toFixed(2)}%;width:${width.toFixed(2)}%`, title: `#${hit.rank} ${fmtSpan(hit.start, hit.end)}`,
       "aria-label": `result ${hit.rank}, ${fmtSpan(hit.start, hit.end)}`,
       onclick: () => { details.open = true; $(`#hit-${hit.rank}`).scrollIntoView({block: "center"}); }}));
   }
-  const list = el("ol", {class: "hits"}, ...hits.map((h) => hitCard(h, result)));
-  details.append(list);
-  return el("li", {class: "card video-group", "data-path": path},
-    el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${best.rank}`), el("span", {class: "path"}, path),
+  details.append(el("ol", {class: "hits results-grid"}, ...hits.map((h) => hitCard(h, result))));
+  const card = el("li", {class: "card video-group", tabindex: "0", "data-path": path, "data-group-rank": rank,
+                         "aria-label": `video ${rank}: ${path}, best result ${best.rank}`},
+    poster(best),
+    el("div", {class: "hit-head"}, el("span", {class: "rank"}, `#${rank}`), el("span", {class: "path"}, path),
        el("span", {class: "time"}, `${fmtTime(duration)} long`), badge(best, result),
        el("span", {class: "total"}, `best ${fmtScore(best.total)}`)),
     timeline, details);
+  card.best = best;
+  return card;
+}
+
+// -- the query form folds to one line over results; keys ------------------------------------------
+function collapseForm(state) {
+  const concepts = state.concepts.map((c) => `${c.name} ${c.weight}`).join(", ");
+  const parts = state.text ? [`words ${anchorLabel(state)}`]
+    : [anchorLabel(state) + (state.start !== null || state.end !== null ? ` ${fmtSpan(state.start || 0, state.end)}` : ""),
+       concepts, state.change ? `changed: "${state.change}"` : "", state.most ? "most different first" : ""];
+  $("#query-line").textContent = [...parts.filter(Boolean), `${state.k} results`].join(" · ");
+  $("#query-form").hidden = true;
+  $("#query-summary").hidden = false;
+}
+
+function expandForm(focus = null) {
+  $("#query-form").hidden = false;
+  $("#query-summary").hidden = true;
+  if (focus) focus.focus();
+}
+
+// the cards j/k move over: the results shown (or the videos, grouped)
+const cards = () => $$("#hits > li:not([hidden])");
+
+function select(step) {
+  const list = cards();
+  if (!list.length) return;
+  const at = list.indexOf(document.activeElement.closest?.("#hits > li"));
+  const next = list[at < 0 ? (step > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, at + step))];
+  for (const card of list) card.classList.toggle("selected", card === next);
+  next.focus({preventScroll: true});
+  next.scrollIntoView({block: "nearest"});
+}
+
+function onKey(event) {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const typing = event.target.closest?.("input, select, textarea, button, summary, video, [contenteditable]");
+  if (event.key === "Escape" && !$("#compare").hidden && current) {
+    event.preventDefault();
+    navigate({...current.state, view: "results"});
+    return;
+  }
+  if (typing) return;
+  if (event.key === "/") {
+    event.preventDefault();
+    expandForm($("#text").disabled ? $("#anchor") : $("#text"));
+    return;
+  }
+  if ($("#results").hidden) return;
+  const card = event.target.closest?.("#hits li.hit, #hits li.video-group");
+  if (event.key === "j" || event.key === "k") { event.preventDefault(); select(event.key === "j" ? 1 : -1); }
+  else if (card && event.key === "Enter" && !current.state.text) {
+    event.preventDefault();
+    openCompare(card.hit || card.best);
+  } else if (card && event.key === " ") { event.preventDefault(); playCard(card); }
 }
 
 // -- exports --------------------------------------------------------------------------------------
@@ -522,11 +652,17 @@ function exportName(ext) {
   return `convis-${base.replace(/[^\w.-]+/g, "_")}.${ext}`;
 }
 
+// the gallery holds what the page shows: the results the filters left, as CSV and JSON do
+function galleryRequest() {
+  const {state, result} = current;
+  return {...requestOf(state), shown: visible(result.hits, state).map((h) => ({path: h.path, start: h.start}))};
+}
+
 async function exportHtml() {
   status("writing the gallery (previews of each result are embedded)…");
   try {
     const response = await fetch("/export/gallery", {method: "POST", headers: {"Content-Type": "application/json"},
-                                                       body: JSON.stringify(requestOf(current.state))});
+                                                       body: JSON.stringify(galleryRequest())});
     if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error || response.statusText);
     download(exportName("html"), "text/html", await response.text());
     status("");
@@ -569,6 +705,7 @@ function showCompare(data, state) {
                                           by: lmm ? rowBy(data.reranker, c.rating) : shortName(c.signal),
                                           range: current.result.ranges?.[c.key]}));
   show("compare");
+  collapseForm(state);
   $("#compare-title").textContent = `${anchorLabel(state)} vs ${data.b}`;
   clipColumn($("#clip-a"), "Anchor", anchorLabel(state), data.a_strip, data.a_media, data.a_playback,
              state.start, state.end);
@@ -770,6 +907,8 @@ function wire() {
   $("#text").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); searchWords(); } });
   $("#upload").addEventListener("change", upload);
   $("#back").addEventListener("click", () => navigate({...current.state, view: "results"}));
+  $("#edit-query").addEventListener("click", () => expandForm($("#anchor").value ? $("#concepts .name") : $("#anchor")));
+  document.addEventListener("keydown", onKey);
   $("#nav-collection").addEventListener("click", (event) => { event.preventDefault(); navigate(collectionState({page: 1})); });
   $("#home").addEventListener("click", (event) => { event.preventDefault(); navigate(collectionState({page: 1})); });
   $("#folder").addEventListener("change", () => navigate(collectionState({folder: $("#folder").value, page: 1})));

@@ -114,3 +114,16 @@ def test_numbers_are_taken_as_json_schema_counts_them(scratch, url, body):
     client, _ = scratch
     response = client.post(url, json=body)
     assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("body, error", [
+    ({"anchor": "cup.mp4", "concepts": [{"name": "location", "weight": 0}]},
+     "weight of concept 1 must be greater than or equal to 0.001"),
+    ({"anchor": "cup.mp4", "concepts": [5]}, "concept 1 must be a text or an object as the schema says"),
+    ({"concepts": ["location"], "k": 0, "colour": 1},
+     "anchor is required; k must be greater than or equal to 1; colour is not a field this request takes"),
+])
+def test_a_body_off_the_schema_is_refused_in_plain_words(scratch, body, error):
+    client, _ = scratch
+    response = client.post("/query", json=body)
+    assert response.status_code == 422 and response.json()["error"] == error

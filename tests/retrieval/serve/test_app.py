@@ -85,7 +85,7 @@ def test_browse_more_like_this_group_evidence_compare(app_url, page, tmp_path):
     assert "0:00.0-0:10.0 campus_01.mp4" in found and "0:10.0-0:20.0 campus_01.mp4" not in found
     assert sorted(paths(page)[:3]) == ["campus_01.mp4", "campus_02.mp4", "campus_02.mp4"]
     assert "Bars span this query's scores" in page.inner_text("#scale-note")
-    page.wait_for_function(ALL_LOADED, arg=f"{HITS} .strip img")
+    page.wait_for_function(ALL_LOADED, arg="#hit-1 img.poster-img, #hit-2 img.poster-img")
     shoot(page, tmp_path, "more-like-this", shots)
 
     # grouped by video: one card per file, its matching spans on the file's timeline
@@ -149,6 +149,7 @@ def test_the_url_holds_the_state_reload_and_back_restore_it(app_url, page):
 
 def test_an_avi_result_plays_its_h264_preview(app_url, videos, page, tmp_path):
     ready(page, app_url + "/?anchor=cup.mp4&c=location%3D1&k=10")
+    page.click(f"{HITS}[data-path='more/bikes_old.avi'] .poster")  # a player only when asked for
     page.wait_for_selector(f"{HITS}[data-path='more/bikes_old.avi'] video")
     video = f"{HITS}[data-path='more/bikes_old.avi'] video"
     assert page.get_attribute(video, "src").startswith("/previews/more/bikes_old.avi#t=")
@@ -244,7 +245,7 @@ def test_results_export_as_csv_json_and_a_gallery_that_embeds_its_clips(app_url,
 def test_the_keyboard_reaches_compare_and_a_phone_needs_no_sideways_scrolling(app_url, page):
     ready(page, app_url + "/?anchor=cup.mp4&c=location%3D1&k=3")
     page.wait_for_selector(HITS)
-    page.focus("#hit-1 .hit-head")
+    page.focus("#hit-1")  # a card is one tab stop
     page.keyboard.press("Enter")
     page.wait_for_selector("#compare:not([hidden]) #compare-scores .scores")
     page.set_viewport_size({"width": 390, "height": 844})
