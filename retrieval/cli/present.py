@@ -439,8 +439,23 @@ def print_info(summary: dict, as_json: bool) -> None:
                   highlight=False)
     for signal in summary["cross_modal_signals"]:
         out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False)
+    for row in summary.get("descriptions", []):
+        out.print(f"  {shown(_described_line(row))}", highlight=False)
     for failure in summary["failures"]:
         out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False)
+
+
+def _described_line(row: dict) -> str:
+    """``location descriptions: 9 unit(s) by file -> text#location``: who described a concept, and its signal."""
+    from retrieval.store.catalog_records import FILE_KEY
+
+    by = ", ".join(f"{units} unit(s) by {'text files' if model == FILE_KEY.model else _scorer_name(model)}"
+                   for model, units in row["described_by"].items())
+    if row["signals"]:
+        used = " -> " + ", ".join(map(_scorer_name, row["signals"]))
+    else:  # captions are the text indexer's own input; another concept unembedded is used by no query
+        used = " (the text indexer's input)" if row["concept"] == "caption" else " (not embedded: no query uses them)"
+    return f"{row['concept']} descriptions: {by}{used}"
 
 
 def print_repair(where: Path, restored, as_json: bool) -> None:

@@ -180,6 +180,7 @@ def info(index_dir: Path, notices: list[str]) -> dict:
         ]
         # signals made from two stored ones (a CLIP-family model's video and caption vectors)
         summary["cross_modal_signals"] = sorted(signal_vectors.clipscore_signals(catalog).values())
+        summary["descriptions"] = _descriptions(catalog)
         summary["root"] = catalog.setting("root")
         summary["protocol"] = protocol_of(catalog)
         seconds, shots = from_label(summary.pop("segment_seconds", None))
@@ -189,6 +190,19 @@ def info(index_dir: Path, notices: list[str]) -> dict:
         summary["shots"] = catalog.shot_summary() if shots is not None else None
     summary["index_dir"] = str(index_dir.resolve())
     return summary
+
+
+def _descriptions(catalog: Catalog) -> list[dict]:
+    """Each described concept (the caption too): the units each model described, and the signal its
+    descriptions are embedded into (None: not embedded, so no query uses them)."""
+    signals: dict[str, list[str]] = {}
+    for row in catalog.description_signals():
+        signals.setdefault(row.concept, []).append(row.signal)
+    described: dict[str, dict[str, int]] = {}
+    for concept, model, units in catalog.described_units():
+        described.setdefault(concept, {})[model] = units
+    return [{"concept": concept, "described_by": by, "signals": signals.get(concept, [])}
+            for concept, by in described.items()]
 
 
 def files(index_dir: Path, notices: list[str]) -> list[FileListing]:

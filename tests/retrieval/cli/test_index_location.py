@@ -114,3 +114,14 @@ def test_a_folder_that_cannot_hold_the_pointer_gets_a_note_and_the_index_is_made
     assert made.exit_code == 0, made.output
     assert "could not write" in made.stderr and f"--index-dir {(tmp_path / 'idx').resolve()}" in made.stderr
     assert (tmp_path / "idx" / "catalog.duckdb").is_file() and not (videos / ".convis-index").exists()
+
+
+def test_info_lists_the_description_signals(demo_index):
+    data = info_json(demo_index)
+    described = {row["concept"]: row for row in data["descriptions"]}
+    assert set(described) == {"caption", "location", "main-action"}
+    assert described["location"]["described_by"] == {"file": 9}
+    assert [s.split("#")[-1] for s in described["location"]["signals"]] == ["location"]
+    text = runner.invoke(app, ["info", str(demo_index)], env={"COLUMNS": "200"}).stdout
+    assert "location descriptions: 9 unit(s) by text files -> text#location" in text
+    assert "main-action descriptions: 9 unit(s) by text files -> text#main-action" in text
