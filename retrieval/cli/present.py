@@ -176,11 +176,11 @@ def print_index_report(report) -> None:
     out.print(f"indexers: {printable(', '.join(report.indexers))}", highlight=False, markup=False)
     if report.failed:
         table = Table(title="skipped files", title_justify="left")
-        table.add_column("file", overflow="fold")
+        table.add_column("file", no_wrap=True)
         table.add_column("reason", overflow="fold")
         for path, reason in report.failed:
             table.add_row(shown(path), shown(reason))
-        out.print(table)
+        print_table(out, table, lambda: (Block(shown(path), [shown(reason)]) for path, reason in report.failed))
 
 
 def show(result: QueryResult | CompareResult, as_json: bool, as_table, explain: bool = False) -> None:
@@ -497,12 +497,14 @@ def print_removed_listing(root: Path, removed: list, as_json: bool) -> None:
         return
     table = Table(title=f"{len(removed)} removed file(s) in {shown(str(root))} (convis remove --undo FILE puts one "
                   "back)", title_justify="left")
-    for col in ("path", "removed", "units", "undo"):
-        table.add_column(col, overflow="fold", justify="right" if col == "units" else "left")
-    for f in removed:
-        table.add_row(shown(f.path), f.removed_at.replace("T", " "), str(f.units),
-                      "restores its vectors" if f.kept else "next index run re-embeds")
-    out.print(table)
+    columns = ("path", "removed", "units", "undo")
+    for col in columns:  # names, times and counts are never cut
+        table.add_column(col, no_wrap=col != "undo", justify="right" if col == "units" else "left")
+    rows = [(shown(f.path), f.removed_at.replace("T", " "), str(f.units),
+             "restores its vectors" if f.kept else "next index run re-embeds") for f in removed]
+    for row in rows:
+        table.add_row(*row)
+    print_table(out, table, lambda: (Block(row[0], labelled(columns[1:], row[1:])) for row in rows))
 
 
 def print_listing(root: Path, files: list, as_json: bool) -> None:
