@@ -25,6 +25,7 @@ demo: install
 	$(CONVIS) query --anchor examples/videos/box.mp4 --change "a cup instead of a box" --index-dir $(DEMO) -k 3
 	$(CONVIS) search "a hand holding a cup" --index-dir $(DEMO) -k 3
 	$(CONVIS) search --concept location "the campus square" --index-dir $(DEMO) -k 5
+	@echo "demo index: $(DEMO); commands run in examples/videos find it (examples/videos/.convis-index names it)"
 
 # Every Table 3 family from one `bench run`, on a ConViS-Bench-shaped folder of the example clips, with tiny
 # random models (offline): it shows the files and tables, not model quality

@@ -59,6 +59,7 @@ from retrieval.store.index_dir import NoIndexError as NoIndexError
 from retrieval.store.index_dir import NotIndexedError as NotIndexedError
 from retrieval.store.index_dir import find_index_dir as find_index_dir
 from retrieval.store.index_dir import locate_index as locate_index
+from retrieval.store.index_dir import remember_index as remember_index
 from retrieval.store.repair import Restored
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME
 

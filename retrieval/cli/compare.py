@@ -9,6 +9,7 @@ import typer
 
 from retrieval.cli import present
 from retrieval.cli.options import (
+    CANT_TELL_MARGIN,
     DEFAULT_DIFF_MODEL,
     INDEX_DIRNAME,
     MAX_SAMPLE_FPS,
@@ -89,7 +90,9 @@ DiffRerankerOpt = Annotated[str, typer.Option("--reranker", "-r", metavar="NAME"
                                               "folder).")]
 DiffModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="expected: P(a) / (P(a) + P(b)) at the "
                                           "answer's first token; greedy: the letter the model writes (unreadable "
-                                          "if neither).")]
+                                          f"if neither). The table says can't tell when P(a) is within "
+                                          f"{CANT_TELL_MARGIN:g} of 0.5; --json's VidDiff predictions still take "
+                                          "the larger side.")]
 DiffSymmetricOpt = Annotated[bool, typer.Option(help="Ask each statement with the clips in both orders and average "
                                                 "P(a) (two model calls a statement instead of one).")]
 FpsOpt = Annotated[Optional[float], typer.Option(

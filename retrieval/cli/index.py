@@ -32,7 +32,9 @@ FolderArg = Annotated[Path, typer.Argument(metavar="FOLDER", help="Folder of vid
 IndexerOpt = Annotated[List[str], typer.Option(
     "--indexer", "-i", help="Indexer name, name:weights, hub id or local folder; repeat for several. Default: what "
     "the index already uses, else dinov2 when its weights are available, else efficientnet-lite0.")]
-NewIndexDirOpt = Annotated[Optional[Path], typer.Option(help="Where the index lives (default FOLDER/.convis).")]
+NewIndexDirOpt = Annotated[Optional[Path], typer.Option(help="Where the index lives (default FOLDER/.convis); "
+                                                        "FOLDER/.convis-index then holds its path, so commands run "
+                                                        "in FOLDER find it.")]
 SegmentOpt = Annotated[Optional[str], typer.Option(
     help=f"Split videos into units: fixed-length, e.g. 10s or 1m ({MIN_SEGMENT_SECONDS:g}s to "
     f"{MAX_SEGMENT_SECONDS:g}s); 'shots' (shot units: TransNetV2 on a CUDA GPU, else PySceneDetect's content "
@@ -93,7 +95,7 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
           move_root: MoveRootOpt = False, prune: PruneOpt = False, retry_failed: RetryFailedOpt = False,
           captioner: CaptionerOpt = None, decode_device: DecodeDeviceOpt = None, as_json: RunJsonOpt = False):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
-    from retrieval.engine import Engine, IndexSettings
+    from retrieval.engine import Engine, IndexSettings, remember_index
 
     if captions is not None and not captions.is_dir():
         raise UserError(f"captions folder not found: {captions}")
@@ -107,6 +109,8 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
     with present.index_progress(disable=as_json) as progress:
         report = engine.index(folder, indexer or [], settings, progress=progress, notices=notices)
     report.seconds = command_seconds(report.seconds)
+    if index_dir is not None and report.found:  # found from the folder later, without --index-dir
+        notices += filter(None, [remember_index(folder, engine.index_dir)])
     present.index_summary(report, notices, progress, folder, as_json)
     if not report.indexed and not report.unchanged:
         raise typer.Exit(1)  # nothing usable came out of this folder

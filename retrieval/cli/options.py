@@ -14,6 +14,7 @@ import typer
 
 # the defaults and limits the help texts name: constants only, so the help costs no engine import
 from retrieval.core.defaults import (
+    CANT_TELL_MARGIN,
     DEFAULT_DIFF_MODEL,
     DEFAULT_K,
     INDEX_DIRNAME,
@@ -33,7 +34,8 @@ from retrieval.core.errors import ConvisError
 from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 
-__all__ = ["DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS", "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",
+__all__ = ["CANT_TELL_MARGIN", "DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS",
+           "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",
            "MAX_SAMPLE_FPS", "MAX_SEGMENT_SECONDS", "MAX_UPLOAD_BYTES", "MIN_SEGMENT_SECONDS", "MiB", "TIME_EXAMPLES",
            "UPLOAD_QUOTA_BYTES", "WINDOW_FRAMES", "WORKER_MEMORY_MB"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -19,8 +20,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from retrieval.cli.console import printable
+from retrieval.cli.layout import Block, fits, labelled, print_blocks, print_table
 from retrieval.cli.options import UserError
+from retrieval.core.defaults import CANT_TELL, CANT_TELL_MARGIN
 from retrieval.core.errors import one_line
+from retrieval.core.sampling import spoken_frames
 from retrieval.core.timecode import format_span, format_time
 
 if TYPE_CHECKING:
@@ -172,11 +176,11 @@ def print_index_report(report) -> None:
     out.print(f"indexers: {printable(', '.join(report.indexers))}", highlight=False, markup=False)
     if report.failed:
         table = Table(title="skipped files", title_justify="left")
-        table.add_column("file", overflow="fold")
+        table.add_column("file", no_wrap=True)
         table.add_column("reason", overflow="fold")
         for path, reason in report.failed:
             table.add_row(shown(path), shown(reason))
-        out.print(table)
+        print_table(out, table, lambda: (Block(shown(path), [shown(reason)]) for path, reason in report.failed))
 
 
 def show(result: QueryResult | CompareResult, as_json: bool, as_table, explain: bool = False) -> None:
@@ -212,22 +216,15 @@ def print_hits(result: QueryResult) -> None:
     change = result.change
     changed = f', changed: "{shown(change["text"])}" (weight {change["weight"]:g})' if change else ""
     like = "clips least like" if getattr(result, "most_different", False) else "clips like"
-    table = Table(title=f"{like} {shown(_anchor_title(result))}  ({shown(weights)}){changed}", title_justify="left")
-    table.add_column("rank", justify="right")
-    table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
-    table.add_column("time", justify="right", no_wrap=True)
-    for c in result.concepts:  # under each concept, what scored it
-        table.add_column(f"{shown(c.key)}\n[dim]{shown(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
-    parts = ("stay", "change") if change else ()
-    for part in parts:  # a composed query: what of the total came from staying alike, what from the change
-        table.add_column(part, justify="right")
-    table.add_column("total", justify="right", style="bold")
-    table.add_column("confidence")  # the label --explain explains
-    for hit in result.hits:
-        table.add_row(str(hit.rank), shown(hit.path), format_span(hit.start, hit.end),
-                      *[_score(hit.scores[c.key]) for c in result.concepts],
-                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total), result.confidence(hit) or "")
-    out.print(table)
+    title = f"{like} {shown(_anchor_title(result))}  ({shown(weights)}){changed}"
+    full, short = _hits_table(result, title, scorers=True), _hits_table(result, title, scorers=False)
+    if fits(out, full):
+        out.print(full)
+    elif fits(out, short):  # the signals under each concept's name did not fit: they are said below
+        out.print(short)
+        out.print(f"[dim]columns scored by: {shown(_scorers(result))}[/]", highlight=False)
+    else:
+        print_blocks(out, title, map(partial(_hit_block, result), result.hits))
     if result.no_match:
         out.print(f"[yellow]{shown(result.as_dict()['no_match_note'])}[/]", highlight=False)
     if change:
@@ -249,6 +246,46 @@ def print_hits(result: QueryResult) -> None:
     for hit in result.hits:
         for concept in hit.contributions:
             out.print(f"[dim]  {hit.rank}. {shown(_contribution_line(hit, concept))}[/]", highlight=False)
+
+
+def _hits_table(result: QueryResult, title: str, scorers: bool) -> Table:
+    """The hits as a table; ``scorers``: under each concept's name, the signals that scored it, one a line."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("rank", justify="right", no_wrap=True)
+    table.add_column("clip", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    for c in result.concepts:
+        signals = "\n+ ".join(map(shown, _scorer_name(result.scored_by(c.key)).split(" + ")))  # one a line
+        header = f"{shown(c.key)}\n[dim]{signals}[/]" if scorers else shown(c.key)
+        table.add_column(header, justify="right", no_wrap=True)
+    parts = _parts(result)
+    for part in parts:  # a composed query: what of the total came from staying alike, what from the change
+        table.add_column(part, justify="right", no_wrap=True)
+    table.add_column("total", justify="right", style="bold", no_wrap=True)
+    table.add_column("confidence", no_wrap=True)  # the label --explain explains
+    for hit in result.hits:
+        table.add_row(str(hit.rank), shown(hit.path), format_span(hit.start, hit.end),
+                      *[_score(hit.scores[c.key]) for c in result.concepts],
+                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total), result.confidence(hit) or "")
+    return table
+
+
+def _hit_block(result: QueryResult, hit) -> Block:
+    """A hit as lines, for a terminal too narrow for the table: its clip and span, then one line a score."""
+    lines = [f"{shown(c.key)} {_score(hit.scores[c.key])}  [dim]({shown(_scorer_name(result.scored_by(c.key)))})[/]"
+             for c in result.concepts]
+    lines += [f"{part} {_score(hit.composed.get(part))}" for part in _parts(result)]
+    confidence = result.confidence(hit)
+    return Block(f"[bold]{hit.rank}.[/] {shown(hit.path)}  {format_span(hit.start, hit.end)}  "
+                 f"[bold]total {_score(hit.total)}[/]" + (f" ({confidence})" if confidence else ""), lines)
+
+
+def _parts(result: QueryResult) -> tuple[str, ...]:
+    return ("stay", "change") if result.change else ()
+
+
+def _scorers(result: QueryResult) -> str:
+    return "; ".join(f"{c.key}: {_scorer_name(result.scored_by(c.key))}" for c in result.concepts)
 
 
 def _anchor_title(result: QueryResult) -> str:
@@ -296,13 +333,16 @@ def print_comparison(result: CompareResult) -> None:
     how = f"{result.reranker}, {result.mode}" if lmm else "the index's signals"
     table = Table(title=f"{shown(result.a)} vs {shown(result.b)}  ({how})", title_justify="left")
     columns = ("concept", "weight", "score", "LMM 1-5", "answer") if lmm else ("concept", "weight", "score", "signal")
-    for col in columns:
-        table.add_column(col)
-    for row in result.concepts:
-        extra = (_score(row.rating), shown(row.raw)) if lmm else (shown(_scorer_name(row.signal)),)
-        table.add_row(shown(row.concept.words), f"{row.concept.weight:.2f}", _score(row.score), *extra)
+    for col in columns:  # a model's free answer may wrap; numbers and signal names are never cut
+        table.add_column(col, no_wrap=col not in ("concept", "answer"))
+    rows = [(shown(row.concept.words), f"{row.concept.weight:.2f}", _score(row.score),
+             *((_score(row.rating), shown(row.raw)) if lmm else (shown(_scorer_name(row.signal)),)))
+            for row in result.concepts]
+    for row in rows:
+        table.add_row(*row)
     table.add_row("total", "", _score(result.total), *[""] * (len(columns) - 3), style="bold")
-    out.print(table)
+    print_table(out, table, lambda: [Block(f"[bold]{row[0]} {row[2]}[/]", labelled(columns[3:], row[3:]) + [
+        f"weight: {row[1]}"]) for row in rows] + [Block(f"[bold]total {_score(result.total)}[/]")])
     detail = "an LMM's 1-5 answer r scored (r - 1) / 4" if lmm else \
         f"B's unit {format_span(result.b_start, result.b_end)}, rank {result.rank} in a query for A"
     out.print(f"[dim]scored by {shown(result.scored_by)}; {detail}[/]", highlight=False)
@@ -335,35 +375,44 @@ def print_diff(result) -> None:
                   title_justify="left")
     rows = result.verdicts if result.closed else [p.verdict for p in result.proposals]
     proposed = {} if result.closed else {p.verdict.key: p.proposed or "-" for p in result.proposals}
-    for col in ("key", "statement", *(() if result.closed else ("proposed",)), "more true of", "P(a)", "P(b)",
-                "answer"):
-        table.add_column(col)
-    for v in rows:
-        table.add_row(shown(v.key), shown(v.statement), *(() if result.closed else (shown(proposed[v.key]),)),
-                      v.prediction or "undecided", _score(v.p_a), _score(None if v.p_a is None else 1 - v.p_a),
-                      shown(" | ".join(repr(a.raw) for a in v.answers)))
-    out.print(table)
+    columns = ("key", "statement", *(() if result.closed else ("proposed",)), "more true of", "P(a)", "P(b)", "answer")
+    for col in columns:  # the statements and the model's answers may wrap; the verdicts and numbers are never cut
+        table.add_column(col, no_wrap=col not in ("statement", "answer"))
+    cells = [(shown(v.key), shown(v.statement), *(() if result.closed else (shown(proposed[v.key]),)),
+              v.told or "unreadable", _score(v.p_a), _score(None if v.p_a is None else 1 - v.p_a),
+              shown(" | ".join(repr(a.raw) for a in v.answers))) for v in rows]
+    for row in cells:
+        table.add_row(*row)
+    print_table(out, table, lambda: (Block(f"[bold]{row[0]}.[/] {row[1]}", labelled(columns[2:], row[2:]))
+                                     for row in cells))
     for problem in result.problems:
         err.print(f"[yellow]not read from the answer:[/] {shown(problem)}", soft_wrap=True, highlight=False)
-    out.print(f"[dim]frames {shown(result.frames)}; {result.model_calls} model calls (the rest from the cache); "
-              f"differences {result.differences:.3f} (sum of |2 P(a) - 1|)[/]", highlight=False)
+    out.print(f"[dim]frames: {shown(spoken_frames(result.frames))}; {_asked(result.model_calls, result.cached)}; "
+              f"differences {result.differences:.3f} (sum of |2 P(a) - 1|); {CANT_TELL}: P(a) within "
+              f"{CANT_TELL_MARGIN:g} of 0.5[/]", highlight=False)
+
+
+def _asked(calls: int, cached: int) -> str:
+    """``3 model calls``, and how many answers came from the cache when some did."""
+    said = f"{calls} model call{'' if calls == 1 else 's'}"
+    return said + (f", {cached} answer{'' if cached == 1 else 's'} from the cache" if cached else "")
 
 
 def print_diff_ranking(ranking) -> None:
     table = Table(title=f"most different from {shown(ranking.reference)}: {shown(ranking.action)}",
                   title_justify="left")
-    for col in ("rank", "clip", "differences", "decided", "strongest"):
-        table.add_column(col)
+    for col in ("rank", "clip", "differences", "told apart", "strongest"):
+        table.add_column(col, no_wrap=col != "strongest")
     for c in ranking.candidates:
         scored = [] if c.result is None else list(c.result.scored)
         top = max(scored, key=lambda v: v.strength, default=None)
         table.add_row(str(c.rank), shown(c.path), f"{c.differences:.3f}",
-                      f"{sum(v.prediction is not None for v in scored)}/{len(scored)}",
-                      "-" if top is None else shown(f"{top.statement} ({top.prediction or 'undecided'})"))
-    out.print(table)
-    out.print(f"[dim]differences: the sum over statements of |2 P(a) - 1|; {ranking.model_calls} model calls[/]",
-              highlight=False)
-
+                      f"{sum(v.told in ('a', 'b') for v in scored)}/{len(scored)}",
+                      "-" if top is None else shown(f"{top.statement} ({top.told or 'unreadable'})"))
+    print_table(out, table, lambda: (Block(f"[bold]{c.rank}.[/] {shown(c.path)}  differences {c.differences:.3f}")
+                                     for c in ranking.candidates))
+    out.print(f"[dim]differences: the sum over statements of |2 P(a) - 1|; told apart: statements with P(a) at least "
+              f"{CANT_TELL_MARGIN:g} from 0.5; {_asked(ranking.model_calls, ranking.cached)}[/]", highlight=False)
 
 
 def print_info(summary: dict, as_json: bool) -> None:
@@ -390,8 +439,23 @@ def print_info(summary: dict, as_json: bool) -> None:
                   highlight=False)
     for signal in summary["cross_modal_signals"]:
         out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False)
+    for row in summary.get("descriptions", []):
+        out.print(f"  {shown(_described_line(row))}", highlight=False)
     for failure in summary["failures"]:
         out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False)
+
+
+def _described_line(row: dict) -> str:
+    """``location descriptions: 9 unit(s) by file -> text#location``: who described a concept, and its signal."""
+    from retrieval.store.catalog_records import FILE_KEY
+
+    by = ", ".join(f"{units} unit(s) by {'text files' if model == FILE_KEY.model else _scorer_name(model)}"
+                   for model, units in row["described_by"].items())
+    if row["signals"]:
+        used = " -> " + ", ".join(map(_scorer_name, row["signals"]))
+    else:  # captions are the text indexer's own input; another concept unembedded is used by no query
+        used = " (the text indexer's input)" if row["concept"] == "caption" else " (not embedded: no query uses them)"
+    return f"{row['concept']} descriptions: {by}{used}"
 
 
 def print_repair(where: Path, restored, as_json: bool) -> None:
@@ -433,12 +497,14 @@ def print_removed_listing(root: Path, removed: list, as_json: bool) -> None:
         return
     table = Table(title=f"{len(removed)} removed file(s) in {shown(str(root))} (convis remove --undo FILE puts one "
                   "back)", title_justify="left")
-    for col in ("path", "removed", "units", "undo"):
-        table.add_column(col, overflow="fold", justify="right" if col == "units" else "left")
-    for f in removed:
-        table.add_row(shown(f.path), f.removed_at.replace("T", " "), str(f.units),
-                      "restores its vectors" if f.kept else "next index run re-embeds")
-    out.print(table)
+    columns = ("path", "removed", "units", "undo")
+    for col in columns:  # names, times and counts are never cut
+        table.add_column(col, no_wrap=col != "undo", justify="right" if col == "units" else "left")
+    rows = [(shown(f.path), f.removed_at.replace("T", " "), str(f.units),
+             "restores its vectors" if f.kept else "next index run re-embeds") for f in removed]
+    for row in rows:
+        table.add_row(*row)
+    print_table(out, table, lambda: (Block(row[0], labelled(columns[1:], row[1:])) for row in rows))
 
 
 def print_listing(root: Path, files: list, as_json: bool) -> None:
@@ -446,12 +512,14 @@ def print_listing(root: Path, files: list, as_json: bool) -> None:
         print_json({"root": str(root), "files": [listing_record(f) for f in files]})
         return
     table = Table(title=f"{len(files)} file(s) in {shown(str(root))}", title_justify="left")
-    for col in ("path", "duration", "units", "status", "caption"):
-        table.add_column(col, overflow="fold", justify="right" if col in ("duration", "units") else "left")
-    for f in files:
-        table.add_row(shown(f.path), format_time(f.duration) if f.duration is not None else "",
-                      str(len(f.units)), _shown_status(f), "yes" if f.captioned else "")
-    out.print(table)
+    columns = ("path", "duration", "units", "status", "caption")
+    for col in columns:  # a status's reason may wrap; names and numbers are never cut
+        table.add_column(col, no_wrap=col != "status", justify="right" if col in ("duration", "units") else "left")
+    rows = [(shown(f.path), format_time(f.duration) if f.duration is not None else "", str(len(f.units)),
+             _shown_status(f), "yes" if f.captioned else "") for f in files]
+    for row in rows:
+        table.add_row(*row)
+    print_table(out, table, lambda: (Block(row[0], labelled(columns[1:], row[1:])) for row in rows))
 
 
 def _shown_status(f) -> str:
@@ -497,19 +565,25 @@ def model_rows(protocol: str) -> list[dict]:
     return rows + [_signal_row(SIGNALS.entry(n)) for n in SIGNALS.names()]
 
 
+MODELS_CAPTION = ("weights: bundled (installed with a package), cached (Hugging Face cache), local folder, download "
+                  "on first use, missing (offline and not cached), or unsupported (convis cannot run that model)")
+MODEL_COLUMNS = ("kind", "name", "default", "weights")
+FED_COLUMNS = ("frames", "size", "pooling", "dtype")  # --full: what each model is fed
+
+
 def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table(caption="weights: bundled (installed with a package), cached (Hugging Face cache), local folder, "
-                  "download on first use, missing (offline and not cached), or unsupported (convis cannot run "
-                  "that model)", caption_justify="left")
-    columns = ("kind", "name", "default", "weights", *(("frames", "size", "pooling", "dtype") if full else ()))
-    for col in columns:  # names and ids never break inside a word
-        table.add_column(col, no_wrap=col in ("name", "default"))
+    fed = FED_COLUMNS if full else ()
+    table = Table(caption=MODELS_CAPTION, caption_justify="left")
+    for col in (*MODEL_COLUMNS, *fed):  # names, ids and weights are never cut; what a model is fed may wrap
+        table.add_column(col, no_wrap=col in MODEL_COLUMNS)
     for row in rows:
-        table.add_row(*(shown(str(row.get(c, ""))) for c in columns))
-    out.print(table)
+        table.add_row(*(shown(str(row.get(c, ""))) for c in (*MODEL_COLUMNS, *fed)))
+    print_table(out, table, lambda: (Block(f"[bold]{shown(row['name'])}[/] ({row['kind']})", labelled(
+        ("default", "weights", *fed), (shown(str(row.get(c, ""))) for c in ("default", "weights", *fed))))
+        for row in rows), MODELS_CAPTION)
 
 
 def _signal_row(entry) -> dict:

@@ -97,13 +97,14 @@ WeightsOpt = Annotated[List[str], typer.Option(metavar="INDEXER=WEIGHT", help="U
                                                "equally).")]
 DescriptionsOpt = Annotated[Optional[str], typer.Option(
     "--concept", "-c", metavar="CONCEPT", help="Search only this concept's descriptions (written at index time by "
-    "--captioner or `convis describe`), e.g. location.")]
+    "--captioner or `convis describe`), e.g. location; a name close to a ConViS concept ('locaton') is refused as a "
+    "likely typo unless --free-text.")]
 SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON (a query's, plus \"text\").")]
 
 
 def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
-           signal: WeightsOpt = None, concept: DescriptionsOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
-           as_json: SearchJsonOpt = False, explain: ExplainOpt = False):
+           signal: WeightsOpt = None, concept: DescriptionsOpt = None, free_text: FreeTextOpt = False,
+           device: DeviceOpt = None, html: HtmlOpt = None, as_json: SearchJsonOpt = False, explain: ExplainOpt = False):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
     text-tower pass per signal; no LMM is asked."""
@@ -112,7 +113,7 @@ def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None,
     check_page(html)
     weights = parse_weights(signal or [])
     engine = Engine(resolve_index_dir(index_dir or where), device=device)
-    result = engine.search(SearchRequest(text, k, weights, concept=concept))
+    result = engine.search(SearchRequest(text, k, weights, concept=concept, free_text=free_text))
     if html is not None:
         present.page_written("gallery", present.write_query_html(result, engine.root, html,
                                                                  index_dir=engine.index_dir))

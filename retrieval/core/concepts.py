@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from retrieval.core.defaults import MAX_CONCEPT_WEIGHT, MIN_CONCEPT_WEIGHT
 from retrieval.core.errors import ConvisError
@@ -90,10 +90,18 @@ def _lookup(name: str, free_text: bool) -> tuple[str, str]:
         return alias, CONVIS_CONCEPTS[alias]
     if not key:
         raise ConceptError("empty concept name")
-    close = difflib.get_close_matches(key.replace("-", ""), by_compact, n=1, cutoff=TYPO_CUTOFF)
-    if close and not free_text:
-        raise CloseToConcept(" ".join(name.strip().split()), by_compact[close[0]])
+    match = closest(name, CONVIS_CONCEPTS)
+    if match is not None and not free_text:
+        raise CloseToConcept(" ".join(name.strip().split()), match)
     return key, " ".join(name.strip().split())
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` that ``name`` is a likely typo of (spelled alike, up to case, spaces, hyphens and
+    underscores, by ``TYPO_CUTOFF``), or None."""
+    by_compact = {_compact(n): n for n in names}
+    close = difflib.get_close_matches(_compact(name), by_compact, n=1, cutoff=TYPO_CUTOFF)
+    return by_compact[close[0]] if close else None
 
 
 def parse_concept(spec: str, free_text: bool = False) -> Concept:

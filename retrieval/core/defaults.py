@@ -39,6 +39,10 @@ UPLOAD_QUOTA_BYTES = 2048 * MiB  # what uploads may hold on disk together; the o
 # The LMM `convis diff` asks when none is named: the ConViS-Bench family whose chat takes the pair as one video
 # with its own frame budget (a GPU and the hub, or its weights in the Hugging Face cache, are needed).
 DEFAULT_DIFF_MODEL = "qwen2.5-vl"
+# A diff statement whose P(a) is this close to 0.5 is shown as "can't tell": the model barely leans either way.
+# VidDiff's predictions (--json "predictions", the benchmark) still take the larger side, as VidDiff scores them.
+CANT_TELL_MARGIN = 0.1
+CANT_TELL = "can't tell"
 
 # Ranges of the numbers a user types that stand for something physical, checked before any model loads.
 MAX_K = 1000  # results one query or search returns at most (the server's query answers as many)

@@ -223,6 +223,24 @@ class FrameSpec:
         return f"{self.rule}@{self.rate:g}:{self.count}" if self.rule in RATED else f"{self.rule}:{self.count}"
 
 
+_SPOKEN = {"per-second": "{n} frames a clip (1 a second, then evenly spread)",
+           "linspace": "{n} frames a clip, evenly spaced", "linspace-pad": "{n} frames a clip, evenly spaced",
+           "midpoints": "{n} frames a clip (segment midpoints)", "every": "every frame",
+           RATE: "{rate:g} frames a second (at most {n} a clip)",
+           QWEN_FPS: "{rate:g} frames a second (at most {n} a clip)"}
+
+
+def spoken_frames(described: str) -> str:
+    """``FrameSpec.describe()``'s text as a reader says it: "per-second:8" -> "8 frames a clip (1 a second, then
+    evenly spread)", "rate@4:75" -> "4 frames a second (at most 75 a clip)"; anything else as given."""
+    rule, _, count = described.rpartition(":")
+    rule, _, rate = rule.partition("@")
+    try:
+        return _SPOKEN[rule].format(n=int(count), rate=float(rate) if rate else 0.0)
+    except (KeyError, ValueError):
+        return described
+
+
 def as_spec(spec: "FrameSpec | int") -> FrameSpec:
     """A frame count alone means the fast default: 1 fps then uniform, decoder-scaled."""
     return spec if isinstance(spec, FrameSpec) else FrameSpec(count=int(spec))

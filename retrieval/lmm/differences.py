@@ -33,6 +33,7 @@ from rerankers.prompts.diff import (
     parse_differences,
     video_description,
 )
+from retrieval.core.defaults import CANT_TELL, CANT_TELL_MARGIN
 from retrieval.core.sampling import FrameSpec
 from retrieval.lmm.clips import ClipRef, FrameCache, seen
 from retrieval.lmm.score_cache import ScoreCache
@@ -58,12 +59,20 @@ class Verdict:
         return LETTERS[0] if self.p_a > 0.5 else LETTERS[1]
 
     @property
+    def told(self) -> str | None:
+        """What a reader is told: 'a' or 'b', "can't tell" when P(a) is within ``CANT_TELL_MARGIN`` of 0.5, None
+        when unreadable."""
+        if self.p_a is None:
+            return None
+        return CANT_TELL if abs(self.p_a - 0.5) < CANT_TELL_MARGIN else self.prediction
+
+    @property
     def strength(self) -> float:
         """How surely the statement tells the clips apart: |2 P(a) - 1|, 0 when unreadable."""
         return 0.0 if self.p_a is None else abs(2.0 * self.p_a - 1.0)
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "statement": self.statement, "prediction": self.prediction,
+        return {"key": self.key, "statement": self.statement, "prediction": self.prediction, "told": self.told,
                 "p_a": _round(self.p_a), "p_b": _round(None if self.p_a is None else 1.0 - self.p_a),
                 "strength": round(self.strength, 4),
                 "orders": [{"first": "a" if i == 0 else "b", "p_first": _round(s.score), "answer": s.raw,
@@ -114,6 +123,7 @@ class DiffResult:
     seen: Seen | None = None
     model_calls: int = 0
     notices: tuple[str, ...] = ()
+    cached: int = 0  # answers read from the score cache instead of asking the model
 
     @property
     def closed(self) -> bool:
@@ -144,6 +154,7 @@ class DiffResult:
                "probabilities": {v.key: {"a": _round(v.p_a), "b": _round(None if v.p_a is None else 1 - v.p_a)}
                                  for v in self.scored},
                "differences": round(self.differences, 4), "model_calls": self.model_calls,
+               "cached_answers": self.cached,
                "seen": None if self.seen is None else self.seen.to_dict(), "notices": list(self.notices)}
         if self.closed:
             out["statements"] = [v.to_dict() for v in self.verdicts]
@@ -166,6 +177,7 @@ class DiffScorer:
     fps: float | None = None
     max_frames: int = MAX_RATE_FRAMES
     model_calls: int = 0
+    cached: int = 0  # answers found in the cache
     _last: tuple | None = field(default=None, repr=False)  # ((a key, b key), (clip, video line)): see _view
 
     @property
@@ -196,6 +208,7 @@ class DiffScorer:
         key = _key("open", request, max_new_tokens)
         cached = self.cache.get(self.tag, key, "open", a.key, b.key) if self.cache else None
         if cached is not None:
+            self.cached += 1
             return cached.raw, parse_differences(cached.raw, most)
         answer = self.reranker.answer_about([clip], request, max_new_tokens)[0]
         self.model_calls += 1
@@ -215,6 +228,7 @@ class DiffScorer:
         keys = [_key("closed", q) for q in questions]
         found = [self.cache.get(self.tag, k, self.mode, first.key, second.key) if self.cache else None for k in keys]
         missing = [i for i, answer in enumerate(found) if answer is None]
+        self.cached += len(found) - len(missing)
         if missing:
             answers = self.reranker.which_video([clip] * len(missing), [questions[i] for i in missing], self.mode)
             self.model_calls += len(missing)
@@ -275,14 +289,18 @@ def diff_pair(scorer: DiffScorer, a: ClipRef, b: ClipRef, shown: tuple[str, str]
     """Closed mode with ``statements``, open mode with ``most`` (the largest number of differences to propose)."""
     if (statements is None) == (most is None):
         raise ValueError("give statements (closed mode) or a number of differences to propose (open mode)")
-    before = scorer.model_calls
+    before = scorer.model_calls, scorer.cached
     base = DiffResult(shown[0], shown[1], check_action(action), scorer.reranker.model_id, scorer.mode,
                       scorer.symmetric, scorer.spec.describe(), seen=scorer.seen(a, b))
     if statements is not None:
         verdicts = scorer.closed(a, b, action, statements)
-        return replace(base, verdicts=tuple(verdicts), model_calls=scorer.model_calls - before)
+        return replace(base, verdicts=tuple(verdicts), **_asked(scorer, before))
     answer, read = scorer.propose(a, b, action, most, max_new_tokens)
     verdicts = scorer.closed(a, b, action, {str(i): p.description for i, p in enumerate(read.items)})
     proposals = tuple(Proposal(p.description, p.video, v) for p, v in zip(read.items, verdicts, strict=False))
-    return replace(base, proposals=proposals, answer=answer, problems=read.problems,
-                   model_calls=scorer.model_calls - before)
+    return replace(base, proposals=proposals, answer=answer, problems=read.problems, **_asked(scorer, before))
+
+
+def _asked(scorer: DiffScorer, before: tuple[int, int]) -> dict:
+    """Model calls and cache hits since ``before`` (the scorer's counts then)."""
+    return {"model_calls": scorer.model_calls - before[0], "cached": scorer.cached - before[1]}

@@ -47,7 +47,8 @@ class DecordBackend:
 
     def probe(self, path: Path) -> VideoInfo:
         reader = self._open(path)
-        height, width = reader[0].shape[:2] if len(reader) else (0, 0)
+        with _native_stderr_muted():  # the first frame's seek logs "Failed to seek file to position: 0", then raises
+            height, width = reader[0].shape[:2] if len(reader) else (0, 0)
         count, fps = len(reader), float(reader.get_avg_fps())
         if count <= 0:
             raise DecodeError("video stream has no frames")

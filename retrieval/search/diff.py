@@ -36,9 +36,11 @@ class DiffRanking:
     candidates: tuple[RankedCandidate, ...]
     model_calls: int
     notices: tuple[str, ...] = ()
+    cached: int = 0  # answers read from the score cache
 
     def to_dict(self) -> dict:
         return {"reference": self.reference, "action": self.action, "model_calls": self.model_calls,
+                "cached_answers": self.cached,
                 "candidates": [c.to_dict() for c in self.candidates], "notices": list(self.notices)}
 
 

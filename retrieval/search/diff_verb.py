@@ -71,7 +71,7 @@ def _rank(request: DiffRequest, index_dir: Path | None, models: ModelCache, prog
             progress(done + 1, len(candidates))
     model_notices(notices, scorer.reranker)
     return DiffRanking(_shown(index_dir, reference)[0], request.action, tuple(rank_by_difference(results)),
-                       scorer.model_calls, tuple(notices))
+                       scorer.model_calls, tuple(notices), scorer.cached)
 
 
 def _clip(path: str | Path, span: tuple[float, float | None], frames: tuple[int, int] | None = None) -> ClipRef:

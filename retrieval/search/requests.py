@@ -115,19 +115,21 @@ class QueryRequest:
 class SearchRequest:
     """Indexed units ranked by how well they match ``text``: with every indexed signal that has a text tower
     (``weights``: indexer name -> weight, else equal), or with ``concept``'s descriptions only (a ConViS
-    concept or free text, as ``describe`` named it)."""
+    concept or free text, as ``describe`` named it; with ``free_text`` False, a name close to a ConViS concept is
+    refused with the name it is close to, as in a query)."""
 
     text: str
     k: int = DEFAULT_K
     weights: dict[str, float] | None = None
     recall_k: int | None = None
     concept: str | None = None
+    free_text: bool = True  # False: a concept close to a ConViS one is refused as a likely typo, as a query's is
 
     def __post_init__(self) -> None:
         _set(self, "text", check_text(self.text))
         _check_k(self.k)
         if self.concept is not None:
-            parse_concept(self.concept, free_text=True)
+            parse_concept(self.concept, free_text=self.free_text)
 
     @property
     def concept_key(self) -> str | None:

@@ -26,7 +26,7 @@ from indexers.base import Indexer
 from indexers.errors import ModelUnavailableError
 from indexers.factory import has_text_tower
 from indexers.text_towers import TextEncoder
-from retrieval.core.concepts import Concept, normalise
+from retrieval.core.concepts import Concept, closest, normalise
 from retrieval.core.errors import one_line
 from retrieval.core.scores import unit_similarity
 from retrieval.search import calibration, ranking
@@ -237,15 +237,23 @@ def _description_signal(query: TextQuery, catalog: Catalog, indexed: dict[str, s
     described = described_concepts(catalog.description_signals(), indexed)
     signal = described.get(query.concept)
     if signal is None:
-        have = ", ".join(sorted(described)) or "none"
-        raise NoTextSignal(f"this index holds no descriptions of {query.concept} (described concepts: {have}); "
-                           f"index with --captioner, or run `convis describe --concept \"{query.concept}\"`")
+        raise NoTextSignal(_not_described(query.concept, sorted(described)))
     name = f"text#{query.concept}"
     try:
         model = build(indexed["text"])
     except ModelUnavailableError as exc:
         raise NoTextSignal(f"{name} cannot be searched: {one_line(exc, 200)}") from None
     return [Concept(name, name, 1.0)], {name: signal}, {signal: model}, []
+
+
+def _not_described(concept: str, described: list[str]) -> str:
+    """Why a concept's descriptions cannot be searched: a likely typo of a described one (said as a query says
+    it), else how to describe it."""
+    match, have = closest(concept, described), ", ".join(described) or "none"
+    if match is not None:
+        return f"unknown concept {concept!r}; did you mean {match}? (described concepts: {have})"
+    return (f"this index holds no descriptions of {concept} (described concepts: {have}); index with --captioner, "
+            f"or run `convis describe --concept \"{concept}\"`")
 
 
 def _why_empty(candidates: list[int], signal_of: dict[str, str]) -> str:

@@ -117,6 +117,17 @@ class DescriptionRows(Connection):
                                "ORDER BY concept", [CAPTION]).fetchall()
         return [r[0] for r in rows]
 
+    def described_units(self) -> list[tuple[str, str, int]]:
+        """(concept, model, units) for every concept and model with readable descriptions of indexed units (the
+        caption included; model "file" for a person's own text files)."""
+        if not self._has_table("descriptions"):
+            return []
+        return [tuple(r) for r in self.db.execute(
+            """SELECT d.concept, d.model, count(DISTINCT u.unit_id) FROM units u JOIN files f USING (file_id)
+                JOIN descriptions d ON d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
+                     AND d.end_s = round(u.end_s, 3)
+                WHERE d.status = 'ok' GROUP BY d.concept, d.model ORDER BY d.concept, d.model""").fetchall()]
+
     def description_count(self) -> int:
         if not self._has_table("descriptions"):
             return 0

@@ -38,23 +38,56 @@ class NotIndexedError(ConvisError, LookupError):
     exit_code, http_status = 2, 404
 
 
+POINTER_NAME = ".convis-index"  # in an indexed folder whose index lives elsewhere (--index-dir): its path
+
+
 def find_index_dir(*starts: Path) -> Path | None:
-    """The nearest ``.convis`` folder at or above any of ``starts``."""
+    """The nearest index at or above any of ``starts``: a ``.convis`` folder, or the index a folder's
+    ``.convis-index`` names (written when the folder was indexed into another folder)."""
     for start in starts:
         start = start.resolve()
         for folder in [start, *start.parents]:
-            if (folder / INDEX_DIRNAME / CATALOG_NAME).is_file():
-                return folder / INDEX_DIRNAME
+            found = _index_in(folder)
+            if found is not None:
+                return found
+    return None
+
+
+def _index_in(folder: Path) -> Path | None:
+    """``folder``'s own index, if any: its ``.convis``, else the one its pointer file names."""
+    if (folder / INDEX_DIRNAME / CATALOG_NAME).is_file():
+        return folder / INDEX_DIRNAME
+    try:
+        named = Path((folder / POINTER_NAME).read_text(encoding="utf-8", errors="replace").strip())
+    except OSError:  # none, or unreadable: no pointer
+        return None
+    return named if named.is_absolute() and (named / CATALOG_NAME).is_file() else None
+
+
+def remember_index(folder: Path, index_dir: Path) -> str | None:
+    """Let lookups from ``folder`` find an index kept elsewhere: ``folder/.convis-index`` holds its path. Nothing
+    to do for ``folder/.convis``; a folder that cannot be written is left as it is, and the note returned says
+    so."""
+    index_dir, pointer = index_dir.resolve(), folder / POINTER_NAME
+    if index_dir == (folder / INDEX_DIRNAME).resolve() or _index_in(folder) == index_dir:
+        return None
+    try:
+        pointer.write_text(f"{index_dir}\n", encoding="utf-8")
+    except OSError as exc:
+        return (f"could not write {pointer} ({exc.strerror or exc}): from {folder}, pass --index-dir {index_dir} "
+                "to find this index")
     return None
 
 
 def locate_index(given: Path | None, *near: Path) -> Path:
-    """The index folder meant by ``given`` (an index folder, or a video folder holding ``.convis``), else the
-    nearest ``.convis`` at or above ``near``; NoIndexError names what was looked for and any index just below."""
+    """The index folder meant by ``given`` (an index folder, or a video folder holding ``.convis`` or a pointer to
+    its index), else the nearest index at or above ``near``; NoIndexError names what was looked for and any
+    index just below."""
     if given is not None:
-        for candidate in (given, given / INDEX_DIRNAME):
-            if (candidate / CATALOG_NAME).is_file():
-                return candidate
+        if (given / CATALOG_NAME).is_file():
+            return given
+        if given.is_dir() and _index_in(given) is not None:
+            return _index_in(given)
         raise NoIndexError(f"no index at {given} (looked for {given / CATALOG_NAME} and "
                            f"{given / INDEX_DIRNAME / CATALOG_NAME}); run `convis index {given}` first")
     found = find_index_dir(*near)
@@ -147,6 +180,7 @@ def info(index_dir: Path, notices: list[str]) -> dict:
         ]
         # signals made from two stored ones (a CLIP-family model's video and caption vectors)
         summary["cross_modal_signals"] = sorted(signal_vectors.clipscore_signals(catalog).values())
+        summary["descriptions"] = _descriptions(catalog)
         summary["root"] = catalog.setting("root")
         summary["protocol"] = protocol_of(catalog)
         seconds, shots = from_label(summary.pop("segment_seconds", None))
@@ -156,6 +190,19 @@ def info(index_dir: Path, notices: list[str]) -> dict:
         summary["shots"] = catalog.shot_summary() if shots is not None else None
     summary["index_dir"] = str(index_dir.resolve())
     return summary
+
+
+def _descriptions(catalog: Catalog) -> list[dict]:
+    """Each described concept (the caption too): the units each model described, and the signal its
+    descriptions are embedded into (None: not embedded, so no query uses them)."""
+    signals: dict[str, list[str]] = {}
+    for row in catalog.description_signals():
+        signals.setdefault(row.concept, []).append(row.signal)
+    described: dict[str, dict[str, int]] = {}
+    for concept, model, units in catalog.described_units():
+        described.setdefault(concept, {})[model] = units
+    return [{"concept": concept, "described_by": by, "signals": signals.get(concept, [])}
+            for concept, by in described.items()]
 
 
 def files(index_dir: Path, notices: list[str]) -> list[FileListing]:

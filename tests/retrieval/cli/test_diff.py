@@ -95,3 +95,21 @@ def test_two_identical_files_and_a_single_clip_are_one_line(example_videos, qwen
     assert same.exit_code == 2 and "the same video" in same.output
     one = run(example_videos / "bikes.mp4", "--action", "riding", "-s", "x", "-r", qwen)
     assert one.exit_code == 2 and "give two clips" in one.output
+
+
+def test_the_table_says_its_frames_in_words_the_cache_only_when_used_and_cant_tell_near_one_half(example_videos,
+                                                                                                 qwen):
+    args = ["diff", *map(str, (example_videos / "bikes.mp4", example_videos / "box.mp4")), "--action", "riding",
+            "-s", "faster", "-r", qwen]
+    first = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert first.exit_code == 0, first.output
+    assert re.search(r"frames: \d+ frames a clip", first.stdout) and "per-second" not in first.stdout
+    assert "1 model call;" in first.stdout and "cache" not in first.stdout  # nothing was cached yet
+    again = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert (again["model_calls"], again["cached_answers"]) == (0, 1)
+    statement = again["statements"][0]
+    near = abs(statement["p_a"] - 0.5) < 0.1
+    assert statement["told"] == ("can't tell" if near else statement["prediction"])
+    assert statement["prediction"] in ("a", "b")  # VidDiff's prediction still takes the larger side
+    row = next(line for line in first.stdout.splitlines() if "faster" in line)
+    assert ("can't tell" in row) == near and f"{statement['p_a']:.3f}" in row

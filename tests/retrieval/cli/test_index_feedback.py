@@ -109,3 +109,18 @@ def test_a_rerun_with_nothing_to_do_reports_the_whole_commands_time(folder):
     report = json.loads(result.stdout)
     assert report["indexed"] == 0 and report["unchanged"] == 3
     assert 0.6 * wall <= report["seconds"] <= wall  # start-up and scan included, not just an empty embed phase
+
+
+def test_piped_the_report_starts_on_a_line_of_its_own_after_the_bar(tmp_path, example_videos):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    shutil.copy(example_videos / "cup.mp4", videos / "cup.mp4")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "80"}
+    piped = subprocess.run([sys.executable, str(ROOT / "cli.py"), "index", str(videos), "-i", "efficientnet-lite0",
+                            "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                           timeout=300)  # both streams into one pipe, as `convis index ... 2>&1 | tee log` has them
+    assert piped.returncode == 0, piped.stdout
+    lines = piped.stdout.splitlines()
+    bar = [line for line in lines if line.startswith("indexing")]
+    assert len(bar) == 1 and bar[0].rstrip().endswith("cup.mp4")  # the bar's last state, alone on its line
+    assert any(line.startswith("indexed 1 file(s)") for line in lines), piped.stdout

@@ -80,3 +80,48 @@ def test_ls_table_shows_names_as_written_and_failed_only_on_request(indexed):
     assert "0:08.1" in everything.stdout  # cup's duration, in the one time format
     failed = runner.invoke(app, ["ls", str(indexed / "videos"), "--failed", "--json"])
     assert [f["path"] for f in json.loads(failed.stdout)["files"]] == ["[draft] empty.mp4"]
+
+
+def test_an_index_made_elsewhere_is_found_from_the_folder_it_indexed(tmp_path, example_videos, monkeypatch):
+    videos, elsewhere = tmp_path / "videos", tmp_path / "out" / "demo-index"
+    videos.mkdir()
+    shutil.copy(example_videos / "cup.mp4", videos / "cup.mp4")
+    made = runner.invoke(app, ["index", str(videos), "--index-dir", str(elsewhere), "-i", "efficientnet-lite0"])
+    assert made.exit_code == 0, made.output
+    assert (videos / ".convis-index").read_text().strip() == str(elsewhere.resolve())
+    assert info_json(videos)["index_dir"] == str(elsewhere.resolve())
+    assert info_json(cwd=videos, monkeypatch=monkeypatch)["index_dir"] == str(elsewhere.resolve())
+    query = runner.invoke(app, ["query", "-a", "cup.mp4", "-c", "location", "--json"])
+    assert query.exit_code == 0, query.output  # the lonely clip has no other to return, but the index is found
+    assert json.loads(query.stdout)["root"] == str(videos.resolve())
+
+
+def test_a_folder_that_cannot_hold_the_pointer_gets_a_note_and_the_index_is_made(tmp_path, example_videos,
+                                                                                  monkeypatch):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    shutil.copy(example_videos / "cup.mp4", videos / "cup.mp4")
+    real_write = type(videos).write_text
+
+    def read_only(path, *args, **kwargs):
+        if path.name == ".convis-index":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_write(path, *args, **kwargs)
+
+    monkeypatch.setattr(type(videos), "write_text", read_only)
+    made = runner.invoke(app, ["index", str(videos), "--index-dir", str(tmp_path / "idx"), "-i",
+                               "efficientnet-lite0"])
+    assert made.exit_code == 0, made.output
+    assert "could not write" in made.stderr and f"--index-dir {(tmp_path / 'idx').resolve()}" in made.stderr
+    assert (tmp_path / "idx" / "catalog.duckdb").is_file() and not (videos / ".convis-index").exists()
+
+
+def test_info_lists_the_description_signals(demo_index):
+    data = info_json(demo_index)
+    described = {row["concept"]: row for row in data["descriptions"]}
+    assert set(described) == {"caption", "location", "main-action"}
+    assert described["location"]["described_by"] == {"file": 9}
+    assert [s.split("#")[-1] for s in described["location"]["signals"]] == ["location"]
+    text = runner.invoke(app, ["info", str(demo_index)], env={"COLUMNS": "200"}).stdout
+    assert "location descriptions: 9 unit(s) by text files -> text#location" in text
+    assert "main-action descriptions: 9 unit(s) by text files -> text#main-action" in text

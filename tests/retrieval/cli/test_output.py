@@ -86,3 +86,15 @@ def test_no_results_says_why_and_exits_1(lonely_index):
     data = json.loads(runner.invoke(app, ["query", "-a", str(lonely_index / "cup.mp4"), "-c", "location",
                                           "--json"]).stdout)
     assert data["hits"] == [] and "part of the anchor itself" in data["empty_reason"]
+
+
+def test_a_window_of_a_one_unit_anchor_says_why_its_file_is_left_out(example_index, example_videos):
+    data = cli_json("query", "-a", example_videos / "box.mp4", "-c", "location", "--start", "2", "--end", "4",
+                    "--index-dir", example_index, "-k", "9")
+    assert len(data["hits"]) == 8 and "box.mp4" not in [h["path"] for h in data["hits"]]
+    short = next(n for n in data["notices"] if n.startswith("8 results, not 9"))
+    assert "give the anchor a time window" not in short  # it has one
+    assert "overlap the anchor's window (0:02.0-0:04.0)" in short and "--segment" in short
+    whole = cli_json("query", "-a", example_videos / "box.mp4", "-c", "location", "--index-dir", example_index,
+                     "-k", "9")
+    assert any("give the anchor a time window" in n for n in whole["notices"])

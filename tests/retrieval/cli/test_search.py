@@ -104,3 +104,13 @@ def test_a_concept_without_descriptions_or_with_weights_is_one_line_and_a_failur
         "index with --captioner, or run `convis describe --concept \"main-objects\"`")
     both = convis("search", "--concept", "location", "a cup", "--signal", "text=1", "--index-dir", demo_index)
     assert both.exit_code == 2 and "--signal and --concept do not go together" in both.stderr
+
+
+def test_a_typo_of_a_concept_is_a_did_you_mean_as_in_a_query_not_a_paid_describe_run(demo_index):
+    typo = convis("search", "--concept", "locaton", "the campus square", "--index-dir", demo_index)
+    assert typo.exit_code == 2 and not typo.stdout
+    assert typo.stderr.strip() == ("error: unknown concept 'locaton'; did you mean location? (use --free-text to ask "
+                                   "for it as written)")
+    as_written = convis("search", "--concept", "locaton", "--free-text", "x", "--index-dir", demo_index)
+    assert as_written.exit_code == 2 and "convis describe" not in as_written.stderr
+    assert "did you mean location? (described concepts: location, main-action)" in as_written.stderr
