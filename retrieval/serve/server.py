@@ -51,6 +51,7 @@ from starlette.exceptions import HTTPException
 from indexers.factory import has_text_tower
 from retrieval.core.concepts import Concept, parse_concepts
 from retrieval.core.defaults import (
+    CANT_TELL_MARGIN,
     DEFAULT_K,
     MAX_CONCEPT_WEIGHT,
     MAX_K,
@@ -103,7 +104,6 @@ MAX_DIFF_STATEMENTS = 20
 MAX_DIFF_PROPOSALS = 10
 MAX_DIFF_ACTION_CHARS = 1000  # VidDiff's action descriptions are a few hundred characters at most
 MAX_DIFF_STATEMENT_CHARS = 500
-CANT_TELL_MARGIN = 0.1  # a statement whose P(a) is this close to 0.5: the app says "can't tell"
 NO_DIFF_MODEL = ("this server has no LMM to say what differs: start it with `convis serve --reranker NAME` (e.g. "
                  "qwen2.5-vl)")
 # warming waits this long after the server listens: importing torch holds the interpreter for a few tenths of a
