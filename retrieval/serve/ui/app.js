@@ -360,7 +360,7 @@ function hitCard(hit, result) {
   const evidence = el("details", {class: "evidence"}, el("summary", {tabindex: "-1"}, "Why this result"));
   evidence.addEventListener("toggle", () => { if (evidence.open) fillEvidence(evidence, hit, result); }, {once: true});
   const card = el("li", {class: "card hit", id: `hit-${hit.rank}`, tabindex: "0", "data-rank": hit.rank,
-                         "data-path": hit.path, "data-confidence": hit.confidence || "",
+                         "data-path": hit.path, "data-start": hit.start, "data-confidence": hit.confidence || "",
                          "aria-label": `result ${hit.rank}: ${hit.path} ${fmtSpan(hit.start, hit.end)}`,
                          "aria-keyshortcuts": canCompare ? "Enter Space" : "Space"},
     poster(hit), head, scoreRows(hitRows(hit, result)),

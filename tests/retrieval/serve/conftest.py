@@ -1,4 +1,5 @@
-"""Browser fixtures: one app collection a session (read it only: copy it to write), one Chromium a test."""
+"""Browser fixtures: one app collection a session (read it only: copy it to write), one Chromium and one desktop
+tab a test."""
 
 import pytest
 
@@ -25,3 +26,13 @@ def browser():
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A desktop tab of ``browser`` that keeps the page's uncaught errors in ``tab.errors``."""
+    tab = browser.new_page(viewport={"width": 1280, "height": 1000})
+    tab.set_default_timeout(30_000)
+    tab.errors = []
+    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+    return tab

@@ -30,15 +30,6 @@ def app_url(videos):
         yield url
 
 
-@pytest.fixture
-def page(browser):
-    tab = browser.new_page(viewport={"width": 1280, "height": 1000})
-    tab.set_default_timeout(30_000)
-    tab.errors = []
-    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
-    return tab
-
-
 def ready(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("body[data-ready='1']")

@@ -1,7 +1,6 @@
 """The web app plays every example clip in headless Chromium: box.mp4 (H.264 with a broken slice that Chromium's
 decoder refuses) through its H.264 preview, whether the server's check found it or the browser's decode error did."""
 
-import pytest
 
 from retrieval.media import stream_check
 from tests.indexes import copied_index
@@ -16,18 +15,15 @@ PLAYING = f"""() => [...document.querySelectorAll(\"{BOX} video\")].every((v) =>
 }})"""
 
 
-@pytest.fixture
-def page(browser):
-    tab = browser.new_page(viewport={"width": 1280, "height": 1000})
-    tab.set_default_timeout(30_000)
-    tab.errors = []
-    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
-    return tab
-
-
 def results_for_cup(page, url: str) -> None:
     page.goto(url + "/?anchor=cup.mp4&c=location%3D1&k=10")
     page.wait_for_selector("body[data-ready='1']")
+    play_first_box_unit(page)
+
+
+def play_first_box_unit(page) -> None:
+    """A player only when asked for: a click on the poster of box.mp4's unit from 0 s."""
+    page.click(f"{BOX}[data-start='0'] .poster")
     page.wait_for_selector(f"{BOX} video")
 
 
@@ -60,5 +56,6 @@ def test_a_decode_error_in_the_browser_switches_to_a_preview(app_videos, page, t
         # its first unit starts on the broken slice: that player switched to a preview made for it
         assert any("/previews/box.mp4?force=1#t=0," in src for src in sources(page)), sources(page)
         page.reload()  # the server keeps the browser's verdict: the file is linked to its preview from now on
-        page.wait_for_selector(f"{BOX} video")
+        page.wait_for_selector("body[data-ready='1']")
+        play_first_box_unit(page)
         assert all(src.startswith("/previews/box.mp4#t=") for src in sources(page))
