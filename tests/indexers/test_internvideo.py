@@ -85,6 +85,11 @@ def remote_code(monkeypatch, tmp_path):
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
     monkeypatch.chdir(workdir)
+    yield
+    # the modules loaded from this folder go with it: a later test loading the same code must not find them
+    # imported already, reading files from a folder deleted once this test passed
+    for name in [n for n in sys.modules if n.split(".")[0] == "transformers_modules"]:
+        del sys.modules[name]
 
 
 def tiny_viclip(folder, extra_import="", weights=True):
