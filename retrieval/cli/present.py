@@ -217,7 +217,7 @@ def print_hits(result: QueryResult) -> None:
     table.add_column("clip", overflow="fold")  # long paths fold first, so scores and their signals stay readable
     table.add_column("time", justify="right", no_wrap=True)
     for c in result.concepts:  # under each concept, what scored it
-        table.add_column(f"{shown(c.key)}\n[dim]{shown(_scorer_name(result.scored_by(c.key)))}[/]", justify="right")
+        table.add_column(f"{shown(c.key)}\n[dim]{shown(result.label(c.key))}[/]", justify="right")
     parts = ("stay", "change") if change else ()
     for part in parts:  # a composed query: what of the total came from staying alike, what from the change
         table.add_column(part, justify="right")
@@ -234,12 +234,9 @@ def print_hits(result: QueryResult) -> None:
         out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
                   f"change text against {shown(', '.join(_scorer_name(s) for s in change['signals']))}[/]",
                   highlight=False)
-    recall = ", ".join(f"{c}: {_scorer_name(' + '.join([m, *filter(None, [result.beside.get(c)])]))}"
-                       for c, m in result.signals.items())
-    how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
+    how = result.reranker or result.fusion
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
-    out.print(f"[dim]scored by {shown(how or 'recall similarity')} (recall: {shown(recall)}){scale}[/]",
-              highlight=False)
+    out.print(f"[dim]scored by {shown(result.how_scored)}{scale}[/]", highlight=False)
     if result.beside and not how:
         out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
                   "evidence)[/]", highlight=False)
@@ -299,7 +296,7 @@ def print_comparison(result: CompareResult) -> None:
     for col in columns:
         table.add_column(col)
     for row in result.concepts:
-        extra = (_score(row.rating), shown(row.raw)) if lmm else (shown(_scorer_name(row.signal)),)
+        extra = (_score(row.rating), shown(row.raw)) if lmm else (shown(row.label),)
         table.add_row(shown(row.concept.words), f"{row.concept.weight:.2f}", _score(row.score), *extra)
     table.add_row("total", "", _score(result.total), *[""] * (len(columns) - 3), style="bold")
     out.print(table)
