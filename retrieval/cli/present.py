@@ -231,12 +231,9 @@ def print_hits(result: QueryResult) -> None:
         out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
                   f"change text against {shown(', '.join(_scorer_name(s) for s in change['signals']))}[/]",
                   highlight=False)
-    recall = ", ".join(f"{c}: {_scorer_name(' + '.join([m, *filter(None, [result.beside.get(c)])]))}"
-                       for c, m in result.signals.items())
-    how = " + ".join(x for x in (result.reranker, result.fusion and f"fusion {result.fusion}") if x)
+    how = result.reranker or result.fusion
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
-    out.print(f"[dim]scored by {shown(how or 'recall similarity')} (recall: {shown(recall)}){scale}[/]",
-              highlight=False)
+    out.print(f"[dim]scored by {shown(result.how_scored)}{scale}[/]", highlight=False)
     if result.beside and not how:
         out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
                   "evidence)[/]", highlight=False)
@@ -255,7 +252,7 @@ def _hits_table(result: QueryResult, title: str, scorers: bool) -> Table:
     table.add_column("clip", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True)
     for c in result.concepts:
-        signals = "\n+ ".join(map(shown, _scorer_name(result.scored_by(c.key)).split(" + ")))  # one a line
+        signals = "\n+ ".join(map(shown, result.label(c.key).split(" + ")))  # one a line
         header = f"{shown(c.key)}\n[dim]{signals}[/]" if scorers else shown(c.key)
         table.add_column(header, justify="right", no_wrap=True)
     parts = _parts(result)
@@ -272,7 +269,7 @@ def _hits_table(result: QueryResult, title: str, scorers: bool) -> Table:
 
 def _hit_block(result: QueryResult, hit) -> Block:
     """A hit as lines, for a terminal too narrow for the table: its clip and span, then one line a score."""
-    lines = [f"{shown(c.key)} {_score(hit.scores[c.key])}  [dim]({shown(_scorer_name(result.scored_by(c.key)))})[/]"
+    lines = [f"{shown(c.key)} {_score(hit.scores[c.key])}  [dim]({shown(result.label(c.key))})[/]"
              for c in result.concepts]
     lines += [f"{part} {_score(hit.composed.get(part))}" for part in _parts(result)]
     confidence = result.confidence(hit)
@@ -285,7 +282,7 @@ def _parts(result: QueryResult) -> tuple[str, ...]:
 
 
 def _scorers(result: QueryResult) -> str:
-    return "; ".join(f"{c.key}: {_scorer_name(result.scored_by(c.key))}" for c in result.concepts)
+    return "; ".join(f"{c.key}: {result.label(c.key)}" for c in result.concepts)
 
 
 def _anchor_title(result: QueryResult) -> str:
@@ -336,7 +333,7 @@ def print_comparison(result: CompareResult) -> None:
     for col in columns:  # a model's free answer may wrap; numbers and signal names are never cut
         table.add_column(col, no_wrap=col not in ("concept", "answer"))
     rows = [(shown(row.concept.words), f"{row.concept.weight:.2f}", _score(row.score),
-             *((_score(row.rating), shown(row.raw)) if lmm else (shown(_scorer_name(row.signal)),)))
+             *((_score(row.rating), shown(row.raw)) if lmm else (shown(row.label),)))
             for row in result.concepts]
     for row in rows:
         table.add_row(*row)

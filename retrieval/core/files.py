@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -18,10 +19,33 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
         write(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, _plain_mode(path))  # mkstemp makes it 0600: end as readable as open() would have left it
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _plain_mode(path: Path) -> int:
+    """The mode ``open(path, "w")`` would leave: an existing file's own, else 0666 less the umask."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process's umask: read from /proc where Linux shows it, else set and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o077)  # a restrictive mask for the instant it is in place, should another thread create a file
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | Path, write: Callable) -> None:

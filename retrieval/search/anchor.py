@@ -133,6 +133,18 @@ class AnchorVectors:
         vectors = signal_vectors.query_vectors(self.catalog, self.stored_path, model_id)
         return vectors[0] if len(vectors) == 1 else None  # a segmented file is no single anchor
 
+    def unstored(self, what: str) -> str:
+        """Why the catalog holds no ``what`` (a caption, a description) of the anchor, in the words of its case."""
+        if not self.anchor.whole:
+            return f"the anchor is a time window, and the index keeps a {what} per indexed unit"
+        if self.stored_path is None:
+            return "the anchor is a new file, not in the index"
+        units = len(self.catalog.unit_ids(self.stored_path))
+        if units > 1:
+            return (f"it holds {self.anchor.path.name} as {units} units (segments or shots) with a {what} each, "
+                    "and the anchor is the whole file")
+        return f"the anchor's unit has no {what} yet"
+
     def caption(self, captions: dict[int, str]) -> str | None:
         """The anchor's caption from ``captions`` (unit id -> caption), when it is indexed whole as one unit."""
         ids = self.catalog.unit_ids(self.stored_path) if self.stored_path is not None else []
@@ -158,9 +170,8 @@ class AnchorVectors:
             if vector is None:
                 if self._needs_caption(model_id):  # a new anchor has no caption
                     replacement = self._best_visual(concept, indexed)
-                    notices.append(f"{concept}: the anchor has no caption of its own in the index (a new file, a "
-                                   f"time window, or a file indexed in segments), scored with {replacement} "
-                                   f"instead of {model_id}")
+                    notices.append(f"{concept}: the anchor has no caption of its own in the index: "
+                                   f"{self.unstored('caption')}; scored with {replacement} instead of {model_id}")
                     model_id = replacement
                 vector = self.embedded(model_id)
             signal_of[concept] = model_id
@@ -177,8 +188,8 @@ class AnchorVectors:
                 missing.append(concept)
                 continue
             signal_of[concept], vectors[signal] = signal, vector
-        notices = [f"{', '.join(missing)}: the anchor has no description in the index (a new file, a time window, "
-                   "or a unit not yet described), so its description signal is not used"] if missing else []
+        notices = [f"{', '.join(missing)}: the anchor has no description in the index: "
+                   f"{self.unstored('description')}; its description signal is not used"] if missing else []
         return ConceptSignals(signal_of, vectors, notices)
 
     def every_signal(self, indexed: dict[str, str], known: dict[str, np.ndarray],

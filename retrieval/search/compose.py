@@ -28,13 +28,12 @@ from rerankers.prompts.similarity import ChangeWords
 from retrieval.core.concepts import Concept, combine
 from retrieval.core.scores import unit_similarity
 from retrieval.search import ranking
-from retrieval.search.results import Hit
+from retrieval.search.results import CHANGE_KEY, Hit
 from retrieval.search.signals import SignalError
 from retrieval.search.text_query import MAX_TEXT_CHARS, NoTextSignal, text_signals
 from retrieval.store.vectors import VectorIndex
 
 DEFAULT_CHANGE_WEIGHT = 1.0
-CHANGE_KEY = "change"  # the reranker's composition question, beside the concepts
 
 
 class ChangeError(SignalError):

@@ -19,7 +19,10 @@ from rerankers.base import PairScore
 from retrieval.core.concepts import Concept, combine, from_rating
 from retrieval.search.calibration import NO_MATCH, Calibration
 from retrieval.search.confidence import Spread
+from retrieval.search.signals import scorer_label
 from retrieval.store.catalog_records import UnitRow
+
+CHANGE_KEY = "change"  # a composed query's change: its key among a hit's scores and ratings, beside the concepts
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:
@@ -144,7 +147,25 @@ class QueryResult:
             return "fusion"
         if self.reranker is None and key in self.pair_signals:
             return self.pair_signals[key]
-        return self.reranker or " + ".join([self.signals[key], *([self.beside[key]] if key in self.beside else [])])
+        return self.reranker or self.recall_signals(key)
+
+    def recall_signals(self, key: str) -> str:
+        """The indexed signals a concept's recall similarity is the mean of: its own, and its description's."""
+        return " + ".join([self.signals[key], *([self.beside[key]] if key in self.beside else [])])
+
+    def label(self, key: str) -> str:
+        """``scored_by(key)`` in short names, as every surface shows it: ``efficientnet-lite0 + text#location``."""
+        return scorer_label(self.scored_by(key))
+
+    @property
+    def how_scored(self) -> str:
+        """One line for every surface's header: ``recall similarity (location: efficientnet-lite0 +
+        text#location)``; with a reranker or fusion, it and the recall signals it started from."""
+        how = " + ".join(x for x in (self.reranker, self.fusion and f"fusion {self.fusion}") if x)
+        if how:
+            return f"{how} (recall: " + ", ".join(f"{c.key}: {scorer_label(self.recall_signals(c.key))}"
+                                                  for c in self.concepts) + ")"
+        return "recall similarity (" + ", ".join(f"{c.key}: {self.label(c.key)}" for c in self.concepts) + ")"
 
     def as_dict(self) -> dict:
         return {
@@ -155,7 +176,9 @@ class QueryResult:
             "concepts": [{**_concept_dict(c), "signal": self.signals[c.key],
                           **({"description_signal": self.beside[c.key]} if c.key in self.beside else {}),
                           **({"pair_signal": self.pair_signals[c.key]} if c.key in self.pair_signals else {}),
-                          "scored_by": self.scored_by(c.key)} for c in self.concepts],
+                          "scored_by": self.scored_by(c.key), "scored_by_label": self.label(c.key)}
+                         for c in self.concepts],
+            "scored_by": self.how_scored,
             "signals": self.signals,
             "reranker": self.reranker,
             "fusion": self.fusion,
@@ -200,16 +223,23 @@ class ConceptScore:
     seen: dict | None = None
     rating: float | None = None
     signal: str | None = None
+    scored_by: str = ""  # the model id, or the signals the score is the mean of (``QueryResult.scored_by``)
 
     @classmethod
-    def answered(cls, concept: Concept, answer: PairScore) -> ConceptScore:
-        return cls(concept, from_rating(answer.score), answer.raw, answer.probs, answer.evidence, answer.score)
+    def answered(cls, concept: Concept, answer: PairScore, reranker: str) -> ConceptScore:
+        return cls(concept, from_rating(answer.score), answer.raw, answer.probs, answer.evidence, answer.score,
+                   scored_by=reranker)
+
+    @property
+    def label(self) -> str:
+        return scorer_label(self.scored_by)
 
     def as_dict(self) -> dict:
+        by = {"scored_by": self.scored_by, "scored_by_label": self.label}
         if self.signal is not None:
-            return {**_concept_dict(self.concept), "score": _round(self.score), "signal": self.signal}
+            return {**_concept_dict(self.concept), "score": _round(self.score), "signal": self.signal, **by}
         return {**_concept_dict(self.concept), "score": _round(self.score), "rating": self.rating, "raw": self.raw,
-                "probs": self.probs, "seen": self.seen}
+                "probs": self.probs, "seen": self.seen, **by}
 
 
 @dataclass(frozen=True)
@@ -240,28 +270,28 @@ class CompareResult:
     b_start: float | None = None  # by signals: the unit of b that was scored (an LMM sees whole files)
     b_end: float | None = None
     root: str | None = None  # the index's folder when there is one: a and b inside it are relative to it
+    signals_by: str | None = None  # by signals: the query's ``how_scored``, word for word
 
     @classmethod
     def answered(cls, a: str, b: str, by: Answerer, concepts: list[Concept], answers: Mapping[str, PairScore],
                  model_pairs: int, notices: tuple[str, ...], root: str | None = None) -> CompareResult:
         """From the answers per concept key."""
-        rows = tuple(ConceptScore.answered(c, answers[c.key]) for c in concepts)
+        rows = tuple(ConceptScore.answered(c, answers[c.key], by.reranker) for c in concepts)
         total = combine({row.concept.key: row.score for row in rows}, concepts)
         return cls(a, b, by.reranker, by.mode, by.symmetric, rows, total, model_pairs, notices, root=root)
 
     @classmethod
     def from_query(cls, a: str, b: str, result: QueryResult, hit: Hit) -> CompareResult:
         """b's scores in a query for a: exactly what that query shows for it."""
-        rows = tuple(ConceptScore(c, hit.scores[c.key], signal=result.pair_signals.get(c.key, result.signals[c.key]))
-                     for c in result.concepts)
+        rows = tuple(ConceptScore(c, hit.scores[c.key], signal=result.pair_signals.get(c.key, result.signals[c.key]),
+                                  scored_by=result.scored_by(c.key)) for c in result.concepts)
         return cls(a, b, None, None, False, rows, hit.total, 0, tuple(result.notices), hit.rank, hit.start, hit.end,
-                   result.root)
+                   result.root, result.how_scored)
 
     @property
     def scored_by(self) -> str:
-        """The reranker's model id, or the signals that scored each concept."""
-        return self.reranker or "recall similarity (" + ", ".join(
-            f"{row.concept.key}: {row.signal.split(':')[0]}" for row in self.concepts) + ")"
+        """The reranker's model id, or what scored each concept, as the query for a says it."""
+        return self.reranker or self.signals_by or ""
 
     def as_dict(self) -> dict:
         return {

@@ -20,7 +20,6 @@ from typing import Iterable
 
 import numpy as np
 
-from retrieval.core.concepts import Concept
 from retrieval.core.files import atomic_write
 from retrieval.core.timecode import format_span, format_time
 from retrieval.lmm.differences import DiffResult
@@ -29,7 +28,7 @@ from retrieval.media.preview import PreviewError, Previews, playback, span_clip
 from retrieval.media.scan import content_hash
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.diff import DiffRanking
-from retrieval.search.results import CompareResult, Hit, QueryResult
+from retrieval.search.results import CHANGE_KEY, CompareResult, Hit, QueryResult
 from retrieval.search.signals import scorer_label
 
 # Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
@@ -231,16 +230,15 @@ def write_query_html(result: QueryResult, root: Path, out: Path, frames_per_stri
     out, anchor = Path(out), Path(root) / result.anchor  # an anchor inside the root is named relative to it
     by = {c.key: result.scored_by(c.key) for c in result.concepts}
     weights = ", ".join(f"{c.words} {c.weight:.2f}" for c in result.concepts)
-    how = result.reranker or "recall similarity (" + ", ".join(
-        f"{k}: {m.split(':')[0]}" for k, m in result.signals.items()) + ")"
     text = getattr(result, "text", None)  # a text search: its anchor is a sentence, not a clip
     title = f'"{text}"' if text else anchor.name
     like = "Clips least like" if getattr(result, "most_different", False) else "Clips like"
-    hits = "\n".join(_hit_html(h, result.concepts, by, Path(root), frames_per_strip, decoder, players,
-                               result.confidence(h)) for h in result.hits)
-    head = (f'<header><h1>{like} <code>{_e(title)}</code></h1>'
-            f'<p class="meta">{"signals" if text else "concepts"}: {_e(weights)} · scored by {_e(how)} · '
-            f'{len(result.hits)} results</p>{players.note()}{_notes(result.notices)}{_confidence_html(result)}'
+    hits = "\n".join(_hit_html(h, result, by, Path(root), frames_per_strip, decoder, players, result.confidence(h))
+                     for h in result.hits)
+    head = (f'<header><h1>{like} <code>{_e(title)}</code>{_changed_title(result.change)}</h1>'
+            f'<p class="meta">{"signals" if text else "concepts"}: {_e(weights)} · scored by {_e(result.how_scored)} · '
+            f'{len(result.hits)} results</p>{_change_note(result.change)}{players.note()}{_notes(result.notices)}'
+            f'{_confidence_html(result)}'
             f'</header>')
     anchor_card = (f'<section class="card anchor" id="anchor"><h2>Text</h2><p class="text">{_e(text)}</p></section>'
                    if text else
@@ -267,12 +265,35 @@ def _confidence_html(result: QueryResult) -> str:
             f'<p class="meta">{_e(rule)}</p>{f"<p class=meta>{refs}</p>" if refs else ""}</details>')
 
 
-def _hit_html(hit: Hit, concepts: list[Concept], by: dict[str, str], root: Path, frames: int, decoder,
+def _changed_title(change: dict | None) -> str:
+    return "" if change is None else f' changed: <q class="change">{_e(change["text"])}</q>'
+
+
+def _change_note(change: dict | None) -> str:
+    """How a composed query's total is made of its two parts, and what read the change text."""
+    if change is None:
+        return ""
+    w, signals = change["weight"], ", ".join(scorer_label(s) for s in change["signals"])
+    return (f'<p class="meta" id="change-note">total = (stay + {w:g} x change) / {1 + w:g}: stay is the concepts\' '
+            f'score, change how well the clip matches the change text (against {_e(signals)})</p>')
+
+
+def _composed_rows(hit: Hit, result: QueryResult) -> list[tuple[str, float, float | None, str]]:
+    """A composed hit's two parts beside its concepts: staying like the anchor, and showing the change."""
+    if not hit.composed or result.change is None:
+        return []
+    w, rating = hit.composed.get("weight") or result.change["weight"], hit.ratings.get(CHANGE_KEY)
+    by = "the change text" if rating is None else scored_by(result.reranker or "", rating)
+    return [("stays like the anchor", 1 / (1 + w), hit.composed.get("stay"), "the concepts above"),
+            (f'shows "{result.change["text"]}"', w / (1 + w), hit.composed.get("change"), by)]
+
+
+def _hit_html(hit: Hit, result: QueryResult, by: dict[str, str], root: Path, frames: int, decoder,
               players: Players, confidence: str | None = None) -> str:
     path = root / hit.path
     total = "unreadable" if hit.total is None else f"{hit.total:.3f}"
     rows = [(c.words, c.weight, hit.scores.get(c.key), scored_by(by[c.key], hit.ratings.get(c.key)))
-            for c in concepts]
+            for c in result.concepts] + _composed_rows(hit, result)
     badge = f'<span class="badge {_e(confidence)}">{_e(confidence)}</span>' if confidence else ""
     recall = ""
     if hit.recall_scores:  # after reranking, keep the recall similarity in view
@@ -295,8 +316,8 @@ def write_compare_html(result: CompareResult, a: Path, b: Path, out: Path, frame
     out, a, b = Path(out), Path(a), Path(b)
     lmm = bool(result.reranker)
     mode = f" ({result.mode})" if result.mode and lmm else ""
-    rows = [(row.concept.words, row.concept.weight, row.score,
-             scored_by(result.reranker, row.rating) if lmm else scored_by(row.signal)) for row in result.concepts]
+    rows = [(row.concept.words, row.concept.weight, row.score, scored_by(row.scored_by, row.rating))
+            for row in result.concepts]
     total = result.total
     columns = "".join(
         f'<section class="card clip" id="clip-{tag}"><h2>{tag.upper()} <span class="path">{_e(path.name)}</span>'

@@ -81,7 +81,7 @@ from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, gua
 from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
-from retrieval.serve.uploads import UPLOADS, UploadStore
+from retrieval.serve.uploads import UPLOAD_REF, UPLOADS, UploadStore
 from retrieval.serve.warmup import Warmup
 from retrieval.serve.workers import Workers
 from retrieval.serve.writes import write_routes
@@ -270,6 +270,10 @@ class ServerState:
     def resolve(self, ref: str) -> Path:
         """The file a ref names, or ApiError: only videos inside the root (or uploaded here)."""
         return self.uploads.path(ref) or safe_path(self.root, ref)
+
+    def anchor_name(self, ref: str) -> str:
+        """How the client shows an anchor: an upload by the file name it was uploaded under, else its ref."""
+        return self.uploads.name(ref) if UPLOAD_REF.fullmatch(ref) else ref
 
     def public(self, message: str) -> str:
         """``message`` without the server's own folders: files inside the root by their refs, others by name."""
@@ -717,7 +721,8 @@ def run_query(state: ServerState, body: QueryIn) -> dict:
     data = result.as_dict()
     # the anchor as the client named it: relative to the root, uploads included (they live outside it)
     playing = state.playing(body.anchor)
-    data.update(root=state.root.name, anchor=body.anchor, anchor_media=playing["media"],
+    data.update(root=state.root.name, anchor=body.anchor, anchor_name=state.anchor_name(body.anchor),
+                anchor_media=playing["media"],
                 anchor_playback=playing["playback"],
                 anchor_strip=strip_url(body.anchor, body.start, body.end),
                 notices=[state.public(n) for n in data["notices"]])

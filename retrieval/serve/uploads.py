@@ -6,11 +6,14 @@
 - Quota: when the uploads together pass ``quota`` bytes, the oldest are removed (uploads are scratch anchors;
   a new one is what the user is working with now).  A ref to a removed upload answers 404; uploading the
   clip again brings it back under the same ref.
+- Name: the client's file name is kept beside the upload (``<stored name>.json``), so the anchor is shown by it
+  for as long as the upload lasts, whichever request or page asks.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -39,8 +42,6 @@ class UploadStore:
     quota: int
     decoder: VideoDecoder
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # stored name -> the client's file name, for a clip added to the index under the name its owner gave it
-    names: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.quota < self.max_bytes:
@@ -59,9 +60,14 @@ class UploadStore:
         return path
 
     def name(self, ref: str) -> str:
-        """The file name the client uploaded ``ref`` under (the stored name when it gave none usable)."""
+        """The file name the client uploaded ``ref`` under (the stored name when it gave none usable, or when
+        its record is unreadable)."""
         stored = ref.rsplit("/", 1)[-1]
-        return self.names.get(stored, stored)
+        try:
+            named = json.loads(_sidecar(self.folder / stored).read_text(encoding="utf-8")).get("name")
+        except (OSError, ValueError, AttributeError):
+            return stored
+        return named if isinstance(named, str) and named else stored
 
     def save(self, upload: UploadFile) -> tuple[str, int]:
         """Store a checked clip under its content hash (the same clip twice is one file): its ref and size."""
@@ -74,8 +80,10 @@ class UploadStore:
             self._check_video(tmp, upload.filename)
             name = digest + suffix
             with self.lock:  # uploads run in parallel threads: one at a time makes room and takes it
+                # the latest name it was uploaded under, kept before the clip itself is in place
+                _sidecar(self.folder / name).write_text(json.dumps({"name": client_name(upload.filename, name)}),
+                                                        encoding="utf-8")
                 tmp.replace(self.folder / name)  # replacing a same-content file makes it the newest again
-                self.names[name] = client_name(upload.filename, name)
                 self._make_room(keep=name)
         finally:
             tmp.unlink(missing_ok=True)
@@ -119,8 +127,13 @@ class UploadStore:
                 break
             if name != keep:
                 (self.folder / name).unlink(missing_ok=True)
-                self.names.pop(name, None)
+                _sidecar(self.folder / name).unlink(missing_ok=True)
                 total -= size
+
+
+def _sidecar(stored: Path) -> Path:
+    """Where the client's name of a stored upload is kept: beside it, a name no upload can take."""
+    return stored.with_name(stored.name + ".json")
 
 
 def client_name(filename: str | None, stored: str) -> str:

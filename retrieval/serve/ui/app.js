@@ -260,6 +260,8 @@ async function runQuery(state, mine) {
 
 function anchorLabel(state) {
   if (state.text) return `"${state.text}"`;
+  const named = current?.result?.anchor === state.anchor ? current.result.anchor_name : null;  // the server keeps it
+  if (named && named !== state.anchor) return `uploaded: ${named}`;
   const option = [...$("#anchor").options].find((o) => o.value === state.anchor);
   return option ? option.textContent : state.anchor;
 }
@@ -320,8 +322,7 @@ function scoreRows(rows) {
   return box;
 }
 
-function rowBy(scoredBy, rating) {
-  const by = scoredBy === "fusion" ? "fusion" : scoredBy.split(" + ").map(shortName).join(" + ");
+function rowBy(by, rating) {  // by: the answer's scored_by_label, the same words on every surface
   return rating === null || rating === undefined ? by : `${by}, ${rating.toFixed(2)} of 5`;
 }
 
@@ -338,12 +339,12 @@ function badge(hit, result) {
 function hitRows(hit, result) {
   const ratings = hit.ratings || {};
   const rows = result.concepts.map((c) => ({label: c.words, weight: c.weight, value: hit.scores[c.key],
-                                            by: rowBy(c.scored_by, ratings[c.key]), range: result.ranges?.[c.key]}));
+                                            by: rowBy(c.scored_by_label, ratings[c.key]), range: result.ranges?.[c.key]}));
   if (hit.composed) {  // a composed query: what of the total is staying alike, what is the change
     const w = hit.composed.weight;
     rows.push({label: "stays like the anchor", weight: 1 / (1 + w), value: hit.composed.stay, by: "the concepts above"});
     rows.push({label: `shows "${result.change.text}"`, weight: w / (1 + w), value: hit.composed.change,
-               by: ratings.change !== undefined ? rowBy(result.reranker, ratings.change) : "the change text"});
+               by: ratings.change !== undefined ? rowBy(shortName(result.reranker), ratings.change) : "the change text"});
   }
   return rows;
 }
@@ -426,7 +427,7 @@ async function fillEvidence(box, hit, result) {
   for (const c of result.concepts) {
     const parts = Object.entries((hit.evidence || {})[c.key] || {}).map(([s, v]) => `${shortName(s)} ${fmtScore(v)}`);
     const fused = Object.entries((hit.contributions || {})[c.key] || {}).map(([s, v]) => `${s} +${v.toFixed(3)}`);
-    scored.append(el("tr", {}, el("td", {}, c.words), el("td", {}, rowBy(c.scored_by, (hit.ratings || {})[c.key])),
+    scored.append(el("tr", {}, el("td", {}, c.words), el("td", {}, rowBy(c.scored_by_label, (hit.ratings || {})[c.key])),
                      el("td", {}, [...parts, ...fused].join(", ") || "—")));
   }
   const parts = [el("h3", {}, "Scores"), scored];
@@ -518,8 +519,7 @@ function filterCards() {
   for (const card of $$("#hits li.hit")) card.hidden = !keep.has(Number(card.dataset.rank));
   for (const group of $$("#hits li.video-group")) group.hidden = !group.querySelector("li.hit:not([hidden])");
   setThreshold(result, state);
-  const scoredBy = result.reranker || `recall similarity (${Object.entries(result.signals)
-    .map(([c, m]) => `${c}: ${shortName(m)}`).join(", ")})`;
+  const scoredBy = result.scored_by;
   const hidden = result.hits.length - keep.size;
   $("#results-meta").textContent = `${keep.size} results${hidden ? ` (${hidden} hidden by the filters)` : ""} · ` +
     `scored by ${scoredBy}${state.text ? "" : " · click one to compare"}`;
@@ -702,7 +702,7 @@ function clipColumn(box, title, name, stripUrl, media, playback, start, end) {
 function showCompare(data, state) {
   const lmm = data.reranker !== null;
   const rows = data.concepts.map((c) => ({label: c.words, weight: c.weight, value: c.score,
-                                          by: lmm ? rowBy(data.reranker, c.rating) : shortName(c.signal),
+                                          by: rowBy(c.scored_by_label, lmm ? c.rating : null),
                                           range: current.result.ranges?.[c.key]}));
   show("compare");
   collapseForm(state);

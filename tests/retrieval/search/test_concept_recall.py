@@ -72,6 +72,24 @@ def test_an_anchor_without_a_description_is_scored_by_its_visual_signal_with_a_n
     assert all(set(h.evidence["location"]) == {VISUAL} for h in result.hits)
 
 
+def test_on_a_segmented_index_the_notice_says_the_whole_file_anchor_is_several_described_units(tmp_path):
+    from tests.indexes import CAPTIONS, indexed_copies
+
+    videos = indexed_copies(tmp_path, ("box.mp4", "cup.mp4"), ["efficientnet-lite0"], captions=CAPTIONS,
+                            segment_seconds=4.0)
+    engine = Engine(videos / ".convis")
+    with Catalog(videos / ".convis" / CATALOG_NAME, read_only=True) as cat:
+        units = len(cat.file_units("box.mp4"))
+        described = len(cat.unit_vectors("box.mp4", LOCATION))
+    assert units > 1 and described == units  # every unit of the anchor is described; the whole file is no unit
+    result = engine.query(QueryRequest(videos / "box.mp4", ["location"], k=2))
+    [notice] = [n for n in result.notices if n.startswith("location: the anchor has no description")]
+    assert f"box.mp4 as {units} units (segments or shots)" in notice and "the anchor is the whole file" in notice
+    assert "time window" not in notice and "new file" not in notice and result.beside == {}
+    windowed = engine.query(QueryRequest(videos / "box.mp4", ["location"], k=2, start=0.0, end=4.0))
+    assert any("the anchor is a time window" in n and "units" not in n for n in windowed.notices)
+
+
 def test_a_signal_override_naming_the_description_signal_uses_it_alone(demo_index, example_videos, vectors):
     result = Engine(demo_index).query(QueryRequest(example_videos / "campus_01.mp4", ["location"], k=3,
                                                    signal_overrides={"location": "text#location"}))

@@ -95,6 +95,9 @@ def test_an_uploaded_clip_is_the_anchor(server, page, tmp_path):
     page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 3")
     page.wait_for_function(ALL_LOADED, arg="#anchor-strip img")
     assert page.inner_text("#anchor-name") == "uploaded: my <clip>.mp4"
+    page.reload()  # the page knows the upload by its ref alone now: the server tells its name
+    page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 3")
+    assert page.inner_text("#anchor-name") == "uploaded: my <clip>.mp4"
 
 
 def opened(page, url: str) -> list[str]:

@@ -308,3 +308,27 @@ def test_embedded_videos_make_the_page_play_anywhere(clips, tmp_path):
 def section_html_labels(html: str, marker: str) -> list[str]:
     part = html[html.index(marker):html.index("</li>", html.index(marker))]
     return [t for t in Page(part).text if t.startswith("cannot play here")]
+
+
+def test_a_composed_query_page_shows_the_change_and_each_hits_stay_and_change(demo_index, example_videos, tmp_path):
+    from retrieval.search.compose import Change
+
+    change = "a cup instead of a box"
+    result = Engine(demo_index).query(QueryRequest(example_videos / "box.mp4", ["main-objects"], k=3,
+                                                   change=Change(change, 2.0)))
+    assert result.hits and all(h.composed for h in result.hits)
+    page = Page(write_query_html(result, example_videos, tmp_path / "q.html").read_text(encoding="utf-8"))
+    text = " ".join("".join(page.text).split())
+    assert f"changed: {change}" in text and "total = (stay + 2 x change) / 3" in text
+    for hit in result.hits:
+        card = " ".join(_card_text(tmp_path / "q.html", hit.rank).split())
+        stay, moved = hit.composed["stay"], hit.composed["change"]
+        assert f"stays like the anchor w 0.33 · the concepts above{stay:.3f}" in card
+        assert f'shows "{change}" w 0.67 · the change text{moved:.3f}' in card
+        assert f"total {hit.total:.3f}" in card
+
+
+def _card_text(page: Path, rank: int) -> str:
+    html = page.read_text(encoding="utf-8")
+    start = html.index(f'id="hit-{rank}"')
+    return "".join(Page(html[start:html.index("</li>", start)]).text)

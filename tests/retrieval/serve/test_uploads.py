@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from retrieval.serve.guards import MULTIPART_SLACK
 from retrieval.serve.server import create_app
+from retrieval.serve.uploads import UPLOAD_NAME
 from tests.paths import ROOT
 
 LOCAL = "http://localhost"
@@ -54,6 +55,11 @@ def _post_raw(app, chunks: list[bytes], headers: list[tuple[bytes, bytes]]) -> t
     return status, pulled
 
 
+def stored_clips(folder: Path) -> list[Path]:
+    """The uploads stored in ``folder``, not the records of their names beside them."""
+    return [f for f in folder.iterdir() if UPLOAD_NAME.fullmatch(f.name)]
+
+
 @pytest.fixture
 def small_app(example_index):
     return create_app(example_index, max_upload=LIMIT, upload_quota=4 * LIMIT)
@@ -77,7 +83,7 @@ def test_a_small_upload_without_a_declared_length_is_taken(small_app, example_vi
     body = [head, clip[: len(clip) // 2], clip[len(clip) // 2:], f"\r\n--{BOUNDARY}--\r\n".encode()]
     status, _ = _post_raw(small_app, body, [])
     assert status == 200
-    assert len(os.listdir(small_app.state.convis.uploads.folder)) == 1
+    assert len(stored_clips(small_app.state.convis.uploads.folder)) == 1
 
 
 @pytest.mark.parametrize("name, content", [
@@ -109,7 +115,7 @@ def test_uploads_over_the_quota_evict_the_oldest(example_index, example_videos):
         assert gone.status_code == 404 and "quota" in gone.json()["error"]
         assert [client.get(f"/media/{ref}").status_code for ref in refs[1:]] == [200, 200]
         folder = app.state.convis.uploads.folder
-        assert sum(f.stat().st_size for f in folder.iterdir()) <= sizes[1] + sizes[2]
+        assert sum(f.stat().st_size for f in stored_clips(folder)) <= sizes[1] + sizes[2]
 
 
 def test_the_upload_folder_is_removed_when_the_process_exits(example_index):
@@ -136,3 +142,24 @@ def test_serve_takes_the_upload_limits_from_its_options(example_index, monkeypat
     assert started["max_upload"] == 8 << 20 and started["upload_quota"] == 16 << 20
     refused = runner.invoke(app, ["serve", str(example_index), "--max-upload-mb", "8", "--upload-quota-mb", "4"])
     assert refused.exit_code != 0 and "--upload-quota-mb" in refused.output and "Traceback" not in refused.output
+
+
+def test_an_uploaded_anchor_keeps_its_name_for_a_later_page_and_server(example_index, example_videos):
+    """A reloaded page asks by the ref alone: the answer names the file as it was uploaded."""
+    clip = (example_videos / "cup.mp4").read_bytes()
+    first = create_app(example_index)
+    with TestClient(first, base_url=LOCAL) as client:
+        ref = client.post("/uploads", files={"file": ("my holiday.mp4", clip, "video/mp4")}).json()["anchor"]
+        assert ref != "my holiday.mp4"
+        answer = client.post("/query", json={"anchor": ref, "concepts": ["location"], "k": 2})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["anchor"] == ref and answer.json()["anchor_name"] == "my holiday.mp4"
+        # a second app over the same uploads (another worker, or a restarted one that kept them) knows it too
+        second = create_app(example_index)
+        second.state.convis.uploads.folder = first.state.convis.uploads.folder
+        with TestClient(second, base_url=LOCAL) as again:
+            later = again.post("/query", json={"anchor": ref, "concepts": ["location"], "k": 2})
+            assert later.status_code == 200, later.text
+            assert later.json()["anchor_name"] == "my holiday.mp4"
+        indexed = client.post("/query", json={"anchor": "box.mp4", "concepts": ["location"], "k": 2})
+        assert indexed.json()["anchor_name"] == "box.mp4"
