@@ -238,10 +238,13 @@ def _short_reasons(k: int, hits: list[Hit], found: Recalled, clip: Anchor) -> li
         return [why + f"{own} unit(s) are the anchor itself (the whole file {clip.path.name}) and a query never "
                       "returns its own anchor; give the anchor a time window to search the rest of that file"]
     if own:  # a window already: the units it touches are left out whole, however little of them it covers
-        return [why + f"{own} unit(s) of {clip.path.name} overlap the anchor's window "
-                      f"({format_span(clip.start or 0.0, clip.end)}) and a query never returns its own anchor; "
-                      "a unit is left out whole, so to search the rest of that file index it in shorter units "
-                      "(convis index --segment 10s)"]
+        said = (why + f"{own} unit(s) of {clip.path.name} overlap the anchor's window "
+                f"({format_span(clip.start or 0.0, clip.end)}) and a query never returns its own anchor")
+        same_file = sum(1 for unit in found.units.values() if unit.content_hash == clip.content_hash)
+        if own < same_file:  # the file's other units are searched already
+            return [said]
+        return [said + "; a unit is left out whole, so to search the rest of that file index it in shorter units "
+                       "(convis index --segment 10s)"]
     return [why + "that is every unit the index could recall"]
 
 

@@ -34,7 +34,7 @@ def test_fewer_results_than_asked_say_that_the_anchor_is_never_a_result(segmente
     engine = Engine(segmented / ".convis")
     whole = engine.query(QueryRequest(segmented / "campus_01.mp4", ["location"], k=8))
     assert len(whole.hits) == 3 and not any(h.path == "campus_01.mp4" for h in whole.hits)
-    assert any(n.startswith("3 results, not 8: 2 unit(s) are the anchor itself (the whole file of campus_01.mp4)")
+    assert any(n.startswith("3 results, not 8: 2 unit(s) are the anchor itself (the whole file campus_01.mp4)")
                for n in whole.notices), whole.notices
 
 
@@ -44,5 +44,7 @@ def test_a_unit_anchor_finds_the_other_units_of_its_own_file(segmented):
     spans = [(h.path, h.start) for h in unit.hits]
     assert ("campus_01.mp4", 10.0) in spans and ("campus_01.mp4", 0.0) not in spans
     assert len(unit.hits) == 4
-    said = "4 results, not 8: 1 unit(s) are the anchor itself (0:00.0-0:10.0 of campus_01.mp4)"
+    said = ("4 results, not 8: 1 unit(s) of campus_01.mp4 overlap the anchor's window (0:00.0-0:10.0) and a query "
+            "never returns its own anchor")
     assert any(said in n for n in unit.notices), unit.notices
+    assert not any("--segment" in n for n in unit.notices)  # its other unit is a result: units are short already

@@ -17,7 +17,7 @@ FILES = [listed("a.mp4", "ok"), listed("bad.mp4", "failed", "not a video file"),
 
 def test_counts_tell_failed_and_unavailable_files_apart():
     page = collection_page(FILES, None, "ok", None, 0, 60)
-    assert page["counts"] == {"ok": 1, "failed": 1, "unavailable": 2}
+    assert page["counts"] == {"ok": 1, "failed": 1, "unavailable": 2, "removed": 0}
     assert [item["path"] for item in page["items"]] == ["a.mp4"]
 
 

@@ -84,7 +84,10 @@ def test_requests_answered_at_the_same_time_each_get_their_own_answer(client):
         return answer.json()
 
     alone = [ask(item) for item in asks]
-    assert alone[3]["notices"] and not alone[1]["notices"]
+    def fewer(answer) -> bool:
+        return any(" results, not " in n for n in answer["notices"])
+
+    assert fewer(alone[3]) and not fewer(alone[1])
     with ThreadPoolExecutor(max_workers=8) as pool:
         together = list(pool.map(ask, asks * 4))
     assert together == alone * 4
