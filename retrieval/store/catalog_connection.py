@@ -147,6 +147,8 @@ class Connection:
             self._mark_writer()  # before the lock is ours: readers turn to the snapshot and let the writer in
         while True:
             try:
+                if self.read_only and self.path.name == SNAPSHOT_NAME:
+                    return _fresh_reader(self.path)
                 return duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:
                 if is_damage(exc):
@@ -263,6 +265,21 @@ class Connection:
         found = self.db.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND "
                                 "column_name = ?", [table, name]).fetchone()[0]
         return f"{alias}.{name}" if found else "NULL"
+
+
+def _fresh_reader(path: Path) -> duckdb.DuckDBPyConnection:
+    """``path`` opened read-only as it is on disk now.  ``duckdb.connect`` hands out the instance this process
+    already has open for a path, and a snapshot is replaced by a rename: a reader connecting while another thread
+    still read the old file would read the old snapshot.  An in-memory database that attaches the file opens it
+    afresh."""
+    db = duckdb.connect()
+    try:
+        db.execute(f"ATTACH '{_sql_path(path)}' AS snapshot (READ_ONLY)")
+        db.execute("USE snapshot")
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _sql_path(path: Path) -> str:
