@@ -565,7 +565,8 @@ def cache_argument(model) -> str:
     """The forward keyword that takes a key/value cache: ``cache`` in newer transformers, ``past_key_values`` before."""
     import inspect
 
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    # the class's forward: an instance's may be wrapped (accelerate's device hooks) and hide its parameters
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
 
 
 def returned_cache(out):

@@ -179,3 +179,27 @@ def test_the_paper_protocol_scores_pairs_unshared(tiny_folders):
     assert reranker.share is False and reranker.asked_with(batch_size=4).share is False
     reranker.score_pairs(pairs_of(reranker, 2), "Location", prepared=True)
     assert reranker.work["prefix_passes"] == 0 and reranker.work["vision_calls"] == 4
+
+
+def test_out_of_memory_halves_the_shared_batch_and_keeps_the_results(tiny_folders, monkeypatch):
+    reranker = build(tiny_folders, "qwen2_vl", batch_size=4)
+    pairs = pairs_of(reranker, 4)
+    want = reranker.score_pairs(pairs, "Location", prepared=True)
+    forward, rows = reranker.model.forward, []
+
+    def limited(*args, **kwargs):
+        rows.append(kwargs["inputs_embeds"].shape[0])
+        if rows[-1] > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(reranker.model, "forward", limited)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    got = reranker.score_pairs(pairs, "Main Action", prepared=True)  # another concept: a new prefix
+    assert rows == [1, 4, 2, 2] and reranker.batch_size == 2
+    assert "out of GPU memory at 4 pairs a batch; continuing with 2" in reranker.notices[-1]
+    monkeypatch.undo()
+    again = reranker.score_pairs(pairs, "Main Action", prepared=True)
+    assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in again]
+    assert [s.probs for s in got] != [pytest.approx(s.probs, abs=TOLERANCE) for s in want]  # the concept counts
