@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from rerankers.frames import as_video, concat_pair, join_pair, prepare, resample
+from rerankers.frames import as_video, concat_pair, join_pair, prepare, resample, resize_video
 from rerankers.paper_captions import CaptionRule, PaperCaptioner
 from rerankers.prompts.describe import DESCRIBE_PROMPT_VERSION
 from rerankers.prompts.diff import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.prompts.similarity import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from rerankers.prompts.vqascore import VQA_PROMPT_VERSION
+from rerankers.sharing import IdentityCache, anchor_runs
 from retrieval.core.errors import ConvisError
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
@@ -158,6 +160,10 @@ class Reranker(ABC):
     # how the family captions (``captioner``), in words: convis's default, then the paper protocol's
     caption_text: ClassVar[str] = "fast: its reranking frames, greedy, 256 new tokens"
     batch_size: int = 4  # pairs per forward pass
+    # pairs with one anchor share its vision output and the prompt prefix (``_shared_tokens``); False: every pair
+    # is one whole forward pass, as the paper's reference asked (``--protocol paper``, ``--no-share``)
+    share: bool = True
+    shared_cache_size: ClassVar[int] = 128  # videos whose resized frames and vision outputs are kept for reuse
 
     @classmethod
     def card(cls) -> dict[str, str]:
@@ -226,10 +232,75 @@ class Reranker(ABC):
         used as they are. Otherwise they are raw frames: resampled with the family's rule and
         resized as the family's preprocessing resizes full-size frames.  ``mode="expected"`` is
         the expectation of the answer distribution over "1".."5"; ``mode="greedy"`` parses the
-        single greedy token as the reference does.
+        single greedy token as the reference does.  Consecutive pairs with the same video 1 (the
+        same array) share its vision output and the prompt prefix where the family can (``share``); a pair
+        alone with its video 1 is scored whole, batched with its neighbours, which gains it more than sharing
+        with no other pair would.
         """
         check_mode(mode)
         pairs = list(pairs)
+        scores: list[PairScore] = []
+        alone: list[Pair] = []  # pairs to score whole, in order, before the next shared run's scores
+        for start, stop in anchor_runs(pairs):
+            run = pairs[start:stop]
+            shared = self._scored_shared(run, concept_words, mode, prepared) if self.share and len(run) > 1 else None
+            if shared is None:
+                alone.extend(run)
+                continue
+            scores.extend(self._scored_alone(alone, concept_words, mode, prepared) + shared)
+            alone = []
+        return scores + self._scored_alone(alone, concept_words, mode, prepared)
+
+    def _scored_shared(self, pairs: list[Pair], concept_words: str, mode: str, prepared: bool
+                       ) -> list[PairScore] | None:
+        """Pairs of one anchor scored through ``_shared_tokens`` (None: the family cannot share them).
+
+        Video 1 and each video 2 are brought to what ``concat_pair`` would put in the clip; a resized video 2 is
+        kept (by the identity of its frames and the size), so the next concept hands the family the same array."""
+        a, b = (pairs[0][0], [b for _, b in pairs]) if prepared else self._prepared(pairs)
+        anchor = resample(as_video(a, "video 1"), self.frames_per_video, self.frame_rule)
+        size = tuple(anchor.shape[1:3])
+        candidates = [self._resized(resample(as_video(v, "video 2"), self.frames_per_video, self.frame_rule), size)
+                      for v in b]
+        tokens = self._shared_tokens(anchor, candidates, concept_words)
+        if tokens is None:
+            return None
+        return [replace(to_pair_score(t, mode), evidence={"size": list(size)}) for t in tokens]
+
+    def _prepared(self, pairs: list[Pair]) -> tuple[np.ndarray, list[np.ndarray]]:
+        spec = self.frame_spec
+        return prepare(pairs[0][0], spec, "video 1"), [prepare(b, spec, "video 2") for _, b in pairs]
+
+    def _resized(self, frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+        if tuple(frames.shape[1:3]) == size:
+            return frames
+        return self._shared_cache("resized").get(frames, size, lambda: resize_video(frames, *size))
+
+    def _shared_cache(self, what: str) -> IdentityCache:
+        """This model's cache of ``what`` (made at first use; a copy from ``asked_with`` shares it)."""
+        caches = self.__dict__.setdefault("_shared_caches", {})
+        if what not in caches:
+            caches[what] = IdentityCache(self.shared_cache_size)
+        return caches[what]
+
+    @property
+    def work(self) -> Counter:
+        """Model work since construction: "vision_calls" (video halves through the vision tower),
+        "prefix_passes" (forward passes over a shared prompt prefix), "pair_passes" (rows of forward passes that
+        answer a pair)."""
+        return self.__dict__.setdefault("_work", Counter())
+
+    def _shared_tokens(self, anchor: np.ndarray, candidates: list[np.ndarray], concept_words: str
+                       ) -> list[NextToken] | None:
+        """What ``_next_tokens([concat_pair(anchor, c, ...) for c in candidates], concept_words)`` returns, with the
+        anchor's vision output and the prompt up to the end of its frames computed once and shared by the
+        candidates. ``anchor``: video 1's frames as the clip holds them; ``candidates``: each video 2's, already
+        resampled and resized to the anchor's size. None: this family (or this call) cannot share; the pairs then
+        go through ``_next_tokens``."""
+        return None
+
+    def _scored_alone(self, pairs: list[Pair], concept_words: str, mode: str, prepared: bool) -> list[PairScore]:
+        """Each pair as one whole clip, ``batch_size`` clips a forward pass."""
         scores: list[PairScore] = []
         while len(scores) < len(pairs):
             # the batch size is read each time: running out of GPU memory can lower it mid-way
@@ -237,10 +308,10 @@ class Reranker(ABC):
             # build clips one batch at a time: 32 full-size frames a pair add up quickly
             clips = [self._clip(a, b, prepared) for a, b in batch]
             tokens = self._next_tokens(clips, concept_words)
+            self.work.update(vision_calls=2 * len(clips), pair_passes=len(clips))  # both halves of every clip
             scores.extend(replace(to_pair_score(t, mode), evidence={"size": list(c.shape[1:3])})
                           for t, c in zip(tokens, clips, strict=False))
         return scores
-
     def _clip(self, a: np.ndarray, b: np.ndarray, prepared: bool) -> np.ndarray:
         if not prepared:
             spec = self.frame_spec

@@ -132,11 +132,11 @@ def check_protocol(specs: Iterable[str | None], protocol: str) -> None:
 
 def create_for_protocol(spec: str, protocol: str, device: str | None = None, **kwargs) -> Reranker:
     """``spec`` built as ``protocol`` runs it: under "paper" refused where the paper cannot be run
-    (``check_protocol``), else in the family's ``paper_dtype``, one request a forward pass (``PAPER_BATCH``);
-    under "fast" with ``kwargs`` as given (the family's defaults where they are None)."""
+    (``check_protocol``), else in the family's ``paper_dtype``, one request a forward pass (``PAPER_BATCH``),
+    nothing shared between pairs; under "fast" with ``kwargs`` as given (the family's defaults where they are None)."""
     if protocol == "paper":
         check_protocol([spec], protocol)
-        kwargs = {**kwargs, "dtype": paper_dtype(spec), "batch_size": PAPER_BATCH}
+        kwargs = {**kwargs, "dtype": paper_dtype(spec), "batch_size": PAPER_BATCH, "share": False}
     return create_reranker(spec, device=device, **kwargs)
 
 

@@ -270,8 +270,10 @@ class HFVideoReranker(Reranker):
         dtype=None,
         frames_per_video: int | None = None,
         batch_size: int | None = None,
+        share: bool = True,
     ):
         self.name, self.source = name, source
+        self.share = bool(share)
         self.notices: list[str] = []  # one-line messages for the user: fallbacks taken, settings changed
         self.device = pick_device(device)
         self.dtype = resolve_dtype(
@@ -392,6 +394,18 @@ class HFVideoReranker(Reranker):
                 **self._to_device(inputs),
                 generation_config=self._generation_config,
             )
+
+    def _answers(self, logits, input_ids, attention_mask) -> list[NextToken]:
+        """Each row's answer from the raw logits of its first new token (rows, vocabulary), as ``_run`` reads
+        generate's: the answer tokens' raw logits, and the token generate picks (its logits processors applied)."""
+        import torch
+
+        answer_logits = logits[:, self.answer_ids].float().cpu().numpy()
+        processors = first_token_processors(self.model, self._generation_config, input_ids, attention_mask)
+        greedy = torch.argmax(processors(input_ids, logits.float()), dim=-1).tolist()
+        decode = self.processor.tokenizer.decode
+        return [self._read(row, decode([token], skip_special_tokens=True))
+                for row, token in zip(answer_logits, greedy, strict=False)]
 
     def _run(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
         out = self._first_token(clips, [prompt] * len(clips))
@@ -544,6 +558,39 @@ class HFVideoReranker(Reranker):
             out = self.model.generate(**self._to_device(inputs), generation_config=self._text_config(max_new_tokens))
         start = inputs["input_ids"].shape[1]
         return self.processor.tokenizer.decode(out[0][start:].tolist(), skip_special_tokens=True).strip()
+
+
+# -- sharing a prompt prefix over a batch (``Reranker._shared_tokens``) ------------------------------------------------
+def cache_argument(model) -> str:
+    """The forward keyword that takes a key/value cache: ``cache`` in newer transformers, ``past_key_values`` before."""
+    import inspect
+
+    # the class's forward: an instance's may be wrapped (accelerate's device hooks) and hide its parameters
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+
+
+def returned_cache(out):
+    """The key/value cache a forward pass returned, whichever name this transformers gives it."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
+def expanded_cache(cache, rows: int):
+    """A copy of a one-row prefix cache repeated over ``rows`` rows: the next pass appends to it, the prefix stays."""
+    copied = copy.deepcopy(cache)
+    copied.batch_repeat_interleave(rows)
+    return copied
+
+
+def first_token_processors(model, config, input_ids, attention_mask):
+    """The logits processors ``model.generate`` applies before choosing the first new token under ``config`` (a
+    checkpoint's repetition penalty, say): a forward pass read by hand then picks the token generate would."""
+    config = copy.deepcopy(config)  # preparing special tokens writes tensors into the config
+    model._prepare_special_tokens(config, True, device=input_ids.device)
+    return model._get_logits_processor(generation_config=config, input_ids_seq_length=input_ids.shape[1],
+                                       encoder_input_ids=input_ids, prefix_allowed_tokens_fn=None,
+                                       logits_processor=None, device=input_ids.device,
+                                       model_kwargs={"attention_mask": attention_mask})
 
 
 def letter_token_ids(tokenizer, letter: str) -> list[int]:

@@ -10,13 +10,22 @@ sets the temporal position spacing).
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from rerankers.hf import HFVideoReranker, Release, register_checkpoints
+from rerankers.base import NextToken
+from rerankers.hf import (
+    HFVideoReranker,
+    Release,
+    cache_argument,
+    expanded_cache,
+    register_checkpoints,
+    returned_cache,
+)
 from rerankers.paper_captions import CHAT_TOKENS, CHECKPOINT, CaptionRule
 from retrieval.core.pixels import PerFrameResize
 from retrieval.core.sampling import QWEN_FPS, FrameSpec
@@ -121,6 +130,19 @@ class QwenFilePixels(PerFrameResize):
                 f"on the {self.factor}-px grid")
 
 
+@dataclass(frozen=True)
+class PairLayout:
+    """The tokens of one pair clip, the same for every candidate of an anchor (video 2 has video 1's size and frame
+    count): their ids, their M-RoPE positions (3, 1, length) as the model computes them for the whole clip, where
+    the video's tokens are, and where video 1's end (the shared prefix is every token before that)."""
+
+    input_ids: Any  # (1, length)
+    positions: Any  # (3, 1, length)
+    video_start: int
+    video_stop: int
+    prefix: int
+
+
 class QwenReranker(HFVideoReranker):
     layout = "qwen"
     model_classes = {
@@ -163,6 +185,93 @@ class QwenReranker(HFVideoReranker):
         if hasattr(self.processor.video_processor, "cap_pixels_per_frame"):
             kwargs["cap_pixels_per_frame"] = False  # a resize option; says so explicitly to keep logs quiet
         return clips, kwargs
+
+    # -- pairs of one anchor: its vision output and the prompt up to its last frame computed once -------------------
+    def _shared_tokens(self, anchor: np.ndarray, candidates: list[np.ndarray], concept_words: str
+                       ) -> list[NextToken] | None:
+        """The vision tower attends within each temporal patch (``temporal_patch_size`` frames) and places every
+        patch by its own (h, w) grid, so a pair clip's vision output is video 1's followed by video 2's whenever no
+        patch holds a frame of each: then video 1 is encoded alone, once, and the prompt up to its last token is
+        run once for every candidate. An odd frame count (with patches of 2) merges the two videos: not shared."""
+        patch = int(self.processor.video_processor.temporal_patch_size)
+        if len(anchor) % patch or len({len(c) for c in candidates}) != 1:
+            return None
+        layout = self._pair_layout(anchor, candidates[0], self.render_prompt(concept_words))
+        if layout is None:
+            return None
+        prefix = self._prefix_cache(layout, anchor)
+        return self._fitted(lambda batch: self._suffix_tokens(layout, prefix, batch), candidates)
+
+    def _pair_layout(self, anchor: np.ndarray, candidate: np.ndarray, prompt: str) -> PairLayout | None:
+        """The processor's tokens for the first pair (every candidate's are the same) and the model's own M-RoPE
+        positions for them; None where the model has no ``get_rope_index`` this code can call."""
+        import torch
+
+        videos, video_kwargs = self._video_inputs([np.concatenate([anchor, candidate])])
+        inputs = self._to_device(self.processor(text=[prompt], videos=videos, return_tensors="pt", **video_kwargs))
+        rope_index = getattr(self.model.model, "get_rope_index", None)
+        if rope_index is None:
+            return None
+        ids = inputs["input_ids"]
+        asked = {**inputs, "attention_mask": torch.ones_like(ids)}
+        accepted = inspect.signature(rope_index).parameters
+        positions, _ = rope_index(ids, **{k: v for k, v in asked.items() if k in accepted and k != "input_ids"})
+        where = (ids[0] == self.model.config.video_token_id).nonzero().flatten().tolist()
+        half = self._vision([anchor])[0].shape[0]  # video 1's tokens: its vision output, one token a row
+        return PairLayout(ids, positions, where[0], where[-1] + 1, where[0] + half)
+
+    def _vision(self, videos: list[np.ndarray]) -> list[Any]:
+        """Each video's vision-tower output (its tokens, one a row), kept by the frames' identity: a video already
+        encoded (the anchor, a candidate asked under another concept) is not encoded again."""
+        import torch
+
+        cache = self._shared_cache("qwen-vision")
+        missing = [v for v in videos if cache.peek(v, self.dtype) is None]
+        if missing:
+            frames, video_kwargs = self._video_inputs(missing)
+            inputs = self._to_device(self.processor.video_processor(videos=frames, return_tensors="pt",
+                                                                    **video_kwargs))
+            with torch.inference_mode():
+                out = self.model.get_video_features(inputs["pixel_values_videos"], inputs["video_grid_thw"])
+            embeds = getattr(out, "pooler_output", out)  # a tuple of per-video outputs in either transformers
+            self.work["vision_calls"] += len(missing)
+            for video, embed in zip(missing, embeds, strict=True):
+                cache.get(video, self.dtype, lambda e=embed: e)
+        return [cache.peek(v, self.dtype) for v in videos]
+
+    def _prefix_cache(self, layout: PairLayout, anchor: np.ndarray):
+        """One forward pass over the prefix (system prompt, request, vision start, video 1's tokens) at the pair
+        clip's positions; its key/value cache."""
+        import torch
+
+        stop = layout.prefix
+        with torch.inference_mode():
+            embeds = self.model.get_input_embeddings()(layout.input_ids[:, :stop]).clone()
+            embeds[0, layout.video_start:stop] = self._vision([anchor])[0].to(embeds.dtype)
+            out = self.model(inputs_embeds=embeds, position_ids=layout.positions[:, :, :stop],
+                             attention_mask=torch.ones_like(layout.input_ids[:, :stop]), use_cache=True,
+                             logits_to_keep=1)
+        self.work["prefix_passes"] += 1
+        return returned_cache(out)
+
+    def _suffix_tokens(self, layout: PairLayout, prefix, candidates: list[np.ndarray]) -> list[NextToken]:
+        """One forward pass over the rest of the clip (video 2's tokens, vision end, the assistant turn) for every
+        candidate, after the prefix's cache; the answer read at the last position."""
+        import torch
+
+        rows, stop = len(candidates), layout.prefix
+        features = torch.stack(self._vision(candidates))
+        ids = layout.input_ids.expand(rows, -1)
+        with torch.inference_mode():
+            embeds = self.model.get_input_embeddings()(ids[:, stop:]).clone()
+            embeds[:, :layout.video_stop - stop] = features.to(embeds.dtype)
+            mask = torch.ones_like(ids)
+            out = self.model(inputs_embeds=embeds, position_ids=layout.positions[:, :, stop:].expand(-1, rows, -1),
+                             attention_mask=mask, use_cache=True, logits_to_keep=1,
+                             **{cache_argument(self.model): expanded_cache(prefix, rows)})
+            answers = self._answers(out.logits[:, -1], ids, mask)
+        self.work["pair_passes"] += rows
+        return answers
 
 
 CHECKPOINTS = [

@@ -92,11 +92,12 @@ class WarmStep:
 
 class Engine:
     def __init__(self, index_dir: str | Path | None, device: str | None = None, trust_remote_code: bool = False,
-                 rerank_batch: int | None = None):
+                 rerank_batch: int | None = None, share: bool = True):
         # index_dir None: no index (``compare`` and ``diff`` need none; the score cache then lives in the user
-        # cache); ``rerank_batch``: pairs per LMM forward pass (None: the family's default)
+        # cache); ``rerank_batch``: pairs per LMM forward pass (None: the family's default); ``share``: pairs of one
+        # anchor share its vision output and the prompt prefix (False: every pair a whole clip)
         self.index_dir = Path(index_dir) if index_dir is not None else None
-        self.models = ModelCache(device, trust_remote_code, rerank_batch, self.index_dir)
+        self.models = ModelCache(device, trust_remote_code, rerank_batch, self.index_dir, share=share)
 
     @property
     def catalog_path(self) -> Path | None:

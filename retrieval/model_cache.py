@@ -43,8 +43,9 @@ def model_notices(notices: list[str], model) -> None:
 
 class ModelCache:
     def __init__(self, device: str | None = None, trust_remote_code: bool = False, rerank_batch: int | None = None,
-                 index_dir: Path | None = None):
+                 index_dir: Path | None = None, share: bool = True):
         self.device = device
+        self.share = share  # fast-protocol rerankers share an anchor's work over its pairs (the paper's never do)
         self.trust_remote_code = trust_remote_code
         self.rerank_batch = rerank_batch  # pairs per LMM forward pass (None: the family's default)
         self.index_dir = index_dir  # the score cache lives beside its index (none: in the user cache)
@@ -162,7 +163,8 @@ class ModelCache:
         if isinstance(spec, Reranker):
             return spec
         return self._once("rerankers", self._rerankers, (spec, protocol),
-                          lambda: create_for_protocol(spec, protocol, self.device, batch_size=self.rerank_batch))
+                          lambda: create_for_protocol(spec, protocol, self.device, batch_size=self.rerank_batch,
+                                                              share=self.share))
 
     def captioner(self, spec, protocol: str = "fast"):
         """Who captions with ``spec`` under the index's ``protocol`` (``Reranker.captioner``): the reranker itself

@@ -93,6 +93,9 @@ def rerank_batch_option(default: str = "4") -> Any:
 
 
 RerankBatchOpt = rerank_batch_option()
+NoShareOpt = Annotated[bool, typer.Option(
+    "--no-share", help="Score every pair as one whole clip: no vision output or prompt prefix shared between the "
+    "pairs of one anchor (slower; the scores are the same up to rounding).")]
 ModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="Reranker scoring: expected (mean of "
                                       "P(1..5)) or greedy (one greedy token parsed 1-5, as the paper's code reads "
                                       "Qwen, LLaVA and mPLUG-Owl3; its InternVL sampled).")]

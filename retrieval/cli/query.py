@@ -17,6 +17,7 @@ from retrieval.cli.options import (
     HtmlOpt,
     IndexDirOpt,
     ModeOpt,
+    NoShareOpt,
     QueryConceptsOpt,
     QueryIndexDirOpt,
     RerankBatchOpt,
@@ -63,8 +64,8 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
           change_weight: ChangeWeightOpt = 1.0, most_different: MostDifferentOpt = False, k: TopOpt = DEFAULT_K,
           index_dir: QueryIndexDirOpt = None, start: StartOpt = None, end: EndOpt = None, signal: SignalOpt = None,
           reranker: RerankerOpt = None, rerank_top: RerankTopOpt = 20, mode: ModeOpt = "expected",
-          symmetric: SymmetricOpt = False, rerank_batch: RerankBatchOpt = None, fusion: FusionOpt = None,
-          device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False,
+          symmetric: SymmetricOpt = False, rerank_batch: RerankBatchOpt = None, no_share: NoShareOpt = False,
+          fusion: FusionOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False,
           explain: ExplainOpt = False):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
     well they show ANCHOR changed as a sentence says)."""
@@ -75,7 +76,8 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
         raise UserError("Missing option '--concept' / '-c' (or give --change)")
     concepts = concepts_to_score(concept, mode, free_text) if concept else check_mode(mode) or []
     changed = Change(change, change_weight) if change is not None else None
-    engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch)
+    engine = Engine(resolve_index_dir(index_dir, anchor), device=device, rerank_batch=rerank_batch,
+                    share=not no_share)
     span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
     request = QueryRequest(anchor, concepts, k, *span, parse_overrides(signal or [], free_text), reranker=reranker,
                            rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion, change=changed,

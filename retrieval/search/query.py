@@ -8,9 +8,10 @@ reranker rescores the shortlist, a fusion model combines every signal per concep
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rerankers.sharing import WORK_KEYS
 from retrieval.core.concepts import Concept
 from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqascore_id
 from retrieval.core.timecode import format_span
@@ -72,7 +73,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
         rescored = _pair_signals(pair, hits[:request.rerank_top], request.pair_overrides, models, found.root_path,
                                  notices)
         hits = ranking.ordered(rescored, request.most_different)
-    shortlist, model = _shortlist(request, clip, found, hits, models, notices)
+    shortlist, model, work = _shortlist(request, clip, found, hits, models, notices)
     if request.fusion is not None:
         sims = ranking.similarities([h.unit_id for h in shortlist], found.every, found.exact)
         shortlist, fusion_notices = fuse(shortlist, list(request.concepts), load_fusion(request.fusion),
@@ -84,7 +85,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
         notices += signals.scoring_notices(alone, found.recalled.signal_of, found.indexed, found.beside.signal_of)
     if short_reasons:
         notices += _short_reasons(request.k, hits, found, clip)
-    return _result(request, found, shortlist, hits, pair, model, notices)
+    return replace(_result(request, found, shortlist, hits, pair, model, notices), work=work)
 
 
 def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Path, models: ModelCache,
@@ -151,18 +152,22 @@ def _ranked(request: QueryRequest, clip: Anchor, found: Recalled, only: str | No
 
 
 def _shortlist(request: QueryRequest, clip: Anchor, found: Recalled, hits: list[Hit], models: ModelCache,
-               notices: list[str]) -> tuple[list[Hit], object]:
-    """The hits the final scores go to, and the reranker that gave them (None without one)."""
+               notices: list[str]) -> tuple[list[Hit], object, dict | None]:
+    """The hits the final scores go to, the reranker that gave them (None without one) and the model work it took
+    (``rerankers.sharing.WORK_KEYS``: vision-tower calls, shared-prefix passes, pair rows; None without one)."""
     if request.reranker is None:
-        return (hits[:max(request.k, request.rerank_top)] if request.fusion is not None else hits[:request.k]), None
+        return (hits[:max(request.k, request.rerank_top)] if request.fusion is not None else hits[:request.k]), None, \
+            None
     concepts = list(request.concepts)
     scorer = models.pair_scorer(request.reranker, request.mode, request.symmetric, notices)
     asked = [*concepts, found.wanted.question] if found.wanted is not None else concepts
+    before = dict(scorer.reranker.work)  # the model is kept between queries: its counts run on
     shortlist = rerank(scorer, clip.clip, hits[:request.rerank_top], asked, found.root_path)
+    work = {key: scorer.reranker.work[key] - before.get(key, 0) for key in WORK_KEYS}
     model_notices(notices, scorer.reranker)  # e.g. a precision fallback, or smaller batches after running out of memory
     if found.wanted is not None:  # the reranker's ratings: of the concepts (stay) and of the change
         shortlist = found.wanted.reranked(shortlist, concepts)
-    return shortlist, scorer.reranker
+    return shortlist, scorer.reranker, work
 
 
 def _pair_signals(pair: PairSignals, hits: list[Hit], wanted: dict[str, str], models: ModelCache, root: Path,

@@ -139,6 +139,7 @@ class QueryResult:
     spread: Spread | None = None  # the totals of the pool the final scores were given to (search/confidence.py)
     ranges: dict[str, list[float]] = field(default_factory=dict)  # concept key -> [low, high] over that pool
     calibration: Calibration | None = None  # the index's background per hit (search/calibration.py); None: relative
+    work: dict[str, int] | None = None  # the reranker's work for this query (vision calls, prefix passes, pair rows)
 
     def scored_by(self, key: str) -> str:
         """What gave a concept's scores: "fusion", the reranker's model id, or the indexed signals' model ids
@@ -181,6 +182,7 @@ class QueryResult:
             "scored_by": self.how_scored,
             "signals": self.signals,
             "reranker": self.reranker,
+            **({"work": self.work} if self.work is not None else {}),
             "fusion": self.fusion,
             "notices": self.notices,
             "empty_reason": self.empty_reason,

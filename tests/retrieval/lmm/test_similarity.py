@@ -127,3 +127,25 @@ def test_compare_errors_are_one_line(example_videos, tmp_path):
     bad_mode = runner.invoke(app, ["compare", str(example_videos / "box.mp4"), str(example_videos / "cup.mp4"),
                                    "-c", "location", "--mode", "sampled"])
     assert bad_mode.exit_code == 2 and "--mode" in bad_mode.stderr
+
+
+def query_json(index_copy, anchor, qwen, *extra: str) -> dict:
+    result = CliRunner().invoke(app, ["query", "--anchor", str(anchor), "-c", "location", "-c", "main-action",
+                                      "-r", qwen, "--rerank-top", "3", "--json", "--index-dir", str(index_copy),
+                                      *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_a_reranked_query_reports_its_model_work(index_copy, example_videos, qwen):
+    anchor = example_videos / "campus_01.mp4"
+    shared = query_json(index_copy, anchor, qwen)
+    # 3 candidates, 2 concepts: the anchor and each candidate through the vision tower once, one prefix a concept
+    assert shared["work"] == {"vision_calls": 1 + 3, "prefix_passes": 2, "pair_passes": 3 * 2}
+    assert query_json(index_copy, anchor, qwen)["work"] == {"vision_calls": 0, "prefix_passes": 0, "pair_passes": 0}
+    fresh = index_copy.parent / "fresh"  # no cached scores: every pair asked again, each as one whole clip
+    shutil.copytree(index_copy, fresh, ignore=shutil.ignore_patterns("scores.duckdb"))
+    alone = query_json(fresh, anchor, qwen, "--no-share")
+    assert alone["work"] == {"vision_calls": 2 * 3 * 2, "prefix_passes": 0, "pair_passes": 3 * 2}
+    for got, want in zip(shared["hits"], alone["hits"], strict=True):
+        assert got["path"] == want["path"] and got["total"] == pytest.approx(want["total"], abs=1e-5)

@@ -1,0 +1,64 @@
+"""What pairs that share an anchor share: runs of pairs with one anchor, and a cache keyed by the frames' identity.
+
+A query asks N candidates against one anchor, once per concept; the anchor's frames (and each candidate's) are the
+same objects every time (``retrieval.lmm.clips.FrameCache`` hands them out), so work done on them once, such as a
+vision tower's output, can be kept by the identity of those frames and reused.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Generic, Hashable, Sequence, TypeVar
+
+import numpy as np
+
+Value = TypeVar("Value")
+
+WORK_KEYS = ("vision_calls", "prefix_passes", "pair_passes")  # what ``Reranker.work`` counts, in report order
+
+
+def anchor_runs(pairs: Sequence[tuple[Any, Any]]) -> list[tuple[int, int]]:
+    """(start, stop) of each run of consecutive pairs whose video 1 is the same object."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(pairs) + 1):
+        if i == len(pairs) or pairs[i][0] is not pairs[start][0]:
+            runs.append((start, i))
+            start = i
+    return runs
+
+
+class IdentityCache(Generic[Value]):
+    """Values kept by the identity of an array (and a hashable detail), the least recently used dropped first.
+
+    Each entry holds its array, so the array's id cannot be reused by another while the entry lives: a hit is
+    always the same object, never a newer one at a freed address.
+    """
+
+    def __init__(self, size: int):
+        self.size = max(1, int(size))
+        self._entries: OrderedDict[tuple[int, Hashable], tuple[np.ndarray, Value]] = OrderedDict()
+
+    def get(self, frames: np.ndarray, detail: Hashable, make: Callable[[], Value]) -> Value:
+        key = (id(frames), detail)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is frames:
+            self._entries.move_to_end(key)
+            return entry[1]
+        value = make()
+        self._entries[key] = (frames, value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return value
+
+    def peek(self, frames: np.ndarray, detail: Hashable) -> Value | None:
+        """The kept value, or None; the entry's age is left as it is."""
+        entry = self._entries.get((id(frames), detail))
+        return entry[1] if entry is not None and entry[0] is frames else None
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
