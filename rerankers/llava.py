@@ -22,12 +22,37 @@ captions, VQAScore and concept scores alike.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import copy
+import inspect
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+import numpy as np
+
+from rerankers.base import NextToken
+from rerankers.frames import resize_video
 from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 
 # how transformers' LlavaOnevision turns a video's frames into visual tokens
 VIDEO_TOKENS = "each frame's features pooled 2x2 (bilinear), then one newline token after the whole video"
+
+# How many videos' pooled features, and how many anchors' prefix key/values, a reranker keeps: a query's anchor
+# and its candidates are reused by every concept asked of them, and a new query's videos push out the oldest.
+FEATURE_CACHE = 64
+PREFIX_CACHE = 4
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """Where a pair's tokens go: video 1's end splits what is shared (system, video 1) from what is not
+    (video 2, its newline, the concept prompt, the assistant start)."""
+
+    ids: Any  # (1, L) input ids of the whole pair, the video placeholder expanded
+    split: int  # the first token after video 1's frames
+    per_video: int  # pooled frame tokens of one video
+    video2: Any  # (1, L) bool: video 2's tokens (its frames and the newline that ends the whole video)
+    size: tuple[int, int]  # (height, width) of video 1's frames, which video 2's are resized to
 
 
 class LlavaReranker(HFVideoReranker):
@@ -45,6 +70,128 @@ class LlavaReranker(HFVideoReranker):
     caption_text: ClassVar[str] = (
         "fast: its 16 reranking frames, greedy, 256 new tokens, batched; paper: the same frames, greedy, 256 new "
         "tokens (the reference's generate(); it released no LLaVA captions), one video at a time")
+
+    # -- one anchor against many candidates: video 1 encoded once, the text up to its end run once -------
+    def _shared_tokens(self, anchor: np.ndarray, candidates: list[np.ndarray], concept_words: str
+                       ) -> list[NextToken] | None:
+        """What ``_next_tokens`` gives for ``concat_pair(anchor, c)`` of each candidate, computed once for the anchor.
+
+        Each frame goes through the vision tower, projector and 2x2 pooling alone, and the one newline token
+        follows the whole video, so video 1's features are the first half of the pair's and video 2's (with
+        the newline) the rest. The concept prompt comes after the video, so the prefix (system, video 1) is the
+        same for every concept: its key/values are kept per anchor. None: the videos differ in frame count.
+        """
+        import torch
+
+        if not candidates:
+            return []
+        if any(len(c) != len(anchor) for c in candidates):
+            return None
+        with torch.inference_mode():
+            layout = self._pair_layout(self.render_prompt(concept_words), anchor)
+            if layout is None:
+                return None
+            # one row: out of GPU memory here says so as a batch of one pair does
+            prefix = self._fitted(lambda rows: [self._prefix(rows[0], layout)], [anchor])[0]
+            return self._fitted(lambda batch: self._suffix_answers(prefix, layout, batch), candidates)
+
+    def _pair_layout(self, prompt: str, anchor: np.ndarray) -> PairLayout | None:
+        """The pair's input ids as the processor makes them: its video placeholder expanded to both videos' pooled
+        frame tokens and the newline. None where the prompt does not hold exactly one placeholder."""
+        token, token_id = self.processor.video_token, self.model.config.video_token_id
+        if prompt.count(token) != 1:
+            return None
+        size = anchor.shape[1:3]
+        per_video = self._video_features(anchor, size).shape[1] - 1  # pooled frame tokens, the newline left out
+        text = prompt.replace(token, token * (2 * per_video + 1))
+        ids = self.processor.tokenizer([text], return_tensors="pt")["input_ids"].to(self.device)
+        where = (ids[0] == token_id).nonzero().flatten()
+        if len(where) != 2 * per_video + 1 or int(where[-1] - where[0]) != 2 * per_video:
+            return None  # the tokenizer merged or split the placeholder: not the layout read here
+        split = int(where[0]) + per_video
+        video2 = ids == token_id
+        video2[:, :split] = False
+        return PairLayout(ids, split, per_video, video2, size)
+
+    def _prefix(self, anchor: np.ndarray, layout: PairLayout):
+        """Key/values of the system turn and video 1 (the anchor), run once and kept for its later concepts."""
+        ids = layout.ids[:, :layout.split]
+        cache = self._cached("_prefix_cache")
+        key = (id(anchor), self.cache_tag, tuple(ids[0].tolist()))
+        hit = cache.get(key)
+        if hit is not None and hit[0] is anchor:
+            cache.move_to_end(key)
+            return hit[1]
+        video1 = ids == self.model.config.video_token_id
+        embeds = self._merged(ids, video1, self._video_features(anchor, layout.size)[:, :layout.per_video])
+        out = self.model(inputs_embeds=embeds, use_cache=True, logits_to_keep=1)
+        self._count("prefix_passes")
+        kv = getattr(out, "cache", None)
+        kv = out.past_key_values if kv is None else kv
+        _remember(cache, key, (anchor, kv), PREFIX_CACHE)
+        return kv
+
+    def _suffix_answers(self, prefix, layout: PairLayout, candidates: list[np.ndarray]) -> list[NextToken]:
+        """One generation step for the candidates as video 2, continuing the prefix's key/values (positions go
+        on after it, every row the same length, so no padding)."""
+        import torch
+
+        rows = len(candidates)
+        ids = layout.ids.expand(rows, -1)
+        size = layout.size
+        features = torch.cat([self._video_features(c, size) for c in candidates])
+        # generate reads only the embeddings past the cached prefix; video 1's positions there stay unfilled
+        embeds = self._merged(ids, layout.video2.expand(rows, -1), features)
+        kv = copy.deepcopy(prefix)
+        kv.batch_repeat_interleave(rows)
+        out = self.model.generate(input_ids=ids, inputs_embeds=embeds, attention_mask=torch.ones_like(ids),
+                                  generation_config=self._generation_config, **{self._cache_argument(): kv})
+        self._count("pair_passes", rows)
+        return self._answers(out)
+
+    def _merged(self, ids, where, features):
+        """Token embeddings of ``ids`` with ``features`` put at the ``where`` positions, row by row, as the model
+        merges video features into its inputs."""
+        embeds = self.model.get_input_embeddings()(ids)
+        return embeds.masked_scatter(where[..., None], features.to(embeds.dtype))
+
+    def _video_features(self, frames: np.ndarray, size: tuple[int, int]):
+        """(1, pooled frame tokens + 1, D): one video's projected, pooled frame features and the newline token,
+        its frames first resized to ``size`` as concat_pair resizes video 2; one vision-tower call, kept for as
+        long as the video stays among the recent ones."""
+        cache = self._cached("_feature_cache")
+        key = (id(frames), self.cache_tag, size)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is frames:  # the frames are held, so their id is not another array's
+            cache.move_to_end(key)
+            return hit[1]
+        videos, video_kwargs = self._video_inputs([resize_video(frames, *size)])
+        pixels = self.processor.video_processor(videos=videos, return_tensors="pt", **video_kwargs)
+        out = self.model.get_video_features(self._to_device(pixels)["pixel_values_videos"])
+        self._count("vision_calls")
+        features = getattr(out, "pooler_output", out)
+        _remember(cache, key, (frames, features), FEATURE_CACHE)
+        return features
+
+    def _cache_argument(self) -> str:
+        # transformers 5 renamed generate's past_key_values to cache
+        return "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+
+    def _cached(self, name: str) -> OrderedDict:
+        if getattr(self, name, None) is None:
+            setattr(self, name, OrderedDict())
+        return getattr(self, name)
+
+    def _count(self, what: str, n: int = 1) -> None:
+        if getattr(self, "work", None) is None:
+            self.work = Counter()
+        self.work[what] += n
+
+
+def _remember(cache: OrderedDict, key, value, size: int) -> None:
+    cache[key] = value
+    while len(cache) > size:
+        cache.popitem(last=False)
 
 
 # LLaVA-Video-7B-Qwen2 was trained (LLaVA-NeXT's ov_to_video recipe) with mm_newline_position "grid", which its
