@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import ClassVar, Iterable, Sequence
 
@@ -240,6 +241,13 @@ class Reranker(ABC):
             scores.extend(replace(to_pair_score(t, mode), evidence={"size": list(c.shape[1:3])})
                           for t, c in zip(tokens, clips, strict=False))
         return scores
+
+    @property
+    def work(self) -> Counter:
+        """Model work since construction: "vision_calls" (video halves through the vision tower),
+        "prefix_passes" (forward passes over a shared prompt prefix), "pair_passes" (rows of forward passes that
+        answer a pair)."""
+        return self.__dict__.setdefault("_work", Counter())
 
     def _clip(self, a: np.ndarray, b: np.ndarray, prepared: bool) -> np.ndarray:
         if not prepared:
