@@ -130,6 +130,22 @@ def test_two_swapped_frames_are_caught(model, which):
     assert gap(expected, got) > 10 * TOLERANCE
 
 
+def test_each_frame_is_encoded_on_its_own(model):
+    # the vision tower, pixel shuffle and projector see one frame at a time: a video's features are the same
+    # encoded alone or inside a pair's clip, so they can be computed once and reused
+    rng = np.random.default_rng(10)
+    anchor, other = clip(rng, 56, 56), clip(rng, 56, 56)
+    pair = concat_pair(anchor, other, 16, model.frame_rule)
+    videos, kwargs = model._video_inputs([pair])
+    inputs = model.processor(text=[model.render_prompt("Main Action")], videos=videos, return_tensors="pt", **kwargs)
+    with torch.inference_mode():
+        whole = model.model.get_image_features(pixel_values=inputs["pixel_values"]).pooler_output
+        alone = model._encode([other, anchor])
+    tokens = whole.shape[1]
+    assert torch.allclose(alone[1], whole[:16].reshape(16 * tokens, -1), atol=1e-6)
+    assert torch.allclose(alone[0], whole[16:].reshape(16 * tokens, -1), atol=1e-6)
+
+
 def test_the_prompt_splits_after_video_1s_last_frame_line(model):
     rng = np.random.default_rng(6)
     layout = model._pair_layout("Main Action", clip(rng, 56, 56))
