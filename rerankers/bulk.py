@@ -40,7 +40,6 @@ def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Q
 
 def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]]) -> list[str]:
     """One generation over ``rows`` of (clip, request, max new tokens), left-padded as ``_generate_with`` pads."""
-    import torch
 
     budgets = [int(tokens) for _, _, tokens in rows]
     if min(budgets) < 1:
@@ -50,12 +49,36 @@ def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]
                              padding=True, padding_side="left", return_tensors="pt", **video_kwargs)
     start = inputs["input_ids"].shape[1]
     config = generation_config(model, max(budgets), start)
-    with torch.inference_mode():
-        out = model.model.generate(**model._to_device(inputs), generation_config=config,
-                                   stopping_criteria=[RowBudgets(start, budgets)])
+    out = _generate_or_fall_back(model, model._to_device(inputs), config, RowBudgets(start, budgets))
     decode = model.processor.tokenizer.decode
     return [decode(row[start:start + budget].tolist(), skip_special_tokens=True).strip()
             for row, budget in zip(out, budgets, strict=True)]
+
+
+def _generate_or_fall_back(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):
+    import torch
+
+    try:
+        return _generate(model, inputs, config, budgets)
+    except torch.cuda.OutOfMemoryError:
+        raise  # HFVideoReranker._fitted halves the batch
+    except Exception as err:
+        if config.cache_implementation != "static":
+            raise
+        # a model or torch build the static cache (or its compiled decode step) fails on: the dynamic cache
+        # answers the same, only slower; said once, and not tried again with this model
+        model.static_cache_failed = True
+        model._notice(f"{model.name}: the static KV cache failed ({type(err).__name__}); generating with the "
+                      "dynamic cache")
+        config.cache_implementation = config.max_cache_len = None
+        return _generate(model, inputs, config, budgets)
+
+
+def _generate(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):
+    import torch
+
+    with torch.inference_mode():
+        return model.model.generate(**inputs, generation_config=config, stopping_criteria=[budgets])
 
 
 def generation_config(model: HFVideoReranker, max_new_tokens: int, prompt_tokens: int):
@@ -71,7 +94,9 @@ def generation_config(model: HFVideoReranker, max_new_tokens: int, prompt_tokens
 def static_cache_fits(model: HFVideoReranker) -> bool:
     """CUDA, and a model transformers can compile with a static cache (every family convis runs today)."""
     network = model.model
-    return model.device.type == "cuda" and bool(getattr(network, "_can_compile_fullgraph", False)) \
+    if model.device.type != "cuda" or getattr(model, "static_cache_failed", False):
+        return False
+    return bool(getattr(network, "_can_compile_fullgraph", False)) \
         and bool(getattr(type(network), "_supports_default_dynamic_cache", lambda: True)())
 
 

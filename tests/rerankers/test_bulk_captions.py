@@ -143,3 +143,27 @@ class ByRequest:
         if name == "describe_each":
             raise AttributeError(name)
         return getattr(self._model, name)
+
+
+def test_a_static_cache_that_fails_falls_back_to_the_dynamic_one_once(captioners, monkeypatch):
+    """Where the static cache (or its compiled decode step) fails, the answers come from the dynamic cache, a
+    notice says so once, and the model is not asked with the static cache again."""
+    model = copy.copy(captioners["llava"])
+    model.notices = []
+    clips = videos()[:2]
+    expected = one_request_at_a_time(model, clips, QUESTIONS[:2])
+    monkeypatch.setattr(bulk, "static_cache_fits", lambda m: not getattr(m, "static_cache_failed", False))
+    inner, caches = model.model.generate, []
+
+    def no_static(**kwargs):
+        caches.append(kwargs["generation_config"].cache_implementation)
+        if kwargs["generation_config"].cache_implementation == "static":
+            raise RuntimeError("compiled decode step failed")
+        return inner(**kwargs)
+
+    monkeypatch.setattr(model.model, "generate", no_static)
+    assert model.describe_each(clips, [QUESTIONS[:2]] * 2) == expected
+    assert model.describe_each(clips, [QUESTIONS[:2]] * 2) == expected
+    assert caches == ["static", None, None]
+    assert [n for n in model.notices if "static KV cache failed (RuntimeError)" in n] == \
+        ["llava-onevision: the static KV cache failed (RuntimeError); generating with the dynamic cache"]
