@@ -1,8 +1,10 @@
 """Asking a video LMM about units: its caption and descriptions of each unit, read back as stored text.
 
-Each unit is decoded with the model's own frames, then each request is asked of every unit lacking its answer
-in one ``describe_many`` (the family batches what it can). A unit that cannot be decoded or answered says why
-and is left for a later run; an answer that is not usable text is kept as unreadable, with the reason.
+Each unit is decoded with the model's own frames, then every question of every unit is asked in one
+``describe_each`` where the model has it (a transformers family: every question of a batch of units in one
+generation), else each request of every unit lacking its answer in one ``describe_many``. A unit that cannot be
+decoded or answered says why and is left for a later run; an answer that is not usable text is kept as unreadable,
+with the reason.
 """
 
 from __future__ import annotations
