@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, TypeVar
+from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -429,6 +429,15 @@ class HFVideoReranker(Reranker):
 
     def _generate_texts(self, clips: list[np.ndarray], prompt: str, max_new_tokens: int) -> list[str]:
         return self._generate_with(clips, prompt, self._text_config(max_new_tokens))
+
+    def describe_each(self, videos: Sequence[np.ndarray], questions: Sequence[Sequence[tuple[str, int]]],
+                      prepared: bool = False) -> list[list[str]]:
+        """Each video asked its own questions ((request, max new tokens) each), every question of ``batch_size``
+        videos in one greedy generation (rerankers.bulk); the answers equal ``describe_many``'s, one request at a
+        time. ``prepared`` as for ``describe``."""
+        from rerankers.bulk import describe_units
+
+        return describe_units(self, [self._one_clip(v, prepared) for v in videos], questions)
 
     def _generate_with(self, clips: list[np.ndarray], prompt: str, config) -> list[str]:
         """One generation for every clip under ``config``: rows padded on the left, so each one's answer starts

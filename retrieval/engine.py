@@ -92,12 +92,14 @@ class WarmStep:
 
 class Engine:
     def __init__(self, index_dir: str | Path | None, device: str | None = None, trust_remote_code: bool = False,
-                 rerank_batch: int | None = None, share: bool = True):
+                 rerank_batch: int | None = None, share: bool = True, captioner_backend: str = "hf"):
         # index_dir None: no index (``compare`` and ``diff`` need none; the score cache then lives in the user
         # cache); ``rerank_batch``: pairs per LMM forward pass (None: the family's default); ``share``: pairs of one
-        # anchor share its vision output and the prompt prefix (False: every pair a whole clip)
+        # anchor share its vision output and the prompt prefix (False: every pair a whole clip);
+        # ``captioner_backend``: who generates captions, "hf" (transformers) or "vllm"
         self.index_dir = Path(index_dir) if index_dir is not None else None
-        self.models = ModelCache(device, trust_remote_code, rerank_batch, self.index_dir, share=share)
+        self.models = ModelCache(device, trust_remote_code, rerank_batch, self.index_dir, share=share,
+                                 captioner_backend=captioner_backend)
 
     @property
     def catalog_path(self) -> Path | None:
@@ -148,6 +150,8 @@ class Engine:
         as it was, and the report says ``found`` 0.  What the user should know goes to ``notices``."""
         from retrieval.pipeline.index_folder import index_folder
 
+        if settings is not None and settings.captioner:
+            self.models.check_captioner_backend(settings.ray_address)
         if settings is not None and settings.captioner and not settings.ray_address:
             self.models.check_lmms([settings.captioner])  # on Ray the actors load it, where its weights may be
         return index_folder(self.index_dir, self.models, folder, indexers, settings, progress, distributor,
@@ -162,6 +166,7 @@ class Engine:
         from retrieval.pipeline.describe_folder import describe_folder
 
         store.require_index(self.index_dir)
+        self.models.check_captioner_backend()
         self.models.check_lmms([captioner] if captioner else [])  # the index's own is checked as it is built
         wanted = as_concepts(concepts) if concepts else ()
         return describe_folder(self.index_dir, self.models, wanted, captioner, progress, caption_only)

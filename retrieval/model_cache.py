@@ -19,7 +19,7 @@ import numpy as np
 
 from indexers import text_towers
 from indexers.factory import create_indexer  # the registry; a family's module loads when built
-from retrieval.core.errors import one_line
+from retrieval.core.errors import ConvisError, one_line
 from retrieval.lmm.clips import FrameCache
 from retrieval.lmm.score_cache import ScoreCache, default_score_cache
 from retrieval.lmm.similarity import PairScorer
@@ -41,11 +41,21 @@ def model_notices(notices: list[str], model) -> None:
     notices.extend(n for n in getattr(model, "notices", []) if n not in notices)
 
 
+CAPTIONER_BACKENDS = ("hf", "vllm")  # who generates captions: transformers, or the vLLM serving engine
+
+
+class CaptionerBackendError(ConvisError, ValueError):
+    """A captioner backend that does not exist, or cannot caption as asked."""
+
+    exit_code, http_status = 2, 400
+
+
 class ModelCache:
     def __init__(self, device: str | None = None, trust_remote_code: bool = False, rerank_batch: int | None = None,
-                 index_dir: Path | None = None, share: bool = True):
+                 index_dir: Path | None = None, share: bool = True, captioner_backend: str = "hf"):
         self.device = device
         self.share = share  # fast-protocol rerankers share an anchor's work over its pairs (the paper's never do)
+        self.captioner_backend = captioner_backend  # who generates captions: "hf" (transformers) or "vllm"
         self.trust_remote_code = trust_remote_code
         self.rerank_batch = rerank_batch  # pairs per LMM forward pass (None: the family's default)
         self.index_dir = index_dir  # the score cache lives beside its index (none: in the user cache)
@@ -58,6 +68,7 @@ class ModelCache:
         self._built_frames: dict[tuple[str, str], FrameSpec] = {}  # each indexer's frames as it was built
         self._anchors: dict[Path, AnchorCache] = {}  # by index folder
         self._rerankers: dict = {}  # (spec, protocol) -> Reranker
+        self._captioners: dict = {}  # (spec, protocol) -> a captioner on another backend than the reranker's
         self._pairs: dict[tuple[int, str, bool], PairScorer] = {}
         self._vqa: dict[int, VqaScorer] = {}  # reranker object id -> its VQAScore scorer
         self._scores: ScoreCache | None = None
@@ -168,8 +179,27 @@ class ModelCache:
 
     def captioner(self, spec, protocol: str = "fast"):
         """Who captions with ``spec`` under the index's ``protocol`` (``Reranker.captioner``): the reranker itself
-        for "fast", the reference's caption rule around the paper protocol's build of it for "paper"."""
+        for "fast", the reference's caption rule around the paper protocol's build of it for "paper"; on the "vllm"
+        backend, the family's prompts and frames with vLLM generating (``rerankers.vllm_captioner``)."""
+        if self.captioner_backend == "vllm" and isinstance(spec, str):
+            from rerankers.vllm_captioner import vllm_captioner
+
+            return self._once("captioners", self._captioners, (spec, protocol),
+                              lambda: vllm_captioner(spec, protocol))
         return self.reranker(spec, protocol).captioner(protocol)
+
+    def check_captioner_backend(self, ray_address: str | None = None) -> None:
+        """Refuse at once (one line) a captioner backend this machine cannot run, before any work."""
+        if self.captioner_backend not in CAPTIONER_BACKENDS:
+            raise CaptionerBackendError(f"unknown captioner backend {self.captioner_backend!r}; use "
+                                        f"{' or '.join(CAPTIONER_BACKENDS)}")
+        if ray_address and self.captioner_backend != "hf":
+            raise CaptionerBackendError(f"--captioner-backend {self.captioner_backend} captions in this process; "
+                                        "on Ray the actors caption with hf")
+        if self.captioner_backend == "vllm":
+            from rerankers.vllm_captioner import require_vllm
+
+            require_vllm()
 
     def check_lmms(self, specs) -> None:
         """Refuse at once (RerankerUnavailable, one line) a video LMM whose weights cannot be had, before a request

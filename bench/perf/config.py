@@ -33,6 +33,7 @@ class PerfConfig:
     serve_requests: int = 25  # requests each of them asks
     isolate: bool = True
     smoke: bool = False
+    shape: str = "tiny"  # the LMM sections' checkpoints: "tiny" (random tiny), "7b" (the real dimensions, on a GPU)
 
     @classmethod
     def smoke_run(cls, **overrides) -> "PerfConfig":

@@ -5,7 +5,16 @@ from __future__ import annotations
 from functools import partial
 
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult, ServeLoadResult
+from bench.perf.results import (
+    CliResult,
+    DescribeResult,
+    IndexingResult,
+    LmmRerankResult,
+    RecallResult,
+    RerankResult,
+    ScalingResult,
+    ServeLoadResult,
+)
 from bench.perf.targets import CLI_BASELINE, find_row, measured_settings
 
 _INDEXING_HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min",
@@ -24,6 +33,11 @@ _SERVE_HEAD = ["route", "asked", "requests", "p50 ms", "p99 ms", "max ms", "erro
 _RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms",
                 "speed-up", "model pairs on repeat", "peak RSS MB"]
 
+_LMM_RERANK_HEAD = ["family", "shape", "device", "batch", "sharing", "pairs", "concepts", "seconds", "pairs/s",
+                    "vision calls", "prefix passes", "pair passes", "GPU peak GB", "GPU busy in kernels"]
+_DESCRIBE_HEAD = ["family", "shape", "device", "way", "units a batch", "units", "answers", "new tokens",
+                  "generate calls", "seconds", "answers/s", "tokens/s", "GPU peak GB", "GPU busy in kernels"]
+
 
 def markdown(report: PerfReport) -> str:
     parts = ["# Performance\n"] + [_run_line(run) for run in report.runs or [report.machine]]
@@ -38,6 +52,11 @@ def markdown(report: PerfReport) -> str:
         parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
+    if report.rerank_lmm:
+        parts += ["## Reranking, each LMM family\n", _table(_LMM_RERANK_HEAD, [_lmm_row(r) for r in report.rerank_lmm])]
+    if report.describe:
+        parts += ["## Describing units, each LMM family\n",
+                  _table(_DESCRIBE_HEAD, [_describe_row(r) for r in report.describe])]
     if report.cli:
         base = next((r for r in report.cli if r.key == CLI_BASELINE), None)
         parts += ["## Command-line start-up\n", _table(_CLI_HEAD, [_cli_row(r, base) for r in report.cli])]
@@ -109,3 +128,19 @@ def _serve_row(r: ServeLoadResult) -> list:
 def _rerank_row(r: RerankResult) -> list:
     return [r.reranker, r.pairs, f"{r.load_s:.2f}", f"{r.first_s:.2f}", f"{r.per_pair_s:.3f}", r.decodes,
             f"{r.repeat_s * 1e3:.1f}", f"{r.speedup:.0f}x", r.repeat_model_pairs, f"{r.peak_rss_mb:.0f}"]
+
+
+def _maybe(value, form: str = "{}") -> str:
+    return "n/a" if value is None else form.format(value)
+
+
+def _lmm_row(r: LmmRerankResult) -> list:
+    return [r.family, r.shape, r.device, r.batch, r.share, r.pairs, r.concepts, f"{r.seconds:.2f}",
+            f"{r.pairs_per_s:.2f}", _maybe(r.vision_calls), _maybe(r.prefix_passes), _maybe(r.pair_passes),
+            _maybe(r.gpu_peak_gb, "{:.1f}"), _maybe(r.kernel_share, "{:.0%}")]
+
+
+def _describe_row(r: DescribeResult) -> list:
+    return [r.family, r.shape, r.device, r.way, r.batch, r.units, r.answers, r.tokens, r.generate_calls,
+            f"{r.seconds:.2f}", f"{r.answers_per_s:.2f}", f"{r.tokens_per_s:.1f}", _maybe(r.gpu_peak_gb, "{:.1f}"),
+            _maybe(r.kernel_share, "{:.0%}")]

@@ -44,6 +44,8 @@ def notes(config: PerfConfig) -> list[str]:
                    "Each worker count is timed in a fresh process" + ("" if config.isolate else " (smoke: in-process)")
                    + f", the fastest of {config.repeat} run(s); worker peak RSS is the largest VmHWM of any process "
                    "under the measuring one, sampled every 10 ms.")
+    if "rerank" in config.sections or "describe" in config.sections:
+        out.append(_lmm_note(config))
     if config.reranker is None:
         out.append("Reranking uses a tiny randomly initialised Qwen2-VL (bench/tiny/vlm.py) on the CPU: it measures "
                    "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "
@@ -77,3 +79,20 @@ def _serve_note(config: PerfConfig) -> str:
             "nearest-rank; errors count answers other than 200 and 503 and requests without an answer; in flight "
             "is a route's requests outstanding on average (the seconds its clients waited over the load's wall "
             "seconds).")
+
+
+def _lmm_note(config: PerfConfig) -> str:
+    shape = ("random checkpoints in the real models' dimensions (bench/perf/real_shape.py: Qwen2.5-VL 7B, "
+             "LLaVA-OneVision 7B, InternVL3 8B), bf16, built on the GPU" if config.shape == "7b" else
+             "the tiny random checkpoints of bench/tiny/vlm.py (their speed says nothing of a real model's; their "
+             "call counts do)")
+    return ("Each LMM family: " + shape + ". Reranking: the first clip against the others, the anchor the same "
+            "frames object in every pair, concept by concept, after one untimed warm-up; pairs/s is pairs over the "
+            "timed run's wall seconds, at batch 1 and the family's default batch, with prompt sharing on and off "
+            "where the reranker takes `share`; vision calls, prefix passes and pair passes are the reranker's "
+            "`work` counts over the timed run (n/a: it keeps none). Describing: every unit asked the caption and "
+            "the five concept requests, at most 128 new tokens each (8 in smoke runs), one request a generation "
+            "(`describe_many`) and every question of the batch in one (`describe_each`); new tokens are those "
+            "generate wrote before each row's end. GPU peak is torch.cuda.max_memory_allocated over the timed run; "
+            "GPU busy in kernels is the CUDA kernel time torch.profiler records over a second, profiled run's wall "
+            "time (n/a on a CPU).")

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult, ServeLoadResult
+from bench.perf.results import (
+    CliResult,
+    DescribeResult,
+    IndexingResult,
+    LmmRerankResult,
+    RecallResult,
+    RerankResult,
+    ScalingResult,
+    ServeLoadResult,
+)
 from bench.perf.targets import (
     Check,
     cli_checks,
@@ -21,7 +30,7 @@ from bench.perf.targets import (
 from retrieval.core.user_files import read_json
 
 # the report's row lists, in measuring order
-PARTS = ("indexing", "recall", "rerank", "long_video", "scaling", "cli", "serve")
+PARTS = ("indexing", "recall", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve")
 
 
 @dataclass
@@ -37,6 +46,8 @@ class PerfReport:
     serve: list[ServeLoadResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)  # each run that measured a part: machine facts + command
+    rerank_lmm: list[LmmRerankResult] = field(default_factory=list)  # each LMM family's pairs/s (--shape)
+    describe: list[DescribeResult] = field(default_factory=list)  # each LMM family's captions/s (--shape)
 
     def as_dict(self) -> dict:
         return {
@@ -44,6 +55,9 @@ class PerfReport:
             "indexing": [_with_rates(r) for r in self.indexing],
             "recall": [asdict(r) for r in self.recall],
             "rerank": [{**asdict(r), "per_pair_s": r.per_pair_s, "speedup": r.speedup} for r in self.rerank],
+            "rerank_lmm": [{**asdict(r), "pairs_per_s": round(r.pairs_per_s, 3)} for r in self.rerank_lmm],
+            "describe": [{**asdict(r), "answers_per_s": round(r.answers_per_s, 3),
+                          "tokens_per_s": round(r.tokens_per_s, 1)} for r in self.describe],
             "long_video": [_with_rates(r) for r in self.long_video],
             "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
@@ -67,7 +81,9 @@ class PerfReport:
                    rows(RecallResult, "recall"), rows(RerankResult, "rerank", ("per_pair_s", "speedup")),
                    rows(IndexingResult, "long_video", rates), rows(ScalingResult, "scaling"), rows(CliResult, "cli"),
                    rows(ServeLoadResult, "serve"), list(data.get("notes", [])),
-                   list(data.get("runs") or [data["machine"]]))
+                   list(data.get("runs") or [data["machine"]]),
+                   rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
+                   rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")))
 
 
 def _with_rates(r: IndexingResult) -> dict:

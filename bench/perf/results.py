@@ -108,3 +108,54 @@ class ServeLoadResult:
     in_flight: float = 0.0  # under load: the route's requests outstanding on average
     cores: int = 0  # the cores the measuring process could run on
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class LmmRerankResult:
+    """One family's pair scoring at one batch size, sharing on or off: one anchor against N clips, C concepts."""
+
+    family: str
+    shape: str  # "tiny" (random tiny checkpoint) or "7b" (the real model's dimensions, random weights)
+    device: str
+    batch: int  # pairs a forward pass
+    share: str  # "on", "off", or "-" where the reranker has no switch
+    pairs: int  # pairs scored (candidates x concepts)
+    concepts: int
+    seconds: float
+    vision_calls: int | None = None  # the reranker's work counts over the timed run (None: it keeps none)
+    prefix_passes: int | None = None
+    pair_passes: int | None = None
+    gpu_peak_gb: float | None = None  # torch.cuda.max_memory_allocated over the timed run (None: no GPU)
+    kernel_share: float | None = None  # GPU kernel time over wall time of a profiled run (None: no GPU)
+    peak_rss_mb: float = 0.0
+
+    @property
+    def pairs_per_s(self) -> float:
+        return self.pairs / self.seconds if self.seconds > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class DescribeResult:
+    """One family describing units one way: each request a generation, or every question of the batch in one."""
+
+    family: str
+    shape: str
+    device: str
+    way: str  # "one request a call" or "every question at once"
+    batch: int  # units a generation
+    units: int
+    answers: int
+    tokens: int  # new tokens generated (padding after a row's end not counted)
+    generate_calls: int
+    seconds: float
+    gpu_peak_gb: float | None = None
+    kernel_share: float | None = None
+    peak_rss_mb: float = 0.0
+
+    @property
+    def answers_per_s(self) -> float:
+        return self.answers / self.seconds if self.seconds > 0 else math.inf
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else math.inf

@@ -11,9 +11,12 @@ from bench.perf.cli_session import run_cli
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.footage import list_clips, make_clips
 from bench.perf.indexing import run_indexing
+from bench.perf.lmm_describe import run_lmm_describe
+from bench.perf.lmm_rerank import run_lmm_rerank
 from bench.perf.long_video import run_long_video
 from bench.perf.measuring import load_average, machine_info
 from bench.perf.notes import notes
+from bench.perf.real_shape import SHAPES, require_cuda
 from bench.perf.report import PARTS, PerfReport
 from bench.perf.rerank import run_rerank
 from bench.perf.scaling import run_scaling
@@ -43,6 +46,11 @@ SECTIONS: dict[str, Section] = {
     "recall": Section(run_recall, "vector search latency and recall@100 of each index kind at every size",
                       needs_clips=False),
     "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
+    "rerank_lmm": Section(run_lmm_rerank, "each LMM family's pairs/s at batch 1 and its default batch, prompt "
+                                          "sharing on and off, its work counts, GPU memory and kernel share "
+                                          "(--shape)", chosen_by=lambda config: "rerank" in config.sections),
+    "describe": Section(run_lmm_describe, "each LMM family's captions/s and generated tokens/s on the describe "
+                                          "path, one request a call and every question at once (--shape)"),
     "cli": Section(run_cli, "the demo's commands on the demo index (out/demo-index, built when absent) as fresh "
                             "processes: median wall seconds and RSS, and each against a query whose anchor is "
                             "indexed; `convis serve` until /health answers, and its first text search once warm",
@@ -66,6 +74,10 @@ def section_names() -> tuple[str, ...]:
 
 def run(config: PerfConfig, progress: Progress = lambda message: None,
         command: str = "convis bench perf") -> PerfReport:
+    if config.shape not in SHAPES:
+        raise ValueError(f"unknown shape {config.shape!r}; use {' or '.join(SHAPES)}")
+    if config.shape == "7b":
+        require_cuda()  # before any clip is generated or model built
     report = PerfReport(machine_info(), {k: str(v) for k, v in asdict(config).items()})
     chosen = {name: section for name, section in SECTIONS.items() if section.chosen(name, config)}
     with tempfile.TemporaryDirectory(prefix="convis-perf-") as tmp:

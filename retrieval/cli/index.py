@@ -82,6 +82,10 @@ CaptionerOpt = Annotated[Optional[str], typer.Option(
     "embeds the captions. Fast protocol: the family's reranking frames, greedy, 256 tokens a caption; --protocol "
     "paper: the ConViS-Bench reference's (Qwen: 1 fps, at most 360*420 px, its checkpoint's decoding, 1024 tokens; "
     "InternVL: sampled, seeded, 1024 tokens), in the family's paper precision; it refuses llava-video.")]
+CaptionerBackendOpt = Annotated[str, typer.Option(
+    metavar="hf|vllm", help="Who generates the captions: 'hf' (default: transformers, every question of "
+    "several units in one generation, a static KV cache on CUDA) or 'vllm' (the vLLM serving engine, for large "
+    "collections; pip install vllm; the same prompts, frames and stored answers; fast protocol, not on Ray).")]
 DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     metavar="cpu|cuda|cuda:N", help="Decode on the GPU with torchcodec (NVDEC); without one, decoding stays on the "
     "CPU and a notice says why.")]
@@ -93,7 +97,8 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
           device: DeviceOpt = None, trust_remote_code: RemoteCodeOpt = False, ray: RayOpt = None,
           faiss_index: FaissIndexOpt = None, faiss_params: FaissParamsOpt = None, protocol: ProtocolOpt = None,
           move_root: MoveRootOpt = False, prune: PruneOpt = False, retry_failed: RetryFailedOpt = False,
-          captioner: CaptionerOpt = None, decode_device: DecodeDeviceOpt = None, as_json: RunJsonOpt = False):
+          captioner: CaptionerOpt = None, captioner_backend: CaptionerBackendOpt = "hf",
+          decode_device: DecodeDeviceOpt = None, as_json: RunJsonOpt = False):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
     from retrieval.engine import Engine, IndexSettings, remember_index
 
@@ -104,7 +109,8 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
                              timeout=timeout, publish_every=publish_every, ray_address=ray, faiss_index=faiss_index,
                              faiss_params=faiss_params, protocol=protocol, move_root=move_root, prune=prune,
                              retry_failed=retry_failed, captioner=captioner, decode_device=decode_device)
-    engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code)
+    engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code,
+                    captioner_backend=captioner_backend)
     notices: list[str] = []
     with present.index_progress(disable=as_json) as progress:
         report = engine.index(folder, indexer or [], settings, progress=progress, notices=notices)
@@ -137,15 +143,17 @@ HubCodeOpt = Annotated[bool, typer.Option(help="Allow custom model code from the
 
 
 def describe(where: WhereArg = None, index_dir: IndexDirOpt = None, concept: DescribeConceptOpt = None,
-             captioner: DescriberOpt = None, free_text: FreeTextOpt = False, device: DeviceOpt = None,
-             trust_remote_code: HubCodeOpt = False, as_json: RunJsonOpt = False):
+             captioner: DescriberOpt = None, captioner_backend: CaptionerBackendOpt = "hf",
+             free_text: FreeTextOpt = False, device: DeviceOpt = None, trust_remote_code: HubCodeOpt = False,
+             as_json: RunJsonOpt = False):
     """Describe every indexed unit by more concepts (one model call a unit and concept, never asked twice) and
     embed each concept's descriptions into its own signal, which `query --concept` and `search --concept` use.
     Resumable: a killed run keeps what it wrote."""
     from retrieval.engine import Engine, parse_concepts
 
     concepts = parse_concepts(concept, free_text) if concept else []
-    engine = Engine(resolve_index_dir(index_dir or where), device=device, trust_remote_code=trust_remote_code)
+    engine = Engine(resolve_index_dir(index_dir or where), device=device, trust_remote_code=trust_remote_code,
+                    captioner_backend=captioner_backend)
     with present.index_progress(disable=as_json) as progress:
         report = engine.describe(concepts, captioner, progress=progress)
     present.describe_summary(report, as_json)

@@ -1,8 +1,10 @@
 """Asking a video LMM about units: its caption and descriptions of each unit, read back as stored text.
 
-Each unit is decoded with the model's own frames, then each request is asked of every unit lacking its answer
-in one ``describe_many`` (the family batches what it can). A unit that cannot be decoded or answered says why
-and is left for a later run; an answer that is not usable text is kept as unreadable, with the reason.
+Each unit is decoded with the model's own frames, then every question of every unit is asked in one
+``describe_each`` where the model has it (a transformers family: every question of a batch of units in one
+generation), else each request of every unit lacking its answer in one ``describe_many``. A unit that cannot be
+decoded or answered says why and is left for a later run; an answer that is not usable text is kept as unreadable,
+with the reason.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ Mapper = Callable[[Work], Iterable[Described]]  # the model's answers, unit by u
 
 
 def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Work) -> list[Described]:
-    """Decode each unit with the model's own frames, then ask each request of every unit lacking it in one
+    """Decode each unit with the model's own frames, then ask what each unit lacks: every question of every unit
+    in wide generations where the model can (``describe_each``), else each request of every unit lacking it in one
     ``describe_many`` (the family batches what it can); never raises: a unit that failed says why."""
     pixels, failed = {}, {}
     for i, (unit, _) in enumerate(work):
@@ -99,6 +102,17 @@ def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Wo
             pixels[i] = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end).pixels
         except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
             failed[i] = f"not decoded ({one_line(exc, 200)})"
+    ask = _ask_together if callable(getattr(model, "describe_each", None)) else _ask_by_request
+    answers, seconds = ask(model, pixels, work, failed)
+    return [Described(unit, None, failed[i]) if i in failed else
+            Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
+
+
+Asked = tuple[dict[int, dict[str, Answer]], dict[int, float]]  # each unit's answers, and its share of the seconds
+
+
+def _ask_by_request(model: Describer, pixels: dict[int, np.ndarray], work: Work, failed: dict[int, str]) -> Asked:
+    """Each request of every unit lacking it in one ``describe_many``."""
     answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
     seconds = {i: 0.0 for i in pixels}
     keys = list(dict.fromkeys(k for _, requests in work for k in requests))
@@ -116,8 +130,30 @@ def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Wo
         share = (time.perf_counter() - started) / len(asked)
         for i, raw in zip(asked, raws, strict=False):
             answers[i][key], seconds[i] = read_answer(raw, answer_limit(tokens)), seconds[i] + share
-    return [Described(unit, None, failed[i]) if i in failed else
-            Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
+    return answers, seconds
+
+
+def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict[int, str]) -> Asked:
+    """Every request of every unit in ``describe_each`` (all of a unit's questions beside its video); a unit's
+    share of the seconds is its share of the answers."""
+    asked = [i for i in pixels if work[i][1]]
+    answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
+    seconds = {i: 0.0 for i in pixels}
+    if not asked:
+        return answers, seconds
+    started = time.perf_counter()
+    try:
+        raws = model.describe_each([pixels[i] for i in asked], [list(work[i][1].values()) for i in asked],
+                                   prepared=True)
+    except Exception as exc:  # out of memory, mostly: nothing stored for these units, a later run asks again
+        failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
+        return answers, seconds
+    per_answer = (time.perf_counter() - started) / sum(len(work[i][1]) for i in asked)
+    for i, texts in zip(asked, raws, strict=True):
+        for (key, (_, tokens)), raw in zip(work[i][1].items(), texts, strict=True):
+            answers[i][key] = read_answer(raw, answer_limit(tokens))
+        seconds[i] = per_answer * len(texts)
+    return answers, seconds
 
 
 class LocalDescriber:

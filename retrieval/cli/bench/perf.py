@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 DEFAULT_OUT = Path("docs/performance.md")
 # the registry's names (bench.perf.section_names(); a test keeps them equal), written out so that help imports
 # none of the harness (FAISS, DuckDB, the decoders)
-SECTION_NAMES = ("indexing", "recall", "rerank", "cli", "serve", "scaling")
+SECTION_NAMES = ("indexing", "recall", "rerank", "describe", "cli", "serve", "scaling")
 SECTIONS_HELP = f"Comma-separated: {','.join(SECTION_NAMES)}."
 
 
@@ -27,6 +27,10 @@ ThreadsOpt = Annotated[Optional[str], typer.Option(
     "choice. The last one is used for reranking.")]
 RerankerOpt = Annotated[Optional[str], typer.Option(
     "--reranker", "-r", help="Reranker spec (default: a tiny random Qwen2-VL, which measures the pipeline only).")]
+ShapeOpt = Annotated[Optional[str], typer.Option(
+    "--shape", metavar="tiny|7b", help="Checkpoints of the rerank and describe sections' LMM families (Qwen2.5-VL, "
+    "LLaVA-OneVision, InternVL): 'tiny' (default: random tiny models, any device; call counts) or '7b' (random "
+    "weights in the real models' dimensions, bf16, built on the GPU; needs CUDA).")]
 LongVideoOpt = Annotated[Optional[Path], typer.Option(
     "--long-video", help="Also index this one (long) video alone and report its peak memory; the scaling section "
     "decodes it with 1..N workers.")]
@@ -77,6 +81,7 @@ def perf(
                                                   "(hard links) so start-up costs amortise.")] = None,
     torch_threads: ThreadsOpt = None,
     reranker: RerankerOpt = None,
+    shape: ShapeOpt = None,
     long_video: LongVideoOpt = None,
     segment: Annotated[Optional[float], typer.Option("--segment", help="Also index the long video in segments "
                                                      "of this many seconds.")] = None,
@@ -94,6 +99,8 @@ def perf(
     cost with and without the score cache, and peak memory of each."""
     from bench.perf import PerfConfig, combine, run  # the harness: only a run pays for it
 
+    if shape is not None and shape not in ("tiny", "7b"):
+        raise typer.BadParameter(f"--shape takes tiny or 7b, not {shape!r}")
     for path in (videos, long_video, *(from_json or [])):
         if path is not None and not path.exists():
             raise typer.BadParameter(f"not found: {path}")
@@ -103,7 +110,7 @@ def perf(
     options = dict(videos=videos, indexer=indexer, decoders=_names(decoders), sizes=_numbers(sizes, "--sizes"),
                    dim=dim, sections=_names(sections), repeat=repeat, copies=copies,
                    torch_threads=_threads(torch_threads), reranker=reranker, long_video=long_video, segment=segment,
-                   serve_requests=serve_requests)
+                   serve_requests=serve_requests, shape=shape)
     config = PerfConfig.smoke_run(**options) if smoke else \
         PerfConfig(**{k: v for k, v in options.items() if v is not None})
     command = "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else [])

@@ -1,8 +1,8 @@
 """Index-time descriptions: a captioner describes each unit once, stored in the catalog, cached by
 bytes + span + model + prompt version, resumed after a crash, bad answers kept as unreadable.
 
-A tiny random InternVL (bench/tiny/vlm.py) is the captioner, through the real factory; every model
-call is counted by wrapping the family's generation.
+A tiny random InternVL (bench/tiny/vlm.py) is the captioner, through the real factory; every answer
+is counted by wrapping the generation that asks every question of a batch of units (rerankers.bulk).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.tiny import vlm as tiny_vlm
-from rerankers.internvl import InternVLReranker
+from rerankers import bulk
 from rerankers.prompts import describe as describe_prompt
 from rerankers.prompts.describe import DESCRIBE_KEYS
 from retrieval.engine import Engine
@@ -45,28 +45,28 @@ def short_answers(monkeypatch):
 
 
 class Calls:
-    """Counts the answers the model generates (a batched generation counts one a unit); ``answer`` replaces
-    the n-th answer's text, ``stop_after`` simulates a crash in the generation that would pass that count,
-    ``fail_on`` an error in the one holding that answer; ``batches`` are the generations' sizes."""
+    """Counts the answers the model generates (a generation counts one a unit and question: its rows); ``answer``
+    replaces the n-th answer's text, ``stop_after`` simulates a crash in the generation that would pass that
+    count, ``fail_on`` an error in the one holding that answer; ``batches`` are the generations' rows."""
 
     def __init__(self, monkeypatch):
         self.count, self.answer, self.stop_after, self.fail_on, self.prompts = 0, None, None, set(), []
         self.batches = []
-        real = InternVLReranker._generate_texts
+        real = bulk.generate_rows
 
-        def counted(model, clips, prompt, max_new_tokens):
-            if self.stop_after is not None and self.count + len(clips) > self.stop_after:
-                raise KeyboardInterrupt  # the run dies here, mid-unit
+        def counted(model, rows):
+            if self.stop_after is not None and self.count + len(rows) > self.stop_after:
+                raise KeyboardInterrupt  # the run dies here, mid-generation
             first = self.count + 1
-            self.count += len(clips)
-            self.prompts += [prompt] * len(clips)
-            self.batches.append(len(clips))
+            self.count += len(rows)
+            self.prompts += [request for _, request, _ in rows]
+            self.batches.append(len(rows))
             if set(range(first, self.count + 1)) & self.fail_on:
                 raise RuntimeError("CUDA out of memory")
-            texts = real(model, clips, prompt, max_new_tokens)
+            texts = real(model, rows)
             return [self.answer(first + k, t) if self.answer else t for k, t in enumerate(texts)]
 
-        monkeypatch.setattr(InternVLReranker, "_generate_texts", counted)
+        monkeypatch.setattr(bulk, "generate_rows", counted)
 
 
 @pytest.fixture
@@ -130,15 +130,15 @@ def test_a_second_run_and_the_same_bytes_under_another_name_ask_nothing(index, c
 def test_a_run_killed_mid_way_keeps_the_units_it_described_and_the_next_asks_only_for_the_rest(index, calls,
                                                                                                 tmp_path):
     index_dir = tmp_path / "index"
-    calls.stop_after = 2 * MODEL_CALLS_PER_UNIT + 3  # two units described, the third dies half-way
+    calls.stop_after = 2 * MODEL_CALLS_PER_UNIT + 3  # two units described, the third dies in its generation
     with pytest.raises(KeyboardInterrupt):
         index()
-    assert calls.count == 2 * MODEL_CALLS_PER_UNIT + 3
+    assert calls.count == 2 * MODEL_CALLS_PER_UNIT
     engine = Engine(index_dir)
     assert len(rows(engine)) == 2 * len(DESCRIBE_KEYS)  # the two units described, nothing of the third
     calls.stop_after, calls.count = None, 0
     engine, report = index()
-    assert calls.count == (UNITS - 2) * 6  # the killed unit's 3 answers were never stored: asked again
+    assert calls.count == (UNITS - 2) * 6  # the killed unit's answers were never stored: asked again
     assert report.described == UNITS - 2
     assert len(rows(engine)) == UNITS * len(DESCRIBE_KEYS)
 
@@ -302,11 +302,11 @@ def test_a_describe_run_killed_mid_way_resumes_with_the_units_left(index, calls)
 def test_units_are_asked_in_batches_and_answer_as_one_at_a_time(tmp_path, index, calls):
     one, _ = index()
     singles = rows(one)
-    assert set(calls.batches) == {1}
+    assert calls.batches == [MODEL_CALLS_PER_UNIT] * UNITS  # one unit a generation, all its questions
     shutil.rmtree(one.index_dir)
     calls.batches = []
     batched, report = index(batch=4)
-    assert calls.batches == [UNITS] * MODEL_CALLS_PER_UNIT  # one generation a request for all four units
+    assert calls.batches == [UNITS * MODEL_CALLS_PER_UNIT]  # one generation: every question of all four units
     assert report.describe_calls == UNITS * MODEL_CALLS_PER_UNIT
     assert rows(batched) == singles
 
@@ -331,21 +331,21 @@ def test_describe_asks_a_unit_only_for_the_answers_it_lacks(index, calls):
 
 KILLED_RUN = """
 import os, signal, sys
-from rerankers.internvl import InternVLReranker
+from rerankers import bulk
 from retrieval.engine import Engine
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 
 index_dir, videos, dinov2, captioner, after = sys.argv[1:]
-real, seen = InternVLReranker._generate_texts, []
+real, seen = bulk.generate_rows, []
 
-def dies(model, clips, prompt, tokens):
-    if len(seen) == int(after):
+def dies(model, rows):
+    if len(seen) + len(rows) > int(after):
         os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finally: the process is gone
-    seen.append(prompt)
-    return real(model, clips, prompt, 3)
+    seen.extend(rows)
+    return real(model, [(clip, request, 3) for clip, request, _ in rows])
 
-InternVLReranker._generate_texts = dies
+bulk.generate_rows = dies
 Engine(index_dir, rerank_batch=1).index(videos, [dinov2], IndexSettings(captioner=captioner),
                                         distributor=SerialDistributor())
 """
@@ -358,7 +358,7 @@ def test_a_run_sigkilled_mid_captioning_keeps_the_units_it_committed_and_asks_on
 
     from tests.paths import ROOT
 
-    after = 2 * MODEL_CALLS_PER_UNIT + 3  # two units answered, the third killed half-way
+    after = 2 * MODEL_CALLS_PER_UNIT + 3  # two units answered, the third killed in its generation
     killed = subprocess.run([sys.executable, "-c", KILLED_RUN, str(tmp_path / "index"), str(video_folder),
                              f"dinov2:{tiny_models['dinov2']}", f"internvl:{captioner_folder}", str(after)],
                             cwd=ROOT, capture_output=True, timeout=600)

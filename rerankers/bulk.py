@@ -1,0 +1,115 @@
+"""Captions in bulk: every question of many videos in one greedy generation.
+
+A unit's questions (its caption and one request per concept) go in as rows of one ``generate`` call, each row
+the unit's video and one request, many units a call, so a decode step serves dozens of answers where the
+per-request path served a few. Each row stops at its own token budget (a caption's 256, a concept's 64), so the
+text equals what a generation with that row's budget alone would give (greedy decoding never looks ahead).
+
+On CUDA the generation runs with transformers' static KV cache (``cache_implementation="static"``), which lets
+generate compile its decode step; elsewhere the default dynamic cache is kept (the CPU gains nothing from it).
+Running out of GPU memory halves the units a call (``HFVideoReranker._fitted``), never splitting a unit.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+import numpy as np
+
+HFVideoReranker = Any  # rerankers.hf's, which imports this module: named here for the reader only
+Question = tuple[str, int]  # (request, max new tokens)
+STATIC_CACHE_STEP = 512  # the static cache is sized up to a multiple of this, so most calls reuse its shape
+
+
+def describe_units(model: HFVideoReranker, clips: Sequence[np.ndarray], questions: Sequence[Sequence[Question]]
+                   ) -> list[list[str]]:
+    """``questions[i]`` asked about ``clips[i]`` (each prepared as the family sees one video): the answers, in order."""
+    if len(clips) != len(questions):
+        raise ValueError(f"{len(clips)} videos but {len(questions)} question lists")
+    units = [(clip, list(asked)) for clip, asked in zip(clips, questions, strict=True) if asked]
+    answers = iter(model._fitted(lambda batch: _generate_units(model, batch), units, unit="video"))
+    return [next(answers) if asked else [] for asked in questions]
+
+
+def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]]) -> list[list[str]]:
+    rows = [(clip, request, tokens) for clip, asked in units for request, tokens in asked]
+    texts = iter(generate_rows(model, rows))
+    return [[next(texts) for _ in asked] for _, asked in units]
+
+
+def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]]) -> list[str]:
+    """One generation over ``rows`` of (clip, request, max new tokens), left-padded as ``_generate_with`` pads."""
+
+    budgets = [int(tokens) for _, _, tokens in rows]
+    if min(budgets) < 1:
+        raise ValueError("max_new_tokens must be >= 1")
+    videos, video_kwargs = model._video_inputs([clip for clip, _, _ in rows])
+    inputs = model.processor(text=[model.render_request(request) for _, request, _ in rows], videos=videos,
+                             padding=True, padding_side="left", return_tensors="pt", **video_kwargs)
+    start = inputs["input_ids"].shape[1]
+    config = generation_config(model, max(budgets), start)
+    out = _generate_or_fall_back(model, model._to_device(inputs), config, RowBudgets(start, budgets))
+    decode = model.processor.tokenizer.decode
+    return [decode(row[start:start + budget].tolist(), skip_special_tokens=True).strip()
+            for row, budget in zip(out, budgets, strict=True)]
+
+
+def _generate_or_fall_back(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):
+    import torch
+
+    try:
+        return _generate(model, inputs, config, budgets)
+    except torch.cuda.OutOfMemoryError:
+        raise  # HFVideoReranker._fitted halves the batch
+    except Exception as err:
+        if config.cache_implementation != "static":
+            raise
+        # a model or torch build the static cache (or its compiled decode step) fails on: the dynamic cache
+        # answers the same, only slower; said once, and not tried again with this model
+        model.static_cache_failed = True
+        model._notice(f"{model.name}: the static KV cache failed ({type(err).__name__}); generating with the "
+                      "dynamic cache")
+        config.cache_implementation = config.max_cache_len = None
+        return _generate(model, inputs, config, budgets)
+
+
+def _generate(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):
+    import torch
+
+    with torch.inference_mode():
+        return model.model.generate(**inputs, generation_config=config, stopping_criteria=[budgets])
+
+
+def generation_config(model: HFVideoReranker, max_new_tokens: int, prompt_tokens: int):
+    """The captions' greedy config for ``max_new_tokens``, with the static KV cache where it helps and works."""
+    config = copy.deepcopy(model._text_config(max_new_tokens))
+    if static_cache_fits(model):
+        config.cache_implementation = "static"
+        needed = prompt_tokens + max_new_tokens
+        config.max_cache_len = -(-needed // STATIC_CACHE_STEP) * STATIC_CACHE_STEP
+    return config
+
+
+def static_cache_fits(model: HFVideoReranker) -> bool:
+    """CUDA, and a model transformers can compile with a static cache (every family convis runs today)."""
+    network = model.model
+    if model.device.type != "cuda" or getattr(model, "static_cache_failed", False):
+        return False
+    return bool(getattr(network, "_can_compile_fullgraph", False)) \
+        and bool(getattr(type(network), "_supports_default_dynamic_cache", lambda: True)())
+
+
+class RowBudgets:
+    """A stopping criterion: each row is done once it has its own number of new tokens (generate pads it after)."""
+
+    def __init__(self, prompt_tokens: int, budgets: list[int]):
+        self.prompt_tokens, self.budgets = prompt_tokens, budgets
+        self._limits = None
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        if self._limits is None or self._limits.device != input_ids.device:
+            self._limits = torch.tensor(self.budgets, device=input_ids.device)
+        return (input_ids.shape[1] - self.prompt_tokens) >= self._limits

@@ -1,0 +1,118 @@
+"""Captions on vLLM (``--captioner-backend vllm``): the family's prompts and frames, vLLM's engine generating.
+
+For users describing large collections: vLLM batches every row it is handed continuously and pages its KV cache,
+so the GPU stays full across units. What the model reads is what the transformers captioner hands it: the
+family's own chat with one video and the request (``HFVideoReranker.render_request``, the placeholder unexpanded,
+which vLLM expands), the family's frames at its size (``Reranker._one_clip``) with the processor settings the
+family passes (``_video_inputs``: frames never resampled, Qwen's never resized), greedy, each request's token
+budget. Answers are stored under the same model, revision and prompt version as the transformers captioner's, so
+an index described by either is complete for both. Only the fast protocol: the paper protocol's captions are the
+reference's own generation, one video at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, Sequence
+
+import numpy as np
+
+from rerankers.base import RERANKERS, RerankerUnavailable
+from rerankers.hf import FAMILIES, HFVideoReranker, _config_file, revision_of
+
+INSTALL = "pip install vllm"
+BACKENDS = ("hf", "vllm")
+
+
+def require_vllm() -> None:
+    """RerankerUnavailable in one line when vLLM cannot be imported here."""
+    if importlib.util.find_spec("vllm") is None:
+        raise RerankerUnavailable(f"--captioner-backend vllm needs vLLM, which is not installed: {INSTALL} "
+                                  "(a CUDA machine), or use --captioner-backend hf")
+
+
+def prompt_view(spec: str) -> HFVideoReranker:
+    """The family of ``spec`` with its processor and no weights: what builds its prompts and frames."""
+    from transformers import AutoProcessor
+
+    resolved = RERANKERS.resolve(spec)
+    name = resolved.entry.name
+    family = FAMILIES.get(name)
+    if family is None:
+        raise RerankerUnavailable(f"{name} cannot caption on vLLM; use --captioner-backend hf")
+    source = resolved.source or resolved.entry.source_for(None)
+    view = family.__new__(family)  # the family's methods, without loading its weights: vLLM holds those
+    view.name, view.source, view.notices, view.model = name, source, [], None
+    view.revision = revision_of(_config_file(source, name))
+    view.processor = AutoProcessor.from_pretrained(source)
+    return view
+
+
+class VllmCaptioner:
+    """A ``retrieval.lmm.captioning.Describer`` whose answers vLLM generates (``describe_each``: every question of
+    every unit handed over at once)."""
+
+    batch_size = 64  # units a call of the describe pass: vLLM schedules their rows itself
+
+    def __init__(self, view: HFVideoReranker, llm: Any, vllm_module: Any):
+        self.view, self.llm, self._vllm = view, llm, vllm_module
+        self.model_id, self.revision = view.model_id, view.revision
+        self.describe_version, self.frame_spec = view.describe_version, view.frame_spec
+        self.caption_tokens = view.caption_tokens
+        self.notices: list[str] = []
+
+    def describe(self, frames: np.ndarray, prompt: str, max_new_tokens: int, prepared: bool = False) -> str:
+        return self.describe_each([frames], [[(prompt, max_new_tokens)]], prepared)[0][0]
+
+    def describe_many(self, videos: Sequence[np.ndarray], prompt: str, max_new_tokens: int,
+                      prepared: bool = False) -> list[str]:
+        return [texts[0] for texts in self.describe_each(videos, [[(prompt, max_new_tokens)]] * len(videos), prepared)]
+
+    def describe_each(self, videos: Sequence[np.ndarray], questions: Sequence[Sequence[tuple[str, int]]],
+                      prepared: bool = False) -> list[list[str]]:
+        if len(videos) != len(questions):
+            raise ValueError(f"{len(videos)} videos but {len(questions)} question lists")
+        rows = self.requests([self.view._one_clip(v, prepared) for v in videos], questions)
+        if not rows:
+            return [[] for _ in questions]
+        params = [self._vllm.SamplingParams(temperature=0.0, max_tokens=int(tokens)) for _, tokens in rows]
+        outputs = iter(self.llm.generate([prompt for prompt, _ in rows], sampling_params=params, use_tqdm=False))
+        return [[next(outputs).outputs[0].text.strip() for _ in asked] for asked in questions]
+
+    def requests(self, clips: list[np.ndarray], questions: Sequence[Sequence[tuple[str, int]]]
+                 ) -> list[tuple[dict, int]]:
+        """vLLM's prompt (text, the video and the processor settings) and token budget for every question."""
+        rows = []
+        for clip, asked in zip(clips, questions, strict=True):
+            video = self._video(clip)
+            rows += [(self._prompt(request, video), int(tokens)) for request, tokens in asked]
+        return rows
+
+    def _video(self, clip: np.ndarray) -> tuple[Any, dict]:
+        """The video as vLLM takes it (frames, with the family's metadata where it has some) and the processor
+        settings the family passes the transformers processor."""
+        videos, kwargs = self.view._video_inputs([clip])
+        kwargs = dict(kwargs)
+        metadata = kwargs.pop("video_metadata", None)
+        return (videos[0] if metadata is None else (videos[0], metadata[0])), kwargs
+
+    def _prompt(self, request: str, video: tuple[Any, dict]) -> dict:
+        frames, kwargs = video
+        return {"prompt": self.view.render_request(request), "multi_modal_data": {"video": frames},
+                "mm_processor_kwargs": kwargs}
+
+    def __repr__(self) -> str:
+        return f"VllmCaptioner({self.model_id!r}, revision={self.revision!r})"
+
+
+def vllm_captioner(spec: str, protocol: str = "fast") -> VllmCaptioner:
+    """``spec`` captioning on vLLM; RerankerUnavailable in one line without vLLM or under the paper protocol."""
+    if protocol != "fast":
+        raise RerankerUnavailable("--captioner-backend vllm captions under the fast protocol only; the paper "
+                                  "protocol's captions are the reference's own generation (use --captioner-backend hf)")
+    require_vllm()
+    import vllm
+
+    view = prompt_view(spec)
+    llm = vllm.LLM(model=view.source, dtype="auto", seed=0, limit_mm_per_prompt={"video": 1})
+    return VllmCaptioner(view, llm, vllm)
