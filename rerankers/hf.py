@@ -408,9 +408,9 @@ class HFVideoReranker(Reranker):
                 for row, token in zip(answer_logits, greedy, strict=False)]
 
     def _run(self, clips: list[np.ndarray], prompt: str) -> list[NextToken]:
-        return self._answers(self._first_token(clips, [prompt] * len(clips)))
+        return self._generated_answers(self._first_token(clips, [prompt] * len(clips)))
 
-    def _answers(self, out) -> list[NextToken]:
+    def _generated_answers(self, out) -> list[NextToken]:
         """Each row's answer from a one-step ``generate`` output: raw logits of "1".."5" and the greedy token."""
         answer_logits = out.logits[0][:, self.answer_ids].float().cpu().numpy()
         greedy = out.sequences[:, -1].tolist()

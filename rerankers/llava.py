@@ -147,7 +147,7 @@ class LlavaReranker(HFVideoReranker):
         out = self.model.generate(input_ids=ids, inputs_embeds=embeds, attention_mask=torch.ones_like(ids),
                                   generation_config=self._generation_config, **{self._cache_argument(): kv})
         self._count("pair_passes", rows)
-        return self._answers(out)
+        return self._generated_answers(out)
 
     def _merged(self, ids, where, features):
         """Token embeddings of ``ids`` with ``features`` put at the ``where`` positions, row by row, as the model

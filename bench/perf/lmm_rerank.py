@@ -92,8 +92,11 @@ def _row(family: str, model, frames, shape: str, concepts, share) -> LmmRerankRe
 
 
 def run_lmm_rerank(config: PerfConfig, footage: Footage, progress: Progress) -> list[LmmRerankResult]:
-    """Every family, the first clip against the next eight (one in smoke runs), the five ConViS concepts (two)."""
-    clips = footage.clips[: 2 if config.smoke else 9]
+    """Every family, the first clip against the next eight (two in smoke runs: one would share nothing; with two
+    clips in all, the second is asked twice, decoded apart), the five ConViS concepts (two)."""
+    clips = footage.clips[:9]
+    if config.smoke:
+        clips = [clips[0], *(clips[1:] * 2)[:2]]
     concepts = list(CONVIS_CONCEPTS.values())[: 2 if config.smoke else None]
     what = f"rerank, {len(clips) - 1} candidates x {len(concepts)} concepts"
     return [row for family, folder in real_shape.each_checkpoint(config.shape, footage.scratch, progress, what)

@@ -31,16 +31,20 @@ def test_smoke_run_measures_every_family_rerank_and_describe(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     families = set(real_shape.FAMILIES)
-    # smoke: two clips (one candidate), two concepts
+    # smoke: three clips (two candidates), two concepts
     rerank = data["rerank_lmm"]
     assert {r["family"] for r in rerank} == families
     for row in rerank:
-        assert (row["shape"], row["device"], row["pairs"], row["concepts"]) == ("tiny", "cpu", 2, 2)
+        assert (row["shape"], row["device"], row["pairs"], row["concepts"]) == ("tiny", "cpu", 4, 2)
         assert row["pairs_per_s"] > 0 and row["gpu_peak_gb"] is None and row["kernel_share"] is None
         if row["pair_passes"] is not None:  # the reranker keeps work counts
-            assert row["pair_passes"] == 2
-            if row["share"] == "on":  # one anchor, 1 candidate, 2 concepts: each video encoded once, a prefix a concept
-                assert (row["vision_calls"], row["prefix_passes"]) == (1 + 1, 2)
+            assert row["pair_passes"] == 4
+            if row["share"] == "on":  # one anchor, 2 candidates, 2 concepts: each video encoded once, a prefix a
+                # concept (LLaVA asks the concept after the videos: its prefix, system and video 1, serves both)
+                prefixes = 1 if row["family"] == "llava-onevision" else 2
+                assert (row["vision_calls"], row["prefix_passes"]) == (1 + 2, prefixes)
+            elif row["share"] == "off":
+                assert (row["vision_calls"], row["prefix_passes"]) == (2 * 4, 0)
     for family in families:
         batches = sorted(r["batch"] for r in rerank if r["family"] == family and r["share"] in ("on", "-"))
         assert batches == [1, 4]

@@ -440,11 +440,13 @@ def test_a_paper_index_captions_with_the_familys_paper_precision_and_keys_captio
     models = Engine(tmp_path / "index", device="cpu").models
     spec = f"qwen2.5-vl:{qwen_folder}"
     captioner = models.captioner(spec, "paper")
-    assert asked == [{"device": "cpu", "dtype": "bf16", "batch_size": 1}]  # as the reference loaded Qwen2.5-VL
+    # as the reference loaded Qwen2.5-VL, one pair a pass, nothing shared
+    assert asked == [{"device": "cpu", "dtype": "bf16", "batch_size": 1, "share": False}]
     assert captioner.model is models.reranker(spec, "paper") and len(asked) == 1  # built once, shared
     # bf16 runs in fp32 on a CPU: captions are stored under the precision that wrote them
     assert captioner.describe_version.endswith("|dtype=float32")
-    assert models.captioner(spec, "fast") is models.reranker(spec) and asked[1] == {"device": "cpu", "batch_size": None}
+    assert models.captioner(spec, "fast") is models.reranker(spec) and asked[1] == {"device": "cpu", "batch_size": None,
+                                                                                           "share": True}
 
 
 def test_a_paper_index_refuses_llava_video_as_its_captioner_in_one_line_before_any_work(tmp_path, tiny_models,
