@@ -162,14 +162,16 @@ def test_work_counts_and_symmetric_scores_through_the_pair_scorer(tiny_folders, 
     assert dict(reranker.work) == {"vision_calls": 1 + n, "prefix_passes": c, "pair_passes": n * c}
 
     alone = build(tiny_folders, family, share=False)
-    unshared = query(alone, clip_files, concepts)
-    assert dict(alone.work) == {"vision_calls": c * 2 * n, "pair_passes": n * c}
-    for got, want in zip(shared, unshared, strict=True):
-        assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in want]
+    assert_same_scores(reranker, alone, clip_files, concepts, shared)
+    assert dict(alone.work) == {"vision_calls": c * 2 * n * 3, "pair_passes": n * c * 3}  # one way, then both ways
 
-    both = query(reranker, clip_files, concepts, symmetric=True)
-    both_alone = query(alone, clip_files, concepts, symmetric=True)
-    for got, want in zip(both, both_alone, strict=True):
+
+def assert_same_scores(shared, alone, clips, concepts, shared_scores) -> None:
+    """``alone`` (unshared) scores as ``shared`` did (``shared_scores``), then both score both ways alike."""
+    for got, want in zip(shared_scores, query(alone, clips, concepts), strict=True):
+        assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in want]
+    both = query(shared, clips, concepts, symmetric=True)
+    for got, want in zip(both, query(alone, clips, concepts, symmetric=True), strict=True):
         assert [s.score for s in got] == [pytest.approx(s.score, abs=TOLERANCE) for s in want]
         assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in want]
 
