@@ -241,8 +241,9 @@ def test_paper_vqascore_model_runs_in_its_familys_paper_precision_one_question_a
     paper_run = BenchRun(load_dataset(dataset), tmp_path / "paper", [], None, None, protocol="paper",
                          vqascore=str(llava))
     model = paper_run._lmm(paper_run.vqascore)
-    assert asked == [{"device": paper_run.engine.models.device, "dtype": "fp16", "batch_size": 1}]
+    assert asked == [{"device": paper_run.engine.models.device, "dtype": "fp16", "batch_size": 1, "share": False}]
     assert model.batch_size == 1
     fast_run = BenchRun(load_dataset(dataset), tmp_path / "fast", [], None, None, vqascore=str(llava))
     fast_run._lmm(fast_run.vqascore)
-    assert asked[1] == {"device": fast_run.engine.models.device, "batch_size": None}  # the family's defaults
+    # the family's defaults, its pairs sharing an anchor's work
+    assert asked[1] == {"device": fast_run.engine.models.device, "batch_size": None, "share": True}
