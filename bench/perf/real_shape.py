@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from bench.tiny import vlm
+from retrieval.core.errors import ConvisError
 
 SHAPES = ("tiny", "7b")
 
@@ -55,8 +56,10 @@ _BUILDERS: dict[str, tuple[Callable[[Path], Path], str]] = {
 FAMILIES = tuple(_BUILDERS)
 
 
-class NeedsCuda(RuntimeError):
+class NeedsCuda(ConvisError, RuntimeError):
     """The real-shape checkpoints are built and run on a GPU only."""
+
+    exit_code, http_status = 2, 400
 
 
 def require_cuda() -> None:
