@@ -180,18 +180,20 @@ class Reranker(ABC):
         source = f" ({cls.paper_dtype_source})" if cls.paper_dtype_source else ""
         return f"{cls.paper_dtype} under --protocol paper on a GPU{source}; otherwise {cls.dtype_text}"
 
-    def asked_with(self, frames_per_video: int | None = None, batch_size: int | None = None) -> Reranker:
-        """This model asked with another frame count or batch size (None keeps this one's): itself when neither
-        differs, else a copy that shares its loaded weights, so a run that asks one model several ways holds it
-        once in memory."""
+    def asked_with(self, frames_per_video: int | None = None, batch_size: int | None = None,
+                   share: bool | None = None) -> Reranker:
+        """This model asked with another frame count, batch size or prompt sharing (None keeps this one's):
+        itself when none differs, else a copy that shares its loaded weights, so a run that asks one model several
+        ways holds it once in memory."""
         frames = self.frames_per_video if frames_per_video is None else frames_per_video
         batch = self.batch_size if batch_size is None else max(1, int(batch_size))
+        shared = self.share if share is None else bool(share)
         if frames < 1:
             raise ValueError("frames_per_video must be >= 1")
-        if (frames, batch) == (self.frames_per_video, self.batch_size):
+        if (frames, batch, shared) == (self.frames_per_video, self.batch_size, self.share):
             return self
         other = copy.copy(self)  # the weights, processor and notices are shared, the settings are the copy's
-        other.frames_per_video, other.batch_size = frames, batch
+        other.frames_per_video, other.batch_size, other.share = frames, batch, shared
         return other
 
     @property

@@ -169,7 +169,7 @@ class LlavaReranker(HFVideoReranker):
         pixels = self.processor.video_processor(videos=videos, return_tensors="pt", **video_kwargs)
         out = self.model.get_video_features(self._to_device(pixels)["pixel_values_videos"])
         self._count("vision_calls")
-        features = getattr(out, "pooler_output", out)
+        features = _with_newline(getattr(out, "pooler_output", out), self.model.model.image_newline)
         _remember(cache, key, (frames, features), FEATURE_CACHE)
         return features
 
@@ -216,3 +216,14 @@ CHECKPOINTS = [
             description="LLaVA-OneVision 0.5B, 16 frames a video", params=0.9),
 ]
 register_checkpoints(LlavaReranker, CHECKPOINTS)
+
+
+def _with_newline(features, newline):
+    """(1, tokens, D) video features ending with the newline token. transformers up to 5.17 appends it in the
+    model's forward and later versions in ``get_video_features``: whichever ran, the newline ends the result once."""
+    import torch
+
+    last = features[0, -1]
+    if torch.equal(last, newline.to(last)):
+        return features
+    return torch.cat([features, newline.to(features)[None, None, :]], dim=1)

@@ -41,7 +41,9 @@ def model_notices(notices: list[str], model) -> None:
     notices.extend(n for n in getattr(model, "notices", []) if n not in notices)
 
 
-CAPTIONER_BACKENDS = ("hf", "vllm")  # who generates captions: transformers, or the vLLM serving engine
+# who generates captions: transformers (its dynamic KV cache, or "hf-static": its static cache and compiled decode
+# step), or the vLLM serving engine
+CAPTIONER_BACKENDS = ("hf", "hf-static", "vllm")
 
 
 class CaptionerBackendError(ConvisError, ValueError):
@@ -55,7 +57,7 @@ class ModelCache:
                  index_dir: Path | None = None, share: bool = True, captioner_backend: str = "hf"):
         self.device = device
         self.share = share  # fast-protocol rerankers share an anchor's work over its pairs (the paper's never do)
-        self.captioner_backend = captioner_backend  # who generates captions: "hf" (transformers) or "vllm"
+        self.captioner_backend = captioner_backend  # who generates captions: "hf", "hf-static" or "vllm"
         self.trust_remote_code = trust_remote_code
         self.rerank_batch = rerank_batch  # pairs per LMM forward pass (None: the family's default)
         self.index_dir = index_dir  # the score cache lives beside its index (none: in the user cache)
@@ -186,14 +188,17 @@ class ModelCache:
 
             return self._once("captioners", self._captioners, (spec, protocol),
                               lambda: vllm_captioner(spec, protocol))
-        return self.reranker(spec, protocol).captioner(protocol)
+        model = self.reranker(spec, protocol)
+        if self.captioner_backend == "hf-static":
+            model.static_cache = True  # read by rerankers.bulk's captions only; scoring never generates past a token
+        return model.captioner(protocol)
 
     def check_captioner_backend(self, ray_address: str | None = None) -> None:
         """Refuse at once (one line) a captioner backend this machine cannot run, before any work."""
         if self.captioner_backend not in CAPTIONER_BACKENDS:
             raise CaptionerBackendError(f"unknown captioner backend {self.captioner_backend!r}; use "
                                         f"{' or '.join(CAPTIONER_BACKENDS)}")
-        if ray_address and self.captioner_backend != "hf":
+        if ray_address and self.captioner_backend == "vllm":
             raise CaptionerBackendError(f"--captioner-backend {self.captioner_backend} captions in this process; "
                                         "on Ray the actors caption with hf")
         if self.captioner_backend == "vllm":

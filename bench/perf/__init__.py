@@ -3,24 +3,54 @@
 Each measurement is a function returning a dataclass row.  Outside smoke runs every measurement
 runs in a fresh process, so one measurement's memory peak never inflates the next one's;
 peak RSS is sampled over that process and its children (decoder workers included).  Importing
-this package loads no torch: a measurement imports it when it runs.
+this package loads nothing: each name below is imported at first use (a GPU run of the LMM sections needs
+neither the catalog nor FAISS), and a measurement imports torch when it runs.
 """
 
-from bench.perf.config import DEFAULT_SIZES, Footage, PerfConfig, Progress
-from bench.perf.decode import every_frame, measure_decode, streamed_frames
-from bench.perf.decoders import clip_job, only_decoder
-from bench.perf.footage import make_clips, write_test_video
-from bench.perf.markdown import markdown
-from bench.perf.measuring import machine_info, measure
-from bench.perf.memory import PeakRss
-from bench.perf.report import PerfReport, checks, combine
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult
-from bench.perf.run import SECTIONS, Section, run, section_names
-from bench.perf.search import mixture
+from importlib import import_module
+
+# the harness itself is bench.perf.run.run: a name here would be shadowed by the submodule once it is imported
+
+_WHERE = {
+    "DEFAULT_SIZES": "bench.perf.config",
+    "Footage": "bench.perf.config",
+    "PerfConfig": "bench.perf.config",
+    "Progress": "bench.perf.config",
+    "every_frame": "bench.perf.decode",
+    "measure_decode": "bench.perf.decode",
+    "streamed_frames": "bench.perf.decode",
+    "clip_job": "bench.perf.decoders",
+    "only_decoder": "bench.perf.decoders",
+    "make_clips": "bench.perf.footage",
+    "write_test_video": "bench.perf.footage",
+    "markdown": "bench.perf.markdown",
+    "machine_info": "bench.perf.measuring",
+    "measure": "bench.perf.measuring",
+    "PeakRss": "bench.perf.memory",
+    "PerfReport": "bench.perf.report",
+    "checks": "bench.perf.report",
+    "combine": "bench.perf.report",
+    "CliResult": "bench.perf.results",
+    "IndexingResult": "bench.perf.results",
+    "RecallResult": "bench.perf.results",
+    "RerankResult": "bench.perf.results",
+    "SECTIONS": "bench.perf.run",
+    "Section": "bench.perf.run",
+    "section_names": "bench.perf.run",
+    "mixture": "bench.perf.search",
+}
 
 __all__ = [
     "DEFAULT_SIZES", "SECTIONS", "CliResult", "Footage", "IndexingResult", "PeakRss", "PerfConfig", "PerfReport",
     "Progress", "RecallResult", "RerankResult", "Section", "checks", "clip_job", "combine", "every_frame",
-    "machine_info", "make_clips", "markdown", "measure", "measure_decode", "mixture", "only_decoder", "run",
+    "machine_info", "make_clips", "markdown", "measure", "measure_decode", "mixture", "only_decoder",
     "section_names", "streamed_frames", "write_test_video",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

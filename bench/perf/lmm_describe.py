@@ -43,24 +43,28 @@ def ask(model, frames, questions, way: str) -> int:
     return sum(len(model.describe_many(frames, request, tokens, prepared=True)) for request, tokens in questions)
 
 
-def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str, tokens: int) -> list[DescribeResult]:
+def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str, tokens: int,
+                   ways: Sequence[str] = WAYS, profile: bool = True) -> list[DescribeResult]:
     model = create_reranker(str(folder))
     frames = decoded(clips, model)
     questions = [(request, min(budget, tokens)) for request, budget in describe_requests().values()]
     counter = GenerateCounter(model.model, model.processor.tokenizer.pad_token_id)
     model.model.generate = counter
-    rows = [_row(family, model, counter, frames, questions, shape, way) for way in WAYS]
+    rows = [_row(family, model, counter, frames, questions, shape, way, profile) for way in ways]
     del model, counter
     gpu.release()
     return rows
 
 
-def _row(family: str, model, counter: GenerateCounter, frames, questions, shape: str, way: str) -> DescribeResult:
-    ask(model, frames[:1], questions[:2], way)  # warm-up (on CUDA the static cache's decode step compiles)
+def _row(family: str, model, counter: GenerateCounter, frames, questions, shape: str, way: str,
+         profile: bool = True) -> DescribeResult:
+    # warm-up at the timed calls' shape (a batch of units, every question): on CUDA the static cache's compiled
+    # decode step is built for its batch size, so a smaller warm-up would leave the compile inside the timing
+    ask(model, frames[:model.batch_size], questions, way)
     calls, written = counter.calls, counter.tokens
     seconds, peak = gpu.timed(lambda: ask(model, frames, questions, way))
     calls, written = counter.calls - calls, counter.tokens - written
-    share = gpu.kernel_share(lambda: ask(model, frames, questions, way))
+    share = gpu.kernel_share(lambda: ask(model, frames, questions, way)) if profile else None
     return DescribeResult(family, shape, str(model.device), way, model.batch_size, len(frames),
                           len(frames) * len(questions), written, calls, seconds, peak, share)
 

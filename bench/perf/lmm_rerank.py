@@ -56,28 +56,27 @@ def score_all(model, frames: list[np.ndarray], concepts: Sequence[str]) -> None:
         model.score_pairs(pairs, words, prepared=True)
 
 
-def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str, concepts: Sequence[str]
-                   ) -> list[LmmRerankResult]:
-    rows = []
+def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str, concepts: Sequence[str],
+                   batches: Sequence[int | None] = (1, None), profile: str = "all") -> list[LmmRerankResult]:
+    """The family's rows: sharing on and off (where it has the switch), at ``batches`` (None: the family's own),
+    the model loaded once. ``profile``: "all" rows get a profiled run for their kernel share, "first" only the
+    first (sharing on, the first batch), "none" none."""
     model = create_reranker(str(folder))
+    frames = decoded(clips, model)
     shares = (True, False) if takes_share(model) else (None,)
+    sizes = list(dict.fromkeys(model.batch_size if b is None else b for b in batches))
+    rows = []
     for share in shares:
-        if share is not None:
-            del model
-            gpu.release()
-            model = create_reranker(str(folder), share=share)
-        rows += _rows(family, model, decoded(clips, model), shape, concepts, share)
+        for batch in sizes:
+            asked = model.asked_with(batch_size=batch, share=share)
+            profiled = profile == "all" or (profile == "first" and not rows)
+            rows.append(_row(family, asked, frames, shape, concepts, share, profiled))
     del model
     gpu.release()
     return rows
 
 
-def _rows(family: str, model, frames, shape: str, concepts, share) -> list[LmmRerankResult]:
-    return [_row(family, model.asked_with(batch_size=batch), frames, shape, concepts, share)
-            for batch in dict.fromkeys((1, model.batch_size))]
-
-
-def _row(family: str, model, frames, shape: str, concepts, share) -> LmmRerankResult:
+def _row(family: str, model, frames, shape: str, concepts, share, profile: bool = True) -> LmmRerankResult:
     # every run gets copies of the frames: a reranker that keeps vision outputs by the frames' identity must not
     # find one from an earlier run (a query's clips are new to it too)
     score_all(model, fresh(frames[:2]), concepts[:1])  # warm-up: kernels chosen, caches allocated
@@ -85,7 +84,7 @@ def _row(family: str, model, frames, shape: str, concepts, share) -> LmmRerankRe
     timed_frames, profiled = fresh(frames), fresh(frames)
     seconds, peak = gpu.timed(lambda: score_all(model, timed_frames, concepts))
     work = work_done(model, before)
-    share_of_kernels = gpu.kernel_share(lambda: score_all(model, profiled, concepts))
+    share_of_kernels = gpu.kernel_share(lambda: score_all(model, profiled, concepts)) if profile else None
     return LmmRerankResult(family, shape, str(getattr(model, "device", "cpu")), model.batch_size,
                            "-" if share is None else ("on" if share else "off"), (len(frames) - 1) * len(concepts),
                            len(concepts), seconds, **work, gpu_peak_gb=peak, kernel_share=share_of_kernels)

@@ -83,9 +83,11 @@ CaptionerOpt = Annotated[Optional[str], typer.Option(
     "paper: the ConViS-Bench reference's (Qwen: 1 fps, at most 360*420 px, its checkpoint's decoding, 1024 tokens; "
     "InternVL: sampled, seeded, 1024 tokens), in the family's paper precision; it refuses llava-video.")]
 CaptionerBackendOpt = Annotated[str, typer.Option(
-    metavar="hf|vllm", help="Who generates the captions: 'hf' (default: transformers, every question of "
-    "several units in one generation, a static KV cache on CUDA) or 'vllm' (the vLLM serving engine, for large "
-    "collections; pip install vllm; the same prompts, frames and stored answers; fast protocol, not on Ray).")]
+    metavar="hf|hf-static|vllm", help="Who generates the captions: 'hf' (default: transformers, every question "
+    "of several units in one generation), 'hf-static' (the same with transformers' static KV cache and compiled "
+    "decode step on CUDA: minutes of compiling before the first caption) or 'vllm' (the vLLM serving engine, for "
+    "large collections; pip install vllm; the same prompts, frames and stored answers; fast protocol, not on "
+    "Ray).")]
 DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     metavar="cpu|cuda|cuda:N", help="Decode on the GPU with torchcodec (NVDEC); without one, decoding stays on the "
     "CPU and a notice says why.")]

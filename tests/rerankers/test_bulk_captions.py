@@ -101,11 +101,15 @@ def test_out_of_memory_halves_the_units_never_splitting_one(captioners, monkeypa
     assert model.batch_size == 1 and any("out of GPU memory" in n for n in model.notices)
 
 
-def test_the_static_cache_only_on_cuda(captioners):
-    model = captioners["qwen"]
+def test_the_static_cache_only_when_asked_and_on_cuda(captioners):
+    model = copy.copy(captioners["qwen"])
+    model.static_cache = True
     assert bulk.generation_config(model, 64, 700).cache_implementation is None
     on_gpu = copy.copy(model)
     on_gpu.device = torch.device("cuda")  # what the config says on a GPU; nothing runs there
+    unasked = copy.copy(on_gpu)
+    unasked.static_cache = False  # hf, the default backend: the dynamic cache, no compile before the first caption
+    assert bulk.generation_config(unasked, 64, 700).cache_implementation is None
     config = bulk.generation_config(on_gpu, 64, 700)
     assert (config.cache_implementation, config.max_cache_len, config.max_new_tokens) == ("static", 1024, 64)
     assert model._text_config(64).cache_implementation is None  # the per-request path's config is untouched

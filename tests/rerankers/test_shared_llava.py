@@ -132,3 +132,22 @@ def test_candidates_with_another_frame_count_are_left_to_the_unshared_path(reran
     anchor = _videos(11, (40, 48), 1)[0]
     assert reranker._shared_tokens(anchor, [anchor[:FRAMES - 1]], CONCEPTS[0]) is None
     assert reranker._shared_tokens(anchor, [], CONCEPTS[0]) == []
+
+
+def test_video_features_end_with_one_newline_whichever_transformers_appends_it(reranker, monkeypatch):
+    # transformers up to 5.17 leaves the newline out of get_video_features (the forward appends it); later
+    # versions put it in: the shared path's video features must be the same either way
+    anchor = _videos(6, (40, 48), 1)[0]
+    want = reranker._video_features(anchor, (40, 48))
+    inner = reranker.model.model.get_video_features
+
+    def without_newline(*args, **kwargs):
+        out = inner(*args, **kwargs)
+        out.pooler_output = out.pooler_output[:, :-1]
+        return out
+
+    monkeypatch.setattr(reranker.model.model, "get_video_features", without_newline)
+    reranker._feature_cache = None
+    got = reranker._video_features(anchor.copy(), (40, 48))
+    assert got.shape == want.shape
+    assert np.array_equal(got.detach().numpy(), want.detach().numpy())

@@ -205,3 +205,12 @@ def test_out_of_memory_halves_the_shared_batch_and_keeps_the_results(tiny_folder
     again = reranker.score_pairs(pairs, "Main Action", prepared=True)
     assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in again]
     assert [s.probs for s in got] != [pytest.approx(s.probs, abs=TOLERANCE) for s in want]  # the concept counts
+
+
+def test_asked_with_switches_sharing_on_one_loaded_model(tiny_folders):
+    reranker = build(tiny_folders, "qwen2_vl", batch_size=2)
+    alone = reranker.asked_with(share=False)
+    assert alone is not reranker and alone.model is reranker.model and reranker.share is True
+    assert alone.asked_with(batch_size=4).share is False and reranker.asked_with(share=True) is reranker
+    alone.score_pairs(pairs_of(alone, 2), "Location", prepared=True)
+    assert alone.work["prefix_passes"] == 0 and alone.work["vision_calls"] == 4

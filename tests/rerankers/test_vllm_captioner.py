@@ -38,7 +38,8 @@ def test_without_vllm_index_and_describe_refuse_in_one_line(tmp_path):
         (line,) = output.strip().splitlines()
         assert code != 0 and "pip install vllm" in line, (args[0], output)
     code, output = ran["runs"][2]
-    assert code == 2 and "unknown captioner backend 'tgi'; use hf or vllm" in output.strip().splitlines()[-1]
+    last = output.strip().splitlines()[-1]
+    assert code == 2 and "unknown captioner backend 'tgi'; use hf or hf-static or vllm" in last
     assert ran["heavy"] == []  # refused before torch or transformers is imported
 
 

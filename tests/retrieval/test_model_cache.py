@@ -36,3 +36,20 @@ def test_a_model_being_built_holds_up_no_other_and_each_is_built_once(monkeypatc
         first, second = (f.result(timeout=20) for f in slow)
     assert other in done and still_building and other.result().spec == "quick"
     assert first is second and sorted(made) == ["quick", "slow"]  # asked twice at once, built once
+
+
+class Captioning:
+    def __init__(self, spec: str):
+        self.spec = spec
+
+    def captioner(self, protocol: str):
+        return self
+
+
+def test_only_the_hf_static_backend_asks_for_the_static_kv_cache(monkeypatch):
+    # the static cache's compiled decode step costs minutes before the first caption: the default hf leaves it out
+    from rerankers import factory
+
+    monkeypatch.setattr(factory, "create_for_protocol", lambda spec, protocol, device, **_: Captioning(spec))
+    assert not getattr(ModelCache().captioner("qwen"), "static_cache", False)
+    assert ModelCache(captioner_backend="hf-static").captioner("qwen").static_cache is True

@@ -97,7 +97,8 @@ def perf(
 ) -> None:
     """Indexing throughput (ours vs decoding every frame), recall latency/quality at 10k-1M vectors, reranking
     cost with and without the score cache, and peak memory of each."""
-    from bench.perf import PerfConfig, combine, run  # the harness: only a run pays for it
+    from bench.perf import PerfConfig, combine  # the harness: only a run pays for it
+    from bench.perf.run import run
 
     if shape is not None and shape not in ("tiny", "7b"):
         raise typer.BadParameter(f"--shape takes tiny or 7b, not {shape!r}")
