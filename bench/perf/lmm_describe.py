@@ -58,9 +58,7 @@ def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str,
 
 def _row(family: str, model, counter: GenerateCounter, frames, questions, shape: str, way: str,
          profile: bool = True) -> DescribeResult:
-    # warm-up at the timed calls' shape (a batch of units, every question): on CUDA the static cache's compiled
-    # decode step is built for its batch size, so a smaller warm-up would leave the compile inside the timing
-    ask(model, frames[:model.batch_size], questions, way)
+    ask(model, frames[:1], questions[:2], way)  # warm-up: kernels chosen, caches allocated (no static cache here)
     calls, written = counter.calls, counter.tokens
     seconds, peak = gpu.timed(lambda: ask(model, frames, questions, way))
     calls, written = counter.calls - calls, counter.tokens - written
