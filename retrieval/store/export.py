@@ -38,7 +38,10 @@ NOT_EXPORTED = {"settings", "indexers", "description_signals", "excluded", "fold
                 "removed_files", "removed_units", "removed_embeddings"}
 
 FILES = "SELECT * FROM files ORDER BY path"
-UNITS = "SELECT f.path, u.* FROM units u JOIN files f ON f.file_id = u.file_id ORDER BY f.path, u.segment"
+# each unit with its file's columns (duration, size, any metadata the catalog keeps of files); where both have a
+# column of one name, the unit's is kept
+UNITS = """SELECT f.path, u.*, f.* EXCLUDE ({shared}) FROM units u JOIN files f ON f.file_id = u.file_id
+    ORDER BY f.path, u.segment"""
 # a description is kept by the bytes and span it describes: one row for each unit of those bytes and span
 DESCRIPTIONS = """SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, d.* EXCLUDE (start_s, end_s)
     FROM descriptions d JOIN files f ON f.content_hash = d.content_hash
@@ -79,9 +82,10 @@ def _identity(catalog: Catalog, index_dir: Path) -> dict:
 
 def _tables(catalog: Catalog, out: Path, fmt: str) -> Iterator[Written]:
     """files, units, descriptions, then every other table of the catalog keyed by file or unit."""
-    yield copy_query(catalog.db, FILES, out, "files", fmt)
-    yield copy_query(catalog.db, UNITS, out, "units", fmt)
     tables = _columns(catalog)
+    yield copy_query(catalog.db, FILES, out, "files", fmt)
+    shared = ", ".join(_quoted(c) for c in sorted(tables["files"] & tables["units"] | {"path"}))
+    yield copy_query(catalog.db, UNITS.format(shared=shared), out, "units", fmt)
     if "descriptions" in tables:  # a catalog written before descriptions existed has none
         yield copy_query(catalog.db, DESCRIPTIONS, out, "descriptions", fmt)
     for table, columns in tables.items():
@@ -101,13 +105,17 @@ def _columns(catalog: Catalog) -> dict[str, set[str]]:
 
 def _keyed_query(table: str, keys: set[str]) -> str:
     """A table's rows with the path (and segment) of the file (unit) each is about, for a reader to join on."""
-    name = '"' + table.replace('"', '""') + '"'
+    name = _quoted(table)
     if "unit_id" in keys and "path" not in keys:
         return (f"SELECT f.path, u.segment, t.* FROM {name} t JOIN units u ON u.unit_id = t.unit_id "
                 "JOIN files f ON f.file_id = u.file_id ORDER BY f.path, u.segment")
     if "file_id" in keys and "path" not in keys:
         return f"SELECT f.path, t.* FROM {name} t JOIN files f ON f.file_id = t.file_id ORDER BY f.path"
     return f"SELECT * FROM {name} ORDER BY path"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _vector_tables(catalog: Catalog, out: Path, fmt: str) -> Iterator[Written]:

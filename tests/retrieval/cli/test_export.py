@@ -68,9 +68,10 @@ def test_the_export_reads_back_to_the_catalogs_files_units_descriptions_and_vect
     assert [(f["file_id"], f["path"], f["duration"], f["width"], f["status"]) for f in files] == catalog_rows(
         index, "SELECT file_id, path, duration, width, status FROM files ORDER BY path")
     units = read(out / tables["units"]["file"])
-    assert [(u["unit_id"], u["path"], u["segment"], u["start_s"], u["end_s"]) for u in units] == catalog_rows(
-        index, "SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s FROM units u JOIN files f USING (file_id) "
-        "ORDER BY f.path, u.segment")
+    assert [(u["unit_id"], u["path"], u["segment"], u["start_s"], u["end_s"], u["duration"], u["width"])
+            for u in units] == catalog_rows(
+        index, "SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.duration, f.width FROM units u "
+        "JOIN files f USING (file_id) ORDER BY f.path, u.segment")  # each unit with its file's columns
 
     described = read(out / tables["descriptions"]["file"])
     assert described and {(d["unit_id"], d["concept"], d["text"]) for d in described} == set(catalog_rows(
@@ -145,6 +146,7 @@ def test_tables_and_columns_a_catalog_keeps_of_its_files_or_units_are_exported_a
     assert not tables & {"settings", "indexers", "embeddings", "removed_files", "excluded", "folders"}
     files = read(tmp_path / "out" / "files.parquet")
     assert all(f["rating"] == len(f["path"]) for f in files)
+    assert all(u["rating"] == len(u["path"]) for u in read(tmp_path / "out" / "units.parquet"))
     fields = read(tmp_path / "out" / "file_fields.parquet")
     assert sorted((f["path"], f["value"]) for f in fields) == sorted(
         (f["path"], f"cam-{f['file_id']}") for f in files)
