@@ -260,6 +260,22 @@ class Engine:
         """The catalog, read-only (see ``retrieval.store.index_dir``); why a snapshot is read goes to ``notices``."""
         return store.reading(self.index_dir, [] if notices is None else notices)
 
+    def export(self, out: Path, fmt: str = "parquet", force: bool = False, notices: list[str] | None = None) -> dict:
+        """Write the index's files, units, descriptions and vectors to the folder ``out`` as ``fmt`` (parquet or
+        jsonl) files with a manifest, which is returned; only reads the index (its snapshot while a writer holds
+        it: why goes to ``notices``)."""
+        from retrieval.store.export import export_index  # pyarrow: only an export pays for it
+
+        return export_index(self.index_dir, out, fmt, force, [] if notices is None else notices)
+
     def repair(self) -> Restored | None:
         """Restore a damaged catalog from its snapshot (the damaged file is kept aside); None when it is whole."""
         return store.repair(self.index_dir)
+
+
+def export_results(results: Path, out: Path, fmt: str = "parquet", force: bool = False) -> dict:
+    """The hits of a query's or a search's ``--json`` output (the file ``results``) written to the folder ``out``
+    as a results table with a manifest, which is returned; no index is read."""
+    from retrieval.search.export_results import export_results as write  # pyarrow: only an export pays for it
+
+    return write(results, out, fmt, force)
