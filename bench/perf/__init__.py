@@ -9,7 +9,8 @@ neither the catalog nor FAISS), and a measurement imports torch when it runs.
 
 from importlib import import_module
 
-# the harness itself is bench.perf.run.run: a name here would be shadowed by the submodule once it is imported
+# bench.perf.run.run and bench.perf.markdown.markdown are imported from their modules: a name here that is also
+# a submodule's would be shadowed by the submodule once it is imported
 
 _WHERE = {
     "DEFAULT_SIZES": "bench.perf.config",
@@ -23,7 +24,6 @@ _WHERE = {
     "only_decoder": "bench.perf.decoders",
     "make_clips": "bench.perf.footage",
     "write_test_video": "bench.perf.footage",
-    "markdown": "bench.perf.markdown",
     "machine_info": "bench.perf.measuring",
     "measure": "bench.perf.measuring",
     "PeakRss": "bench.perf.memory",
@@ -43,7 +43,7 @@ _WHERE = {
 __all__ = [
     "DEFAULT_SIZES", "SECTIONS", "CliResult", "Footage", "IndexingResult", "PeakRss", "PerfConfig", "PerfReport",
     "Progress", "RecallResult", "RerankResult", "Section", "checks", "clip_job", "combine", "every_frame",
-    "machine_info", "make_clips", "markdown", "measure", "measure_decode", "mixture", "only_decoder",
+    "machine_info", "make_clips", "measure", "measure_decode", "mixture", "only_decoder",
     "section_names", "streamed_frames", "write_test_video",
 ]
 

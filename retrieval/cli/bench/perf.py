@@ -126,7 +126,7 @@ def perf(
 
 
 def _write(report: PerfReport, out: Path, as_json: bool) -> None:
-    from bench.perf import markdown
+    from bench.perf.markdown import markdown
 
     text = markdown(report)
     out.parent.mkdir(parents=True, exist_ok=True)
