@@ -244,6 +244,34 @@ class Engine:
                 catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         return done
 
+    def tag(self, paths: Sequence[str | Path], assignments: Sequence[str] = (), unset: Sequence[str] = ()) -> list[str]:
+        """Set (``assignments``: ``key=value``) and remove (``unset``: names) user fields of indexed files; their
+        root-relative paths, or NotIndexedError naming those the index does not list (then nothing changes)."""
+        from retrieval.store.user_fields import parse_assignments
+
+        values, names = parse_assignments(assignments, unset)
+        with store.writing(self.index_dir) as catalog:
+            rels = store.relative(catalog, self.index_dir, paths)
+            store.check_removable(catalog, rels)
+            catalog.tag(rels, values, names)
+        return rels
+
+    def read_metadata(self, file: str | Path | None, notices: list[str]) -> int | None:
+        """Read the user fields of ``file`` (CSV or JSON Lines keyed by root-relative path; None: the file an
+        earlier run read, if it changed since); how many files have fields from it (None: nothing read).  Each
+        kind of problem in it is one line of ``notices``."""
+        from retrieval.store.user_fields import apply_metadata
+
+        with store.writing(self.index_dir) as catalog:
+            return apply_metadata(catalog, None if file is None else Path(file), notices)
+
+    def fields(self, notices: list[str] | None = None) -> dict[str, str]:
+        """Every field a ``where`` filter may name in this index, and its kind (number or text)."""
+        from retrieval.search.filters import fields
+
+        with self.open_catalog(notices) as catalog:
+            return fields(catalog)
+
     def removed(self, notices: list[str] | None = None) -> list[RemovedFile]:
         """Every file taken out of the index, with when (what `convis ls --removed` lists)."""
         return store.removed(self.index_dir, [] if notices is None else notices)

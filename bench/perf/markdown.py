@@ -24,6 +24,8 @@ _RATIO_HEAD = ["decoder", "torch threads", "decode: every frame / sampled",
                "end-to-end / min(decode, embed)"]
 _RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "queries", "threads", "p50 ms", "p95 ms",
                 "recall@100", "build s", "peak RSS MB"]
+_FILTER_HEAD = ["vectors", "dim", "index", "factory", "search params", "filter keeps", "queries", "recall@10 vs exact",
+                "p50 ms", "unfiltered p50 ms", "x unfiltered", "build s"]
 _SCALING_HEAD = ["video", "workers", "segment s", "units", "windows", "frames", "seconds", "speed-up",
                  "worker peak RSS MB"]
 _CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "median RSS MB", "max RSS MB",
@@ -50,6 +52,8 @@ def markdown(report: PerfReport) -> str:
         parts += ["## One long file on every core\n", _table(_SCALING_HEAD, [_scaling_row(r) for r in report.scaling])]
     if report.recall:
         parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
+    if report.filter:
+        parts += ["## Filtered search\n", _table(_FILTER_HEAD, [_filter_row(r) for r in report.filter])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
     if report.rerank_lmm:
@@ -107,6 +111,12 @@ def _ratio_rows(rows: list[IndexingResult]) -> list[list]:
 def _recall_row(r: RecallResult) -> list:
     return [f"{r.vectors:,}", r.index, r.factory, r.params or "-", r.batch, r.queries, r.threads,
             f"{r.p50_ms:.2f}", f"{r.p95_ms:.2f}", f"{r.recall_at_100:.4f}", f"{r.build_s:.1f}", f"{r.peak_rss_mb:.0f}"]
+
+
+def _filter_row(r) -> list:
+    return [f"{r.vectors:,}", r.dim, r.index, r.factory, r.params or "-", f"{r.keep:.0%}", r.queries,
+            f"{r.recall_at_10:.3f}", f"{r.p50_ms:.2f}", f"{r.unfiltered_p50_ms:.2f}", f"{r.ratio:.1f}",
+            f"{r.build_s:.1f}"]
 
 
 def _scaling_row(r: ScalingResult) -> list:

@@ -36,6 +36,13 @@ def notes(config: PerfConfig) -> list[str]:
         out.append(_cli_note(config))
     if "serve" in config.sections:
         out.append(_serve_note(config))
+    if "filter" in config.sections:
+        out.append("Filtered search: the recall section's mixture; a filter keeps a seeded random 1%, 10% or 50% of "
+                   "the rows and `VectorIndex.search(query, 10, allowed)` searches them (retrieval/store/"
+                   "filtered_search.py: up to 512 allowed rows scored from their reconstructed vectors, more through "
+                   "FAISS's IDSelectorBitmap, every IVF list probed, an HNSW index through its flat storage); "
+                   "recall@10 against numpy's exact top 10 of the kept rows; p50 over the queries one by one on one "
+                   "thread, beside the same index's unfiltered p50.")
     if "scaling" in config.sections:
         out.append("One long file on every core: the decode stage as an index run drives it (`LocalExecutor` over "
                    "N decode worker processes, the file cut into windows by `unit_windows`: its first unit alone, "

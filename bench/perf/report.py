@@ -8,6 +8,7 @@ from typing import Sequence
 from bench.perf.results import (
     CliResult,
     DescribeResult,
+    FilterResult,
     IndexingResult,
     LmmRerankResult,
     RecallResult,
@@ -19,6 +20,7 @@ from bench.perf.targets import (
     Check,
     cli_checks,
     decode_checks,
+    filter_checks,
     long_video_checks,
     measured_settings,
     pipeline_checks,
@@ -30,7 +32,7 @@ from bench.perf.targets import (
 from retrieval.core.user_files import read_json
 
 # the report's row lists, in measuring order
-PARTS = ("indexing", "recall", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve")
+PARTS = ("indexing", "recall", "filter", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve")
 
 
 @dataclass
@@ -48,6 +50,7 @@ class PerfReport:
     runs: list[dict] = field(default_factory=list)  # each run that measured a part: machine facts + command
     rerank_lmm: list[LmmRerankResult] = field(default_factory=list)  # each LMM family's pairs/s (--shape)
     describe: list[DescribeResult] = field(default_factory=list)  # each LMM family's captions/s (--shape)
+    filter: list[FilterResult] = field(default_factory=list)  # filtered search: recall@10 and latency
 
     def as_dict(self) -> dict:
         return {
@@ -62,6 +65,7 @@ class PerfReport:
             "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
             "serve": [asdict(r) for r in self.serve],
+            "filter": [{**asdict(r), "ratio": round(r.ratio, 3)} for r in self.filter],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -83,7 +87,8 @@ class PerfReport:
                    rows(ServeLoadResult, "serve"), list(data.get("notes", [])),
                    list(data.get("runs") or [data["machine"]]),
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
-                   rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")))
+                   rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
+                   rows(FilterResult, "filter", ("ratio",)))
 
 
 def _with_rates(r: IndexingResult) -> dict:
@@ -97,7 +102,8 @@ def checks(report: PerfReport) -> list[Check]:
         found += decode_checks(report.indexing, decoder)
     for decoder, threads in measured_settings(report.indexing):
         found += pipeline_checks(report.indexing, decoder, threads)
-    return found + recall_checks(report.recall) + rerank_checks(report.rerank) + long_video_checks(report.long_video) \
+    return found + recall_checks(report.recall) + filter_checks(report.filter) + rerank_checks(report.rerank) \
+        + long_video_checks(report.long_video) \
         + scaling_checks(report.scaling) + cli_checks(report.cli) + serve_checks(report.serve)
 
 

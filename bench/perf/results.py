@@ -48,6 +48,28 @@ class RecallResult:
 
 
 @dataclass(frozen=True)
+class FilterResult:
+    """A filter's search on one index kind: recall@10 against an exact search of the rows it keeps, and its
+    median latency beside the same index's unfiltered one."""
+
+    vectors: int
+    dim: int
+    index: str  # "exact", "IVF", "HNSW"
+    factory: str
+    params: str
+    keep: float  # the share of the units the filter keeps
+    queries: int
+    recall_at_10: float
+    p50_ms: float
+    unfiltered_p50_ms: float
+    build_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.p50_ms / self.unfiltered_p50_ms if self.unfiltered_p50_ms > 0 else float("inf")
+
+
+@dataclass(frozen=True)
 class CliResult:
     command: str  # what was run, e.g. "convis --help"
     runs: int  # fresh processes timed

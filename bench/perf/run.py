@@ -9,6 +9,7 @@ from typing import Callable
 
 from bench.perf.cli_session import run_cli
 from bench.perf.config import Footage, PerfConfig, Progress
+from bench.perf.filtered import run_filter
 from bench.perf.footage import list_clips, make_clips
 from bench.perf.indexing import run_indexing
 from bench.perf.lmm_describe import run_lmm_describe
@@ -44,6 +45,10 @@ SECTIONS: dict[str, Section] = {
     "indexing": Section(run_indexing, "decode, embed and end-to-end throughput, ours next to the paper's "
                                       "every-frame extraction"),
     "recall": Section(run_recall, "vector search latency and recall@100 of each index kind at every size",
+                      needs_clips=False),
+    "filter": Section(run_filter, "a --where filter's vector search on 100,000 clustered vectors (smoke: the first "
+                                  "--sizes) in exact, IVF and HNSW indices, keeping 1%, 10% and 50%: recall@10 against "
+                                  "an exact search of the kept rows, and latency against the same index unfiltered",
                       needs_clips=False),
     "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
     "rerank_lmm": Section(run_lmm_rerank, "each LMM family's pairs/s at batch 1 and its default batch, prompt "

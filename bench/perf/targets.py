@@ -5,12 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from bench.perf.results import CliResult, IndexingResult, RecallResult, RerankResult, ScalingResult, ServeLoadResult
+from bench.perf.results import (
+    CliResult,
+    FilterResult,
+    IndexingResult,
+    RecallResult,
+    RerankResult,
+    ScalingResult,
+    ServeLoadResult,
+)
 
 TARGET_PIPELINE = 0.8  # end-to-end throughput over the slower of decode-only and embed-only
 TARGET_SAMPLED_SPEEDUP = 10.0
 TARGET_P50_MS = 5.0
 TARGET_RECALL = 0.95
+TARGET_FILTER_RATIO = 2.0  # a filter keeping 10%: its median latency against the same index unfiltered
 TARGET_LONG_VIDEO_MB = 1536  # one long video, whole or in segments: flat in its length
 TARGET_CACHE_SPEEDUP = 100.0
 TARGET_HELP_S = 0.3  # `convis --help`: imports no model code
@@ -101,6 +110,15 @@ def recall_checks(rows: list[RecallResult]) -> list[Check]:
     return [(f"auto index at {largest:,} x {r.dim}: one query p50 <= 5 ms, recall@100 >= 0.95",
              f"{r.factory} {r.params}".strip() + f": p50 {r.p50_ms:.2f} ms, recall@100 {r.recall_at_100:.3f}",
              r.p50_ms <= TARGET_P50_MS and r.recall_at_100 >= TARGET_RECALL) for r in auto]
+
+
+def filter_checks(rows: list[FilterResult]) -> list[Check]:
+    """Every filtered search finds what an exact search of its rows finds; at 10% it costs at most 2x unfiltered."""
+    found = [(f"{r.index} index, filter keeping {r.keep:.0%}: recall@10 against exact filtered = 1.000",
+              f"{r.recall_at_10:.3f}", r.recall_at_10 >= 1.0) for r in rows]
+    return found + [(f"{r.index} index, filter keeping 10%: p50 <= {TARGET_FILTER_RATIO:g}x unfiltered",
+                     f"{r.p50_ms:.2f} / {r.unfiltered_p50_ms:.2f} ms = {r.ratio:.1f}x", r.ratio <= TARGET_FILTER_RATIO)
+                    for r in rows if r.keep == 0.1]
 
 
 def rerank_checks(rows: list[RerankResult]) -> list[Check]:

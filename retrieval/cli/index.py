@@ -93,6 +93,12 @@ DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     "CPU and a notice says why.")]
 
 
+MetadataOpt = Annotated[Optional[Path], typer.Option(
+    "--metadata", metavar="FILE", help="User fields per video for --where filters: a CSV file with a 'path' column "
+    "or JSON Lines with a \"path\" key (paths relative to FOLDER), every other column a field; later runs re-read "
+    "it when it changes. Fields set by `convis tag` win over the file's.")]
+
+
 def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirOpt = None, segment: SegmentOpt = None,
           shot_min: ShotMinOpt = None, shot_max: ShotMaxOpt = None, captions: CaptionsOpt = None,
           workers: WorkersOpt = None, timeout: TimeoutOpt = 300.0, publish_every: PublishEveryOpt = 60.0,
@@ -100,12 +106,14 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
           faiss_index: FaissIndexOpt = None, faiss_params: FaissParamsOpt = None, protocol: ProtocolOpt = None,
           move_root: MoveRootOpt = False, prune: PruneOpt = False, retry_failed: RetryFailedOpt = False,
           captioner: CaptionerOpt = None, captioner_backend: CaptionerBackendOpt = "hf",
-          decode_device: DecodeDeviceOpt = None, as_json: RunJsonOpt = False):
+          decode_device: DecodeDeviceOpt = None, metadata: MetadataOpt = None, as_json: RunJsonOpt = False):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
     from retrieval.engine import Engine, IndexSettings, remember_index
 
     if captions is not None and not captions.is_dir():
         raise UserError(f"captions folder not found: {captions}")
+    if metadata is not None and not metadata.is_file():  # said now, not after the run
+        raise UserError(f"metadata file not found: {metadata}")
     seconds, shots = units_option(segment, shot_min, shot_max)
     settings = IndexSettings(segment_seconds=seconds, shots=shots, captions=captions, workers=workers,
                              timeout=timeout, publish_every=publish_every, ray_address=ray, faiss_index=faiss_index,
@@ -116,6 +124,11 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
     notices: list[str] = []
     with present.index_progress(disable=as_json) as progress:
         report = engine.index(folder, indexer or [], settings, progress=progress, notices=notices)
+    if engine.has_index:  # the file given, else the one read before if it changed: after the run, every path known
+        read = engine.read_metadata(metadata, notices)
+        if read is not None:
+            source = metadata.name if metadata is not None else "the metadata file (re-read: it changed)"
+            notices.append(f"metadata: {read} file(s) have fields from {source}")
     report.seconds = command_seconds(report.seconds)
     if index_dir is not None and report.found:  # found from the folder later, without --index-dir
         notices += filter(None, [remember_index(folder, engine.index_dir)])

@@ -52,6 +52,15 @@ WHERE_HELP = ("The indexed video folder or its index folder (default: the neares
 WhereArg = Annotated[Optional[Path], typer.Argument(metavar="FOLDER", help=WHERE_HELP, show_default=False)]
 
 
+FILTER_HELP = ("Search only the units of files that match, e.g. \"duration > 10\", \"folder = sports\", \"path glob "
+               "'match/*.mp4'\", \"codec in h264,hevc\", \"tags has goal\" (repeat to AND; operators = != < <= > >= "
+               "in glob has; fields: path folder name duration size mtime width height fps codec start end, and "
+               "those set by `convis tag` or --metadata). The filter is applied before ranking: nothing it keeps is "
+               "lost.")
+FilterOpt = Annotated[List[str], typer.Option("--where", metavar="\"FIELD OP VALUE\"", help=FILTER_HELP,
+                                              show_default=False)]
+
+
 def _index_dir(help_text: str):
     """``--index-dir DIR`` as a command reads it (each says where it looks by default)."""
     return Annotated[Optional[Path], typer.Option(metavar="DIR", help=help_text)]

@@ -532,7 +532,8 @@ def listing_record(f) -> dict:
     return {"path": f.path, "status": f.status, "error": f.error if failed else None,
             "undecoded": None if failed else f.error,  # a damaged file indexed from what decodes: what did not
             "duration": f.duration, "width": f.width, "height": f.height, "captioned": f.captioned,
-            "units_by": f.units_by or None,
+            "units_by": f.units_by or None, "size": f.size, "mtime": f.mtime, "fps": f.fps, "codec": f.codec,
+            "fields": dict(f.fields),
             "units": [{"segment": seg, "start": start, "end": end, **_cut_record(f, i)}
                       for i, (seg, start, end) in enumerate(f.units)]}
 

@@ -13,6 +13,7 @@ from retrieval.cli.options import (
     TIME_EXAMPLES,
     DeviceOpt,
     ExplainOpt,
+    FilterOpt,
     FreeTextOpt,
     HtmlOpt,
     IndexDirOpt,
@@ -65,8 +66,8 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
           index_dir: QueryIndexDirOpt = None, start: StartOpt = None, end: EndOpt = None, signal: SignalOpt = None,
           reranker: RerankerOpt = None, rerank_top: RerankTopOpt = 20, mode: ModeOpt = "expected",
           symmetric: SymmetricOpt = False, rerank_batch: RerankBatchOpt = None, no_share: NoShareOpt = False,
-          fusion: FusionOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: ResultsJsonOpt = False,
-          explain: ExplainOpt = False):
+          fusion: FusionOpt = None, filters: FilterOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
+          as_json: ResultsJsonOpt = False, explain: ExplainOpt = False):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
     well they show ANCHOR changed as a sentence says)."""
     from retrieval.engine import AnchorSpanError, Change, Engine, QueryRequest, parse_overrides
@@ -81,7 +82,7 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
     span = parse_duration(start, allow_zero=True, option="--start"), parse_duration(end, option="--end")
     request = QueryRequest(anchor, concepts, k, *span, parse_overrides(signal or [], free_text), reranker=reranker,
                            rerank_top=rerank_top, mode=mode, symmetric=symmetric, fusion=fusion, change=changed,
-                           most_different=most_different)
+                           most_different=most_different, where=filters or ())
     try:
         result = engine.query(request)
     except AnchorSpanError as exc:  # said in the words the user typed
@@ -106,7 +107,8 @@ SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JS
 
 def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
            signal: WeightsOpt = None, concept: DescriptionsOpt = None, free_text: FreeTextOpt = False,
-           device: DeviceOpt = None, html: HtmlOpt = None, as_json: SearchJsonOpt = False, explain: ExplainOpt = False):
+           filters: FilterOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: SearchJsonOpt = False,
+           explain: ExplainOpt = False):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
     text-tower pass per signal; no LMM is asked."""
@@ -115,7 +117,7 @@ def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None,
     check_page(html)
     weights = parse_weights(signal or [])
     engine = Engine(resolve_index_dir(index_dir or where), device=device)
-    result = engine.search(SearchRequest(text, k, weights, concept=concept, free_text=free_text))
+    result = engine.search(SearchRequest(text, k, weights, concept=concept, free_text=free_text, where=filters or ()))
     if html is not None:
         present.page_written("gallery", present.write_query_html(result, engine.root, html,
                                                                  index_dir=engine.index_dir))

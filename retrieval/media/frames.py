@@ -74,6 +74,7 @@ class VideoInfo:
     rotation: int = 0  # degrees counter-clockwise the decoded picture must turn (PyAV reports, decord applies)
     # frame ranges [first, stop) of a damaged file that could not be decoded; sampling passes over them
     gaps: tuple[tuple[int, int], ...] = ()
+    codec: str = ""  # the video stream's codec ("h264"); "" where the backend does not say
 
 
 @dataclass(frozen=True)

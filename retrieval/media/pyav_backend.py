@@ -43,11 +43,12 @@ class PyAVBackend:
             count = int(stream.frames or 0) or int(round(duration * fps))
             width, height = stream.codec_context.width, stream.codec_context.height
             rotation = _first_frame_rotation(container, stream)
+            codec = stream.codec_context.codec.name or ""
         if count <= 0:
             raise DecodeError("video stream has no frames")
         if rotation in (90, 270):
             width, height = height, width
-        return VideoInfo(count, fps, duration or count / fps, width, height, self.name, rotation)
+        return VideoInfo(count, fps, duration or count / fps, width, height, self.name, rotation, codec=codec)
 
     def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames:
         """The frames numbered ``indices``; raises ``VideoDamaged`` when any packet on the way would not decode."""

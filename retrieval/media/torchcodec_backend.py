@@ -93,7 +93,8 @@ class TorchCodecBackend:
         if count <= 0 or not meta.num_frames:
             raise DecodeError("video stream has no frames")
         # torchcodec turns the picture as the container asks, and reports the upright size: nothing is left to turn
-        return VideoInfo(count, fps, duration or count / fps, int(meta.width), int(meta.height), self.name)
+        return VideoInfo(count, fps, duration or count / fps, int(meta.width), int(meta.height), self.name,
+                         codec=str(getattr(meta, "codec", "") or ""))
 
     def read(self, path: Path, info: VideoInfo, indices: Sequence[int], resize) -> Frames:
         return self._on_cpu_if_cuda_fails(path, lambda: self._read(path, info, indices, resize))

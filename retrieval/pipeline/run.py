@@ -418,7 +418,7 @@ def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
 def _file_record(found: FoundFile, d: DecodedFile, units_by: str) -> FileRecord:
     i = d.info
     return FileRecord(found.rel, found.size, found.mtime, d.content_hash, i.duration, i.fps, i.width,
-                      i.height, i.frame_count, i.decoder, units_by, describe_gaps(i))
+                      i.height, i.frame_count, i.decoder, units_by, describe_gaps(i), i.codec)
 
 
 def _unit_records(d: DecodedFile) -> list[UnitRecord]:

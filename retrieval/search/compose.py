@@ -105,10 +105,13 @@ class ChangeQuery:
                 composed[model.model_id] = composed_vector(video, text_vectors[model.model_id], change.weight)
         return cls(change, text_vectors, composed, notices)
 
-    def recall(self, indices: Callable[[str], VectorIndex], k: int) -> dict[int, list[str]]:
-        """Unit id -> the change signals that proposed it: the change text's and the composed vectors' top ``k``."""
-        found = ranking.recall(self.text_vectors, {m: indices(m) for m in self.text_vectors}, k)
-        for unit, by in ranking.recall(self.composed, {m: indices(m) for m in self.composed}, k).items():
+    def recall(self, indices: Callable[[str], VectorIndex], k: int,
+               allowed: np.ndarray | None = None) -> dict[int, list[str]]:
+        """Unit id -> the change signals that proposed it: the change text's and the composed vectors' top ``k``
+        (of the ``allowed`` units only, when given)."""
+        found = ranking.recall(self.text_vectors, {m: indices(m) for m in self.text_vectors}, k, allowed=allowed)
+        for unit, by in ranking.recall(self.composed, {m: indices(m) for m in self.composed}, k,
+                                       allowed=allowed).items():
             found.setdefault(unit, []).extend(f"{m}+change" for m in by)
         return found
 

@@ -17,7 +17,7 @@ from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, parse_signal, vqasco
 from retrieval.core.timecode import format_span
 from retrieval.lmm.similarity import rerank
 from retrieval.model_cache import ModelCache, model_notices
-from retrieval.search import calibration, ranking, signals
+from retrieval.search import calibration, filters, ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, ConceptSignals
 from retrieval.search.calibration import Calibration
 from retrieval.search.compose import ChangeQuery
@@ -112,12 +112,14 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     # a concept with descriptions is recalled and scored by them too, beside its visual signal
     beside = vectors.descriptions(signals.beside(recalled.signal_of, described, request.vector_overrides))
     anchors = {**recalled.vectors, **beside.vectors}
-    found_by = ranking.recall(anchors, {m: index(m) for m in anchors}, request.recall, farthest=request.most_different)
+    allowed = filters.allowed_units(catalog, request.where)  # before ranking: a filter loses no match
+    found_by = ranking.recall(anchors, {m: index(m) for m in anchors}, request.recall, farthest=request.most_different,
+                              allowed=allowed)
     wanted = None
     if request.change is not None:  # the change text's and the composed vectors' top lists join the candidates
         wanted = ChangeQuery.prepare(request.change, indexed, lambda spec: models.text_tower(spec, protocol, notices),
                                      lambda m: anchors[m] if m in anchors else vectors.visual(m), described)
-        for unit, by in wanted.recall(index, request.recall).items():
+        for unit, by in wanted.recall(index, request.recall, allowed).items():
             found_by.setdefault(unit, []).extend(by)
     candidates = sorted(found_by)
     # scores come from the catalog's vectors: FAISS only proposes the candidates
@@ -203,7 +205,7 @@ def _result(request: QueryRequest, found: Recalled, shortlist: list[Hit], hits: 
                        reranker=None if model is None else model.model_id,
                        fusion=None if request.fusion is None else fusion_label(request.fusion), root=found.root,
                        start=request.start, end=request.end,
-                       empty_reason=None if hits else _why_empty(found.candidates, found.units),
+                       empty_reason=None if hits else _why_empty(found.candidates, found.units, request.where),
                        beside=found.beside.signal_of, pair_signals=pair.used, change=None if change is None else {
                            "text": change.text, "weight": change.weight,
                            "signals": sorted(found.wanted.text_vectors), "composed": sorted(found.wanted.composed)},
@@ -253,9 +255,9 @@ def _short_reasons(k: int, hits: list[Hit], found: Recalled, clip: Anchor) -> li
     return [why + "that is every unit the index could recall"]
 
 
-def _why_empty(candidates: list[int], units: dict) -> str:
+def _why_empty(candidates: list[int], units: dict, where: tuple[str, ...] = ()) -> str:
     if not candidates:
-        return "the index holds no vectors to recall from"
+        return filters.none_kept(where) if where else "the index holds no vectors to recall from"
     files = {unit.path for unit in units.values()}
     return (f"every unit recalled ({len(candidates)}, from {', '.join(sorted(files)[:3])}) is part of the anchor "
             "itself, and a query never returns its own anchor; index more videos")

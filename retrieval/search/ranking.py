@@ -21,16 +21,17 @@ from retrieval.store.vectors import VectorIndex
 
 
 def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int,
-           farthest: bool = False) -> dict[int, list[str]]:
+           farthest: bool = False, allowed: np.ndarray | None = None) -> dict[int, list[str]]:
     """Union of the top-``k`` unit ids from every signal's index: unit id -> the signals that recalled it.
 
     ``farthest``: the ``k`` least similar instead (the inner product's largest values for the negated anchor are
-    its smallest for the anchor), for ranking by how much candidates differ.
+    its smallest for the anchor), for ranking by how much candidates differ.  ``allowed``: only these unit ids
+    (a ``--where`` filter), searched exactly before anything is ranked.
     """
     found_by: dict[int, list[str]] = {}
     for model_id in sorted(anchors):
         query = -anchors[model_id] if farthest else anchors[model_id]
-        _, found = indices[model_id].search(query, k)
+        _, found = indices[model_id].search(query, k, allowed)
         for i in found[0]:
             if i >= 0:
                 found_by.setdefault(int(i), []).append(model_id)

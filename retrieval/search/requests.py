@@ -21,6 +21,7 @@ from retrieval.core.signal_kinds import parse_signal
 from retrieval.search import signals
 from retrieval.search.compose import Change
 from retrieval.search.text_query import TextQuery, check_text
+from retrieval.store.where import parse as parse_where
 
 Span = tuple[float | None, float | None]
 
@@ -42,6 +43,15 @@ def _check_k(k: int) -> None:
     """How many results: a whole number from 1 to MAX_K."""
     if isinstance(k, bool) or not isinstance(k, int) or not in_range(k, 1, MAX_K):
         raise signals.SignalError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
+
+
+def check_where(where: Sequence[str] | str) -> tuple[str, ...]:
+    """The filters as a tuple, each one checked to read as FIELD OP VALUE (whether the field exists is the index's
+    to say)."""
+    where = (where,) if isinstance(where, str) else tuple(where or ())
+    for text in where:
+        parse_where(text)
+    return where
 
 
 def _set(request, name: str, value) -> None:
@@ -70,8 +80,10 @@ class QueryRequest:
     fusion: object = None
     change: Change | str | None = None
     most_different: bool = False
+    where: Sequence[str] = ()  # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
 
     def __post_init__(self) -> None:
+        _set(self, "where", check_where(self.where))
         if self.most_different and self.change is not None:
             raise signals.SignalError("--most-different ranks clips unlike the anchor and --change clips like it "
                                       "but changed: use one of them")
@@ -124,8 +136,10 @@ class SearchRequest:
     recall_k: int | None = None
     concept: str | None = None
     free_text: bool = True  # False: a concept close to a ConViS one is refused as a likely typo, as a query's is
+    where: Sequence[str] = ()  # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
 
     def __post_init__(self) -> None:
+        _set(self, "where", check_where(self.where))
         _set(self, "text", check_text(self.text))
         _check_k(self.k)
         if self.concept is not None:
@@ -137,7 +151,7 @@ class SearchRequest:
         return None if self.concept is None else parse_concept(self.concept, free_text=True).key
 
     def text_query(self) -> TextQuery:
-        return TextQuery(self.text, self.k, self.weights, self.recall_k, self.concept_key)
+        return TextQuery(self.text, self.k, self.weights, self.recall_k, self.concept_key, self.where)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from indexers.text_towers import TextEncoder
 from retrieval.core.concepts import Concept, closest, normalise
 from retrieval.core.errors import one_line
 from retrieval.core.scores import unit_similarity
-from retrieval.search import calibration, ranking
+from retrieval.search import calibration, filters, ranking
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
@@ -147,6 +147,7 @@ class TextQuery:
     weights: dict[str, float] | None = None
     recall_k: int | None = None
     concept: str | None = None  # search this concept's descriptions only (a concept key)
+    where: tuple[str, ...] = ()  # FIELD OP VALUE conditions (retrieval.store.where): only the units they keep
 
 
 def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncoder],
@@ -164,7 +165,8 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
         models = {indexed[name]: model for name, model in answering.items()}
     vectors = {m: models[m].embed_texts([text])[0] for m in signal_of.values()}
     indices = {m: vector_index(m) for m in vectors}
-    found_by = ranking.recall(vectors, indices, query.recall_k or max(100, 10 * query.k))
+    allowed = filters.allowed_units(catalog, query.where)  # before ranking: a filter loses no match
+    found_by = ranking.recall(vectors, indices, query.recall_k or max(100, 10 * query.k), allowed=allowed)
     candidates = sorted(found_by)
     units = catalog.units(candidates)
     exact = ranking.stored_vectors(catalog, vectors, candidates)
@@ -173,7 +175,7 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
     root = catalog.setting("root")
     final = ranking.ranked(hits[:query.k])
     return TextResult(text, concepts, signal_of, final, notices, root=root,
-                      empty_reason=None if hits else _why_empty(candidates, signal_of), text=text,
+                      empty_reason=None if hits else _why_empty(candidates, signal_of, query.where), text=text,
                       spread=Spread.of(h.total for h in hits),
                       ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]),
                       calibration=_calibration(catalog, final, concepts, vectors, notices))
@@ -256,8 +258,10 @@ def _not_described(concept: str, described: list[str]) -> str:
             f"or run `convis describe --concept \"{concept}\"`")
 
 
-def _why_empty(candidates: list[int], signal_of: dict[str, str]) -> str:
+def _why_empty(candidates: list[int], signal_of: dict[str, str], where: tuple[str, ...] = ()) -> str:
     names = ", ".join(short_name(m) for m in signal_of.values())
+    if not candidates and where:
+        return filters.none_kept(where)
     if not candidates:
         return f"the index holds no vectors of {names} to search"
     return f"no recalled unit has a vector of every signal used ({names}); weight one of them alone with --signal"

@@ -86,6 +86,7 @@ from retrieval.serve.warmup import Warmup
 from retrieval.serve.workers import Workers
 from retrieval.serve.writes import write_routes
 from retrieval.store.catalog import FileListing
+from retrieval.store.where import MAX_CONDITIONS, MAX_VALUE_CHARS, OPERATORS
 
 VIDEOS = "videos"  # the listing's answer /videos sends (see health.py)
 REMOVED = "removed"  # the files taken out of the index, read once for each state of it like the listing
@@ -124,6 +125,11 @@ FREE_TEXT_HELP = ("Take every concept name as written: a name close to a ConViS 
                   "otherwise refused as a likely typo.")
 
 
+WHERE_HELP = ("Filters, ANDed, each 'FIELD OP VALUE' as `convis query --where` takes them (operators = != < <= > >= in "
+              "glob has; GET /fields lists the fields): only the units of matching files are ranked.")
+WhereText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_VALUE_CHARS + 100)]
+
+
 class ConceptIn(RequestBody):
     name: ConceptText = Field(..., examples=["location", "main-action", "camera angle"])
     weight: float = Field(1.0, ge=MIN_CONCEPT_WEIGHT, le=MAX_CONCEPT_WEIGHT, allow_inf_nan=False)
@@ -154,6 +160,8 @@ class QueryIn(RequestBody):
     mode: Literal["expected", "greedy"] = "expected"
     symmetric: bool = False
     free_text: bool = Field(False, description=FREE_TEXT_HELP)
+    where: list[WhereText] = Field([], max_length=MAX_CONDITIONS, description=WHERE_HELP,
+                                   examples=[["duration > 10", "tags has goal"]])
 
     def to_request(self, resolve: Callable[[str], Path], reranker_for: Callable[[bool], str | None]) -> QueryRequest:
         """The query this body asks, its anchor's ref resolved to a file (``resolve``) and its ``rerank`` to the
@@ -165,7 +173,7 @@ class QueryIn(RequestBody):
         return QueryRequest(anchor, concepts, self.k, self.start, self.end, reranker=reranker_for(self.rerank),
                             rerank_top=self.rerank_top, mode=self.mode, symmetric=self.symmetric,
                             change=None if self.change is None else Change(self.change, self.change_weight),
-                            most_different=self.most_different)
+                            most_different=self.most_different, where=self.where)
 
 
 class CompareIn(RequestBody):
@@ -454,6 +462,7 @@ NAME_FILTER = Query(None, max_length=200, description="Only files whose path con
 STATUS = Query("ok", description="ok: the indexed units; failed, unavailable: those files; removed: the files "
                "taken out of the index (`convis remove`), each with when (`removed_at`) and whether its vectors are "
                "kept (`kept`: POST /files/{ref}/restore puts it back searchable at once).")
+SEARCH_WHERE = Query([], max_length=MAX_CONDITIONS, description=WHERE_HELP, examples=[["duration > 10"]])
 SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
                        "(written at index time), e.g. location.", examples=["location"])
 
@@ -562,8 +571,14 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
-    async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT):
-        return await state.answer(run_search, state, text, k, concept)
+    async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT,
+                     where: list[WhereText] = SEARCH_WHERE):
+        return await state.answer(run_search, state, text, k, concept, where)
+
+    @app.get("/fields", summary="The fields a `where` filter may name in this index (built-in, then the user's "
+             "from `convis tag` and --metadata), each one's kind, and the operators", responses=responses(503))
+    async def fields():
+        return await state.answer(fields_answer, state)
 
     @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
               responses=responses(400, 403, 404, 422, 503))
@@ -757,12 +772,17 @@ def linked(state: ServerState, hits: list[dict], files) -> None:
                    poster=poster_url(hit["path"], hit["start"], hit["end"]), duration=durations.get(hit["path"]))
 
 
-def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:
-    data = state.engine.search(SearchRequest(text, k, concept=concept)).as_dict()
+def run_search(state: ServerState, text: str, k: int, concept: str | None = None, where: Sequence[str] = ()) -> dict:
+    data = state.engine.search(SearchRequest(text, k, concept=concept, where=tuple(where))).as_dict()
     files = state.files()
     linked(state, data["hits"], files)
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
     return data
+
+
+def fields_answer(state: ServerState) -> dict:
+    kinds = state.engine.fields()
+    return {"fields": [{"name": name, "kind": kind} for name, kind in kinds.items()], "operators": list(OPERATORS)}
 
 
 def run_compare(state: ServerState, body: CompareIn) -> dict:

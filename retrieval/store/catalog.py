@@ -4,24 +4,25 @@ Everything else (FAISS indices, reports) is derived from it.  Each file's rows a
 vectors are written in one transaction, so a run killed at any point leaves either
 the whole file or nothing, and the next run resumes from there.  ``Catalog`` is the
 file (``catalog_connection``) with the methods of what it keeps: files, units,
-descriptions, vectors, folders, backgrounds, files taken out of the index (``catalog_files``,
+descriptions, vectors, folders, backgrounds, files taken out of the index, user fields (``catalog_files``,
 ``catalog_units``, ``catalog_descriptions``, ``catalog_vectors``, ``catalog_folders``, ``catalog_backgrounds``,
-``catalog_removed``); its rows are values (``catalog_records``).
+``catalog_removed``, ``catalog_fields``); its rows are values (``catalog_records``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval.store.catalog_backgrounds import BackgroundRows
 from retrieval.store.catalog_descriptions import DescriptionRows
+from retrieval.store.catalog_fields import FieldRows
 from retrieval.store.catalog_folders import FolderRows
 from retrieval.store.catalog_removed import RemovedRows
 from retrieval.store.catalog_units import UnitRows
 from retrieval.store.catalog_vectors import VectorRows
 
 
-class Catalog(RemovedRows, UnitRows, DescriptionRows, VectorRows, FolderRows, BackgroundRows):
+class Catalog(RemovedRows, UnitRows, DescriptionRows, VectorRows, FolderRows, BackgroundRows, FieldRows):
     """One index's catalog file, open for reading or writing (``Connection``), with the methods of every kind of
     row it keeps."""
 
@@ -40,25 +41,33 @@ class FileListing:
     captioned: bool  # a text indexer holds a vector for it
     cuts: tuple[tuple[str | None, float | None], ...] = ()  # per unit: what starts it and the cut's confidence
     units_by: str | None = None  # how its units were cut (a ``retrieval.core.segmentation`` label)
+    size: int | None = None  # bytes
+    mtime: float | None = None  # seconds since 1970
+    fps: float | None = None
+    codec: str | None = None
+    fields: dict = field(default_factory=dict)  # user fields (`convis tag`, --metadata): name -> value
 
 
 def list_files(catalog: Catalog) -> list[FileListing]:
     """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it."""
-    boundary, confidence, units_by, unavailable = (catalog.column(table, alias, name) for table, alias, name in (
+    boundary, confidence, units_by, unavailable, codec = (catalog.column(table, alias, name) for table, alias, name in (
         ("units", "u", "boundary"), ("units", "u", "confidence"), ("files", "f", "units_by"),
-        ("files", "f", "unavailable")))
+        ("files", "f", "unavailable"), ("files", "f", "codec")))
     rows = catalog.db.execute(
         f"""SELECT f.path, CASE WHEN coalesce({unavailable}, false) THEN 'unavailable' ELSE f.status END,
                   f.error, f.duration, f.width, f.height,
                   list((u.segment, u.start_s, u.end_s, {boundary}, {confidence}) ORDER BY u.segment)
                       FILTER (WHERE u.unit_id IS NOT NULL),
-                  bool_or(e.unit_id IS NOT NULL), any_value({units_by})
+                  bool_or(e.unit_id IS NOT NULL), any_value({units_by}), f.size, f.mtime, f.fps, any_value({codec})
            FROM files f
            LEFT JOIN units u USING (file_id)
            LEFT JOIN embeddings e ON e.unit_id = u.unit_id
                 AND e.indexer IN (SELECT indexer FROM indexers WHERE kind = 'text')
            GROUP BY ALL ORDER BY f.path""").fetchall()
+    fields = catalog.file_fields()
     return [FileListing(path, status, error, duration, width, height,
                         tuple((seg, start, end) for seg, start, end, _, _ in (units or [])), bool(captioned),
-                        tuple((boundary, confidence) for _, _, _, boundary, confidence in (units or [])), units_by)
-            for path, status, error, duration, width, height, units, captioned, units_by in rows]
+                        tuple((boundary, confidence) for _, _, _, boundary, confidence in (units or [])), units_by,
+                        size, mtime, fps, codec, fields.get(path, {}))
+            for path, status, error, duration, width, height, units, captioned, units_by, size, mtime, fps, codec
+            in rows]

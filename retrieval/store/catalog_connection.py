@@ -74,6 +74,11 @@ CREATE TABLE IF NOT EXISTS backgrounds (
 CREATE TABLE IF NOT EXISTS removed_files AS SELECT * FROM files LIMIT 0;
 CREATE TABLE IF NOT EXISTS removed_units AS SELECT * FROM units LIMIT 0;
 CREATE TABLE IF NOT EXISTS removed_embeddings AS SELECT * FROM embeddings LIMIT 0;
+ALTER TABLE files ADD COLUMN IF NOT EXISTS codec VARCHAR;
+-- user fields by file path (catalog_fields.py): kept across re-indexing; a number where the value reads as one
+CREATE TABLE IF NOT EXISTS file_fields (
+    path VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL, number DOUBLE, source VARCHAR NOT NULL,
+    PRIMARY KEY (path, key));
 """
 
 C = TypeVar("C", bound="Connection")

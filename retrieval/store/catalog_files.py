@@ -86,9 +86,10 @@ class FileRows(Connection):
         file_id = self.db.execute("SELECT nextval('file_ids')").fetchone()[0]
         self.db.execute(
             "INSERT INTO files (file_id, path, size, mtime, content_hash, duration, fps, width, height, frame_count, "
-            "decoder, status, error, transient, units_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"decoder, status, error, transient, units_by, codec) VALUES ({', '.join('?' * 16)})",
             [file_id, r.path, r.size, r.mtime, r.content_hash or None, r.duration, r.fps, r.width,
-             r.height, r.frame_count, r.decoder or None, status, error, transient, r.units_by or None],
+             r.height, r.frame_count, r.decoder or None, status, error, transient, r.units_by or None,
+             r.codec or None],
         )
         return file_id
 

@@ -31,6 +31,7 @@ class FileRecord:
     decoder: str
     units_by: str = ""  # how its units were cut (``retrieval.core.segmentation`` label); "" when not recorded
     note: str = ""  # what of it could not be decoded (a damaged file, indexed from the rest); kept as its error
+    codec: str = ""  # the video stream's codec; "" when the decoder did not say
 
 
 @dataclass(frozen=True)

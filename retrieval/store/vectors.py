@@ -9,6 +9,7 @@ recall@100 above 0.95 (docs/performance.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -25,6 +26,7 @@ import numpy as np
 from retrieval.core.errors import one_line
 from retrieval.core.files import atomic_write
 from retrieval.core.signal_kinds import SEPARATOR
+from retrieval.store import filtered_search
 from retrieval.store.errors import DiskFull, is_disk_full
 
 # Exact search is fast enough (and exact) until about this many vectors; beyond, an ANN index.
@@ -138,18 +140,30 @@ class VectorIndex:
     def size(self) -> int:
         return int(self.index.ntotal)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids) of the ``k`` nearest units to each query row; missing slots have id -1."""
+    @functools.cached_property
+    def ids(self) -> np.ndarray:
+        """The unit ids this index holds, sorted (read once: a filtered search checks its ids against them)."""
+        return np.sort(faiss.vector_to_array(self.index.id_map)) if self.size else np.zeros(0, np.int64)
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of the ``k`` nearest units to each query row; missing slots have id -1. ``allowed``: only
+        these unit ids, searched exactly (``filtered_search``); None: every unit."""
         k = max(1, min(k, self.size))
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        threads = faiss.omp_get_max_threads()
-        if len(queries) >= FEW_QUERIES:
+        if allowed is not None:
+            def run():
+                return filtered_search.search(self.index, queries, k, allowed, self.ids)
+        elif len(queries) >= FEW_QUERIES:
             return _batch_search(self.index, queries, k)
-        if threads == 1:
-            return self.index.search(queries, k)
+        else:
+            def run():
+                return self.index.search(queries, k)
+        threads = faiss.omp_get_max_threads()
+        if threads == 1 or len(queries) >= FEW_QUERIES:
+            return run()
         faiss.omp_set_num_threads(1)
         try:
-            return self.index.search(queries, k)
+            return run()
         finally:
             faiss.omp_set_num_threads(threads)
 

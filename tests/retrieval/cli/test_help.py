@@ -11,7 +11,7 @@ from retrieval.engine import DEFAULT_K
 from tests.paths import ROOT
 
 runner = CliRunner()
-COMMANDS = [[], ["index"], ["query"], ["compare"], ["serve"], ["info"], ["ls"], ["export"], ["models"], ["bench"],
+COMMANDS = [[], ["index"], ["query"], ["compare"], ["serve"], ["info"], ["ls"], ["export"], ["tag"], ["models"], ["bench"],
             ["bench", "retrieval"], ["bench", "correlation"]]
 
 

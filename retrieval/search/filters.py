@@ -1,0 +1,33 @@
+"""The units a request's ``where`` conditions keep: read from the catalog before anything is ranked, so each
+signal's FAISS index searches only them (``retrieval.store.filtered_search``)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from retrieval.store.catalog import Catalog
+from retrieval.store.where import compile_all, known_fields, parse
+
+
+def allowed_units(catalog: Catalog, where: Sequence[str]) -> np.ndarray | None:
+    """The sorted unit ids every condition of ``where`` keeps; None without conditions (every unit)."""
+    if not where:
+        return None
+    conditions = [parse(text) for text in where]
+    return catalog.matching_units(compile_all(conditions, catalog.field_kinds()))
+
+
+def fields(catalog: Catalog) -> dict[str, str]:
+    """Every field a filter may name here and its kind (number or text)."""
+    from retrieval.store.where import BUILTIN
+
+    kinds = {name: kind for name, (_, kind) in BUILTIN.items()}
+    users = catalog.field_kinds()
+    return {name: kinds.get(name) or users[name] for name in known_fields(users)}
+
+
+def none_kept(where: Sequence[str]) -> str:
+    """Why a filtered request has no results."""
+    return f"no indexed unit matches {' and '.join(repr(w) for w in where)}"

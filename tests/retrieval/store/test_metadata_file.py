@@ -1,0 +1,99 @@
+"""A metadata file with bad rows keeps its good ones and says each kind of problem in one line: unknown paths,
+paths or fields given twice, bytes that are not UTF-8, rows that do not parse; a million rows are read whole."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from retrieval.store import metadata_file
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import FileRecord, UnitRecord
+from retrieval.store.user_fields import apply_metadata
+
+INDEXED = {"a.mp4", "sub/b.mp4", "c.mp4"}
+
+
+def _lines(read) -> list[str]:
+    return read.lines("meta")
+
+
+def test_csv_rows_become_fields_and_each_problem_is_one_line(tmp_path):
+    path = tmp_path / "meta.csv"
+    path.write_bytes(b"path,team,rating,duration\n"
+                     b"a.mp4,red,4,99\n"
+                     b"./sub/b.mp4,blue,,\n"
+                     b"gone.mp4,green,1,\n"
+                     b"missing-too.mp4,green,1,\n"
+                     b"c.mp4,\xff\xfe,2,\n"
+                     b"a.mp4,red,5,\n"
+                     b"short.mp4\n")
+    read = metadata_file.read(path, INDEXED)
+    assert sorted(read.rows) == [("a.mp4", "rating", "5"), ("a.mp4", "team", "red"), ("sub/b.mp4", "team", "blue")]
+    assert _lines(read) == [
+        "meta: 1 fields named like a built-in field (the file's own value is kept): skipped (e.g. duration)",
+        "meta: 2 rows name a path the index does not hold: skipped (e.g. gone.mp4, missing-too.mp4)",
+        "meta: 1 rows not in UTF-8: skipped (e.g. line 6)",
+        "meta: 1 paths appear in more than one row: the last row kept (e.g. a.mp4)",
+        "meta: 1 rows without 4 columns: skipped (e.g. short.mp4)",
+    ]
+
+
+def test_jsonl_rows_lists_and_a_field_named_twice(tmp_path):
+    path = tmp_path / "meta.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"path": "a.mp4", "tags": ["goal", "corner"], "night": True, "speed": 3.5}),
+        '{"path": "c.mp4", "team": "red", "team": "blue"}',
+        "not json",
+        json.dumps({"path": "sub/b.mp4", "nested": {"x": 1}}),
+        json.dumps(["a.mp4"]),
+    ]))
+    read = metadata_file.read(path, INDEXED)
+    assert sorted(read.rows) == [("a.mp4", "night", "true"), ("a.mp4", "speed", "3.5"),
+                                 ("a.mp4", "tags", "goal,corner"), ("c.mp4", "team", "blue")]
+    assert len(_lines(read)) == 3 and "rows name a field twice: the last value kept (e.g. c.mp4 team)" in \
+        " ".join(_lines(read))
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("meta.txt", "path\n", "give a .csv or .jsonl file"),
+    ("meta.csv", "file,team\na.mp4,red\n", "needs a header row with a 'path' column"),
+])
+def test_a_file_that_cannot_be_read_at_all_is_one_line(tmp_path, name, content, says):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(metadata_file.MetadataFileError, match=says):
+        metadata_file.read(tmp_path / name, INDEXED)
+
+
+def test_a_million_rows_are_read_and_stored_with_the_unknown_counted_once(tmp_path):
+    path = tmp_path / "meta.csv"
+    rows = [f"clip{i:07d}.mp4,{i % 7}" for i in range(1_000_000)]
+    path.write_text("path,score\n" + "\n".join(rows + ["a.mp4,3", "c.mp4,4"]) + "\n")
+    with Catalog(tmp_path / "catalog.duckdb") as catalog:
+        for name in ("a.mp4", "c.mp4", "clip0000001.mp4"):
+            catalog.commit_file(FileRecord(name, 1, 1.0, f"h-{name}", 1.0, 25.0, 8, 8, 25, "pyav"),
+                                [UnitRecord(0, 0.0, 1.0, (0.5,))], {"tiny": np.ones((1, 4), np.float32)})
+        notices: list[str] = []
+        started = time.monotonic()
+        assert apply_metadata(catalog, path, notices) == 3
+        assert time.monotonic() - started < 60
+        assert notices == ["meta.csv: 999,999 rows name a path the index does not hold: skipped "
+                           "(e.g. clip0000000.mp4, clip0000002.mp4, clip0000003.mp4)"]
+        assert catalog.file_fields() == {"a.mp4": {"score": "3"}, "c.mp4": {"score": "4"},
+                                         "clip0000001.mp4": {"score": "1"}}
+
+
+def test_a_changed_file_is_re_read_and_a_tag_outranks_it(tmp_path):
+    path = tmp_path / "meta.csv"
+    path.write_text("path,team\na.mp4,red\nc.mp4,red\n")
+    with Catalog(tmp_path / "catalog.duckdb") as catalog:
+        for name in ("a.mp4", "c.mp4"):
+            catalog.commit_file(FileRecord(name, 1, 1.0, f"h-{name}", 1.0, 25.0, 8, 8, 25, "pyav"),
+                                [UnitRecord(0, 0.0, 1.0, (0.5,))], {"tiny": np.ones((1, 4), np.float32)})
+        assert apply_metadata(catalog, path, []) == 2
+        catalog.tag(["c.mp4"], {"team": "gold"}, [])
+        assert apply_metadata(catalog, None, []) is None  # unchanged: not read again
+        path.write_text("path,team\na.mp4,blue\nc.mp4,blue\n")
+        assert apply_metadata(catalog, None, []) == 2
+        assert catalog.file_fields() == {"a.mp4": {"team": "blue"}, "c.mp4": {"team": "gold"}}
