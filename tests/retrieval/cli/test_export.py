@@ -135,24 +135,35 @@ def test_tables_and_columns_a_catalog_keeps_of_its_files_or_units_are_exported_a
     with duckdb.connect(str(index / CATALOG_NAME)) as db:
         db.execute("ALTER TABLE files ADD COLUMN rating INTEGER")
         db.execute("UPDATE files SET rating = length(path)")
-        db.execute("CREATE TABLE file_fields (file_id BIGINT, key VARCHAR, value VARCHAR)")
-        db.execute("INSERT INTO file_fields SELECT file_id, 'camera', 'cam-' || file_id FROM files")
+        db.execute("CREATE TABLE file_notes (file_id BIGINT, key VARCHAR, value VARCHAR)")
+        db.execute("INSERT INTO file_notes SELECT file_id, 'camera', 'cam-' || file_id FROM files")
         db.execute("CREATE TABLE unit_notes (unit_id BIGINT, note VARCHAR)")
         db.execute("INSERT INTO unit_notes SELECT unit_id, 'seen' FROM units WHERE segment = 0")
         db.execute("CREATE TABLE cache_stats (name VARCHAR, hits BIGINT)")  # nothing of files: not exported
     manifest = exported(index, "--out", tmp_path / "out")
     tables = {t["name"] for t in manifest["tables"]}
-    assert {"file_fields", "unit_notes"} <= tables and "cache_stats" not in tables
+    assert {"file_notes", "unit_notes"} <= tables and "cache_stats" not in tables
     assert not tables & {"settings", "indexers", "embeddings", "removed_files", "excluded", "folders"}
     files = read(tmp_path / "out" / "files.parquet")
     assert all(f["rating"] == len(f["path"]) for f in files)
     assert all(u["rating"] == len(u["path"]) for u in read(tmp_path / "out" / "units.parquet"))
-    fields = read(tmp_path / "out" / "file_fields.parquet")
+    fields = read(tmp_path / "out" / "file_notes.parquet")
     assert sorted((f["path"], f["value"]) for f in fields) == sorted(
         (f["path"], f"cam-{f['file_id']}") for f in files)
     notes = read(tmp_path / "out" / "unit_notes.parquet")
     assert {(n["path"], n["segment"], n["note"]) for n in notes} == {(f["path"], 0, "seen") for f in files
                                                                     if f["status"] == "ok"}
+
+
+def test_user_fields_set_by_tag_are_exported(index, tmp_path):
+    with duckdb.connect(str(index / CATALOG_NAME), read_only=True) as db:
+        first = db.execute("SELECT path FROM files WHERE status = 'ok' ORDER BY path LIMIT 1").fetchone()[0]
+    tagged = convis("tag", first, "--set", "camera=cam-a", "--set", "rating=4", "--index-dir", index)
+    assert tagged.exit_code == 0, tagged.output
+    exported(index, "--out", tmp_path / "out")
+    fields = read(tmp_path / "out" / "file_fields.parquet")
+    assert sorted((f["path"], f["key"], f["value"]) for f in fields) == [(first, "camera", "cam-a"),
+                                                                          (first, "rating", "4")]
 
 
 def one_line_error(result, code: int = 2) -> str:

@@ -11,8 +11,8 @@ from retrieval.engine import DEFAULT_K
 from tests.paths import ROOT
 
 runner = CliRunner()
-COMMANDS = [[], ["index"], ["query"], ["compare"], ["serve"], ["info"], ["ls"], ["export"], ["tag"], ["models"], ["bench"],
-            ["bench", "retrieval"], ["bench", "correlation"]]
+COMMANDS = [[], ["index"], ["query"], ["compare"], ["serve"], ["info"], ["ls"], ["export"], ["tag"], ["models"],
+            ["bench"], ["bench", "retrieval"], ["bench", "correlation"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "convis")
