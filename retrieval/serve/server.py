@@ -456,6 +456,10 @@ STATUS = Query("ok", description="ok: the indexed units; failed, unavailable: th
                "kept (`kept`: POST /files/{ref}/restore puts it back searchable at once).")
 SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
                        "(written at index time), e.g. location.", examples=["location"])
+SEARCH_MODE = Query(None, pattern="^(vector|keyword|hybrid)$", description="vector: the text towers' similarity; "
+                    "keyword: BM25 over each unit's stored text; hybrid: both, fused by reciprocal rank fusion "
+                    "(k = 60). Default: hybrid when the index holds captions or descriptions, else vector.",
+                    examples=["hybrid"])
 
 
 # where an answer leads: the values a client passes on (see links.py)
@@ -562,8 +566,9 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
-    async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT):
-        return await state.answer(run_search, state, text, k, concept)
+    async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT,
+                     mode: str | None = SEARCH_MODE):
+        return await state.answer(run_search, state, text, k, concept, mode)
 
     @app.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
               responses=responses(400, 403, 404, 422, 503))
@@ -757,8 +762,8 @@ def linked(state: ServerState, hits: list[dict], files) -> None:
                    poster=poster_url(hit["path"], hit["start"], hit["end"]), duration=durations.get(hit["path"]))
 
 
-def run_search(state: ServerState, text: str, k: int, concept: str | None = None) -> dict:
-    data = state.engine.search(SearchRequest(text, k, concept=concept)).as_dict()
+def run_search(state: ServerState, text: str, k: int, concept: str | None = None, mode: str | None = None) -> dict:
+    data = state.engine.search(SearchRequest(text, k, concept=concept, mode=mode)).as_dict()
     files = state.files()
     linked(state, data["hits"], files)
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
