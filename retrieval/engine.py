@@ -221,12 +221,15 @@ class Engine:
         """Take indexed files out of the index (rows, vectors; the files stay on disk) and have later runs skip
         them; ``paths`` relative to the root or absolute inside it.  Their root-relative paths, or
         NotIndexedError naming those the index does not list (then nothing is removed)."""
+        from retrieval.store import keyword_sync  # bm25s: imported by the verbs that change texts
+
         with store.writing(self.index_dir) as catalog:
             rels = store.relative(catalog, self.index_dir, paths)
             store.check_removable(catalog, rels)
             catalog.exclude(rels)
             backgrounds.refresh(catalog)  # drawn from the units left
             rebuild_indices(catalog, self.index_dir)  # saved FAISS indices must not recall removed units
+            keyword_sync.refresh(catalog, self.index_dir)  # nor the keyword index
             catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         return rels
 
@@ -234,6 +237,8 @@ class Engine:
         """Undo ``remove``: the files' kept rows and vectors are back, searchable at once with nothing embedded (and
         a file removed before rows were kept is indexed by the next run); or NotIndexedError naming those that were
         not removed (then nothing changes)."""
+        from retrieval.store import keyword_sync
+
         with store.writing(self.index_dir) as catalog:
             rels = store.relative(catalog, self.index_dir, paths)
             store.check_restorable(catalog, rels)
@@ -241,6 +246,7 @@ class Engine:
             if done.restored:  # one commit moved them back; the FAISS indices follow, as after a remove
                 backgrounds.refresh(catalog)  # drawn again with their units
                 rebuild_indices(catalog, self.index_dir)
+                keyword_sync.refresh(catalog, self.index_dir)
                 catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         return done
 

@@ -217,12 +217,18 @@ def print_hits(result: QueryResult) -> None:
     changed = f', changed: "{shown(change["text"])}" (weight {change["weight"]:g})' if change else ""
     like = "clips least like" if getattr(result, "most_different", False) else "clips like"
     title = f"{like} {shown(_anchor_title(result))}  ({shown(weights)}){changed}"
-    full, short = _hits_table(result, title, scorers=True), _hits_table(result, title, scorers=False)
+    ranked = any(hit.keyword for hit in result.hits)  # a keyword or hybrid search: each list's rank, the words
+    full, short = _hits_table(result, title, True, ranked), _hits_table(result, title, False, ranked)
+    narrow = _hits_table(result, title, False, False)
     if fits(out, full):
         out.print(full)
-    elif fits(out, short):  # the signals under each concept's name did not fit: they are said below
-        out.print(short)
+    elif fits(out, short) or fits(out, narrow):  # the signals under each concept's name did not fit: said below
+        out.print(short if fits(out, short) else narrow)
         out.print(f"[dim]columns scored by: {shown(_scorers(result))}[/]", highlight=False)
+        if ranked and not fits(out, short):  # nor each hit's ranks: one line a hit
+            for hit in result.hits:
+                out.print("[dim]  {}. keyword rank {}, vector rank {}, matched: {}[/]".format(
+                    hit.rank, *_keyword_cells(hit)), highlight=False)
     else:
         print_blocks(out, title, map(partial(_hit_block, result), result.hits))
     if result.no_match:
@@ -234,6 +240,9 @@ def print_hits(result: QueryResult) -> None:
     how = result.reranker or result.fusion
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
     out.print(f"[dim]scored by {shown(result.how_scored)}{scale}[/]", highlight=False)
+    if getattr(result, "mode", None) == "hybrid":
+        out.print("[dim]hybrid: ranked by reciprocal rank fusion of the keyword and vector ranks, 1/(60 + rank) "
+                  "summed; total is the vector score[/]", highlight=False)
     if result.beside and not how:
         out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
                   "evidence)[/]", highlight=False)
@@ -245,8 +254,9 @@ def print_hits(result: QueryResult) -> None:
             out.print(f"[dim]  {hit.rank}. {shown(_contribution_line(hit, concept))}[/]", highlight=False)
 
 
-def _hits_table(result: QueryResult, title: str, scorers: bool) -> Table:
-    """The hits as a table; ``scorers``: under each concept's name, the signals that scored it, one a line."""
+def _hits_table(result: QueryResult, title: str, scorers: bool, ranked: bool = False) -> Table:
+    """The hits as a table; ``scorers``: under each concept's name, the signals that scored it, one a line;
+    ``ranked``: each hit's keyword rank, vector rank and matched terms."""
     table = Table(title=title, title_justify="left")
     table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("clip", no_wrap=True)
@@ -260,11 +270,23 @@ def _hits_table(result: QueryResult, title: str, scorers: bool) -> Table:
         table.add_column(part, justify="right", no_wrap=True)
     table.add_column("total", justify="right", style="bold", no_wrap=True)
     table.add_column("confidence", no_wrap=True)  # the label --explain explains
+    for column in KEYWORD_COLUMNS if ranked else ():
+        table.add_column(column, justify="right" if column != "matched" else "left", no_wrap=column != "matched")
     for hit in result.hits:
         table.add_row(str(hit.rank), shown(hit.path), format_span(hit.start, hit.end),
                       *[_score(hit.scores[c.key]) for c in result.concepts],
-                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total), result.confidence(hit) or "")
+                      *[_score(hit.composed.get(p)) for p in parts], _score(hit.total), result.confidence(hit) or "",
+                      *(_keyword_cells(hit) if ranked else ()))
     return table
+
+
+KEYWORD_COLUMNS = ("kw rank", "vec rank", "matched")
+
+
+def _keyword_cells(hit) -> tuple[str, str, str]:
+    """A hit's keyword rank, vector rank and matched terms ("-": not ranked by that list)."""
+    ranks = (hit.keyword.get("keyword_rank"), hit.keyword.get("vector_rank"))
+    return (*("-" if r is None else str(r) for r in ranks), shown(" ".join(hit.keyword.get("matched_terms", ()))))
 
 
 def _hit_block(result: QueryResult, hit) -> Block:
@@ -272,6 +294,8 @@ def _hit_block(result: QueryResult, hit) -> Block:
     lines = [f"{shown(c.key)} {_score(hit.scores[c.key])}  [dim]({shown(result.label(c.key))})[/]"
              for c in result.concepts]
     lines += [f"{part} {_score(hit.composed.get(part))}" for part in _parts(result)]
+    if hit.keyword:
+        lines.append("keyword rank {}, vector rank {}, matched: {}".format(*_keyword_cells(hit)))
     confidence = result.confidence(hit)
     return Block(f"[bold]{hit.rank}.[/] {shown(hit.path)}  {format_span(hit.start, hit.end)}  "
                  f"[bold]total {_score(hit.total)}[/]" + (f" ({confidence})" if confidence else ""), lines)

@@ -102,22 +102,30 @@ DescriptionsOpt = Annotated[Optional[str], typer.Option(
     "--concept", "-c", metavar="CONCEPT", help="Search only this concept's descriptions (written at index time by "
     "--captioner or `convis describe`), e.g. location; a name close to a ConViS concept ('locaton') is refused as a "
     "likely typo unless --free-text.")]
-SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON (a query's, plus \"text\").")]
+SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON (a query's, plus \"text\" and "
+                                             "\"mode\"; keyword and hybrid hits: keyword_rank, vector_rank, "
+                                             "matched_terms).")]
+SearchModeOpt = Annotated[Optional[str], typer.Option(
+    "--mode", metavar="vector|keyword|hybrid", show_default=False, help="vector: the text towers' similarity; "
+    "keyword: BM25 over each unit's stored captions, descriptions and path (exact words: names, numbers); hybrid: "
+    "both, fused by reciprocal rank fusion, 1/(60 + rank) summed (k = 60). Default: hybrid when the index holds "
+    "captions or descriptions, else vector; --concept searches by vector.")]
 
 
 def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
            signal: WeightsOpt = None, concept: DescriptionsOpt = None, free_text: FreeTextOpt = False,
            filters: FilterOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: SearchJsonOpt = False,
-           explain: ExplainOpt = False):
+           explain: ExplainOpt = False, mode: SearchModeOpt = None):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
-    text-tower pass per signal; no LMM is asked."""
+    text-tower pass per signal; no LMM is asked. The keyword index (--mode) finds exact words."""
     from retrieval.engine import Engine, SearchRequest, parse_weights
 
     check_page(html)
     weights = parse_weights(signal or [])
     engine = Engine(resolve_index_dir(index_dir or where), device=device)
-    result = engine.search(SearchRequest(text, k, weights, concept=concept, free_text=free_text, where=filters or ()))
+    result = engine.search(SearchRequest(text, k, weights, concept=concept, free_text=free_text, where=filters or (),
+                                         mode=mode))
     if html is not None:
         present.page_written("gallery", present.write_query_html(result, engine.root, html,
                                                                  index_dir=engine.index_dir))

@@ -25,7 +25,7 @@ from retrieval.pipeline.describe import (
     describer_key,
     embed_generated_captions,
 )
-from retrieval.store import backgrounds
+from retrieval.store import backgrounds, keyword_sync
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import rebuild_indices
 from retrieval.store.snapshots import SNAPSHOT_NAME
@@ -80,6 +80,7 @@ def describe_index(catalog: Catalog, index_dir: Path, root: Path, model: Describ
     if synced.embedded or synced.removed or catalog.generation != generation:
         backgrounds.refresh(catalog)
         rebuild_indices(catalog, index_dir)
+        keyword_sync.refresh(catalog, index_dir)  # the texts changed
         catalog.snapshot(index_dir / SNAPSHOT_NAME)
     report.seconds = time.perf_counter() - started
     return report

@@ -56,7 +56,7 @@ from retrieval.pipeline.stages import (
     is_transient,
     reason_of,
 )
-from retrieval.store import backgrounds
+from retrieval.store import backgrounds, keyword_sync
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog_records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
 from retrieval.store.faiss_policy import rebuild_indices
@@ -204,6 +204,7 @@ class IndexRun:
         snapshot."""
         backgrounds.refresh(self.catalog)
         rebuild_indices(self.catalog, self.index_dir)
+        keyword_sync.refresh(self.catalog, self.index_dir)
         self.catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
         self._published = time.monotonic()
 

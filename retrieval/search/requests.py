@@ -18,7 +18,7 @@ from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, par
 from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, MAX_K, MAX_SAMPLE_FPS
 from retrieval.core.ranges import in_range
 from retrieval.core.signal_kinds import parse_signal
-from retrieval.search import signals
+from retrieval.search import hybrid, signals
 from retrieval.search.compose import Change
 from retrieval.search.text_query import TextQuery, check_text
 from retrieval.store.where import parse as parse_where
@@ -137,11 +137,15 @@ class SearchRequest:
     concept: str | None = None
     free_text: bool = True  # False: a concept close to a ConViS one is refused as a likely typo, as a query's is
     where: Sequence[str] = ()  # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
+    mode: str | None = None  # vector, keyword or hybrid (None: hybrid when the index holds descriptions)
 
     def __post_init__(self) -> None:
         _set(self, "where", check_where(self.where))
         _set(self, "text", check_text(self.text))
         _check_k(self.k)
+        hybrid.check_mode(self.mode)
+        if self.mode == hybrid.KEYWORD and self.weights:
+            raise signals.SignalError("--signal weighs the vector signals, and --mode keyword uses none of them")
         if self.concept is not None:
             parse_concept(self.concept, free_text=self.free_text)
 
@@ -151,7 +155,7 @@ class SearchRequest:
         return None if self.concept is None else parse_concept(self.concept, free_text=True).key
 
     def text_query(self) -> TextQuery:
-        return TextQuery(self.text, self.k, self.weights, self.recall_k, self.concept_key, self.where)
+        return TextQuery(self.text, self.k, self.weights, self.recall_k, self.concept_key, self.where, self.mode)
 
 
 @dataclass(frozen=True)

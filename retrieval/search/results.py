@@ -65,6 +65,7 @@ class Hit:
     evidence: dict[str, dict[str, float]] = field(default_factory=dict)  # recall: concept -> signal -> similarity
     recalled_by: tuple[str, ...] = ()  # the signals whose FAISS index proposed this unit
     composed: dict[str, float | None] = field(default_factory=dict)  # a change: its stay, change and weight
+    keyword: dict = field(default_factory=dict)  # keyword/hybrid search: its keyword and vector ranks, matched terms
 
     @classmethod
     def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept],
@@ -116,6 +117,7 @@ class Hit:
             **({"evidence": {c: _rounded(parts) for c, parts in self.evidence.items()}} if self.evidence else {}),
             **({"recalled_by": list(self.recalled_by)} if self.recalled_by else {}),
             **({"composed": _rounded(self.composed)} if self.composed else {}),
+            **{k: round(v, 6) if isinstance(v, float) else v for k, v in self.keyword.items()},
         }
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from indexers.text_towers import TextEncoder
 from retrieval.core.concepts import Concept, closest, normalise
 from retrieval.core.errors import one_line
 from retrieval.core.scores import unit_similarity
-from retrieval.search import calibration, filters, ranking
+from retrieval.search import calibration, filters, hybrid, ranking
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
@@ -41,6 +41,7 @@ from retrieval.store.vectors import VectorIndex
 
 if TYPE_CHECKING:
     from retrieval.model_cache import ModelCache
+    from retrieval.store.keyword_index import KeywordIndex
 
 MAX_TEXT_CHARS = 1000  # a sentence, not a document: CLIP reads 77 tokens, MiniLM 256
 
@@ -54,9 +55,11 @@ class TextResult(QueryResult):
     """A QueryResult whose anchor is a sentence: its JSON is a query's, plus ``text``."""
 
     text: str = ""
+    mode: str = hybrid.VECTOR  # vector, keyword or hybrid (retrieval/search/hybrid.py)
 
     def as_dict(self) -> dict:
-        return {**super().as_dict(), "text": self.text}
+        fusion = {"rrf_k": hybrid.RRF_K} if self.mode == hybrid.HYBRID else {}
+        return {**super().as_dict(), "text": self.text, "mode": self.mode, **fusion}
 
 
 def answers_text(model) -> bool:
@@ -148,13 +151,22 @@ class TextQuery:
     recall_k: int | None = None
     concept: str | None = None  # search this concept's descriptions only (a concept key)
     where: tuple[str, ...] = ()  # FIELD OP VALUE conditions (retrieval.store.where): only the units they keep
+    mode: str | None = None  # vector, keyword or hybrid; None: hybrid when the index holds descriptions
 
 
 def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncoder],
-           vector_index: Callable[[str], VectorIndex]) -> TextResult:
+           vector_index: Callable[[str], VectorIndex],
+           keywords: Callable[[], KeywordIndex] | None = None) -> TextResult:
     """Rank the catalog's units for ``query.text`` with every answering signal, or with one concept's
-    description signal (see the module's notes)."""
+    description signal (see the module's notes); with ``keywords`` (the keyword index, asked for when needed),
+    in the query's mode (retrieval/search/hybrid.py)."""
     text = check_text(query.text)
+    mode = hybrid.chosen_mode(query.mode, query.concept, catalog) if keywords else hybrid.VECTOR
+    allowed = filters.allowed_units(catalog, query.where)  # before ranking: a filter loses no match
+    if mode == hybrid.KEYWORD:
+        return keyword_search(text, query.k, catalog, keywords(), allowed, query.where)
+    recall_k = query.recall_k or max(100, 10 * query.k)
+    found = keywords().search(text, recall_k, _id_set(allowed)) if mode == hybrid.HYBRID else None
     indexed = {r.name: r.indexer for r in catalog.indexers()}
     if query.concept is not None:
         concepts, signal_of, models, notices = _description_signal(query, catalog, indexed, build)
@@ -165,20 +177,43 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
         models = {indexed[name]: model for name, model in answering.items()}
     vectors = {m: models[m].embed_texts([text])[0] for m in signal_of.values()}
     indices = {m: vector_index(m) for m in vectors}
-    allowed = filters.allowed_units(catalog, query.where)  # before ranking: a filter loses no match
-    found_by = ranking.recall(vectors, indices, query.recall_k or max(100, 10 * query.k), allowed=allowed)
+    found_by = ranking.recall(vectors, indices, recall_k, allowed=allowed)
+    for h in found or ():
+        found_by.setdefault(h.unit_id, []).append(hybrid.KEYWORD_SIGNAL)
     candidates = sorted(found_by)
     units = catalog.units(candidates)
     exact = ranking.stored_vectors(catalog, vectors, candidates)
     hits = ranking.rank(ranking.evidence(candidates, vectors, exact, signal_of), units, concepts,
                         keep=lambda _: True, recalled_by=found_by)
     root = catalog.setting("root")
-    final = ranking.ranked(hits[:query.k])
-    return TextResult(text, concepts, signal_of, final, notices, root=root,
+    final = ranking.ranked(hits[:query.k]) if found is None else _numbered(hybrid.fused(hits, found)[:query.k])
+    return TextResult(text, concepts, signal_of, final, notices, root=root, mode=mode,
                       empty_reason=None if hits else _why_empty(candidates, signal_of, query.where), text=text,
                       spread=Spread.of(h.total for h in hits),
                       ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]),
                       calibration=_calibration(catalog, final, concepts, vectors, notices))
+
+
+def keyword_search(text: str, k: int, catalog: Catalog, index: KeywordIndex, allowed: np.ndarray | None = None,
+                   where: Sequence[str] = ()) -> TextResult:
+    """The ``k`` units whose stored text scores highest for ``text`` by BM25 alone (of the ``allowed`` units, those
+    the ``where`` filters keep, when given): no model is built."""
+    found = index.search(text, k, _id_set(allowed))
+    hits = hybrid.keyword_hits(found, catalog.units([h.unit_id for h in found]))
+    concepts, signals = hybrid.keyword_concepts()
+    why = None if hits else "no searchable unit's text holds a word of this text (captions, descriptions, paths)"
+    if not hits and allowed is not None and not len(allowed):
+        why = filters.none_kept(where)
+    return TextResult(text, concepts, signals, hits, [], root=catalog.setting("root"), empty_reason=why, text=text,
+                      spread=Spread.of(h.total for h in hits), mode=hybrid.KEYWORD)
+
+
+def _id_set(allowed: np.ndarray | None) -> set[int] | None:
+    return None if allowed is None else set(allowed.tolist())
+
+
+def _numbered(hits: list) -> list:
+    return [replace(hit, rank=i) for i, hit in enumerate(hits, 1)]
 
 
 def _calibration(catalog: Catalog, hits: list, concepts: list[Concept], vectors: dict[str, np.ndarray],
@@ -222,12 +257,15 @@ def sentence_cuts(catalog: Catalog, model_id: str, vector: np.ndarray) -> tuple[
 
 def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextResult:
     """``query`` answered from the index in ``index_dir``, with the text towers of the models the index used."""
+    from retrieval.store import keyword_sync
+
     catalog, notices = open_catalog(index_dir)
     with catalog:
         notices += unavailable_notice(catalog)
         protocol = protocol_of(catalog)
         result = search(query, catalog, lambda spec: models.text_tower(spec, protocol, notices),
-                        lambda model_id: vector_index(catalog, index_dir, model_id))
+                        lambda model_id: vector_index(catalog, index_dir, model_id),
+                        lambda: keyword_sync.current(catalog, index_dir, notices))
     return replace(result, notices=[*notices, *result.notices], root=result.root or str(index_dir.parent.resolve()))
 
 

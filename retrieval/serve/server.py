@@ -465,6 +465,10 @@ STATUS = Query("ok", description="ok: the indexed units; failed, unavailable: th
 SEARCH_WHERE = Query([], max_length=MAX_CONDITIONS, description=WHERE_HELP, examples=[["duration > 10"]])
 SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
                        "(written at index time), e.g. location.", examples=["location"])
+SEARCH_MODE = Query(None, pattern="^(vector|keyword|hybrid)$", description="vector: the text towers' similarity; "
+                    "keyword: BM25 over each unit's stored text; hybrid: both, fused by reciprocal rank fusion "
+                    "(k = 60). Default: hybrid when the index holds captions or descriptions, else vector.",
+                    examples=["hybrid"])
 
 
 # where an answer leads: the values a client passes on (see links.py)
@@ -572,8 +576,8 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
     @app.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
              "has a text tower", responses=responses(400, 422, 503))
     async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT,
-                     where: list[WhereText] = SEARCH_WHERE):
-        return await state.answer(run_search, state, text, k, concept, where)
+                     where: list[WhereText] = SEARCH_WHERE, mode: str | None = SEARCH_MODE):
+        return await state.answer(run_search, state, text, k, concept, where, mode)
 
     @app.get("/fields", summary="The fields a `where` filter may name in this index (built-in, then the user's "
              "from `convis tag` and --metadata), each one's kind, and the operators", responses=responses(503))
@@ -772,8 +776,9 @@ def linked(state: ServerState, hits: list[dict], files) -> None:
                    poster=poster_url(hit["path"], hit["start"], hit["end"]), duration=durations.get(hit["path"]))
 
 
-def run_search(state: ServerState, text: str, k: int, concept: str | None = None, where: Sequence[str] = ()) -> dict:
-    data = state.engine.search(SearchRequest(text, k, concept=concept, where=tuple(where))).as_dict()
+def run_search(state: ServerState, text: str, k: int, concept: str | None = None, where: Sequence[str] = (),
+               mode: str | None = None) -> dict:
+    data = state.engine.search(SearchRequest(text, k, concept=concept, where=tuple(where), mode=mode)).as_dict()
     files = state.files()
     linked(state, data["hits"], files)
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)

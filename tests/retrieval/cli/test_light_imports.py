@@ -84,7 +84,7 @@ def test_info_ls_and_an_indexed_query_import_no_model_code(demo_index):
 def test_text_search_and_a_change_import_no_model_code_once_exported(demo_index):
     # indexing the demo's captions exported MiniLM's text tower into the user cache: ONNX Runtime answers
     anchor = str(ROOT / "examples" / "videos" / "box.mp4")
-    for args in (["search", "a hand holding a cup", "--index-dir", str(demo_index)],
+    for args in (["search", "a hand holding a cup", "--mode", "vector", "--index-dir", str(demo_index)],
                  ["search", "--concept", "location", "the campus square", "--index-dir", str(demo_index)],
                  ["query", "--anchor", anchor, "--change", "a cup instead of a box", "--index-dir", str(demo_index)],
                  ["models"]):
@@ -92,3 +92,12 @@ def test_text_search_and_a_change_import_no_model_code_once_exported(demo_index)
         assert ran["code"] == 0, ran["output"]
         assert ran["heavy"] == [], (args[0], ran["heavy"])
 
+
+
+def test_keyword_and_hybrid_search_import_no_model_code(demo_index):
+    # the keyword index is bm25s's, which brings scipy.sparse: only these modes import it
+    for mode in ("keyword", "hybrid"):
+        ran = imported(["search", "a hand holding a cup", "--mode", mode, "--index-dir", str(demo_index)],
+                       tuple(m for m in HEAVY if m != "scipy"))
+        assert ran["code"] == 0, ran["output"]
+        assert ran["heavy"] == [], (mode, ran["heavy"])

@@ -1,0 +1,214 @@
+"""Keyword and hybrid text search: BM25 over each unit's stored text, alone or fused with the vector ranks by
+reciprocal rank fusion (k = 60), the keyword index kept in step with the catalog."""
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from retrieval.cli.app import app
+from retrieval.engine import Engine, SearchRequest
+from retrieval.search import hybrid
+from retrieval.search.signals import SignalError
+from retrieval.store.catalog import Catalog
+from retrieval.store.keyword_index import KEYWORD_DIR, KeywordIndex, terms
+from retrieval.store.unit_texts import stamp
+from tests.indexes import CAPTIONS, indexed_copies
+
+# exact rare terms added to the example captions: a name, and names whose hyphens and digits must survive
+RARE = {"cup": "Kipchoge", "bikes": "F-16", "box": "PS-2"}
+CLIPS = ("cup.mp4", "box.mp4", "bikes.mp4", "campus_01.mp4", "campus_02.mp4")
+
+
+@pytest.fixture(scope="module")
+def rare_index(tmp_path_factory):
+    """Five example clips with their captions, three of them naming a rare term (EfficientNet-Lite0 + text)."""
+    base = tmp_path_factory.mktemp("rare")
+    captions = base / "captions"
+    shutil.copytree(CAPTIONS, captions)
+    for stem, term in RARE.items():
+        caption = captions / f"{stem}.txt"
+        caption.write_text(caption.read_text().strip() + f" A label reads {term}.\n")
+    videos = indexed_copies(base, CLIPS, ["efficientnet-lite0"], captions=captions)
+    return videos / ".convis"
+
+
+def _paths(result) -> list[str]:
+    return [h.path for h in result.hits]
+
+
+def test_terms_keep_hyphens_digits_and_dots_and_drop_stop_words():
+    assert terms("An F-16 and a PS-2, at 3.5 GHz.") == ["f-16", "f", "16", "ps-2", "ps", "2", "3.5", "3", "5", "ghz"]
+    assert terms("match/campus_01.mp4") == ["match", "campus", "01.mp4", "01", "mp4"]
+
+
+@pytest.mark.parametrize("stem", sorted(RARE))
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_rare_term_ranks_its_unit_first(rare_index, stem, mode):
+    result = Engine(rare_index).search(SearchRequest(RARE[stem], k=5, mode=mode))
+    first = result.hits[0]
+    assert first.path == f"{stem}.mp4" and first.keyword["keyword_rank"] == 1
+    assert RARE[stem].lower() in first.keyword["matched_terms"]
+    if mode == "keyword":  # only the unit whose text holds the exact term is found
+        assert _paths(result) == [f"{stem}.mp4"] and result.signals == {"bm25": "bm25"}
+
+
+def test_hybrid_ranks_by_reciprocal_rank_fusion_with_k_60(rare_index):
+    engine = Engine(rare_index)
+    fused = engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode="hybrid"))
+    by_vector = _paths(engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode="vector")))
+    by_keyword = _paths(engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode="keyword")))
+
+    def rrf(path):  # Cormack et al. 2009, computed here from the two lists
+        return sum(1 / (60 + ranks.index(path) + 1) for ranks in (by_vector, by_keyword) if path in ranks)
+
+    want = sorted(by_vector, key=lambda p: (-rrf(p), by_vector.index(p)))
+    assert _paths(fused) == want
+    for hit in fused.hits:
+        assert hit.keyword["vector_rank"] == by_vector.index(hit.path) + 1
+        assert hit.keyword["keyword_rank"] == (by_keyword.index(hit.path) + 1 if hit.path in by_keyword else None)
+        assert hit.keyword["rrf"] == pytest.approx(rrf(hit.path))
+    assert fused.as_dict()["rrf_k"] == 60 and fused.as_dict()["mode"] == "hybrid"
+
+
+def test_keyword_recall_keeps_only_the_allowed_units(rare_index):
+    with Catalog(rare_index / "catalog.duckdb", read_only=True) as catalog:
+        index = KeywordIndex.build(catalog)
+        ids = {u.path: u.unit_id for u in catalog.units(index.unit_ids.tolist()).values()}
+    everyone = [h.unit_id for h in index.search("a hand holds", 10)]
+    assert everyone[:2] and set(everyone[:2]) == {ids["cup.mp4"], ids["box.mp4"]}
+    allowed = {ids["box.mp4"], ids["campus_01.mp4"]}
+    kept = index.search("a hand holds", 10, allowed=allowed)
+    assert [h.unit_id for h in kept] == [u for u in everyone if u in allowed] == [ids["box.mp4"]]
+    assert index.search("Kipchoge", 10, allowed=allowed) == [] and index.search("Kipchoge", 10, allowed=set()) == []
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_where_filters_keyword_and_hybrid_search_before_ranking(rare_index, mode):
+    engine = Engine(rare_index)
+    # the rare term's own clip is filtered out: nothing else holds the word, so keyword mode finds nothing
+    kept = engine.search(SearchRequest("Kipchoge", k=5, mode=mode, where=("name != cup.mp4",)))
+    assert "cup.mp4" not in _paths(kept)
+    if mode == "keyword":
+        assert kept.hits == []
+    only = engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode=mode,
+                                       where=("name in box.mp4,campus_01.mp4",)))
+    assert _paths(only) and set(_paths(only)) <= {"box.mp4", "campus_01.mp4"} and _paths(only)[0] == "box.mp4"
+    none = engine.search(SearchRequest("Kipchoge", k=5, mode=mode, where=("duration > 100000",)))
+    assert none.hits == [] and none.empty_reason
+
+
+# the paraphrased queries of the text-search tests (test_text_query, cli/test_search) and the clips they rank first
+PARAPHRASES = [("a hand holding a cup", {"cup.mp4"}), ("the campus square", {f"campus_0{i}.mp4" for i in range(1, 5)}),
+               ("somebody rides a bike", {"bikes.mp4"}), ("a hand turns a cup", {"cup.mp4"})]
+
+
+@pytest.mark.parametrize(("text", "wanted"), PARAPHRASES, ids=[p[0] for p in PARAPHRASES])
+def test_hybrid_ranks_paraphrases_at_least_as_well_as_vector(demo_index, text, wanted):
+    engine = Engine(demo_index)
+
+    def places(mode):  # where the wanted clips stand, best first
+        return sorted(i for i, p in enumerate(_paths(engine.search(SearchRequest(text, k=9, mode=mode))), 1)
+                      if p in wanted)
+
+    by_vector, by_hybrid = places("vector"), places("hybrid")
+    assert len(by_hybrid) == len(wanted) == len(by_vector)
+    assert all(h <= v for h, v in zip(by_hybrid, by_vector, strict=True)), (by_hybrid, by_vector)
+
+
+def test_the_default_is_hybrid_with_descriptions_else_vector(rare_index, example_index):
+    assert Engine(rare_index).search(SearchRequest("Kipchoge")).as_dict()["mode"] == "hybrid"
+    assert Engine(rare_index).search(SearchRequest("a square", concept="location")).as_dict()["mode"] == "vector"
+    with Catalog(example_index / "catalog.duckdb", read_only=True) as catalog:
+        assert hybrid.chosen_mode(None, None, catalog) == "vector"  # paths alone are no descriptions
+    with pytest.raises(SignalError, match="--mode must be one of vector, keyword, hybrid"):
+        SearchRequest("x", mode="fuzzy")
+    with pytest.raises(SignalError, match="--mode keyword and --concept do not go together"):
+        Engine(rare_index).search(SearchRequest("x", concept="location", mode="keyword"))
+
+
+@pytest.fixture
+def scratch(rare_index, tmp_path):
+    from tests.indexes import copied_index
+
+    return copied_index(rare_index.parent, tmp_path / "videos") / ".convis"
+
+
+def _saved_is_current(index_dir) -> bool:
+    with Catalog(index_dir / "catalog.duckdb", read_only=True) as catalog:
+        return KeywordIndex.load(index_dir).stamp == stamp(catalog)
+
+
+def test_removal_and_restore_keep_the_keyword_index_in_step(scratch):
+    engine = Engine(scratch)
+    assert _saved_is_current(scratch)  # the index run built it
+    engine.remove(["cup.mp4"])
+    assert _saved_is_current(scratch)
+    gone = engine.search(SearchRequest("Kipchoge", mode="keyword"))
+    assert gone.hits == [] and not gone.notices  # the saved index was current: nothing rebuilt
+    engine.unremove(["cup.mp4"])
+    assert _saved_is_current(scratch) and _paths(engine.search(SearchRequest("Kipchoge", mode="keyword"))) == \
+        ["cup.mp4"]
+
+
+def test_an_index_run_that_changes_a_caption_keeps_the_keyword_index_in_step(scratch, tmp_path):
+    from retrieval.pipeline.settings import IndexSettings
+
+    captions = tmp_path / "captions"
+    shutil.copytree(CAPTIONS, captions)
+    (captions / "box.txt").write_text("A hand holds a box signed by Eliud.\n")
+    Engine(scratch).index(scratch.parent, [], IndexSettings(workers=1, captions=captions))
+    assert _saved_is_current(scratch)
+    found = Engine(scratch).search(SearchRequest("Eliud", mode="keyword"))
+    assert _paths(found) == ["box.mp4"] and not found.notices
+
+
+@pytest.mark.parametrize("damage", ["missing", "stale", "garbled"])
+def test_a_missing_stale_or_damaged_keyword_index_is_rebuilt_with_a_notice(scratch, damage):
+    folder = scratch / KEYWORD_DIR
+    if damage == "missing":
+        shutil.rmtree(folder)
+    elif damage == "stale":  # built from texts the catalog no longer holds (a run stopped before it was saved)
+        state = json.loads((folder / "state.json").read_text())
+        (folder / "state.json").write_text(json.dumps({**state, "digest": "0"}))
+    else:
+        (folder / "state.json").write_text("{not json")
+    result = Engine(scratch).search(SearchRequest("Kipchoge", mode="keyword"))
+    assert _paths(result) == ["cup.mp4"]
+    assert [n for n in result.notices if n.startswith("keyword index")] and _saved_is_current(scratch)
+
+
+def test_cli_table_and_json_show_both_ranks_and_the_matched_terms(rare_index):
+    runner = CliRunner()
+    shown = runner.invoke(app, ["search", "F-16 bicycles", "--index-dir", str(rare_index), "-k", "3"],
+                          env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "kw rank" in shown.stdout and "vec rank" in shown.stdout and "f-16" in shown.stdout
+    assert "1/(60 + rank)" in shown.stdout
+    found = json.loads(runner.invoke(app, ["search", "F-16", "--mode", "keyword", "--index-dir", str(rare_index),
+                                           "--json"]).stdout)
+    assert found["mode"] == "keyword" and found["hits"][0]["path"] == "bikes.mp4"
+    assert {k: found["hits"][0][k] for k in ("keyword_rank", "vector_rank")} == {"keyword_rank": 1,
+                                                                                 "vector_rank": None}
+    assert found["hits"][0]["matched_terms"] == ["f-16", "f", "16"]
+    bad = runner.invoke(app, ["search", "x", "--mode", "fuzzy", "--index-dir", str(rare_index)])
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_search_help_states_the_modes_their_default_and_k():
+    text = " ".join(CliRunner().invoke(app, ["search", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "vector|keyword|hybrid" in text and "k = 60" in text and "Default: hybrid when the index holds" in text
+
+
+def test_the_api_search_takes_a_mode(rare_index):
+    from fastapi.testclient import TestClient
+
+    from retrieval.serve.server import create_app
+
+    with TestClient(create_app(rare_index), base_url="http://localhost") as client:
+        found = client.get("/search", params={"text": "Kipchoge", "mode": "keyword"})
+        refused = client.get("/search", params={"text": "Kipchoge", "mode": "fuzzy"})
+    assert found.status_code == 200 and found.json()["mode"] == "keyword", found.text
+    assert [h["path"] for h in found.json()["hits"]] == ["cup.mp4"] and found.json()["hits"][0]["keyword_rank"] == 1
+    assert refused.status_code == 422
