@@ -6,6 +6,7 @@ const $$ = (sel) => [...document.querySelectorAll(sel)];
 const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
 const PAGE = 60;  // units on a collection page
 const RANK_OF = {strong: 2, likely: 1, weak: 0, high: 2, medium: 1, low: 0, far: 2, unlike: 1, typical: 0, alike: 0};
+const MODES = ["vector", "keyword", "hybrid"];  // text search's (GET /search's mode); none: the server's default
 const SYNC_SLACK_S = 0.25;  // players this close are in sync: closer seeks would chase each other
 let health = {};
 let current = null;  // the results on screen: {state, result, rendered (the grouping they are drawn in)}
@@ -44,7 +45,11 @@ async function api(path, options = {}) {
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     const detail = data.error || (Array.isArray(data.detail) ? data.detail.map((d) => d.msg).join("; ") : data.detail);
-    throw new Error(detail || `${response.status} ${response.statusText}`);
+    const error = new Error(detail || `${response.status} ${response.statusText}`);
+    // a filter the server refused: its one line begins "--where" (retrieval/store/where.py), or "where" when
+    // the request's list of them broke the schema (retrieval/serve/errors.py)
+    error.where = /^(--)?where\b/.test(error.message);
+    throw error;
   }
   return data;
 }
@@ -61,12 +66,14 @@ function download(name, type, text) {
 
 function show(view) {
   for (const id of ["collection", "results", "compare"]) $(`#${id}`).hidden = id !== view;
+  $("#filter-bar").hidden = view === "compare";  // a comparison is of two clips: nothing to filter
 }
 
 // -- the URL is the state -------------------------------------------------------------------------
 // view: collection | results | compare; a clip query: anchor, start, end, c (name=weight, repeated), change, k,
-// free, most, rerank; a words query: text, k; grouping and filters: group, min, show; compare: b, bstart;
-// collection: folder, status, name, page
+// free, most, rerank; a words query: text, k, mode; the filter bar: where ("FIELD OP VALUE", repeated, every
+// view); grouping and filters of the results: group, min, show; compare: b, bstart; collection: folder, status,
+// name, page
 function stateFrom(search) {
   const p = new URLSearchParams(search);
   const num = (key) => p.has(key) && p.get(key) !== "" && Number.isFinite(Number(p.get(key))) ? Number(p.get(key)) : null;
@@ -77,7 +84,8 @@ function stateFrom(search) {
           rerank: p.get("rerank") === "1", text: p.get("text") || "", group: p.get("group") || "flat",
           min: num("min"), show: p.get("show") || "all", b: p.get("b") || "", bstart: num("bstart"),
           folder: p.get("folder"), status: p.get("status") || "ok", name: p.get("name") || "",
-          page: num("page") || 1};
+          page: num("page") || 1, where: p.getAll("where").filter(Boolean),
+          mode: MODES.includes(p.get("mode")) ? p.get("mode") : ""};
 }
 
 function urlOf(state) {
@@ -88,13 +96,14 @@ function urlOf(state) {
   if (state.view === "collection") {
     put("folder", state.folder); put("status", state.status, "ok"); put("name", state.name); put("page", state.page, 1);
   } else if (state.text) {
-    put("text", state.text); put("k", state.k, 10);
+    put("text", state.text); put("k", state.k, 10); put("mode", state.mode);
   } else {
     put("anchor", state.anchor); put("start", state.start); put("end", state.end);
     for (const c of state.concepts) p.append("c", `${c.name}=${c.weight}`);
     put("change", state.change); put("k", state.k, 10); put("free", state.free); put("most", state.most);
     put("rerank", state.rerank);
   }
+  for (const condition of state.where) p.append("where", condition);
   if (state.view !== "collection") { put("group", state.group, "flat"); put("min", state.min); put("show", state.show, "all"); }
   if (state.view === "compare") { put("b", state.b); put("bstart", state.bstart); }
   return `/?${p}`;
@@ -123,7 +132,7 @@ async function apply(state) {
 }
 
 const queryKey = (s) => JSON.stringify([s.anchor, s.start, s.end, s.concepts, s.change, s.k, s.free, s.most,
-                                        s.rerank, s.text]);
+                                        s.rerank, s.text, s.text ? s.mode : "", s.where]);
 const sameQuery = (a, b) => queryKey(a) === queryKey(b);
 
 // -- the query form -------------------------------------------------------------------------------
@@ -167,6 +176,8 @@ function fillForm(state) {
   $("#most-different").checked = state.most;
   $("#rerank").checked = state.rerank;
   $("#text").value = state.text;
+  $("#mode").value = state.mode;
+  renderFilters(state.where);
   $(`#group-${state.group === "video" ? "video" : "flat"}`).checked = true;
   $("#confidence-filter").value = state.show;
 }
@@ -175,7 +186,8 @@ function formState(extra = {}) {
   return {...stateFrom(""), view: "results", anchor: $("#anchor").value, start: seconds("#start"),
           end: seconds("#end"), concepts: formConcepts(), change: $("#change").value.trim(),
           k: Number($("#k").value || 10), free: $("#free-text").checked, most: $("#most-different").checked,
-          rerank: $("#rerank").checked, group: current ? current.state.group : "flat", ...extra};
+          rerank: $("#rerank").checked, group: current ? current.state.group : "flat", where: [...filters],
+          mode: $("#mode").value, ...extra};
 }
 
 function searchClip(event) {
@@ -231,6 +243,74 @@ function clearResults() {
   $("#anchor-name").textContent = "";
 }
 
+// -- the filter bar: `where` conditions as chips, sent with every query and search ------------------
+let filters = [];  // the conditions in use, each "FIELD OP VALUE" as the server parses it
+
+// the fields this index knows (built-in, then the user's: they change with `convis tag` and --metadata)
+async function loadFields() {
+  try {
+    const data = await api("/fields");
+    const chosen = $("#filter-field").value;
+    $("#filter-field").replaceChildren(...data.fields.map((f) => el("option", {value: f.name, "data-kind": f.kind},
+                                                                     `${f.name} (${f.kind})`)));
+    if (data.fields.some((f) => f.name === chosen)) $("#filter-field").value = chosen;
+    if (!$("#filter-op").options.length) {
+      $("#filter-op").replaceChildren(...data.operators.map((op) => el("option", {value: op}, op)));
+    }
+    fieldChosen();
+  } catch (error) { filterError(`fields unavailable: ${error.message}`); }
+}
+
+function fieldChosen() {
+  const kind = $("#filter-field").selectedOptions[0]?.dataset.kind;
+  $("#filter-value").placeholder = kind === "number" ? "10" : "campus_*.mp4";
+}
+
+function filterError(text) {
+  $("#filter-error").textContent = text;
+  $("#filter-error").hidden = !text;
+}
+
+// "duration > 10" -> its three parts, as the chip shows them (a hand-written URL's odd one: shown whole)
+function conditionParts(text) {
+  const match = /^\s*(\S+)\s+(\S+)\s+(.*)$/s.exec(text);
+  return match ? match.slice(1) : [text, "", ""];
+}
+
+function renderFilters(where) {
+  filters = [...where];
+  $("#filter-chips").replaceChildren(...filters.map((text, i) => {
+    const [field, op, value] = conditionParts(text);
+    return el("li", {class: "chip", "data-where": text},
+      el("span", {class: "field"}, field), el("span", {class: "op"}, op), el("span", {class: "value"}, value),
+      el("button", {type: "button", class: "remove", title: "remove this filter", "aria-label": `remove filter ${text}`,
+                    onclick: () => removeFilter(i)}, "×"));
+  }));
+}
+
+function addFilter() {
+  const field = $("#filter-field").value, op = $("#filter-op").value, value = $("#filter-value").value.trim();
+  if (!field || !op) return;
+  if (!value) { filterError("type a value first"); $("#filter-value").focus(); return; }
+  const text = `${field} ${op} ${value}`;
+  $("#filter-value").value = "";
+  if (!filters.includes(text)) setFilters([...filters, text]);
+}
+
+function removeFilter(i) {
+  setFilters(filters.filter((_, j) => j !== i));
+  ($$("#filter-chips .remove")[Math.min(i, filters.length - 1)] || $("#filter-field")).focus();  // keys go on
+}
+
+// new filters: the results on screen (or the query the URL names) asked again; the collection only keeps them
+function setFilters(where) {
+  filterError("");
+  const state = {...stateFrom(location.search), where};
+  if (state.view !== "collection") return navigate({...state, view: "results"});
+  history.pushState(null, "", urlOf(state));
+  renderFilters(where);
+}
+
 // -- running a query ------------------------------------------------------------------------------
 function requestOf(state) {
   const body = {anchor: state.anchor, concepts: state.concepts, k: state.k, rerank: state.rerank,
@@ -238,24 +318,37 @@ function requestOf(state) {
   if (state.start !== null) body.start = state.start;
   if (state.end !== null) body.end = state.end;
   if (state.change) body.change = state.change;
+  if (state.where.length) body.where = state.where;
   return body;
 }
 
 async function runQuery(state, mine) {
   status("searching…");
   try {
-    const result = state.text ? await api(`/search?${new URLSearchParams({text: state.text, k: state.k})}`)
+    const result = state.text ? await api(`/search?${searchParams(state)}`)
                               : await send("POST", "/query", requestOf(state));
     if (mine !== latest) return false;
     current = {state, result, rendered: null, fresh: true};
     status("");
+    filterError("");
+    if (state.text && !state.mode && result.mode) $("#mode").options[0].textContent = `server default (${result.mode})`;
     return true;
   } catch (error) {
     if (mine !== latest) return false;
     clearResults();
-    status(error.message, true);
+    if (state.where.length && error.where) {  // the filters' fault: said beside them, where they can be fixed
+      filterError(error.message);
+      status("the filters were refused", true);
+    } else status(error.message, true);
     return false;
   }
+}
+
+function searchParams(state) {
+  const params = new URLSearchParams({text: state.text, k: state.k});
+  if (state.mode) params.set("mode", state.mode);
+  for (const condition of state.where) params.append("where", condition);
+  return params;
 }
 
 function anchorLabel(state) {
@@ -579,10 +672,11 @@ function videoCard(path, hits, result, rank) {
 // -- the query form folds to one line over results; keys ------------------------------------------
 function collapseForm(state) {
   const concepts = state.concepts.map((c) => `${c.name} ${c.weight}`).join(", ");
-  const parts = state.text ? [`words ${anchorLabel(state)}`]
+  const parts = state.text ? [`words ${anchorLabel(state)}`, current?.result?.mode ? `${current.result.mode} mode` : ""]
     : [anchorLabel(state) + (state.start !== null || state.end !== null ? ` ${fmtSpan(state.start || 0, state.end)}` : ""),
        concepts, state.change ? `changed: "${state.change}"` : "", state.most ? "most different first" : ""];
-  $("#query-line").textContent = [...parts.filter(Boolean), `${state.k} results`].join(" · ");
+  const where = state.where.length ? `where ${state.where.join(" and ")}` : "";
+  $("#query-line").textContent = [...parts.filter(Boolean), where, `${state.k} results`].filter(Boolean).join(" · ");
   $("#query-form").hidden = true;
   $("#query-summary").hidden = false;
 }
@@ -869,6 +963,7 @@ async function watchJob() {
   current = null;  // what the index holds changed: results are asked again
   await refreshHealth();
   await loadAnchors();
+  await loadFields();
   if (stateFrom(location.search).view === "collection") loadCollection(stateFrom(location.search));
 }
 
@@ -931,6 +1026,9 @@ function wire() {
   $("#export-html").addEventListener("click", exportHtml);
   $("#add-files").addEventListener("change", addFiles);
   $("#reindex").addEventListener("click", reindex);
+  $("#filter-field").addEventListener("change", fieldChosen);
+  $("#filter-add").addEventListener("click", addFilter);
+  $("#filter-value").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); addFilter(); } });
   window.addEventListener("popstate", () => apply(stateFrom(location.search)));
 }
 
@@ -940,6 +1038,7 @@ async function start() {
     await refreshHealth();
     setupManage();
     await loadAnchors();
+    await loadFields();
     await apply(stateFrom(location.search));
     const job = await api("/index/job").catch(() => ({}));
     if (job.state === "running") watchJob();
