@@ -39,8 +39,9 @@ def notes(config: PerfConfig) -> list[str]:
     if "filter" in config.sections:
         out.append("Filtered search: the recall section's mixture; a filter keeps a seeded random 1%, 10% or 50% of "
                    "the rows and `VectorIndex.search(query, 10, allowed)` searches them (retrieval/store/"
-                   "filtered_search.py: up to 512 allowed rows scored from their reconstructed vectors, more through "
-                   "FAISS's IDSelectorBitmap, every IVF list probed, an HNSW index through its flat storage); "
+                   "filtered_search.py: a Flat or HNSW-over-flat index reads only the kept rows, "
+                   "fvec_inner_products_by_idx; an IVF index scores up to 512 kept rows from their reconstructed "
+                   "vectors, more through FAISS's IDSelectorBitmap over row numbers with every list probed); "
                    "recall@10 against numpy's exact top 10 of the kept rows; p50 over the queries one by one on one "
                    "thread, beside the same index's unfiltered p50.")
     if "scaling" in config.sections:

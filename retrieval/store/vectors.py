@@ -141,18 +141,18 @@ class VectorIndex:
         return int(self.index.ntotal)
 
     @functools.cached_property
-    def ids(self) -> np.ndarray:
-        """The unit ids this index holds, sorted (read once: a filtered search checks its ids against them)."""
-        return np.sort(faiss.vector_to_array(self.index.id_map)) if self.size else np.zeros(0, np.int64)
+    def rows(self) -> filtered_search.Rows:
+        """Where each unit id is stored (read once: a filtered search looks its ids up there)."""
+        return filtered_search.Rows(faiss.vector_to_array(self.index.id_map) if self.size else np.zeros(0, np.int64))
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, ids) of the ``k`` nearest units to each query row; missing slots have id -1. ``allowed``: only
-        these unit ids, searched exactly (``filtered_search``); None: every unit."""
+        these unit ids, the filter applied inside the search (``filtered_search``); None: every unit."""
         k = max(1, min(k, self.size))
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if allowed is not None:
             def run():
-                return filtered_search.search(self.index, queries, k, allowed, self.ids)
+                return filtered_search.search(self.index, queries, k, allowed, self.rows)
         elif len(queries) >= FEW_QUERIES:
             return _batch_search(self.index, queries, k)
         else:
