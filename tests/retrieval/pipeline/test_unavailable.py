@@ -124,7 +124,8 @@ def test_a_folder_that_cannot_be_listed_leaves_its_files_unavailable(engine, lib
     real_scandir, share = os.scandir, library / "nas"
 
     def scandir(path="."):
-        if os.fspath(path) == os.fspath(share):
+        # shutil.rmtree lists folders by file descriptor: those are never the share
+        if not isinstance(path, int) and os.fspath(path) == os.fspath(share):
             raise OSError(5, "Input/output error", os.fspath(path))  # a share that stopped answering
         return real_scandir(path)
 
