@@ -166,7 +166,7 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
     if mode == hybrid.KEYWORD:
         return keyword_search(text, query.k, catalog, keywords(), allowed, query.where)
     recall_k = query.recall_k or max(100, 10 * query.k)
-    found = keywords().search(text, recall_k, _id_set(allowed)) if mode == hybrid.HYBRID else None
+    found = keywords().search(text, recall_k, allowed) if mode == hybrid.HYBRID else None
     indexed = {r.name: r.indexer for r in catalog.indexers()}
     if query.concept is not None:
         concepts, signal_of, models, notices = _description_signal(query, catalog, indexed, build)
@@ -198,7 +198,7 @@ def keyword_search(text: str, k: int, catalog: Catalog, index: KeywordIndex, all
                    where: Sequence[str] = ()) -> TextResult:
     """The ``k`` units whose stored text scores highest for ``text`` by BM25 alone (of the ``allowed`` units, those
     the ``where`` filters keep, when given): no model is built."""
-    found = index.search(text, k, _id_set(allowed))
+    found = index.search(text, k, allowed)
     hits = hybrid.keyword_hits(found, catalog.units([h.unit_id for h in found]))
     concepts, signals = hybrid.keyword_concepts()
     why = None if hits else "no searchable unit's text holds a word of this text (captions, descriptions, paths)"
@@ -206,10 +206,6 @@ def keyword_search(text: str, k: int, catalog: Catalog, index: KeywordIndex, all
         why = filters.none_kept(where)
     return TextResult(text, concepts, signals, hits, [], root=catalog.setting("root"), empty_reason=why, text=text,
                       spread=Spread.of(h.total for h in hits), mode=hybrid.KEYWORD)
-
-
-def _id_set(allowed: np.ndarray | None) -> set[int] | None:
-    return None if allowed is None else set(allowed.tolist())
 
 
 def _numbered(hits: list) -> list:

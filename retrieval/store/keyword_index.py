@@ -15,7 +15,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, AbstractSet
+from typing import TYPE_CHECKING, Collection
 
 import numpy as np
 
@@ -71,14 +71,15 @@ class KeywordIndex:
             model.index(docs, show_progress=False)
         return cls(np.asarray(ids, dtype=np.int64), found, model)
 
-    def search(self, text: str, k: int, allowed: AbstractSet[int] | None = None) -> list[KeywordHit]:
+    def search(self, text: str, k: int, allowed: Collection[int] | None = None) -> list[KeywordHit]:
         """The ``k`` units whose text scores highest for ``text`` (only those in ``allowed`` when given), best
         first (ties by unit id); a unit sharing no term with the text is never a hit."""
         wanted = list(dict.fromkeys(terms(text)))
         ids = [] if self.model is None else self.model.get_tokens_ids(wanted)
         if not ids:
             return []
-        mask = None if allowed is None else np.isin(self.unit_ids, list(allowed)).astype(np.float32)
+        kept = None if allowed is None else np.fromiter(allowed, np.int64, count=len(allowed))  # a set or an array
+        mask = None if kept is None else np.isin(self.unit_ids, kept).astype(np.float32)
         scores = self.model.get_scores_from_ids(ids, weight_mask=mask)
         order = [i for i in np.lexsort((self.unit_ids, -scores)) if scores[i] > 0][:k]
         held = {term: self.model.get_scores_from_ids([i])[order] > 0

@@ -19,7 +19,7 @@ NUMBER, TEXT = "number", "text"
 # built-in field -> (SQL over files f and units u, its kind); folder is the path's directory ("" at the root)
 BUILTIN = {
     "path": ("f.path", TEXT),
-    "folder": ("coalesce(nullif(regexp_replace(f.path, '/?[^/]*$', ''), ''), '')", TEXT),
+    "folder": ("regexp_replace(f.path, '/?[^/]*$', '')", TEXT),
     "name": ("regexp_extract(f.path, '[^/]*$')", TEXT),
     "duration": ("f.duration", NUMBER),
     "size": ("f.size", NUMBER),
