@@ -4,9 +4,10 @@ Everything else (FAISS indices, reports) is derived from it.  Each file's rows a
 vectors are written in one transaction, so a run killed at any point leaves either
 the whole file or nothing, and the next run resumes from there.  ``Catalog`` is the
 file (``catalog_connection``) with the methods of what it keeps: files, units,
-descriptions, vectors, folders, backgrounds, files taken out of the index, user fields (``catalog_files``,
-``catalog_units``, ``catalog_descriptions``, ``catalog_vectors``, ``catalog_folders``, ``catalog_backgrounds``,
-``catalog_removed``, ``catalog_fields``); its rows are values (``catalog_records``).
+descriptions, vectors, folders, backgrounds, files taken out of the index, user fields, timed text lines
+(``catalog_files``, ``catalog_units``, ``catalog_descriptions``, ``catalog_vectors``, ``catalog_folders``,
+``catalog_backgrounds``, ``catalog_removed``, ``catalog_fields``, ``catalog_lines``); its rows are values
+(``catalog_records``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from retrieval.store.catalog_backgrounds import BackgroundRows
 from retrieval.store.catalog_descriptions import DescriptionRows
 from retrieval.store.catalog_fields import FieldRows
 from retrieval.store.catalog_folders import FolderRows
+from retrieval.store.catalog_lines import LineRows
 from retrieval.store.catalog_removed import RemovedRows
 from retrieval.store.catalog_units import UnitRows
 from retrieval.store.catalog_vectors import VectorRows
 
 
-class Catalog(RemovedRows, UnitRows, DescriptionRows, VectorRows, FolderRows, BackgroundRows, FieldRows):
+class Catalog(RemovedRows, UnitRows, DescriptionRows, VectorRows, FolderRows, BackgroundRows, FieldRows, LineRows):
     """One index's catalog file, open for reading or writing (``Connection``), with the methods of every kind of
     row it keeps."""
 

@@ -79,6 +79,16 @@ ALTER TABLE files ADD COLUMN IF NOT EXISTS codec VARCHAR;
 CREATE TABLE IF NOT EXISTS file_fields (
     path VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL, number DOUBLE, source VARCHAR NOT NULL,
     PRIMARY KEY (path, key));
+-- timed text lines by the file's bytes (catalog_lines.py): on-screen text, subtitle cues, speech; line_runs says
+-- which (bytes, source, origin) were read, and of what (a sidecar's size and mtime, a model's revision), lines or none
+CREATE TABLE IF NOT EXISTS text_lines (
+    content_hash VARCHAR NOT NULL, source VARCHAR NOT NULL, origin VARCHAR NOT NULL, seq INTEGER NOT NULL,
+    start_s DOUBLE NOT NULL, end_s DOUBLE NOT NULL, text VARCHAR NOT NULL, confidence DOUBLE, box DOUBLE[],
+    language VARCHAR, PRIMARY KEY (content_hash, source, origin, seq));
+CREATE TABLE IF NOT EXISTS line_runs (
+    content_hash VARCHAR NOT NULL, source VARCHAR NOT NULL, origin VARCHAR NOT NULL, stamp VARCHAR NOT NULL,
+    lines INTEGER NOT NULL, read_at TIMESTAMP DEFAULT current_timestamp,
+    PRIMARY KEY (content_hash, source, origin));
 """
 
 C = TypeVar("C", bound="Connection")

@@ -108,6 +108,24 @@ class Description:
 FILE_KEY = DescriberKey("file", "", "file")
 
 
+@dataclass(frozen=True)
+class TimedLine:
+    """One line of text a file shows or says at a time: read on screen (``ocr``), a subtitle cue (``subtitle``) or
+    recognised speech (``speech``). Lines belong to the file's bytes, not its name, as descriptions do."""
+
+    source: str  # one of LINE_SOURCES
+    origin: str  # what made it: the model's id, or the subtitle file or stream it was read from
+    start: float  # seconds into the file; a line read off one frame has end == start
+    end: float
+    text: str
+    confidence: float | None = None  # the recogniser's, in [0, 1]
+    box: tuple[float, float, float, float] | None = None  # on screen: x0, y0, x1, y1 as fractions of the frame
+    language: str | None = None
+
+
+LINE_SOURCES = ("ocr", "subtitle", "speech")
+
+
 def span_key(seconds: float) -> float:
     # spans are keyed to the millisecond: the same unit read again never misses its rows by a rounding
     return round(float(seconds), 3)
