@@ -129,7 +129,8 @@ def test_the_intended_clip_is_first_where_a_replaced_concept_was_the_cause_and_n
         assert rank == 1
 
 
-def test_json_says_which_concepts_the_change_touched_and_why_and_the_table_says_it_in_one_line(example_set):
+def test_json_says_which_concepts_the_change_touched_and_why_and_the_table_says_it_in_one_line(example_set,
+                                                                                               tmp_path):
     change = ["--anchor", str(example_set / "carphone_pristine.mp4"), "--change",
               "a cartoon animal in a meadow instead of a man in a car", "--index-dir", str(example_set / ".convis")]
     result = CliRunner().invoke(app, ["query", *change, "--json"])
@@ -142,6 +143,9 @@ def test_json_says_which_concepts_the_change_touched_and_why_and_the_table_says_
     assert said["edited"]["caption"].startswith("A cartoon animal sits inside a moving meadow")
     table = CliRunner().invoke(app, ["query", *change])
     assert "the change touched main-subjects ('a cartoon animal'" in " ".join(table.output.split())
+    page = tmp_path / "gallery.html"
+    assert CliRunner().invoke(app, ["query", *change, "--html", str(page)]).exit_code == 0
+    assert "the change touched main-subjects" in page.read_text()
     named = json.loads(CliRunner().invoke(app, ["query", *change, "-c", "location", "--json"]).stdout)["change"]
     assert named["stay"] == ["location"] and named["left"] == [] and named["concepts_named"]
 
