@@ -237,6 +237,8 @@ def print_hits(result: QueryResult) -> None:
         out.print(f"[dim]total = (stay + {change['weight']:g} x change) / {1 + change['weight']:g}; change: the "
                   f"change text against {shown(', '.join(_scorer_name(s) for s in change['signals']))}[/]",
                   highlight=False)
+        if change.get("footnote"):
+            out.print(f"[dim]{shown(change['footnote'])}[/]", highlight=False)
     how = result.reranker or result.fusion
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
     out.print(f"[dim]scored by {shown(result.how_scored)}{scale}[/]", highlight=False)

@@ -39,7 +39,10 @@ AnchorOpt = Annotated[Path, typer.Option("--anchor", "-a", metavar="FILE", help=
 ChangeOpt = Annotated[Optional[str], typer.Option(
     "--change", metavar="TEXT", help="Clips like the anchor but changed as TEXT says, e.g. \"a cup instead of a "
     "box\": every signal with a text tower reads it (CLIP against frames, the text indexer against captions and "
-    "descriptions); each hit's total is (stay + w * change) / (1 + w).")]
+    "descriptions); each hit's total is (stay + w * change) / (1 + w). Without -c, the concepts the change touches "
+    "(its phrases read against each concept's definition) leave the stay term rather than being down-weighted; "
+    "\"A instead of B\", \"replace B with A\" and \"swap B for A\" also edit the anchor's caption and descriptions "
+    "(B -> A), which the stay term then compares and the touched concepts' edits join the change score.")]
 ChangeWeightOpt = Annotated[float, typer.Option("--change-weight", metavar="W", help="How much matching --change "
                                                 "counts against staying like the anchor (w above; > 0).")]
 MostDifferentOpt = Annotated[bool, typer.Option(

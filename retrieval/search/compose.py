@@ -10,15 +10,18 @@ answers it zero-shot with the signals the index already has:
 * **Stay score**: the unit's ordinary query score for the concepts that must stay the same (``--concept``;
   without one, the five ConViS concepts equally weighted), as a query without a change computes it.
 * **Total** = (stay + w * change) / (1 + w), ``w`` = the change weight (default 1): each hit shows both parts.
-* **Recall**: the union of the anchor's own top lists (as a query), the change text's top list in each change
-  signal, and, for each CLIP-family signal, the top list of the composed query vector
+* **Edited texts**: the anchor's caption and concept descriptions, edited as the change says
+  (``change_reading.edit``), are what the stay term compares in their text signals (the anchor as changed);
+  the edited descriptions of the concepts the change touched are also change queries: they join the mean.
+* **Recall**: the union of the anchor's own top lists (as a query), the change text's and each edited text's
+  top list in its signal, and, for each CLIP-family signal, the top list of the composed query vector
   ``normalise(v / |v| + w * t / |t|)`` (the anchor's video vector plus the change's text vector, the
   zero-shot baseline of composed retrieval). The anchor itself is never returned (TF-CoVR masks it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -79,14 +82,20 @@ class ChangeQuery:
     text_vectors: dict[str, np.ndarray]
     composed: dict[str, np.ndarray]
     notices: list[str]
+    edited: dict[str, np.ndarray] = field(default_factory=dict)  # signal -> the anchor's edited text's vector
+    changing: tuple[str, ...] = ()  # the signals of the touched concepts' edited descriptions: change queries
 
     @classmethod
     def prepare(cls, change: Change, indexed: dict[str, str], build: Callable[[str], TextEncoder],
                 anchor_vector: Callable[[str], np.ndarray | None],
-                described: dict[str, str] | None = None) -> "ChangeQuery":
+                described: dict[str, str] | None = None, edited: dict[str, str] | None = None,
+                changing: tuple[str, ...] = ()) -> "ChangeQuery":
         """Embed the change with every indexed signal that reads text (``indexed``: name -> model id);
         ``anchor_vector(model_id)`` gives the anchor's visual vector of a CLIP-family model; ``described``
-        (concept -> description signal) adds each concept's descriptions, which the text indexer embedded."""
+        (concept -> description signal) adds each concept's descriptions, which the text indexer embedded;
+        ``edited`` (signal of the text indexer's -> the anchor's text there, edited as the change says): what the
+        stay term compares in that signal, and, for the ``changing`` signals (touched concepts' descriptions), a
+        query of the change score beside the change text."""
         try:
             answering, notices = text_signals(indexed, build)
         except NoTextSignal as exc:
@@ -96,6 +105,11 @@ class ChangeQuery:
         in_text = text_vectors.get(indexed.get("text", ""))
         if in_text is not None:  # descriptions live in the text indexer's space: its vector of the change reads them
             text_vectors.update({signal: in_text for signal in (described or {}).values()})
+        reader = answering.get("text")
+        edited_vectors = {}
+        if reader is not None and edited:
+            vectors = reader.embed_texts(list(edited.values()))
+            edited_vectors = {signal: np.asarray(v, np.float32) for signal, v in zip(edited, vectors, strict=True)}
         composed = {}
         for model in answering.values():
             if model.kind == "text":
@@ -103,7 +117,8 @@ class ChangeQuery:
             video = anchor_vector(model.model_id)
             if video is not None:
                 composed[model.model_id] = composed_vector(video, text_vectors[model.model_id], change.weight)
-        return cls(change, text_vectors, composed, notices)
+        return cls(change, text_vectors, composed, notices, edited_vectors,
+                   tuple(m for m in changing if m in edited_vectors))
 
     def recall(self, indices: Callable[[str], VectorIndex], k: int,
                allowed: np.ndarray | None = None) -> dict[int, list[str]]:
@@ -113,19 +128,27 @@ class ChangeQuery:
         for unit, by in ranking.recall(self.composed, {m: indices(m) for m in self.composed}, k,
                                        allowed=allowed).items():
             found.setdefault(unit, []).extend(f"{m}+change" for m in by)
+        for unit, by in ranking.recall(self.edited, {m: indices(m) for m in self.edited}, k, allowed=allowed).items():
+            found.setdefault(unit, []).extend(f"{m}+edited" for m in by)
         return found
 
     def scores(self, candidates: list[int], stored: dict[str, ranking.StoredVectors]) -> dict[int, float]:
         """Each candidate's change score: the mean (cos + 1) / 2 to the change text over the change signals it
-        has a vector of (absent: none)."""
+        has a vector of, and to each touched concept's edited description in its signal (absent: none)."""
         ids = np.array(candidates, dtype=np.int64)
         if not len(ids):
             return {}
-        per_signal = np.stack([unit_similarity(stored[m].vectors(ids) @ t) for m, t in self.text_vectors.items()])
+        queries = [*self.text_vectors.items(), *((m, self.edited[m]) for m in self.changing)]
+        per_signal = np.stack([unit_similarity(stored[m].vectors(ids) @ t) for m, t in queries])
         known = np.isfinite(per_signal)
         counts = known.sum(axis=0)
         means = np.where(known, per_signal, 0.0).sum(axis=0) / np.maximum(counts, 1)
         return {int(u): float(means[i]) for i, u in enumerate(ids) if counts[i]}
+
+    def as_changed(self, anchors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The anchor's vectors that the stay term compares with: in a text signal where the anchor's text was
+        edited, the edited text's vector (what should stay is the anchor as changed, not the words replaced)."""
+        return {m: self.edited.get(m, v) for m, v in anchors.items()}
 
     @property
     def question(self) -> Concept:

@@ -20,7 +20,9 @@ from retrieval.model_cache import ModelCache, model_notices
 from retrieval.search import calibration, filters, ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, ConceptSignals
 from retrieval.search.calibration import Calibration
+from retrieval.search.change_reading import ChangeReading
 from retrieval.search.compose import ChangeQuery
+from retrieval.search.compose_reading import edited_signals, read_anchor_change
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.pair_signals import PairSignals
@@ -52,6 +54,8 @@ class Recalled:
     changed: dict | None = None
     captions: dict | None = None
     anchor_caption: str | None = None
+    request: QueryRequest | None = None  # the request as scored: a change's touched concepts left out of stay
+    reading: ChangeReading | None = None
     backgrounds: dict = field(default_factory=dict)  # signal -> its unit-pair background (search/calibration.py)
 
 
@@ -64,6 +68,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     with catalog:
         notices += unavailable_notice(catalog)
         found = _recall(request, clip, catalog, index_dir, models, notices)
+    request = found.request or request  # a change's touched concepts left the stay term
     notices += [*found.recalled.notices, *found.beside.notices]
     hits = _ranked(request, clip, found, only)
     if found.wanted is not None:  # staying like the anchor, and matching the change
@@ -102,12 +107,17 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     def index(model_id: str):
         return vector_index(catalog, index_dir, model_id)
 
+    def tower(spec: str):
+        return models.text_tower(spec, protocol, notices)
+
     indexed = {r.name: r.indexer for r in catalog.indexers()}
     described = signals.described_concepts(catalog.description_signals(), indexed)
     clipscores = signal_vectors.clipscore_signals(catalog)
+    vectors = AnchorVectors(clip, catalog, build, cached)
+    reading, request = (None, request) if request.change is None else \
+        read_anchor_change(request, catalog, vectors, indexed, described, tower, notices)
     chosen = signals.choose_all(list(request.concepts), indexed, request.vector_overrides, described,
                                 signals.clipscore_names(clipscores))
-    vectors = AnchorVectors(clip, catalog, build, cached)
     recalled = vectors.per_concept(chosen, indexed)
     # a concept with descriptions is recalled and scored by them too, beside its visual signal
     beside = vectors.descriptions(signals.beside(recalled.signal_of, described, request.vector_overrides))
@@ -117,8 +127,9 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
                               allowed=allowed)
     wanted = None
     if request.change is not None:  # the change text's and the composed vectors' top lists join the candidates
-        wanted = ChangeQuery.prepare(request.change, indexed, lambda spec: models.text_tower(spec, protocol, notices),
-                                     lambda m: anchors[m] if m in anchors else vectors.visual(m), described)
+        wanted = ChangeQuery.prepare(request.change, indexed, tower,
+                                     lambda m: anchors[m] if m in anchors else vectors.visual(m), described,
+                                     *edited_signals(reading, indexed, described))
         for unit, by in wanted.recall(index, request.recall, allowed).items():
             found_by.setdefault(unit, []).extend(by)
     candidates = sorted(found_by)
@@ -134,6 +145,7 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     if wanted is not None:
         found.wanted = wanted
         found.changed = wanted.scores(candidates, ranking.stored_vectors(catalog, wanted.text_vectors, candidates))
+    found.request, found.reading = request, reading
     found.backgrounds = catalog.backgrounds()
     if request.pair_overrides:
         found.captions = catalog.chosen_texts(CAPTION)
@@ -143,7 +155,8 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
 
 def _ranked(request: QueryRequest, clip: Anchor, found: Recalled, only: str | None) -> list[Hit]:
     """Every recalled candidate scored by the indexed signals (never the anchor itself), in the request's order."""
-    evidence = ranking.evidence(found.candidates, found.anchors, found.exact, found.recalled.signal_of,
+    anchors = found.anchors if found.wanted is None else found.wanted.as_changed(found.anchors)
+    evidence = ranking.evidence(found.candidates, anchors, found.exact, found.recalled.signal_of,
                                 found.beside.signal_of)
     hits = ranking.rank(evidence, found.units, list(request.concepts), recalled_by=found.found_by,
                         keep=lambda unit: not clip.overlaps(unit) and only in (None, unit.content_hash))
@@ -208,7 +221,9 @@ def _result(request: QueryRequest, found: Recalled, shortlist: list[Hit], hits: 
                        empty_reason=None if hits else _why_empty(found.candidates, found.units, request.where),
                        beside=found.beside.signal_of, pair_signals=pair.used, change=None if change is None else {
                            "text": change.text, "weight": change.weight,
-                           "signals": sorted(found.wanted.text_vectors), "composed": sorted(found.wanted.composed)},
+                           "signals": sorted(found.wanted.text_vectors), "composed": sorted(found.wanted.composed),
+                           **({} if found.reading is None else found.reading.as_dict()),
+                           **({} if found.reading is None else {"footnote": found.reading.footnote()})},
                        most_different=request.most_different,
                        spread=Spread.of((h.total for h in pool), descending=not request.most_different),
                        ranges=concept_ranges([h.scores for h in pool], [c.key for c in concepts]),

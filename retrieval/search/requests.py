@@ -8,7 +8,7 @@ needs the index or the files (is the anchor indexed, is a signal available) is c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -81,9 +81,11 @@ class QueryRequest:
     change: Change | str | None = None
     most_different: bool = False
     where: Sequence[str] = ()  # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
+    named: bool = field(default=False, init=False)  # the concepts were given, not the change's default five
 
     def __post_init__(self) -> None:
         _set(self, "where", check_where(self.where))
+        _set(self, "named", bool(self.concepts))
         if self.most_different and self.change is not None:
             raise signals.SignalError("--most-different ranks clips unlike the anchor and --change clips like it "
                                       "but changed: use one of them")

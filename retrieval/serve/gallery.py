@@ -275,7 +275,8 @@ def _change_note(change: dict | None) -> str:
         return ""
     w, signals = change["weight"], ", ".join(scorer_label(s) for s in change["signals"])
     return (f'<p class="meta" id="change-note">total = (stay + {w:g} x change) / {1 + w:g}: stay is the concepts\' '
-            f'score, change how well the clip matches the change text (against {_e(signals)})</p>')
+            f'score, change how well the clip matches the change text (against {_e(signals)})'
+            + (f'; {_e(change["footnote"])}' if change.get("footnote") else "") + '</p>')
 
 
 def _composed_rows(hit: Hit, result: QueryResult) -> list[tuple[str, float, float | None, str]]:

@@ -63,9 +63,16 @@ class DescriptionRows(Connection):
         found = self._descriptions("d.concept = ?", [concept], key, with_units=True)
         return dict(found)
 
-    def descriptions_of(self, concept: str) -> list[tuple[int, Description]]:
-        """(unit id, answer) for every stored answer about ``concept``, by unit, oldest answer first."""
-        return self._descriptions("d.concept = ?", [concept], None, with_units=True)
+    def descriptions_of(self, concept: str, units: Sequence[int] | None = None) -> list[tuple[int, Description]]:
+        """(unit id, answer) for every stored answer about ``concept`` (of ``units`` only, when given), by unit,
+        oldest answer first."""
+        if units is None:
+            return self._descriptions("d.concept = ?", [concept], None, with_units=True)
+        ids = [int(u) for u in units]
+        if not ids:
+            return []
+        return self._descriptions(f"d.concept = ? AND u.unit_id IN ({', '.join('?' * len(ids))})", [concept, *ids],
+                                  None, with_units=True)
 
     def file_descriptions(self, path: str, concept: str, key: DescriberKey) -> list[Description | None]:
         """One file's units in segment order, each with its answer about ``concept`` from ``key`` (None: none)."""
@@ -95,13 +102,14 @@ class DescriptionRows(Connection):
             return [(r[-1], _description(r[:-1])) for r in rows]
         return [_description(r[:-1]) for r in rows]
 
-    def chosen_texts(self, concept: str, prefer: Sequence[DescriberKey] = ()) -> dict[int, str]:
+    def chosen_texts(self, concept: str, prefer: Sequence[DescriberKey] = (),
+                     units: Sequence[int] | None = None) -> dict[int, str]:
         """unit id -> the one readable description of ``concept`` (``caption``: the caption) that stands for the
-        unit, when several sources describe it: a file (a person's own words), then the models in ``prefer``
-        (a run's captioner), then the latest stored answer."""
+        unit (each of ``units`` only, when given), when several sources describe it: a file (a person's own
+        words), then the models in ``prefer`` (a run's captioner), then the latest stored answer."""
         order = [FILE_KEY, *prefer]
         best: dict[int, tuple[int, str]] = {}
-        for unit_id, d in self.descriptions_of(concept):  # oldest first: a later answer of equal rank wins
+        for unit_id, d in self.descriptions_of(concept, units):  # oldest first: a later answer of equal rank wins
             if d.status != "ok" or not d.text:
                 continue
             rank = order.index(d.key) if d.key in order else len(order)

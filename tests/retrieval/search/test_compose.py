@@ -83,8 +83,10 @@ def test_a_composed_query_recalls_by_text_and_composed_vectors_scores_both_parts
         clip_id, text_id = models["clip"], models["text"]
         described = sorted(described_concepts(catalog.description_signals(), models).values())
         assert described == [f"{text_id}#location", f"{text_id}#main-action"]  # the captions folder's concept files
-        assert result.change == {"text": CHANGE, "weight": 2.0, "signals": sorted([clip_id, text_id, *described]),
-                                 "composed": [clip_id]}
+        assert {k: result.change[k] for k in ("text", "weight", "signals", "composed")} == {
+            "text": CHANGE, "weight": 2.0, "signals": sorted([clip_id, text_id, *described]), "composed": [clip_id]}
+        # -c named the concept: it stays although the change touches it (the box and the cup are objects)
+        assert result.change["stay"] == ["main-objects"] and result.change["left"] == []
         built = {m: engine.indexer(m) for m in (clip_id, text_id)}
         text = {m: _unit(model.embed_texts([CHANGE])[0]) for m, model in built.items()}
         text.update({signal: text[text_id] for signal in described})  # descriptions: the text indexer's space
@@ -110,9 +112,11 @@ def test_with_captions_and_the_real_minilm_a_cup_instead_of_a_box_ranks_the_cup_
     data = json.loads(result.stdout)
     assert [h["path"] for h in data["hits"]][0] == "cup.mp4"
     assert "box.mp4" not in [h["path"] for h in data["hits"]]
-    # captions and the location and main-action descriptions read the change; no -c: all five concepts
+    # captions and the location and main-action descriptions read the change; no -c: the five concepts but the
+    # one the change touches (a box and a cup are objects)
     assert data["change"]["signals"] == [f"text:{MINILM}", f"text:{MINILM}#location", f"text:{MINILM}#main-action"]
-    assert len(data["concepts"]) == 5
+    assert [c["key"] for c in data["concepts"]] == ["main-action", "main-subjects", "location", "order-of-actions"]
+    assert data["change"]["left"] == ["main-objects"]
     first = data["hits"][0]
     assert first["composed"]["weight"] == 1.0
     assert first["total"] == pytest.approx((first["composed"]["stay"] + first["composed"]["change"]) / 2, abs=2e-4)
