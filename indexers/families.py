@@ -127,5 +127,6 @@ INDEXERS.add(
                      "size": "decoder-scaled to short side 720 (long side at most 1024), detector long side 960",
                      "pooling": "none: text lines with time, box and confidence", "dtype": "fp32 (ONNX Runtime)"}
           for protocol in PROTOCOLS},
-    weights=lambda source: "in the rapidocr-onnxruntime wheel",
+    weights=lambda source: BUNDLED if importlib.util.find_spec("rapidocr_onnxruntime") else "missing (pip install "
+                                                                                        "rapidocr-onnxruntime)",
 )

@@ -149,3 +149,46 @@ def test_a_4k_frame_is_read_at_the_detectors_limit(reader):
         del reader._engine.text_det
     assert [x.text for x in found] == ["CONVIS LARGE PRINT"]
     assert sizes and max(sizes[0]) <= READ_LONG_SIDE
+
+
+# -- where the lines show: search --json, ls --json, export ------------------------------------------
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from retrieval.cli.app import app
+
+    result = CliRunner().invoke(app, [*map(str, args)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_a_search_shows_the_line_it_matched_with_time_and_box(signs):
+    import json
+
+    # no indexed signal compares text with clips (EfficientNet-Lite0): the default search answers by keyword
+    found = json.loads(_cli("search", "pelican", "--index-dir", signs, "--json"))
+    top = found["hits"][0]
+    assert top["path"] == "cup_sign.mp4" and any("keyword" in n for n in found["notices"])
+    (line,) = top["lines"]
+    assert line["source"] == "ocr" and line["text"] == "PELICAN HARBOUR" and line["start"] < line["end"]
+    assert len(line["box"]) == 4 and line["confidence"] > 0.5
+    table = _cli("search", "pelican", "--index-dir", signs)
+    assert "PELICAN HARBOUR" in table and "ocr" in table
+
+
+def test_ls_json_shows_each_units_lines(signs):
+    import json
+
+    files = {f["path"]: f for f in json.loads(_cli("ls", "--index-dir", signs, "--json"))["files"]}
+    shown = [x["text"] for u in files["campus_sign.mp4"]["units"] for x in u.get("lines", [])]
+    assert shown == [x.text for x in _lines(signs, "campus_sign.mp4")] and shown
+    assert all("lines" not in u for u in files["plain.mp4"]["units"])
+
+
+def test_the_export_holds_the_text_lines(signs, tmp_path):
+    import pyarrow.parquet as pq
+
+    _cli("export", "--out", tmp_path / "out", "--index-dir", signs)
+    rows = pq.read_table(tmp_path / "out" / "text_lines.parquet").to_pylist()
+    assert {(r["path"], r["text"]) for r in rows} == \
+        {(p, x.text) for p in DRAWN for x in _lines(signs, p)}
