@@ -192,3 +192,16 @@ def test_the_export_holds_the_text_lines(signs, tmp_path):
     rows = pq.read_table(tmp_path / "out" / "text_lines.parquet").to_pylist()
     assert {(r["path"], r["text"]) for r in rows} == \
         {(p, x.text) for p in DRAWN for x in _lines(signs, p)}
+
+
+def test_the_text_indexer_embeds_the_lines_as_a_signal_of_their_own(signs, tmp_path):
+    from tests.indexes import copied_index
+
+    index_dir = copied_index(signs.parent, tmp_path / "videos") / ".convis"
+    report = Engine(index_dir).index(index_dir.parent, ["efficientnet-lite0", "ocr", "text"], IndexSettings(workers=1))
+    assert report.indexed == 0 and "ocr" in report.description_signals  # same bytes: nothing read again
+    with Catalog(index_dir / "catalog.duckdb") as catalog:
+        (signal,) = [row.signal for row in catalog.description_signals() if row.concept == "ocr"]
+        assert signal.endswith("#ocr") and len(catalog.vector_sources(signal)) == len(DRAWN)
+    found = Engine(index_dir).search(SearchRequest("a harbour for pelicans", concept="ocr"))
+    assert found.hits[0].path == "cup_sign.mp4"
