@@ -115,3 +115,18 @@ INDEXERS.add(
     weights=text_weights,
     text_tower=True,
 )
+
+INDEXERS.add(
+    "ocr", "indexers.ocr:build_ocr",
+    default_source="rapidocr",
+    aliases=("rapidocr",),
+    claims=("rapidocr",),
+    description="on-screen text (RapidOCR: PP-OCRv4 detection + recognition, ONNX Runtime, weights in the wheel): "
+                "timed text lines, searchable by keyword, no vectors",
+    card={protocol: {"frames": "1 a second from each unit's first frame (with shot units: every cut), at most 600",
+                     "size": "decoder-scaled to short side 720 (long side at most 1024), detector long side 960",
+                     "pooling": "none: text lines with time, box and confidence", "dtype": "fp32 (ONNX Runtime)"}
+          for protocol in PROTOCOLS},
+    weights=lambda source: BUNDLED if importlib.util.find_spec("rapidocr_onnxruntime") else "missing (pip install "
+                                                                                        "rapidocr-onnxruntime)",
+)

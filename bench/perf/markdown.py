@@ -24,6 +24,7 @@ _RATIO_HEAD = ["decoder", "torch threads", "decode: every frame / sampled",
                "end-to-end / min(decode, embed)"]
 _RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "queries", "threads", "p50 ms", "p95 ms",
                 "recall@100", "build s", "peak RSS MB"]
+_OCR_HEAD = ["clip", "size", "runtime", "frames", "lines", "seconds", "frames/s", "CPU seconds", "frames/CPU s"]
 _FILTER_HEAD = ["vectors", "dim", "index", "factory", "search params", "filter keeps", "queries", "recall@10 vs exact",
                 "p50 ms", "unfiltered p50 ms", "x unfiltered", "build s"]
 _SCALING_HEAD = ["video", "workers", "segment s", "units", "windows", "frames", "seconds", "speed-up",
@@ -54,6 +55,8 @@ def markdown(report: PerfReport) -> str:
         parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
     if report.filter:
         parts += ["## Filtered search\n", _table(_FILTER_HEAD, [_filter_row(r) for r in report.filter])]
+    if report.ocr:
+        parts += ["## On-screen text (ocr)\n", _table(_OCR_HEAD, [_ocr_row(r) for r in report.ocr])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
     if report.rerank_lmm:
@@ -111,6 +114,11 @@ def _ratio_rows(rows: list[IndexingResult]) -> list[list]:
 def _recall_row(r: RecallResult) -> list:
     return [f"{r.vectors:,}", r.index, r.factory, r.params or "-", r.batch, r.queries, r.threads,
             f"{r.p50_ms:.2f}", f"{r.p95_ms:.2f}", f"{r.recall_at_100:.4f}", f"{r.build_s:.1f}", f"{r.peak_rss_mb:.0f}"]
+
+
+def _ocr_row(r) -> list:
+    return [r.clip, r.size, r.provider, r.frames, r.lines, f"{r.seconds:.2f}", f"{r.frames_per_s:.2f}",
+            f"{r.cpu_seconds:.2f}", f"{r.frames_per_cpu_s:.2f}"]
 
 
 def _filter_row(r) -> list:

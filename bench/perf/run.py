@@ -17,6 +17,7 @@ from bench.perf.lmm_rerank import run_lmm_rerank
 from bench.perf.long_video import run_long_video
 from bench.perf.measuring import load_average, machine_info
 from bench.perf.notes import notes
+from bench.perf.ocr import run_ocr
 from bench.perf.real_shape import SHAPES, require_cuda
 from bench.perf.report import PARTS, PerfReport
 from bench.perf.rerank import run_rerank
@@ -67,6 +68,8 @@ SECTIONS: dict[str, Section] = {
     "scaling": Section(run_scaling, "one long file decoded by 1..N workers (N: the cores): wall seconds, speed-up "
                                     "and the largest worker's peak RSS (--long-video, else a generated 10-minute "
                                     "720p file; --segment units, default 10 s)", needs_clips=False),
+    "ocr": Section(run_ocr, "the ocr indexer on the clips (a smoke run: the first), read as an index run reads "
+                            "them: frames/s in wall and in CPU time, lines found"),
     "long_video": Section(run_long_video, "peak memory of indexing one long video, whole and in segments",
                           needs_clips=False, chosen_by=lambda config: config.long_video is not None),
 }

@@ -24,9 +24,9 @@ ManifestJsonOpt = Annotated[bool, typer.Option("--json", help="Print the manifes
 
 def export(out: OutOpt, folder: WhereArg = None, fmt: FormatOpt = "parquet", results: ResultsOpt = None,
            index_dir: IndexDirOpt = None, force: ForceOpt = False, as_json: ManifestJsonOpt = False):
-    """Write an index's files, units, descriptions and each signal's vectors as parquet or JSONL files any tool
-    reads, with a manifest.json (tables, row counts, the index and its generation); the index is only read, also
-    while an index run or the server holds it. With --results: a query's or a search's hits instead."""
+    """Write an index's files, units, descriptions, timed text lines and each signal's vectors as parquet or JSONL
+    files any tool reads, with a manifest.json (tables, row counts, the index and its generation); the index is only
+    read, also while an index run or the server holds it. With --results: a query's or a search's hits instead."""
     from retrieval.engine import Engine, export_results
 
     notices: list[str] = []

@@ -231,6 +231,7 @@ def print_hits(result: QueryResult) -> None:
                     hit.rank, *_keyword_cells(hit)), highlight=False)
     else:
         print_blocks(out, title, map(partial(_hit_block, result), result.hits))
+    _print_best_lines(out, result.hits)
     if result.no_match:
         out.print(f"[yellow]{shown(result.as_dict()['no_match_note'])}[/]", highlight=False)
     if change:
@@ -283,6 +284,15 @@ def _hits_table(result: QueryResult, title: str, scorers: bool, ranked: bool = F
 
 
 KEYWORD_COLUMNS = ("kw rank", "vec rank", "matched")
+
+
+def _print_best_lines(out, hits) -> None:
+    """Each hit's first line that holds a query word (on screen, subtitle, speech) with its time."""
+    for hit in hits:
+        if getattr(hit, "lines", ()):
+            line = hit.lines[0]
+            out.print(f"[dim]  {hit.rank}. {line['source']} {format_span(line['start'], line['end'])}:[/] "
+                      f"{shown(line['text'])}", highlight=False)
 
 
 def _keyword_cells(hit) -> tuple[str, str, str]:
@@ -560,8 +570,17 @@ def listing_record(f) -> dict:
             "duration": f.duration, "width": f.width, "height": f.height, "captioned": f.captioned,
             "units_by": f.units_by or None, "size": f.size, "mtime": f.mtime, "fps": f.fps, "codec": f.codec,
             "fields": dict(f.fields),
-            "units": [{"segment": seg, "start": start, "end": end, **_cut_record(f, i)}
-                      for i, (seg, start, end) in enumerate(f.units)]}
+            "units": [{"segment": seg, "start": start, "end": end, **_cut_record(f, i),
+                       **_unit_lines(f, start, end)} for i, (seg, start, end) in enumerate(f.units)]}
+
+
+def _unit_lines(f, start: float, end: float) -> dict:
+    """A unit's timed lines (those whose time overlaps it, as search counts them); nothing when it has none."""
+    from retrieval.search.hit_lines import as_dict
+    from retrieval.store.catalog_lines import in_unit
+
+    shown = [as_dict(x) for x in getattr(f, "lines", ()) if in_unit(x, start, end)]
+    return {"lines": shown} if shown else {}
 
 
 def _cut_record(f, i: int) -> dict:

@@ -9,6 +9,10 @@ The vectors are derived data, kept in step with the descriptions by ``sync``: ea
 digest of the text it was made from, so only units whose description changed are embedded again, and
 units that lost theirs (forgotten, re-indexed with other units) lose their vector.
 
+Timed lines are signals of their own the same way, one a line source (``<text model id>#ocr``, ``#subtitle``,
+``#speech``): a unit's lines of that source, joined by time, embedded as one text; ``convis search --concept
+ocr`` searches them by meaning where keyword search matches their words.
+
 When several sources describe a unit, its vector is made from, in order: a ``<stem>.<concept>.txt`` file
 (a person's own words), the models in ``prefer`` (the run's captioner), then the latest stored answer.
 """
@@ -27,7 +31,7 @@ from indexers.factory import has_text_tower
 from retrieval.core.errors import one_line
 from retrieval.core.signal_kinds import CAPTION
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import DescriberKey, DescriptionSignal
+from retrieval.store.catalog_records import LINE_SOURCES, DescriberKey, DescriptionSignal
 
 SEPARATOR = "#"  # model ids never hold one: "text:sentence-transformers/all-MiniLM-L6-v2#location"
 CHUNK = 256  # descriptions embedded and committed together: a killed run loses at most one chunk
@@ -71,11 +75,13 @@ def sync(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[Describ
     for ix in indexers:
         if ix.kind == "text":
             mine = {row.concept for row in known.values() if row.indexer == ix.model_id}
-            for concept in sorted(set(catalog.described_concepts()) | mine):
-                _sync_one(catalog, ix, concept, prefer, counts)
+            for concept in sorted((set(catalog.described_concepts()) | mine) - set(LINE_SOURCES)):
+                _sync_one(catalog, ix, concept, chosen_texts(catalog, concept, prefer), counts)
+            for source in sorted(set(catalog.line_sources()) | (mine & set(LINE_SOURCES))):
+                _sync_one(catalog, ix, source, catalog.source_texts(source), counts)
         elif has_text_tower(ix.name):
             try:
-                _sync_one(catalog, ix, CAPTION, prefer, counts)
+                _sync_one(catalog, ix, CAPTION, chosen_texts(catalog, CAPTION, prefer), counts)
             except ModelUnavailableError as exc:  # weights without a usable text tower: the run goes on
                 counts.notes.append(f"{ix.model_id} cannot embed the captions, so it gives no CLIPScore: "
                                     f"{one_line(exc, 200)}")
@@ -85,10 +91,9 @@ def sync(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[Describ
     return counts
 
 
-def _sync_one(catalog: Catalog, ix: Indexer, concept: str, prefer: Sequence[DescriberKey],
-              counts: SyncCounts) -> None:
+def _sync_one(catalog: Catalog, ix: Indexer, concept: str, texts: dict[int, str], counts: SyncCounts) -> None:
+    """The signal of ``concept`` (a described concept, or a line source) made of ``texts`` (unit id -> text)."""
     signal = signal_id(ix.model_id, concept)
-    texts = chosen_texts(catalog, concept, prefer)
     wanted = {unit_id: digest(text) for unit_id, text in texts.items()}
     stored = catalog.vector_sources(signal)
     todo = [u for u in sorted(wanted) if stored.get(u) != wanted[u]]

@@ -92,7 +92,9 @@ class _Run:
             if (settings.captions is not None or settings.captioner) and not any(m.kind == "text" for m in models):
                 # captions and descriptions are only searchable with a text indexer
                 models += run_indexers(["text"], rows, self.protocol, self._indexer)
-            configure_faiss(catalog, models, settings.faiss_index, settings.faiss_params, self.notices)
+            # line readers (ocr) store no vectors: no FAISS index to check for them
+            configure_faiss(catalog, [m for m in models if m.kind != "lines"], settings.faiss_index,
+                            settings.faiss_params, self.notices)
             # any reranker family describes clips; built once per engine, as for reranking (on Ray, the actors
             # build it: the run's driver never loads it)
             captioner = self.models.captioner(settings.captioner, self.protocol) if settings.captioner and \

@@ -45,6 +45,7 @@ from retrieval.pipeline.describe import (
     store_concept_files,
 )
 from retrieval.pipeline.description_index import split_signal
+from retrieval.pipeline.frame_lines import current_files, is_reader, store_reads
 from retrieval.pipeline.plan import Plan, plan
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.pipeline.stages import (
@@ -143,8 +144,9 @@ class IndexRun:
                  captioner: Describer | None = None):
         self.catalog, self.index_dir = catalog, Path(index_dir)
         self.captioner = captioner  # a video LMM that describes each unit once (``describe``), or None
-        self.visual = [ix for ix in indexers if ix.kind != "text"]
+        self.visual = [ix for ix in indexers if ix.kind != "text" and not is_reader(ix)]
         self.textual = [ix for ix in indexers if ix.kind == "text"]
+        self.readers = [ix for ix in indexers if is_reader(ix)]  # on-screen text: lines, not vectors
         self.executor, self.settings = executor, settings
         self.progress = progress or (lambda event, data: None)
         self.report = IndexReport([ix.model_id for ix in indexers])
@@ -222,7 +224,8 @@ class IndexRun:
         if not jobs:
             return  # nothing to decode: no worker is asked, no model is built
         needed = {m for job in jobs for m in job.indexers}
-        for job, result in self.executor.embed(jobs, [ix for ix in self.visual if ix.model_id in needed]):
+        framed = [*self.visual, *self.readers]
+        for job, result in self.executor.embed(jobs, [ix for ix in framed if ix.model_id in needed]):
             self._write(job, result)
             if time.monotonic() - self._published > self.settings.publish_every:
                 self.publish()
@@ -230,6 +233,8 @@ class IndexRun:
     def _plan(self, found: list[FoundFile]) -> list[FileJob]:
         known = self.catalog.file_states()
         indexed = {ix.model_id: self.catalog.indexed_with(ix.model_id) for ix in self.visual}
+        # a line reader has "indexed" a file whose bytes hold its current read: the others lack it
+        indexed |= {ix.model_id: current_files(self.catalog, ix, known) for ix in self.readers}
         complete = set.intersection(*indexed.values()) if indexed else set(known)
         todo = plan(found, known, complete, self._resegment(), self.settings.retry_failed)
         self.report.unchanged = len(todo.unchanged)
@@ -268,7 +273,8 @@ class IndexRun:
         prepare = getattr(self.executor, "prepare", None)
         for text in prepare() if prepare is not None else ():
             self.note(text)
-        return tuple(dict.fromkeys(ix.frame_spec for ix in self.visual if ix.model_id in indexers))
+        framed = [*self.visual, *self.readers]
+        return tuple(dict.fromkeys(ix.frame_spec for ix in framed if ix.model_id in indexers))
 
     def _write(self, job: FileJob, result: FileResult) -> None:
         for text in getattr(result, "notices", ()):
@@ -306,9 +312,13 @@ class IndexRun:
         found = job.file
         vectors = {m: v for m, v in done.vectors.items() if m in job.indexers}
         if job.lacks_vectors:
-            self.catalog.add_vectors(found.rel, vectors)
+            if vectors:
+                self.catalog.add_vectors(found.rel, vectors)
         else:
             self.catalog.commit_file(_file_record(found, done, job.decode.units_label), _unit_records(done), vectors)
+        for reader in self.readers:
+            if reader.model_id in job.indexers:
+                store_reads(self.catalog, done.content_hash, reader, done.reads.get(reader.model_id, []))
         frames = sum(len(f.indices) for fs in done.frames.values() for f in fs)
         self.report.indexed += 1
         self.report.units += len(done.spans)

@@ -34,6 +34,7 @@ from retrieval.media.frames import (
 from retrieval.media.scan import FoundFile, content_hash
 from retrieval.media.shot_units import cut_shots
 from retrieval.media.video_decoder import VideoDecoder
+from retrieval.pipeline.frame_lines import FrameReads, is_reader, read_units
 
 
 # -- the decode stage -------------------------------------------------------------------------------
@@ -233,10 +234,12 @@ class EmbeddedFile(DecodedFile):
 
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     error: str | None = None
+    reads: dict[str, FrameReads] = field(default_factory=dict)  # line reader id -> what it read off each frame
 
 
 def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedFile:
-    """Runs where the models are: each model's unit vectors (by indexer id) for one decoded file.
+    """Runs where the models are: each model's unit vectors (by indexer id) for one decoded file, and what each
+    line reader (``ocr``) read off its frames.
 
     A model error costs this file, never the run: it comes back as the file's ``error``.
     """
@@ -244,12 +247,14 @@ def embed_file(decoded: DecodedFile, models: Mapping[str, Indexer]) -> EmbeddedF
         # a window of a damaged file may have no unit that decodes: no vectors of it, from any model
         vectors = {model_id: np.asarray(m.embed_units([f.pixels for f in decoded.frames[m.frame_spec]])
                                         if decoded.spans else np.zeros((0, m.dim)), dtype=np.float32)
-                   for model_id, m in models.items()}
+                   for model_id, m in models.items() if not is_reader(m)}
+        reads = {model_id: read_units(m, decoded.frames[m.frame_spec]) if decoded.spans else []
+                 for model_id, m in models.items() if is_reader(m)}
         error = None
     except Exception as exc:
-        vectors, error = {}, reason_of(exc)
+        vectors, reads, error = {}, {}, reason_of(exc)
     frames = {spec: [Frames(NO_PIXELS, f.timestamps, f.indices) for f in fs] for spec, fs in decoded.frames.items()}
-    return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error,
+    return EmbeddedFile(decoded.info, decoded.content_hash, decoded.spans, frames, vectors, error, reads,
                         notices=decoded.notices)
 
 
@@ -262,8 +267,9 @@ def join_windows(parts: Sequence[EmbeddedFile]) -> EmbeddedFile:
     vectors = {} if error else {m: np.concatenate([p.vectors[m] for p in parts]) for m in first.vectors}
     notices = tuple(dict.fromkeys(n for p in parts for n in p.notices))
     info = replace(first.info, gaps=merged(*(p.info.gaps for p in parts)))
+    reads = {} if error else {m: [r for p in parts for r in p.reads[m]] for m in first.reads}
     return EmbeddedFile(info, first.content_hash, [s for p in parts for s in p.spans], frames, vectors, error,
-                        notices=notices)
+                        reads, notices=notices)
 
 
 # -- what the run asks of an executor ---------------------------------------------------------------

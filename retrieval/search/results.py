@@ -66,6 +66,7 @@ class Hit:
     recalled_by: tuple[str, ...] = ()  # the signals whose FAISS index proposed this unit
     composed: dict[str, float | None] = field(default_factory=dict)  # a change: its stay, change and weight
     keyword: dict = field(default_factory=dict)  # keyword/hybrid search: its keyword and vector ranks, matched terms
+    lines: tuple[dict, ...] = ()  # text search: the unit's timed lines that hold a query word (``hit_lines``)
 
     @classmethod
     def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept],
@@ -118,6 +119,7 @@ class Hit:
             **({"recalled_by": list(self.recalled_by)} if self.recalled_by else {}),
             **({"composed": _rounded(self.composed)} if self.composed else {}),
             **{k: round(v, 6) if isinstance(v, float) else v for k, v in self.keyword.items()},
+            **({"lines": list(self.lines)} if self.lines else {}),
         }
 
 

@@ -31,6 +31,7 @@ from retrieval.core.errors import one_line
 from retrieval.core.scores import unit_similarity
 from retrieval.search import calibration, filters, hybrid, ranking
 from retrieval.search.confidence import Spread, concept_ranges
+from retrieval.search.hit_lines import with_lines
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
 from retrieval.store import signal_vectors
@@ -171,7 +172,15 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
     if query.concept is not None:
         concepts, signal_of, models, notices = _description_signal(query, catalog, indexed, build)
     else:
-        answering, notices = text_signals(wanted_signals(indexed, query.weights), build)
+        try:
+            answering, notices = text_signals(wanted_signals(indexed, query.weights), build)
+        except NoTextSignal:
+            if query.mode is not None or found is None:
+                raise
+            # words on screen or said, with no model that compares text with clips: the keyword index answers
+            result = keyword_search(text, query.k, catalog, keywords(), allowed, query.where)
+            result.notices.append("no indexed signal compares text with clips: searched by keyword only")
+            return result
         concepts = signal_concepts(sorted(answering), indexed, query.weights)
         signal_of = {c.key: indexed[c.key] for c in concepts}
         models = {indexed[name]: model for name, model in answering.items()}
@@ -262,6 +271,7 @@ def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextRes
         result = search(query, catalog, lambda spec: models.text_tower(spec, protocol, notices),
                         lambda model_id: vector_index(catalog, index_dir, model_id),
                         lambda: keyword_sync.current(catalog, index_dir, notices))
+        result = replace(result, hits=with_lines(result.hits, catalog, query.text))
     return replace(result, notices=[*notices, *result.notices], root=result.root or str(index_dir.parent.resolve()))
 
 

@@ -48,6 +48,7 @@ class FileListing:
     fps: float | None = None
     codec: str | None = None
     fields: dict = field(default_factory=dict)  # user fields (`convis tag`, --metadata): name -> value
+    lines: tuple = ()  # its timed lines (``TimedLine``: on screen, subtitles, speech) by time
 
 
 def list_files(catalog: Catalog) -> list[FileListing]:
@@ -66,10 +67,10 @@ def list_files(catalog: Catalog) -> list[FileListing]:
            LEFT JOIN embeddings e ON e.unit_id = u.unit_id
                 AND e.indexer IN (SELECT indexer FROM indexers WHERE kind = 'text')
            GROUP BY ALL ORDER BY f.path""").fetchall()
-    fields = catalog.file_fields()
+    fields, lines = catalog.file_fields(), catalog.lines_by_path()
     return [FileListing(path, status, error, duration, width, height,
                         tuple((seg, start, end) for seg, start, end, _, _ in (units or [])), bool(captioned),
                         tuple((boundary, confidence) for _, _, _, boundary, confidence in (units or [])), units_by,
-                        size, mtime, fps, codec, fields.get(path, {}))
+                        size, mtime, fps, codec, fields.get(path, {}), tuple(lines.get(path, ())))
             for path, status, error, duration, width, height, units, captioned, units_by, size, mtime, fps, codec
             in rows]

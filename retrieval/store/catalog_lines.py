@@ -79,6 +79,39 @@ class LineRows(Connection):
             [path, list(sources)] if sources else [path]).fetchall()
         return [_line(r) for r in rows]
 
+    def line_sources(self) -> list[str]:
+        """The sources some stored line is of."""
+        if not self._has_table("text_lines"):
+            return []
+        return [r[0] for r in self.db.execute("SELECT DISTINCT source FROM text_lines ORDER BY source").fetchall()]
+
+    def source_texts(self, source: str) -> dict[int, str]:
+        """unit id -> its lines of ``source`` joined by time, for each indexed unit that has any."""
+        if not self._has_table("text_lines"):
+            return {}
+        rows = self.db.execute(
+            f"""SELECT u.unit_id, string_agg(l.text, ' ' ORDER BY l.start_s, l.origin, l.seq) FROM units u
+                JOIN files f USING (file_id) JOIN text_lines l ON l.content_hash = f.content_hash AND {OVERLAPS}
+                WHERE f.status = 'ok' AND l.source = ? GROUP BY u.unit_id""", [source]).fetchall()
+        return dict(rows)
+
+    def lines_by_path(self) -> dict[str, list[TimedLine]]:
+        """Every indexed file's lines by time, by path (in one query: `convis ls` lists them all)."""
+        if not self._has_table("text_lines"):
+            return {}
+        rows = self.db.execute(f"""SELECT f.path, {_COLUMNS} FROM files f
+                                     JOIN text_lines l ON l.content_hash = f.content_hash
+                                     ORDER BY f.path, l.start_s, l.source, l.origin, l.seq""").fetchall()
+        out: dict[str, list[TimedLine]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(_line(r[1:]))
+        return out
+
+
+def in_unit(line: TimedLine, start: float, end: float) -> bool:
+    """``OVERLAPS`` in Python: whether ``line`` belongs to the unit from ``start`` to ``end``."""
+    return line.start < end and max(line.end, line.start + 1e-6) > start
+
 
 def _line(r) -> TimedLine:
     return TimedLine(source=r[0], origin=r[1], start=r[2], end=r[3], text=r[4], confidence=r[5],

@@ -1,5 +1,5 @@
-"""An index written out as columnar files: its files, units, descriptions, each signal's vectors, and any other
-table the catalog keeps of its files or units, with a manifest naming the index they came from.
+"""An index written out as columnar files: its files, units, descriptions, timed text lines, each signal's
+vectors, and any other table the catalog keeps of its files or units, with a manifest naming the index they came from.
 
 Only reads: the catalog is opened as every reader opens it (``index_dir.reading``: the published snapshot while
 a writer such as an index run or the server holds the file), and nothing is written beside it.
@@ -33,7 +33,7 @@ VECTOR_BATCH = 16_384  # vectors converted at a time
 # tables the export writes in its own shape (vectors, descriptions) or that hold no file's data: the index's
 # settings, its models, its folders' devices, the confidence backgrounds, and the files taken out of it
 # (`convis remove`: no listing shows them)
-OWN_SHAPE = {"files", "units", "embeddings", "descriptions"}
+OWN_SHAPE = {"files", "units", "embeddings", "descriptions", "text_lines"}
 NOT_EXPORTED = {"settings", "indexers", "description_signals", "excluded", "folders", "backgrounds",
                 "removed_files", "removed_units", "removed_embeddings"}
 
@@ -47,6 +47,9 @@ DESCRIPTIONS = """SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, d.* E
     FROM descriptions d JOIN files f ON f.content_hash = d.content_hash
     JOIN units u ON u.file_id = f.file_id AND d.start_s = round(u.start_s, 3) AND d.end_s = round(u.end_s, 3)
     ORDER BY f.path, u.segment, d.concept, d.model, d.revision, d.prompt_version"""
+# a line is kept by the bytes it was read from: one row for each file of those bytes, with its path
+TEXT_LINES = """SELECT f.path, l.* FROM text_lines l JOIN files f ON f.content_hash = l.content_hash
+    ORDER BY f.path, l.start_s, l.source, l.origin, l.seq"""
 VECTORS = """SELECT e.unit_id, f.path, u.segment, u.start_s, u.end_s, e.vector
     FROM embeddings e JOIN units u ON u.unit_id = e.unit_id JOIN files f ON f.file_id = u.file_id
     WHERE e.indexer = ? ORDER BY f.path, u.segment"""
@@ -88,6 +91,8 @@ def _tables(catalog: Catalog, out: Path, fmt: str) -> Iterator[Written]:
     yield copy_query(catalog.db, UNITS.format(shared=shared), out, "units", fmt)
     if "descriptions" in tables:  # a catalog written before descriptions existed has none
         yield copy_query(catalog.db, DESCRIPTIONS, out, "descriptions", fmt)
+    if "text_lines" in tables:  # on-screen text, subtitles and speech, each line with its time
+        yield copy_query(catalog.db, TEXT_LINES, out, "text_lines", fmt)
     for table, columns in tables.items():
         keys = {"file_id", "unit_id", "path"} & columns
         if keys and table not in OWN_SHAPE | NOT_EXPORTED:

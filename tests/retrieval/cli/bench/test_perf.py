@@ -71,3 +71,21 @@ def test_help_names_every_section_the_harness_runs():
     from retrieval.cli.bench.perf import SECTION_NAMES
 
     assert SECTION_NAMES == section_names()
+
+
+def test_the_ocr_section_reports_frames_per_second_and_renders_again(tmp_path):
+    pytest.importorskip("rapidocr_onnxruntime")
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    out = tmp_path / "performance.md"
+    result = CliRunner().invoke(app, ["perf", "--smoke", "--sections", "ocr", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["ocr"]
+    assert row["frames"] > 0 and row["seconds"] > 0 and row["frames_per_s"] == round(row["frames"] / row["seconds"], 3)
+    assert row["provider"] in ("CPU", "CUDA") and "## On-screen text (ocr)" in out.read_text()
+    saved = tmp_path / "report.json"
+    saved.write_text(result.stdout)
+    again = tmp_path / "again.md"
+    assert CliRunner().invoke(app, ["perf", "--from-json", str(saved), "--out", str(again)]).exit_code == 0
+    assert again.read_text() == out.read_text()

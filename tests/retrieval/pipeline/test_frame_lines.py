@@ -1,0 +1,24 @@
+"""How a line reader's frame reads become timed lines: a line on consecutive sampled frames is merged, a frame
+without it ends it, the recogniser's dropped spaces do not split it, another place on screen is another line."""
+
+from indexers.ocr import FrameText
+from retrieval.pipeline.frame_lines import timed_lines
+
+TOP, BOTTOM = (0.1, 0.1, 0.5, 0.2), (0.1, 0.8, 0.5, 0.9)
+
+
+def _read(text, box=TOP, confidence=0.9):
+    return FrameText(text, confidence, box)
+
+
+def test_a_line_on_consecutive_frames_is_one_line_until_a_frame_lacks_it():
+    reads = [(0.0, [_read("GATE 4")]), (1.0, [_read("GATE4", confidence=0.95)]), (2.0, [_read("gate 4")]),
+             (3.0, []), (4.0, [_read("GATE 4")])]
+    lines = timed_lines(reads, "ocr", "rapidocr:x")
+    assert [(x.start, x.end, x.text, x.confidence) for x in lines] == [(0.0, 2.0, "GATE 4", 0.95),
+                                                                       (4.0, 4.0, "GATE 4", 0.9)]
+
+
+def test_the_same_text_elsewhere_on_screen_is_another_line():
+    reads = [(0.0, [_read("EXIT", TOP)]), (1.0, [_read("EXIT", BOTTOM)])]
+    assert [(x.start, x.end, x.box) for x in timed_lines(reads, "ocr", "o")] == [(0.0, 0.0, TOP), (1.0, 1.0, BOTTOM)]
