@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from retrieval.media.scan import find_videos
-from retrieval.pipeline.catalog_settings import CAPTIONER, settle_protocol, settle_root
+from retrieval.pipeline.catalog_settings import (
+    CAPTIONER,
+    remember_readers,
+    remembered_readers,
+    settle_protocol,
+    settle_root,
+)
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import configure_faiss
@@ -87,8 +93,10 @@ class _Run:
             settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
             self.protocol = settle_protocol(catalog, settings.protocol)
             rows = catalog.indexers()
-            specs = list(indexers) or [r.indexer for r in rows] or [self._default_spec()]
+            specs = list(indexers) or [r.indexer for r in rows] + remembered_readers(catalog) or \
+                [self._default_spec()]
             models = run_indexers(specs, rows, self.protocol, self._indexer)
+            remember_readers(catalog, specs, models)
             if (settings.captions is not None or settings.captioner) and not any(m.kind == "text" for m in models):
                 # captions and descriptions are only searchable with a text indexer
                 models += run_indexers(["text"], rows, self.protocol, self._indexer)

@@ -100,6 +100,16 @@ def test_a_second_run_reads_nothing_again(signs):
         assert catalog.db.execute("SELECT count(*) FROM line_runs").fetchone()[0] == before
 
 
+
+def test_a_run_without_indexers_named_reads_new_files_with_the_remembered_reader(signs, tmp_path, example_videos):
+    from tests.indexes import copied_index
+
+    folder = copied_index(signs.parent, tmp_path / "videos")
+    _draw(example_videos / "box.mp4", folder / "box_sign.mp4", "OSPREY", 0.0, 3.0)
+    report = Engine(folder / ".convis").index(folder, [], IndexSettings(workers=1))  # no -i: what earlier runs ran
+    assert report.indexed == 1 and not report.failed
+    assert any(_cer(x.text, "OSPREY") <= 0.05 for x in _lines(folder / ".convis", "box_sign.mp4"))
+
 # -- bad frames, straight to the reader ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def reader():
