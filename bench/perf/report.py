@@ -65,7 +65,8 @@ class PerfReport:
             "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
             "serve": [asdict(r) for r in self.serve],
-            "filter": [{**asdict(r), "ratio": round(r.ratio, 3)} for r in self.filter],
+            "filter": [{**asdict(r), "ratio": round(r.ratio, 3), "cpu_ratio": round(r.cpu_ratio, 3)}
+                       for r in self.filter],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -88,7 +89,7 @@ class PerfReport:
                    list(data.get("runs") or [data["machine"]]),
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
                    rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
-                   rows(FilterResult, "filter", ("ratio",)))
+                   rows(FilterResult, "filter", ("ratio", "cpu_ratio")))
 
 
 def _with_rates(r: IndexingResult) -> dict:
