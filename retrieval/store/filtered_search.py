@@ -9,8 +9,9 @@ exact search of the kept units gives:
   half-precision matrix (``kept_rows``): its scores propose the k + ``EXTRA_CANDIDATES`` best, rescored from the
   index's float32 vectors, and the result stands only when the k-th of them beats the best any row left out could
   score (its half-precision score plus the rounding bound); otherwise that query takes the paths below.  On 100k
-  x 768 vectors a 10% filter took 1.5 to 2 ms a query this way against 7 to 16 ms through the IVF selector and
-  5 to 8 ms reading the float32 rows in place (the unfiltered IVF search: 1.4 ms).  Bounding each list by its
+  x 768 vectors a 10% filter took 1.5 to 2 ms a query this way against 7 to 16 ms through the IVF selector (the
+  unfiltered IVF search: 1.4 ms) on a lightly loaded machine; on a busy one 3.7 against 8.9 ms of CPU (1.65
+  unfiltered), the gathered rows no longer staying in cache.  Bounding each list by its
   centroid and radius (q.c + |q| r) instead, to stop probing early, pruned nothing: radii near 1 on unit vectors
   left every list's bound above the 10th score;
 - an index whose vectors sit in one flat matrix (``Flat``; ``HNSW..`` over flat storage) reads the kept rows
