@@ -26,7 +26,8 @@ _RECALL_HEAD = ["vectors", "index", "factory", "search params", "batch", "querie
                 "recall@100", "build s", "peak RSS MB"]
 _OCR_HEAD = ["clip", "size", "runtime", "frames", "lines", "seconds", "frames/s", "CPU seconds", "frames/CPU s"]
 _FILTER_HEAD = ["vectors", "dim", "index", "factory", "search params", "filter keeps", "queries", "recall@10 vs exact",
-                "p50 ms", "unfiltered p50 ms", "x unfiltered", "build s"]
+                "p50 ms", "unfiltered p50 ms", "x unfiltered", "CPU p50 ms", "unfiltered CPU p50 ms",
+                "x unfiltered (CPU)", "first query ms", "second query ms", "runs", "build s"]
 _SCALING_HEAD = ["video", "workers", "segment s", "units", "windows", "frames", "seconds", "speed-up",
                  "worker peak RSS MB"]
 _CLI_HEAD = ["command", "runs", "median s", "min s", "max s", "CPU s", "median RSS MB", "max RSS MB",
@@ -124,7 +125,8 @@ def _ocr_row(r) -> list:
 def _filter_row(r) -> list:
     return [f"{r.vectors:,}", r.dim, r.index, r.factory, r.params or "-", f"{r.keep:.0%}", r.queries,
             f"{r.recall_at_10:.3f}", f"{r.p50_ms:.2f}", f"{r.unfiltered_p50_ms:.2f}", f"{r.ratio:.1f}",
-            f"{r.build_s:.1f}"]
+            f"{r.cpu_p50_ms:.2f}", f"{r.unfiltered_cpu_p50_ms:.2f}", f"{r.cpu_ratio:.1f}", f"{r.first_ms:.1f}",
+            f"{r.second_ms:.1f}", r.runs, f"{r.build_s:.1f}"]
 
 
 def _scaling_row(r: ScalingResult) -> list:

@@ -39,11 +39,14 @@ def notes(config: PerfConfig) -> list[str]:
     if "filter" in config.sections:
         out.append("Filtered search: the recall section's mixture; a filter keeps a seeded random 1%, 10% or 50% of "
                    "the rows and `VectorIndex.search(query, 10, allowed)` searches them (retrieval/store/"
-                   "filtered_search.py: a Flat or HNSW-over-flat index reads only the kept rows, "
-                   "fvec_inner_products_by_idx; an IVF index scores up to 512 kept rows from their reconstructed "
-                   "vectors, more through FAISS's IDSelectorBitmap over row numbers with every list probed); "
-                   "recall@10 against numpy's exact top 10 of the kept rows; p50 over the queries one by one on one "
-                   "thread, beside the same index's unfiltered p50.")
+                   "filtered_search.py: a filter's first query reads only its kept rows, in place from a Flat or "
+                   "HNSW-over-flat index, through FAISS's IDSelectorBitmap over every list of an IVF index; its "
+                   "second gathers them in half precision (retrieval/store/kept_rows.py) and from then on the "
+                   "half-precision scores propose k + 32 candidates, rescored in float32 and kept only when the "
+                   "rounding bound proves nothing left out ranks higher); recall@10 against numpy's exact top 10 of "
+                   "the kept rows, the lowest over the runs; p50 over the queries one by one on one thread, the "
+                   "median over the runs, each run timing the same index unfiltered beside it; the CPU columns are "
+                   "the searching thread's CPU time (time.thread_time), which leaves out waiting for a core.")
     if "scaling" in config.sections:
         out.append("One long file on every core: the decode stage as an index run drives it (`LocalExecutor` over "
                    "N decode worker processes, the file cut into windows by `unit_windows`: its first unit alone, "

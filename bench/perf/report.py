@@ -68,7 +68,8 @@ class PerfReport:
             "scaling": [asdict(r) for r in self.scaling],
             "cli": [asdict(r) for r in self.cli],
             "serve": [asdict(r) for r in self.serve],
-            "filter": [{**asdict(r), "ratio": round(r.ratio, 3)} for r in self.filter],
+            "filter": [{**asdict(r), "ratio": round(r.ratio, 3), "cpu_ratio": round(r.cpu_ratio, 3)}
+                       for r in self.filter],
             "ocr": [{**asdict(r), "frames_per_s": round(r.frames_per_s, 3),
                      "frames_per_cpu_s": round(r.frames_per_cpu_s, 3)} for r in self.ocr],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
@@ -93,7 +94,7 @@ class PerfReport:
                    list(data.get("runs") or [data["machine"]]),
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
                    rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
-                   rows(FilterResult, "filter", ("ratio",)),
+                   rows(FilterResult, "filter", ("ratio", "cpu_ratio")),
                    rows(OcrResult, "ocr", ("frames_per_s", "frames_per_cpu_s")))
 
 

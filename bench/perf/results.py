@@ -63,10 +63,19 @@ class FilterResult:
     p50_ms: float
     unfiltered_p50_ms: float
     build_s: float
+    first_ms: float = 0.0  # a filter's first query (its kept rows searched in place)
+    second_ms: float = 0.0  # its second (the kept rows gathered in half precision for the next ones)
+    runs: int = 1  # latencies are the median over this many runs
+    cpu_p50_ms: float = 0.0  # the searching thread's CPU time: what the wall clock counts less waiting for a core
+    unfiltered_cpu_p50_ms: float = 0.0
 
     @property
     def ratio(self) -> float:
         return self.p50_ms / self.unfiltered_p50_ms if self.unfiltered_p50_ms > 0 else float("inf")
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.cpu_p50_ms / self.unfiltered_cpu_p50_ms if self.unfiltered_cpu_p50_ms > 0 else float("inf")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from retrieval.cli.options import (
     CompareIndexDirOpt,
     DeviceOpt,
     DiffIndexDirOpt,
+    FilterOpt,
     FreeTextOpt,
     HtmlOpt,
     JsonOpt,
@@ -42,17 +43,19 @@ PairSignalOpt = Annotated[List[str], typer.Option(metavar="CONCEPT=INDEXER", hel
 def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt = False,
             reranker: PairRerankerOpt = None, signal: PairSignalOpt = None, mode: PairModeOpt = "expected",
             symmetric: PairSymmetricOpt = False, rerank_batch: RerankBatchOpt = None,
-            index_dir: CompareIndexDirOpt = None, device: DeviceOpt = None, html: HtmlOpt = None,
-            as_json: JsonOpt = False):
+            index_dir: CompareIndexDirOpt = None, filters: FilterOpt = None, device: DeviceOpt = None,
+            html: HtmlOpt = None, as_json: JsonOpt = False):
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
-    index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker."""
+    index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker. With --where, B's rank is its
+    place among the units the filter keeps (B must be one of them)."""
     from retrieval.engine import CompareRequest, Engine, parse_overrides
 
     check_page(html)
     concepts = concepts_to_score(concept, mode, free_text)
     engine = Engine(_compare_index(index_dir, a, reranker), device=device, rerank_batch=rerank_batch)
     result = engine.compare(CompareRequest(a, b, concepts, reranker, mode, symmetric,
-                                           signal_overrides=parse_overrides(signal or [], free_text)))
+                                           signal_overrides=parse_overrides(signal or [], free_text),
+                                           where=filters or ()))
     if html is not None:
         present.page_written("page", present.write_compare_html(result, a, b, html))
     present.show(result, as_json, present.print_comparison)

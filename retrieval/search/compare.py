@@ -1,7 +1,8 @@
 """A comparison: how similar two clips are, per concept, on the 0-1 scale of a query's scores.
 
 With a reranker the LMM is asked about the two whole files; without one, the index's signals score the pair
-exactly as a query for ``a`` scores ``b`` (which must be indexed), so the numbers match the query's.
+exactly as a query for ``a`` scores ``b`` (which must be indexed), so the numbers match the query's, and ``b``'s
+rank is its place among the query's candidates: every indexed unit, or those the request's ``where`` keeps.
 """
 
 from __future__ import annotations
@@ -54,10 +55,13 @@ def _by_signals(request: CompareRequest, index_dir: Path | None, models: ModelCa
     overrides = request.signal_overrides
     asks_model = bool(signals.split_pair_signals(overrides or {})[1])
     query = QueryRequest(request.a, request.concepts, k=units, start=request.a_span[0], end=request.a_span[1],
-                         signal_overrides=overrides, recall_k=units, rerank_top=units)
+                         signal_overrides=overrides, recall_k=units, rerank_top=units, where=request.where)
     result = run_query(query, index_dir, models, only=wanted if asks_model else None, short_reasons=False)
     hit = next((h for h in result.hits if h.content_hash == wanted and
                 (request.b_start is None or abs(h.start - request.b_start) < 1e-3)), None)  # best first: b's best
+    if hit is None and request.where:
+        raise signals.SignalError(f"{Path(b).name} is not among the units {' and '.join(map(repr, request.where))} "
+                                  "keeps, so it has no rank among them")
     if hit is None:
         raise signals.SignalError(f"{Path(b).name} is not an indexed clip other than the anchor")
     compared = CompareResult.from_query(result.anchor, shown_path(b, result.root), result, hit)

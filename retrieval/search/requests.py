@@ -174,10 +174,15 @@ class CompareRequest:
     signal_overrides: dict[str, str] | None = None
     a_span: Span = (None, None)
     b_start: float | None = None
+    where: Sequence[str] = ()  # FIELD OP VALUE filters: b is ranked among the units they keep (signals only)
 
     def __post_init__(self) -> None:
         _set(self, "concepts", as_concepts(self.concepts))
         check_mode(self.mode)
+        _set(self, "where", check_where(self.where))
+        if self.where and self.reranker is not None:
+            raise signals.SignalError("--where narrows the indexed units b is ranked among; with a reranker only "
+                                      "the pair is asked, so drop one of them")
 
     @property
     def lmms(self) -> tuple:

@@ -188,13 +188,16 @@ class CompareIn(RequestBody):
     mode: Literal["expected", "greedy"] = "expected"
     symmetric: bool = False
     free_text: bool = Field(False, description=FREE_TEXT_HELP)
+    where: list[WhereText] = Field([], max_length=MAX_CONDITIONS, description=WHERE_HELP + " b is ranked among the "
+                                   "units they keep (the index's signals only).")
 
     def to_request(self, resolve: Callable[[str], Path], reranker_for: Callable[[bool], str | None]
                    ) -> CompareRequest:
         """The comparison this body asks (see ``QueryIn.to_request``)."""
         a, b = resolve(self.a), resolve(self.b)
         return CompareRequest(a, b, parsed_concepts(self.concepts, self.free_text), reranker_for(self.rerank),
-                              self.mode, self.symmetric, a_span=(self.a_start, self.a_end), b_start=self.b_start)
+                              self.mode, self.symmetric, a_span=(self.a_start, self.a_end), b_start=self.b_start,
+                              where=self.where)
 
 
 class DiffIn(RequestBody):

@@ -1,10 +1,19 @@
 """A FAISS search restricted to some units, exact over them, so that a filter loses nothing.
 
 Filtering after an approximate search drops what the index never proposed: a filter keeping 1% of the units
-leaves about 1% of the k proposed.  Here the filter is applied inside the search, by one of three paths, chosen
-per call from the index kind and how many units the filter keeps; each gives what an exact search of the kept
-units gives:
+leaves about 1% of the k proposed.  Here the filter is applied inside the search, by one of four paths, chosen
+per call from the index kind, how many units the filter keeps and whether it was seen before; each gives what an
+exact search of the kept units gives:
 
+- a filter that comes back (or a batch of queries) is answered from its kept rows gathered once into a
+  half-precision matrix (``kept_rows``): its scores propose the k + ``EXTRA_CANDIDATES`` best, rescored from the
+  index's float32 vectors, and the result stands only when the k-th of them beats the best any row left out could
+  score (its half-precision score plus the rounding bound); otherwise that query takes the paths below.  On 100k
+  x 768 vectors a 10% filter took 1.5 to 2 ms a query this way against 7 to 16 ms through the IVF selector (the
+  unfiltered IVF search: 1.4 ms) on a lightly loaded machine; on a busy one 3.7 against 8.9 ms of CPU (1.65
+  unfiltered), the gathered rows no longer staying in cache.  Bounding each list by its
+  centroid and radius (q.c + |q| r) instead, to stop probing early, pruned nothing: radii near 1 on unit vectors
+  left every list's bound above the 10th score;
 - an index whose vectors sit in one flat matrix (``Flat``; ``HNSW..`` over flat storage) reads the kept rows
   only: one inner product a kept row (``fvec_inner_products_by_idx``), or for a batch of queries the kept rows
   gathered into one matrix and one BLAS product.  Its cost is reading the kept vectors, so a filter is never
@@ -20,36 +29,60 @@ units gives:
 
 from __future__ import annotations
 
+from typing import Callable
+
 import faiss
 import numpy as np
+
+from retrieval.store.kept_rows import Cache, Gathered
 
 # At most this many kept rows of an index without flat storage are scored from their reconstructed vectors
 # (about 1.5 us a row); more are left to FAISS's selector, a bit test per indexed row plus a product per kept one.
 FEW_ROWS = 512
-# A batch of at least this many queries gathers the kept rows once and multiplies (BLAS); fewer score in place,
-# one query's kept rows at a time, with no copy of them.
+# A batch of at least this many queries gathers the kept rows once: in half precision, kept for the filter's later
+# queries (``kept_rows``), or, when they do not fit there, as float32 rows of a flat matrix for one BLAS product.
+# Fewer queries score in place, one query's kept rows at a time, until the filter comes back.
 GATHER_FROM_QUERIES = 20
+# Half-precision candidates rescored in float32 a query: the k best and this many more, so that the k-th exact score
+# usually clears the bound on every row left out (otherwise the query is searched exactly)
+EXTRA_CANDIDATES = 32
+REFINED_ROWS = 16_384  # candidate vectors read back at once (48 MB at 768-d): a batch is rescored in parts
+CACHE = Cache()  # filters gathered in this process, shared by every index (keyed by the index's identity)
 # Unit ids up to this many times the row count are looked up in a table indexed by id (4 bytes an id: 32 MB at
 # most for 1M units), sparser ones by binary search.
 SPARSE_IDS = 8
 
 
 def search(index: faiss.Index, queries: np.ndarray, k: int, allowed: np.ndarray,
-           rows: "Rows") -> tuple[np.ndarray, np.ndarray]:
+           rows: "Rows", key: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(scores, ids) of the ``k`` best of ``allowed`` (unit ids) for each query row of ``index`` (an IDMap2 over
-    the catalog's unit ids, as ``VectorIndex`` builds; ``rows``: where it stores each); missing slots have id -1."""
+    the catalog's unit ids, as ``VectorIndex`` builds; ``rows``: where it stores each); missing slots have id -1.
+    ``key``: the index's identity, under which a filter's kept rows may be gathered (``kept_rows``)."""
     allowed = _sorted_unique(np.asarray(allowed, dtype=np.int64))
     if len(allowed) == 0 or index.ntotal == 0:
         return _empty(len(queries), k)
     at = rows.of(allowed)
-    held = allowed[at >= 0]
+    held, kept = allowed[at >= 0], at[at >= 0]
     inner = faiss.downcast_index(index.index)
     flat = _flat_storage(inner)
-    if flat is not None:
-        return _scanned(flat, queries, k, held, at[at >= 0])
-    if len(held) <= FEW_ROWS:
-        return _scored(index, queries, k, held)
-    return _selected(inner, queries, k, at[at >= 0], rows.ids)
+
+    def exact(asked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if flat is not None:
+            return _scanned(flat, asked, k, held, kept)
+        if len(held) <= FEW_ROWS:
+            return _scored(index, asked, k, held)
+        return _selected(inner, asked, k, kept, rows.ids)
+
+    if key is not None and len(kept) > max(FEW_ROWS, k + EXTRA_CANDIDATES):  # else every kept row is a candidate
+        read = _reader(inner, flat, rows)
+        gathered = CACHE.get(key, np.ascontiguousarray(kept, dtype=np.int64), inner.d, len(queries),
+                             GATHER_FROM_QUERIES, read)
+        if gathered is not None:
+            step = max(1, REFINED_ROWS // (k + EXTRA_CANDIDATES))  # queries rescored at a time
+            parts = [_refined(gathered, read, queries[at:at + step], k, rows.ids, exact)
+                     for at in range(0, len(queries), step)]
+            return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return exact(queries)
 
 
 class Rows:
@@ -67,6 +100,13 @@ class Rows:
         if 0 < len(id_map) < 2**31 and self._sorted[0] >= 0 and top <= SPARSE_IDS * len(id_map):
             self._table = np.full(top, -1, np.int32)
             self._table[id_map] = np.arange(len(id_map), dtype=np.int32)
+
+    def places(self, ivf) -> tuple[np.ndarray, np.ndarray]:
+        """(list, offset in it) of each row of the inverted-file index ``ivf``, read from its direct map once."""
+        if getattr(self, "_places", None) is None:
+            packed = faiss.vector_to_array(ivf.direct_map.array)  # list << 32 | offset
+            self._places = (packed >> 32, packed & 0xFFFFFFFF)
+        return self._places
 
     def of(self, ids: np.ndarray) -> np.ndarray:
         """The row of each of ``ids``; -1 for an id the index does not hold."""
@@ -108,6 +148,62 @@ def _scanned(flat: faiss.IndexFlat, queries: np.ndarray, k: int, ids: np.ndarray
         faiss.fvec_inner_products_by_idx(faiss.swig_ptr(scores[at]), faiss.swig_ptr(query), flat.get_xb(),
                                          faiss.swig_ptr(rows), flat.d, 1, len(rows))
     return _best(scores, ids, k)
+
+
+def _reader(inner: faiss.Index, flat: faiss.IndexFlat | None, rows: "Rows") -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving the float32 vectors at some rows of ``inner`` (``flat``: its flat storage, if any)."""
+    if flat is not None:
+        matrix = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d).reshape(flat.ntotal, flat.d)
+        return lambda at: matrix[at]
+    ivf = _ivf(inner)
+    def read(at: np.ndarray) -> np.ndarray:
+        if len(at) > FEW_ROWS and _lists_in_memory(ivf):
+            return _from_lists(ivf, rows.places(ivf), at)  # many rows: a list at a time
+        return inner.reconstruct_batch(np.ascontiguousarray(at, dtype=np.int64))
+    return read
+
+
+def _lists_in_memory(ivf) -> bool:
+    """Whether ``ivf`` keeps whole float32 vectors in in-memory lists with a row -> (list, offset) array."""
+    return (isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFlat) and ivf.metric_type == faiss.METRIC_INNER_PRODUCT
+            and ivf.direct_map.type == faiss.DirectMap.Array
+            and isinstance(faiss.downcast_InvertedLists(ivf.invlists), faiss.ArrayInvertedLists))
+
+
+def _from_lists(ivf, places: tuple[np.ndarray, np.ndarray], at: np.ndarray) -> np.ndarray:
+    """The vectors at rows ``at`` of an IVF-Flat index, copied from its lists a list at a time: FAISS's own
+    reconstruct_batch took 340 ms for 10,000 rows of a 100k x 768 index, this about a tenth of it."""
+    lists, offsets = places[0][at], places[1][at]
+    out = np.empty((len(at), ivf.d), np.float32)
+    order = np.argsort(lists, kind="stable")
+    starts = np.flatnonzero(np.r_[True, lists[order][1:] != lists[order][:-1]])
+    for first, end in zip(starts, np.r_[starts[1:], len(order)], strict=True):
+        chosen = order[first:end]
+        listed = int(lists[chosen[0]])
+        size = ivf.invlists.list_size(listed)
+        codes = faiss.rev_swig_ptr(ivf.invlists.get_codes(listed), size * ivf.code_size)
+        out[chosen] = codes.view(np.float32).reshape(size, ivf.d)[offsets[chosen]]
+    return out
+
+
+def _refined(gathered: Gathered, read: Callable[[np.ndarray], np.ndarray], queries: np.ndarray, k: int,
+             ids: np.ndarray, exact: Callable) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best kept rows by float32 score among the half-precision search's best; a query whose k-th score
+    does not clear the best score any row left out could have (its half-precision score plus the rounding bound)
+    is searched ``exact``-ly instead, so the result is always the exact one."""
+    wanted = k + EXTRA_CANDIDATES  # fewer than the kept rows (``search``)
+    approx, at = gathered.index.search(queries, wanted)
+    candidates = gathered.rows[at]  # (queries, wanted) row numbers
+    vectors = read(candidates.ravel()).reshape(len(queries), wanted, -1)
+    scores = np.einsum("qwd,qd->qw", vectors, queries)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    top_scores, top_rows = np.take_along_axis(scores, order, axis=1), np.take_along_axis(candidates, order, axis=1)
+    reach = approx[:, -1] + gathered.bound(np.linalg.norm(queries, axis=1))  # the best any row left out may score
+    unsure = ~(top_scores[:, -1] > reach)  # NaN included
+    top_scores, top_ids = top_scores.astype(np.float32), ids[top_rows]
+    if unsure.any():
+        top_scores[unsure], top_ids[unsure] = exact(queries[unsure])
+    return top_scores, top_ids
 
 
 def _scored(index: faiss.Index, queries: np.ndarray, k: int, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,8 +15,9 @@ import json
 import math
 import re
 import threading
+import uuid
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection
 
@@ -114,6 +115,9 @@ class VectorIndex:
     factory: str
     generation: int
     search_params: str = ""  # e.g. "nprobe=16"; FAISS ParameterSpace syntax
+    # what this index holds, so that a filter gathered once serves every load of the same file: when loaded, the
+    # file's checksum with its size, generation and factory; when built, a fresh token
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @classmethod
     def build(cls, ids: np.ndarray, matrix: np.ndarray, generation: int, factory: str | None = None,
@@ -152,7 +156,7 @@ class VectorIndex:
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if allowed is not None:
             def run():
-                return filtered_search.search(self.index, queries, k, allowed, self.rows)
+                return filtered_search.search(self.index, queries, k, allowed, self.rows, self.key)
         elif len(queries) >= FEW_QUERIES:
             return _batch_search(self.index, queries, k)
         else:
@@ -217,7 +221,8 @@ class VectorIndex:
             _apply(index, params)
         except ValueError:
             return None  # parameters this index does not have: rebuild rather than search wrongly
-        return cls(index, meta["factory"], int(meta["generation"]), params)
+        return cls(index, meta["factory"], int(meta["generation"]), params,
+                   f"{meta['crc32']}:{index.ntotal}:{meta['generation']}:{meta['factory']}")
 
 
 def _of_signal(meta: dict, path: Path, signal: str, signals: Collection[str]) -> bool:

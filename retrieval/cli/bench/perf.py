@@ -75,7 +75,7 @@ def perf(
     dim: Annotated[Optional[int], typer.Option("--dim", min=8, help="Vector dimension for recall.")] = None,
     sections: Annotated[Optional[str], typer.Option("--sections", help=SECTIONS_HELP)]
     = None,
-    repeat: Annotated[Optional[int], typer.Option("--repeat", min=1, help="Runs per indexing/rerank measurement "
+    repeat: Annotated[Optional[int], typer.Option("--repeat", min=1, help="Runs per indexing/rerank/filter measurement "
                                                   "(the median is reported).")] = None,
     copies: Annotated[Optional[int], typer.Option("--copies", min=1, help="Index each clip this many times "
                                                   "(hard links) so start-up costs amortise.")] = None,

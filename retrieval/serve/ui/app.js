@@ -442,6 +442,18 @@ function hitRows(hit, result) {
   return rows;
 }
 
+// a keyword or hybrid search's hit: its place in each list the fusion ranked (none: not in that list) and the
+// query's words its texts hold, as the command line's kw rank / vec rank / matched columns say them
+function listRanks(hit) {
+  if (!("keyword_rank" in hit)) return null;
+  const place = (rank) => rank === null || rank === undefined ? "–" : `#${rank}`;
+  const terms = hit.matched_terms?.length ? hit.matched_terms.flatMap((t, i) => [i ? " " : null, el("span", {class: "term"}, t)]) : ["none"];
+  return el("div", {class: "list-ranks meta"},
+    el("span", {class: "keyword-rank", title: "rank in the keyword (BM25) list"}, `keyword ${place(hit.keyword_rank)}`),
+    " · ", el("span", {class: "vector-rank", title: "rank in the vector list"}, `vector ${place(hit.vector_rank)}`),
+    " · ", el("span", {class: "matched"}, "matched: ", ...terms));
+}
+
 // a result is one card and one tab stop: its poster (scrubbed by the pointer, played on a click or tap), its
 // scores and its actions; keys act on the focused card (see onKey), its buttons are for the pointer
 function hitCard(hit, result) {
@@ -457,7 +469,7 @@ function hitCard(hit, result) {
                          "data-path": hit.path, "data-start": hit.start, "data-confidence": hit.confidence || "",
                          "aria-label": `result ${hit.rank}: ${hit.path} ${fmtSpan(hit.start, hit.end)}`,
                          "aria-keyshortcuts": canCompare ? "Enter Space" : "Space"},
-    poster(hit), head, scoreRows(hitRows(hit, result)),
+    poster(hit), head, listRanks(hit), scoreRows(hitRows(hit, result)),
     el("div", {class: "actions"},
        el("button", {type: "button", class: "more", tabindex: "-1", onclick: () => moreLikeThis(hit)}, "More like this"),
        canCompare ? el("button", {type: "button", class: "compare-button", tabindex: "-1",

@@ -18,6 +18,7 @@ def test_every_index_kind_and_share_is_measured_and_finds_the_exact_filtered_top
     assert [(r.index, r.keep) for r in rows] == [(kind, keep) for kind in ("exact", "IVF", "HNSW") for keep in KEEPS]
     assert all(r.recall_at_10 == 1.0 and r.queries == 6 and r.vectors == 1500 for r in rows)
     assert all(np.isfinite(r.p50_ms) and r.unfiltered_p50_ms > 0 for r in rows)
+    assert all(r.runs == 1 and r.first_ms > 0 and r.second_ms > 0 and r.cpu_p50_ms > 0 for r in rows)
     report = PerfReport(MACHINE, {}, filter=rows)
     assert PerfReport.from_dict(report.as_dict()).filter == rows
     judged = {target: met for target, _, met in checks(report)}

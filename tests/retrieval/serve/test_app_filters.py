@@ -135,3 +135,33 @@ def test_text_search_sends_its_mode_and_the_filters(app_url, page):
     page.wait_for_function(SHOWN, arg="cup")
     assert page.input_value("#mode") == "keyword" and chips(page) == ["duration < 9"]
     assert not page.errors, page.errors
+
+
+def test_a_hybrid_search_card_shows_its_keyword_and_vector_ranks_and_matched_words(app_url, page):
+    ready(page, app_url + "/")
+    page.fill("#text", "a hand holds")
+    page.select_option("#mode", "hybrid")
+    with page.expect_response(lambda r: urlparse(r.url).path == "/search") as answered:
+        page.click("#text-search")
+    page.wait_for_function(SHOWN, arg=None)
+    hits = {hit["rank"]: hit for hit in answered.value.json()["hits"]}
+    assert any(hit["keyword_rank"] for hit in hits.values()) and any(hit["vector_rank"] for hit in hits.values())
+    cards = page.eval_on_selector_all(HITS, """cards => cards.map((li) => ({rank: Number(li.dataset.rank),
+      keyword: li.querySelector('.list-ranks .keyword-rank').textContent,
+      vector: li.querySelector('.list-ranks .vector-rank').textContent,
+      terms: [...li.querySelectorAll('.list-ranks .term')].map((t) => t.textContent)}))""")
+    assert cards
+    for card in cards:
+        hit = hits[card["rank"]]
+        for list_name in ("keyword", "vector"):
+            rank = hit[f"{list_name}_rank"]
+            assert card[list_name] == f"{list_name} " + ("–" if rank is None else f"#{rank}")
+        assert card["terms"] == hit["matched_terms"]
+    assert {"hand"} <= {t for card in cards for t in card["terms"]}
+    assert not page.errors, page.errors
+
+
+def test_an_anchor_query_card_has_no_list_ranks(app_url, page):
+    ready(page, app_url + QUERY)
+    page.wait_for_function(SHOWN, arg=None)
+    assert page.eval_on_selector_all(".list-ranks", "nodes => nodes.length") == 0

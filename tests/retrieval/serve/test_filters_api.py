@@ -33,6 +33,16 @@ def test_query_takes_where_in_its_body(client):
     assert {h["path"] for h in answer.json()["hits"]} == {"campus_01.mp4", "campus_02.mp4"}
 
 
+def test_compare_ranks_b_among_the_units_its_where_keeps(client):
+    body = {"a": "cup.mp4", "b": "campus_02.mp4", "concepts": ["main-objects"]}
+    everything = client.post("/compare", json=body)
+    narrowed = client.post("/compare", json={**body, "where": ["name glob 'campus_0[12].mp4'"]})
+    assert everything.status_code == 200 and narrowed.status_code == 200, narrowed.text
+    assert narrowed.json()["rank"] in (1, 2) and narrowed.json()["concepts"] == everything.json()["concepts"]
+    left_out = client.post("/compare", json={**body, "where": ["name = campus_01.mp4"]})
+    assert left_out.status_code == 400 and "campus_02.mp4 is not among the units" in left_out.text
+
+
 def test_fields_lists_the_built_in_fields_and_operators(client):
     answer = client.get("/fields")
     assert answer.status_code == 200, answer.text
