@@ -8,6 +8,7 @@ from typing import Sequence
 from bench.perf.results import (
     CliResult,
     DescribeResult,
+    DupesBenchResult,
     FilterResult,
     IndexingResult,
     LmmRerankResult,
@@ -31,8 +32,10 @@ from bench.perf.targets import (
 )
 from retrieval.core.user_files import read_json
 
+DUPES_SECONDS = 60  # the target for grouping 100k units
 # the report's row lists, in measuring order
-PARTS = ("indexing", "recall", "filter", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve")
+PARTS = ("indexing", "recall", "filter", "dupes", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli",
+         "serve")
 
 
 @dataclass
@@ -51,6 +54,7 @@ class PerfReport:
     rerank_lmm: list[LmmRerankResult] = field(default_factory=list)  # each LMM family's pairs/s (--shape)
     describe: list[DescribeResult] = field(default_factory=list)  # each LMM family's captions/s (--shape)
     filter: list[FilterResult] = field(default_factory=list)  # filtered search: recall@10 and latency
+    dupes: list[DupesBenchResult] = field(default_factory=list)  # near-duplicate grouping of 100k units
 
     def as_dict(self) -> dict:
         return {
@@ -66,6 +70,7 @@ class PerfReport:
             "cli": [asdict(r) for r in self.cli],
             "serve": [asdict(r) for r in self.serve],
             "filter": [{**asdict(r), "ratio": round(r.ratio, 3)} for r in self.filter],
+            "dupes": [asdict(r) for r in self.dupes],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -88,7 +93,7 @@ class PerfReport:
                    list(data.get("runs") or [data["machine"]]),
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
                    rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
-                   rows(FilterResult, "filter", ("ratio",)))
+                   rows(FilterResult, "filter", ("ratio",)), rows(DupesBenchResult, "dupes"))
 
 
 def _with_rates(r: IndexingResult) -> dict:
@@ -102,6 +107,8 @@ def checks(report: PerfReport) -> list[Check]:
         found += decode_checks(report.indexing, decoder)
     for decoder, threads in measured_settings(report.indexing):
         found += pipeline_checks(report.indexing, decoder, threads)
+    found += [("100k units grouped as near-duplicates in under a minute", f"{r.total_s:.1f} s for {r.units:,}",
+               r.total_s < DUPES_SECONDS) for r in report.dupes if r.units >= 100_000]
     return found + recall_checks(report.recall) + filter_checks(report.filter) + rerank_checks(report.rerank) \
         + long_video_checks(report.long_video) \
         + scaling_checks(report.scaling) + cli_checks(report.cli) + serve_checks(report.serve)
