@@ -8,9 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
-from retrieval.engine import Engine, IndexSettings
 from tests.indexes import copied_index
-from tests.near_copies import DISTINCT, make_set, pairs_of
+from tests.near_copies import DISTINCT, pairs_of
 
 runner = CliRunner()
 
@@ -20,12 +19,8 @@ def invoke(*args):
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory):
-    """The folder of originals and copies, indexed once with the fingerprint indexer; and the true copy pairs."""
-    folder = tmp_path_factory.mktemp("near-copies") / "videos"
-    truth = make_set(folder)
-    Engine(folder / ".convis").index(folder, ["fingerprint"], IndexSettings(workers=1))
-    return folder, truth
+def copies(near_copies):
+    return near_copies
 
 
 def dupes_json(folder, *args) -> dict:
