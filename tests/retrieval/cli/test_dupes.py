@@ -103,3 +103,12 @@ def test_a_unit_level_list_or_no_list_is_refused_by_remove(copies, tmp_path):
     for args in (["--from-file", listing], ["--from-file", tmp_path / "missing.txt"], []):
         result = invoke("remove", "--index-dir", copies[0], *args)
         assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+
+
+def test_html_shows_each_group_side_by_side_with_frames(copies, tmp_path):
+    page = tmp_path / "dupes.html"
+    result = invoke("dupes", copies[0], "--where", "name glob 'cup*'", "--html", page)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert text.count("<h2>group") == 1 and "cup_half_scale.mp4" in text
+    assert text.count("data:image/jpeg;base64,") == 8  # four frames for each of the two members
