@@ -810,6 +810,9 @@ def run_search(state: ServerState, text: str, k: int, concept: str | None = None
 def run_dupes(state: ServerState, level: str, threshold: float | None, indexer: str | None,
               where: Sequence[str], keep: str) -> dict:
     data = state.engine.dupes(DupesRequest(level, threshold, indexer, tuple(where), keep)).as_dict()
+    for member in (m for group in data["groups"] for m in group["members"]):  # what the web view shows
+        member.update(poster=poster_url(member["path"], member["start"], member["end"]),
+                      media=media_url(member["path"]))
     data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
     return data
 
@@ -873,7 +876,7 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
 
 # -- the web UI: real files served as package data, vanilla JS, no external resources -------------
 UI_FILES = {"app.js": "text/javascript", "removed.js": "text/javascript", "diff.js": "text/javascript",
-            "app.css": "text/css", "gallery.css": "text/css"}
+            "app.css": "text/css", "gallery.css": "text/css", "dupes.html": "text/html"}
 
 
 @functools.cache
