@@ -42,6 +42,18 @@ INDEXERS.add(
 )
 
 INDEXERS.add(
+    "fingerprint", "indexers.fingerprint:build_fingerprint",
+    default_source="pixels",
+    claims=("fingerprint",),
+    description="copy fingerprint from the pixels (no weights): where things move and how the frame looks, "
+                "8x8 grid ranks, 128-d; what `convis dupes` groups by",
+    card={protocol: model_card("up to 240 a unit: " + RULE_TEXT["rate"].replace("rate", "2 a second", 1),
+                               "decoder-scaled; central 80% in an 8x8 grid", "ranks of mean grey and of mean "
+                               "frame-to-frame change per cell", "fp32") for protocol in PROTOCOLS},
+    weights=lambda source: "none: computed from the pixels",
+)
+
+INDEXERS.add(
     "dinov2", "indexers.dinov2:build_dinov2",
     default_source="facebook/dinov2-large",
     claims=("dinov2",),

@@ -46,6 +46,7 @@ from retrieval.search.compose import Change as Change  # a query's change with i
 from retrieval.search.query import run_query
 from retrieval.search.requests import CompareRequest as CompareRequest  # the faces import the request values here
 from retrieval.search.requests import DiffRequest as DiffRequest
+from retrieval.search.requests import DupesRequest as DupesRequest
 from retrieval.search.requests import QueryRequest as QueryRequest
 from retrieval.search.requests import SearchRequest as SearchRequest
 from retrieval.search.requests import as_concepts
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.run import IndexReport, Progress
     from retrieval.search.diff import DiffRanking
+    from retrieval.search.dupes import DupesResult
 
 
 TEXT_TOWER, INDEXER = "text tower", "indexer"  # what a WarmStep builds
@@ -138,6 +140,12 @@ class Engine:
 
         self.models.check_lmms(request.lmms)
         return run_diff(request, self.index_dir, self.models, progress)
+
+    def dupes(self, request: DupesRequest) -> DupesResult:
+        """The index's near-duplicate files or units in groups, each with the one to keep (see DupesRequest)."""
+        from retrieval.search.dupes import run_dupes  # FAISS range search and SciPy's graphs: this verb's alone
+
+        return run_dupes(request, self.index_dir)
 
     # -- indexing and describing -------------------------------------------
     def index(self, folder: str | Path, indexers: Sequence[str] = (), settings: IndexSettings | None = None, *,

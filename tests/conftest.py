@@ -91,3 +91,15 @@ def captions_embedded_once():
 
     with each_caption_embedded_once():
         yield
+
+
+@pytest.fixture(scope="session")
+def near_copies(tmp_path_factory) -> tuple[Path, set]:
+    """Example clips and copies of them made by ffmpeg (tests/near_copies.py), indexed once with the fingerprint
+    indexer: the folder, and the file pairs that are copies."""
+    from tests.near_copies import make_set
+
+    folder = tmp_path_factory.mktemp("near-copies") / "videos"
+    truth = make_set(folder)
+    Engine(folder / ".convis").index(folder, ["fingerprint"], IndexSettings(workers=1))
+    return folder, truth

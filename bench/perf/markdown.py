@@ -39,6 +39,8 @@ _RERANK_HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decod
 
 _LMM_RERANK_HEAD = ["family", "shape", "device", "batch", "sharing", "pairs", "concepts", "seconds", "pairs/s",
                     "vision calls", "prefix passes", "pair passes", "GPU peak GB", "GPU busy in kernels"]
+_DUPES_HEAD = ["units", "dim", "index", "threshold", "unit pairs", "groups", "copies found", "precision",
+              "range search s", "total s"]
 _DESCRIBE_HEAD = ["family", "shape", "device", "way", "units a batch", "units", "answers", "new tokens",
                   "generate calls", "seconds", "answers/s", "tokens/s", "GPU peak GB", "GPU busy in kernels"]
 
@@ -58,6 +60,10 @@ def markdown(report: PerfReport) -> str:
         parts += ["## Filtered search\n", _table(_FILTER_HEAD, [_filter_row(r) for r in report.filter])]
     if report.ocr:
         parts += ["## On-screen text (ocr)\n", _table(_OCR_HEAD, [_ocr_row(r) for r in report.ocr])]
+    if report.dupes:
+        parts += ["## Near-duplicates\n", _table(_DUPES_HEAD, [[f"{r.units:,}", r.dim, r.factory, r.threshold,
+                                                               r.unit_pairs, r.groups, r.recall, r.precision,
+                                                               r.search_s, r.total_s] for r in report.dupes])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
     if report.rerank_lmm:

@@ -9,6 +9,7 @@ from bench.perf.ocr import OcrResult
 from bench.perf.results import (
     CliResult,
     DescribeResult,
+    DupesBenchResult,
     FilterResult,
     IndexingResult,
     LmmRerankResult,
@@ -32,9 +33,10 @@ from bench.perf.targets import (
 )
 from retrieval.core.user_files import read_json
 
+DUPES_SECONDS = 60  # the target for grouping 100k units
 # the report's row lists, in measuring order
-PARTS = ("indexing", "recall", "filter", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve",
-         "ocr")
+PARTS = ("indexing", "recall", "filter", "dupes", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli",
+         "serve", "ocr")
 
 
 @dataclass
@@ -54,6 +56,7 @@ class PerfReport:
     describe: list[DescribeResult] = field(default_factory=list)  # each LMM family's captions/s (--shape)
     filter: list[FilterResult] = field(default_factory=list)  # filtered search: recall@10 and latency
     ocr: list[OcrResult] = field(default_factory=list)  # the ocr indexer's frames/s
+    dupes: list[DupesBenchResult] = field(default_factory=list)  # near-duplicate grouping of 100k units
 
     def as_dict(self) -> dict:
         return {
@@ -72,6 +75,7 @@ class PerfReport:
                        for r in self.filter],
             "ocr": [{**asdict(r), "frames_per_s": round(r.frames_per_s, 3),
                      "frames_per_cpu_s": round(r.frames_per_cpu_s, 3)} for r in self.ocr],
+            "dupes": [asdict(r) for r in self.dupes],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -95,7 +99,7 @@ class PerfReport:
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
                    rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
                    rows(FilterResult, "filter", ("ratio", "cpu_ratio")),
-                   rows(OcrResult, "ocr", ("frames_per_s", "frames_per_cpu_s")))
+                   rows(OcrResult, "ocr", ("frames_per_s", "frames_per_cpu_s")), rows(DupesBenchResult, "dupes"))
 
 
 def _with_rates(r: IndexingResult) -> dict:
@@ -109,6 +113,8 @@ def checks(report: PerfReport) -> list[Check]:
         found += decode_checks(report.indexing, decoder)
     for decoder, threads in measured_settings(report.indexing):
         found += pipeline_checks(report.indexing, decoder, threads)
+    found += [("100k units grouped as near-duplicates in under a minute", f"{r.total_s:.1f} s for {r.units:,}",
+               r.total_s < DUPES_SECONDS) for r in report.dupes if r.units >= 100_000]
     return found + recall_checks(report.recall) + filter_checks(report.filter) + rerank_checks(report.rerank) \
         + long_video_checks(report.long_video) \
         + scaling_checks(report.scaling) + cli_checks(report.cli) + serve_checks(report.serve)

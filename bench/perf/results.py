@@ -190,3 +190,19 @@ class DescribeResult:
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.seconds if self.seconds > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class DupesBenchResult:
+    """``dupes`` on synthetic units: the range search and the whole grouping, with the planted copies found."""
+
+    units: int
+    dim: int
+    factory: str
+    threshold: float
+    unit_pairs: int
+    groups: int
+    recall: float  # of the planted copy file pairs
+    precision: float
+    search_s: float
+    total_s: float

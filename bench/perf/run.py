@@ -9,6 +9,7 @@ from typing import Callable
 
 from bench.perf.cli_session import run_cli
 from bench.perf.config import Footage, PerfConfig, Progress
+from bench.perf.dupes import run_dupes
 from bench.perf.filtered import run_filter
 from bench.perf.footage import list_clips, make_clips
 from bench.perf.indexing import run_indexing
@@ -51,6 +52,9 @@ SECTIONS: dict[str, Section] = {
                                   "--sizes) in exact, IVF and HNSW indices, keeping 1%, 10% and 50%: recall@10 against "
                                   "an exact search of the kept rows, and latency against the same index unfiltered",
                       needs_clips=False),
+    "dupes": Section(run_dupes, "`convis dupes` grouping 100,000 synthetic units (smoke: the first --sizes), a tenth "
+                                "of the files copied: range search and groups, seconds and the copies found",
+                     needs_clips=False),
     "rerank": Section(run_rerank, "reranking cost, cold and again from the score cache"),
     "rerank_lmm": Section(run_lmm_rerank, "each LMM family's pairs/s at batch 1 and its default batch, prompt "
                                           "sharing on and off, its work counts, GPU memory and kernel share "

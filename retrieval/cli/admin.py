@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, List
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -30,22 +30,34 @@ def repair(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: Json
     present.print_repair(where, Engine(where).repair(), as_json)
 
 
-FilesArg = Annotated[List[Path], typer.Argument(metavar="FILE", help="Indexed files: paths as you see them, or "
-                                                "relative to the indexed folder.")]
+FilesArg = Annotated[Optional[List[Path]], typer.Argument(metavar="FILE", help="Indexed files: paths as you see "
+                                                          "them, or relative to the indexed folder.",
+                                                          show_default=False)]
+FromFileOpt = Annotated[Optional[Path], typer.Option("--from-file", metavar="LIST", help="Also the files LIST names: "
+                                                     "one path a line, relative to the indexed folder (blank lines and "
+                                                     "# comments skipped), or the JSON `convis dupes --json` prints "
+                                                     "(its drop list).")]
 UndoOpt = Annotated[bool, typer.Option("--undo", help="Put removed files back: their stored vectors are searchable at "
                                        "once, nothing is embedded again.")]
 
 
-def remove(files: FilesArg, index_dir: RemoveIndexDirOpt = None, undo: UndoOpt = False, as_json: JsonOpt = False):
+def remove(files: FilesArg = None, index_dir: RemoveIndexDirOpt = None, undo: UndoOpt = False,
+           from_file: FromFileOpt = None, as_json: JsonOpt = False):
     """Take files out of the index: no search, listing or count shows them, and later `convis index` runs skip them
     (they stay removed until undone); the files stay on disk and their vectors are kept, so --undo puts them back
     searchable at once. `convis ls --removed` lists them."""
+    from retrieval.cli.drop_list import read_drop_list
     from retrieval.engine import Engine
 
+    files = list(files or [])
+    listed = read_drop_list(from_file) if from_file is not None else []
+    if not files and not listed:
+        raise UserError("name the files to remove, or --from-file LIST" if from_file is None else
+                        f"{from_file} lists no file to remove")
     engine = Engine(resolve_index_dir(index_dir, *files))
     # a file that exists here is named by where it is (a symlink as itself, not its target); any other path is
-    # taken relative to the indexed folder
-    named = [Path(os.path.abspath(f)) if os.path.lexists(f) else f for f in files]
+    # taken relative to the indexed folder, as a list's paths are
+    named = [Path(os.path.abspath(f)) if os.path.lexists(f) else f for f in files] + listed
     present.print_removed(engine.unremove(named) if undo else engine.remove(named), undo, as_json)
 
 

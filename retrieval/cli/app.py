@@ -19,7 +19,7 @@ try:  # typer carries its own copy of click since 0.22
 except ImportError:
     from click import exceptions as click_errors
 
-from retrieval.cli import admin, compare, export, index, pages, present, query, tag
+from retrieval.cli import admin, compare, dupes, export, index, pages, present, query, tag
 from retrieval.cli.console import PlainUsage
 from retrieval.cli.present import err, fail, out, shown
 
@@ -102,7 +102,7 @@ app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True,
                   help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.",
                   epilog=EXIT_CODES)
 for command in (index.index, index.describe, query.query, query.search, compare.compare, compare.diff, pages.serve,
-                admin.info, admin.repair, admin.remove, tag.tag, export.export):
+                admin.info, admin.repair, admin.remove, tag.tag, export.export, dupes.dupes):
     app.command(cls=PlainUsage)(command)
 app.command("ls", cls=PlainUsage)(admin.list_files)
 app.command(cls=PlainUsage)(admin.models)

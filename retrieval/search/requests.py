@@ -20,6 +20,7 @@ from retrieval.core.ranges import in_range
 from retrieval.core.signal_kinds import parse_signal
 from retrieval.search import hybrid, signals
 from retrieval.search.compose import Change
+from retrieval.search.dupes import KEEP, LEVELS, DupesError
 from retrieval.search.text_query import TextQuery, check_text
 from retrieval.store.where import parse as parse_where
 
@@ -158,6 +159,31 @@ class SearchRequest:
 
     def text_query(self) -> TextQuery:
         return TextQuery(self.text, self.k, self.weights, self.recall_k, self.concept_key, self.where, self.mode)
+
+
+@dataclass(frozen=True)
+class DupesRequest:
+    """Near-duplicate ``level`` items ("file" or "unit") of the index, grouped: pairs at least ``threshold``
+    alike (None: read from the index's background, ``--auto``) by ``indexer``'s vectors (None: the fingerprint's
+    when indexed), among the units ``where`` keeps; in each group the one to keep by ``keep``."""
+
+    level: str = "file"
+    threshold: float | None = None
+    indexer: str | None = None
+    where: Sequence[str] = ()
+    keep: str = "longest"
+
+    def __post_init__(self) -> None:
+        _set(self, "where", check_where(self.where))
+        if self.level not in LEVELS:
+            raise DupesError(f"--level is one of {', '.join(LEVELS)}, not {self.level!r}")
+        if self.keep not in KEEP:
+            raise DupesError(f"--keep is one of {', '.join(KEEP)}, not {self.keep!r}")
+        threshold = self.threshold
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                      or not in_range(threshold, 0.5, 1.0, low_open=True)):
+            raise DupesError(f"--threshold is a similarity above 0.5 and at most 1 (as query scores read), not "
+                             f"{threshold!r}")
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,15 @@ from retrieval.core.defaults import (
     UPLOAD_QUOTA_BYTES,
 )
 from retrieval.core.errors import ConvisError, one_line
-from retrieval.engine import CompareRequest, DiffRequest, Engine, NoIndexError, QueryRequest, SearchRequest
+from retrieval.engine import (
+    CompareRequest,
+    DiffRequest,
+    DupesRequest,
+    Engine,
+    NoIndexError,
+    QueryRequest,
+    SearchRequest,
+)
 from retrieval.media.preview import PreviewError, Previews
 from retrieval.media.scan import VIDEO_EXTENSIONS
 from retrieval.media.video_decoder import VideoDecoder
@@ -466,6 +474,13 @@ STATUS = Query("ok", description="ok: the indexed units; failed, unavailable: th
                "taken out of the index (`convis remove`), each with when (`removed_at`) and whether its vectors are "
                "kept (`kept`: POST /files/{ref}/restore puts it back searchable at once).")
 SEARCH_WHERE = Query([], max_length=MAX_CONDITIONS, description=WHERE_HELP, examples=[["duration > 10"]])
+DUPES_LEVEL = Query("file", pattern="^(file|unit)$", description="file: copies of whole files (a trimmed copy "
+                    "counts when its matching units cover most of it); unit: single units.")
+DUPES_THRESHOLD = Query(None, gt=0.5, le=1.0, allow_inf_nan=False, description="Similarity from which two units are "
+                        "copies (default: read from the index's background, as `convis dupes --auto`).")
+DUPES_INDEXER = Query(None, min_length=1, max_length=200, description="Whose vectors to compare (default: "
+                      "fingerprint when indexed, else the first visual indexer).")
+DUPES_KEEP = Query("longest", pattern="^(longest|resolution|oldest)$", description="Which member of a group to keep.")
 SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
                        "(written at index time), e.g. location.", examples=["location"])
 SEARCH_MODE = Query(None, pattern="^(vector|keyword|hybrid)$", description="vector: the text towers' similarity; "
@@ -581,6 +596,13 @@ def _add_asking_routes(app: FastAPI, state: ServerState) -> None:
     async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT,
                      where: list[WhereText] = SEARCH_WHERE, mode: str | None = SEARCH_MODE):
         return await state.answer(run_search, state, text, k, concept, where, mode)
+
+    @app.get("/dupes", summary="Near-duplicate files or units in groups, one to keep in each and the rest to drop "
+             "(as `convis dupes --json`)", responses=responses(400, 422, 503))
+    async def dupes(level: str = DUPES_LEVEL, threshold: float | None = DUPES_THRESHOLD,
+                    indexer: str | None = DUPES_INDEXER, where: list[WhereText] = SEARCH_WHERE,
+                    keep: str = DUPES_KEEP):
+        return await state.answer(run_dupes, state, level, threshold, indexer, where, keep)
 
     @app.get("/fields", summary="The fields a `where` filter may name in this index (built-in, then the user's "
              "from `convis tag` and --metadata), each one's kind, and the operators", responses=responses(503))
@@ -788,6 +810,16 @@ def run_search(state: ServerState, text: str, k: int, concept: str | None = None
     return data
 
 
+def run_dupes(state: ServerState, level: str, threshold: float | None, indexer: str | None,
+              where: Sequence[str], keep: str) -> dict:
+    data = state.engine.dupes(DupesRequest(level, threshold, indexer, tuple(where), keep)).as_dict()
+    for member in (m for group in data["groups"] for m in group["members"]):  # what the web view shows
+        member.update(poster=poster_url(member["path"], member["start"], member["end"]),
+                      media=media_url(member["path"]))
+    data.update(notices=[state.public(n) for n in data["notices"]], root=state.root.name)
+    return data
+
+
 def fields_answer(state: ServerState) -> dict:
     kinds = state.engine.fields()
     return {"fields": [{"name": name, "kind": kind} for name, kind in kinds.items()], "operators": list(OPERATORS)}
@@ -847,7 +879,7 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
 
 # -- the web UI: real files served as package data, vanilla JS, no external resources -------------
 UI_FILES = {"app.js": "text/javascript", "removed.js": "text/javascript", "diff.js": "text/javascript",
-            "app.css": "text/css", "gallery.css": "text/css"}
+            "app.css": "text/css", "gallery.css": "text/css", "dupes.html": "text/html"}
 
 
 @functools.cache

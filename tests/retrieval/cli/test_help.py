@@ -12,7 +12,7 @@ from tests.paths import ROOT
 
 runner = CliRunner()
 COMMANDS = [[], ["index"], ["query"], ["compare"], ["serve"], ["info"], ["ls"], ["export"], ["tag"], ["models"],
-            ["bench"], ["bench", "retrieval"], ["bench", "correlation"]]
+            ["bench"], ["bench", "retrieval"], ["bench", "correlation"], ["dupes"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "convis")

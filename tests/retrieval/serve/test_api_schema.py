@@ -42,7 +42,8 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 STATEFUL_CHECKS = [*CHECKS, use_after_free, ensure_resource_availability]
 READS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST /query", "POST /compare", "POST /diff",
          "GET /search", "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}", "GET /previews/{ref}",
-         "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery", "GET /fields"]
+         "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery", "GET /fields",
+         "GET /dupes"]
 CHANGES = ["POST /index/files", "DELETE /files/{ref}", "POST /files/{ref}/restore", "POST /index/runs"]
 WRITES = ["GET /index/job", *CHANGES]
 OPERATIONS = READS + WRITES
@@ -64,6 +65,7 @@ def accepting(path: str, *statuses: str) -> dict:
 CONFIG = {"checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "404"]}},
           "operations": [accepting("^/uploads$", "415"),
                          accepting("^/search$", "400"),
+                         accepting("^/dupes$", "400"),  # an indexer this index lacks, a filter's unknown field
                          accepting("^/(query|compare|diff|export/gallery|strips/|thumbs/|frame/)", "400", "404"),
                          accepting("^/(index/files|files/)", "404", "409"),
                          accepting("^/index/runs$", "409")]}
