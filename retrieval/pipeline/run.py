@@ -29,7 +29,7 @@ from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
-from retrieval.pipeline import availability, description_index
+from retrieval.pipeline import availability, description_index, subtitle_lines
 from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
@@ -85,6 +85,7 @@ class IndexReport:
     described: int = 0  # units a captioner described in this run (each: a caption and one answer per concept)
     describe_calls: int = 0  # model calls it made
     describe_unreadable: int = 0  # answers stored as unreadable
+    subtitle_reads: int = 0  # subtitle files and streams read (new or changed) into the catalog's lines
     concept_files: int = 0  # files whose caption or concept text files (<stem>.txt, <stem>.location.txt) were stored
     describe_seconds: float = 0.0  # time the captioner took
     description_vectors: int = 0  # descriptions embedded into their concept's signal in this run
@@ -100,6 +101,7 @@ class IndexReport:
             "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
             "described": self.described, "describe_calls": self.describe_calls,
             "describe_unreadable": self.describe_unreadable, "concept_files": self.concept_files,
+            "subtitle_reads": self.subtitle_reads,
             "describe_seconds": round(self.describe_seconds, 3),
             "captions_per_second": captions_per_second(self.describe_calls, self.describe_seconds),
             "description_vectors": self.description_vectors, "description_signals": self.description_signals,
@@ -170,6 +172,7 @@ class IndexRun:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
         self.progress("start", {"total": len(jobs)})
         self._embed(jobs)
+        self._subtitle_pass(root)
         self._caption_pass()
         self._describe_pass(root)
         self._description_vectors()
@@ -327,6 +330,13 @@ class IndexRun:
         self.report.failed.append((found.rel, reason))
         if found.path:
             self.catalog.record_failure(found.rel, found.size, found.mtime, reason, transient)
+
+    def _subtitle_pass(self, root: Path) -> None:
+        """Every indexed file's subtitles (sidecar files and text streams) into the catalog's timed lines."""
+        problems = subtitle_lines.sync(self.catalog, root)
+        self.report.subtitle_reads += problems.files
+        for text in problems.notes():
+            self.note(text)
 
     def _caption_pass(self) -> None:
         """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""
