@@ -50,14 +50,15 @@ def sync(catalog: Catalog, root: Path) -> SubtitleProblems:
     """Read what changed of every indexed file's subtitles into the catalog; files offline are left as they are."""
     problems = SubtitleProblems()
     listings: dict[Path, list[str]] = {}
-    for digest, paths in _files_by_bytes(catalog, root).items():
+    for digest, paths in files_by_bytes(catalog, root).items():
         found = [s for p in paths for s in sidecars(p, _names(listings, p.parent))]
         _sync_sidecars(catalog, digest, {s.path.name: s for s in found}, problems)
         _sync_streams(catalog, digest, paths[0], problems)
     return problems
 
 
-def _files_by_bytes(catalog: Catalog, root: Path) -> dict[str, list[Path]]:
+def files_by_bytes(catalog: Catalog, root: Path) -> dict[str, list[Path]]:
+    """The paths here now of each indexed file's bytes (files offline or failed left out)."""
     by_bytes: dict[str, list[Path]] = defaultdict(list)
     for rel, state in sorted(catalog.file_states().items()):
         path = root / rel
