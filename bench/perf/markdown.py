@@ -41,6 +41,10 @@ _DESCRIBE_HEAD = ["family", "shape", "device", "way", "units a batch", "units", 
                   "generate calls", "seconds", "answers/s", "tokens/s", "GPU peak GB", "GPU busy in kernels"]
 
 
+_SPEECH_HEAD = ["model", "device", "track", "sound s", "voiced s", "spans", "Whisper calls", "lines",
+                "sound s/s, VAD", "sound s/s, VAD + Whisper"]
+
+
 def markdown(report: PerfReport) -> str:
     parts = ["# Performance\n"] + [_run_line(run) for run in report.runs or [report.machine]]
     if report.indexing:
@@ -54,6 +58,8 @@ def markdown(report: PerfReport) -> str:
         parts += ["## Recall\n", _table(_RECALL_HEAD, [_recall_row(r) for r in report.recall])]
     if report.filter:
         parts += ["## Filtered search\n", _table(_FILTER_HEAD, [_filter_row(r) for r in report.filter])]
+    if report.speech:
+        parts += ["## Speech\n", _table(_SPEECH_HEAD, [_speech_row(r) for r in report.speech])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
     if report.rerank_lmm:
@@ -117,6 +123,11 @@ def _filter_row(r) -> list:
     return [f"{r.vectors:,}", r.dim, r.index, r.factory, r.params or "-", f"{r.keep:.0%}", r.queries,
             f"{r.recall_at_10:.3f}", f"{r.p50_ms:.2f}", f"{r.unfiltered_p50_ms:.2f}", f"{r.ratio:.1f}",
             f"{r.build_s:.1f}"]
+
+
+def _speech_row(r) -> list:
+    return [r.model, r.device, r.track, f"{r.audio_s:g}", f"{r.voiced_s:g}", r.spans, r.calls, r.lines,
+            f"{r.vad_audio_per_s:.1f}", f"{r.audio_per_s:.1f}"]
 
 
 def _scaling_row(r: ScalingResult) -> list:

@@ -15,6 +15,7 @@ from bench.perf.results import (
     RerankResult,
     ScalingResult,
     ServeLoadResult,
+    SpeechResult,
 )
 from bench.perf.targets import (
     Check,
@@ -32,7 +33,8 @@ from bench.perf.targets import (
 from retrieval.core.user_files import read_json
 
 # the report's row lists, in measuring order
-PARTS = ("indexing", "recall", "filter", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve")
+PARTS = ("indexing", "recall", "filter", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli", "serve",
+         "speech")
 
 
 @dataclass
@@ -51,6 +53,7 @@ class PerfReport:
     rerank_lmm: list[LmmRerankResult] = field(default_factory=list)  # each LMM family's pairs/s (--shape)
     describe: list[DescribeResult] = field(default_factory=list)  # each LMM family's captions/s (--shape)
     filter: list[FilterResult] = field(default_factory=list)  # filtered search: recall@10 and latency
+    speech: list[SpeechResult] = field(default_factory=list)  # the speech indexer: seconds of sound a second
 
     def as_dict(self) -> dict:
         return {
@@ -66,6 +69,8 @@ class PerfReport:
             "cli": [asdict(r) for r in self.cli],
             "serve": [asdict(r) for r in self.serve],
             "filter": [{**asdict(r), "ratio": round(r.ratio, 3)} for r in self.filter],
+            "speech": [{**asdict(r), "audio_per_s": round(r.audio_per_s, 2),
+                        "vad_audio_per_s": round(r.vad_audio_per_s, 2)} for r in self.speech],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -88,7 +93,8 @@ class PerfReport:
                    list(data.get("runs") or [data["machine"]]),
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
                    rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
-                   rows(FilterResult, "filter", ("ratio",)))
+                   rows(FilterResult, "filter", ("ratio",)),
+                   rows(SpeechResult, "speech", ("audio_per_s", "vad_audio_per_s")))
 
 
 def _with_rates(r: IndexingResult) -> dict:
