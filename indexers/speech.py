@@ -16,6 +16,7 @@ import numpy as np
 SAMPLE_RATE = 16_000  # what both silero-vad and Whisper take
 DEFAULT_CHECKPOINT = "openai/whisper-small"  # multilingual, 244M parameters: runs on a CPU, faster on a GPU
 MAX_NEW_TOKENS = 200  # a 30 s window says at most a few hundred tokens; a random model must stop somewhere
+WINDOW_S = 30.0  # Whisper hears 30 s at a time: a longer voiced span is heard in pieces of at most this
 GPU_BATCH = 8  # voiced spans a GPU transcribes at once (bf16); a CPU takes one at a time
 
 
@@ -59,13 +60,14 @@ class SpeechRecognizer:
 
     def transcribe(self, audio: np.ndarray, spans: Sequence[tuple[float, float]]) -> list[SpokenLine]:
         """Whisper's timed lines on each voiced span, in the file's seconds (a chunk's times held to its span)."""
+        spans = [piece for span in spans for piece in _pieces(*span)]
         if not spans:
             return []
         asr = self._pipeline()
         inputs = [{"raw": audio[int(a * SAMPLE_RATE):int(b * SAMPLE_RATE)], "sampling_rate": SAMPLE_RATE}
                   for a, b in spans]
         self.calls += len(inputs)
-        outputs = asr(inputs, return_timestamps=True, chunk_length_s=30,
+        outputs = asr(inputs, return_timestamps=True,
                       batch_size=GPU_BATCH if self.device.startswith("cuda") else 1,
                       generate_kwargs={"max_new_tokens": self._max_new_tokens(asr)})
         lines = []
@@ -94,6 +96,13 @@ class SpeechRecognizer:
             self._asr = pipeline("automatic-speech-recognition", model=self.checkpoint, device=self.device,
                                  dtype=torch.bfloat16 if on_gpu else torch.float32)
         return self._asr
+
+
+def _pieces(start: float, end: float) -> list[tuple[float, float]]:
+    """A voiced span cut into pieces Whisper hears whole (at most ``WINDOW_S`` each, of equal length)."""
+    count = max(1, int(np.ceil((end - start) / WINDOW_S)))
+    step = (end - start) / count
+    return [(start + i * step, start + (i + 1) * step if i < count - 1 else end) for i in range(count)]
 
 
 def _span_lines(start: float, end: float, out: dict) -> list[SpokenLine]:

@@ -45,3 +45,11 @@ def test_whisper_lines_lie_within_their_voiced_span(speech, whisper):
     assert recognizer.calls == len(spans) == 1
     assert all(spans[0][0] <= x.start <= x.end <= spans[0][1] and x.text for x in lines)
     assert recognizer.stamp == f"{whisper}@local"
+
+
+def test_a_voiced_span_longer_than_whispers_window_is_heard_in_pieces(whisper):
+    recognizer = SpeechRecognizer(str(whisper))
+    audio = np.random.default_rng(0).standard_normal(int(65 * SAMPLE_RATE)).astype(np.float32) * 0.1
+    lines = recognizer.transcribe(audio, [(0.0, 65.0)])
+    assert recognizer.calls == 3  # 65 s: three pieces of 21.7 s, each within Whisper's 30 s
+    assert all(0.0 <= x.start <= x.end <= 65.0 for x in lines)
