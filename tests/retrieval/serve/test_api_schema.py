@@ -42,7 +42,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 STATEFUL_CHECKS = [*CHECKS, use_after_free, ensure_resource_availability]
 READS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST /query", "POST /compare", "POST /diff",
          "GET /search", "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}", "GET /previews/{ref}",
-         "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery", "GET /fields"]
+         "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery", "GET /fields", "GET /lines/{ref}"]
 CHANGES = ["POST /index/files", "DELETE /files/{ref}", "POST /files/{ref}/restore", "POST /index/runs"]
 WRITES = ["GET /index/job", *CHANGES]
 OPERATIONS = READS + WRITES
