@@ -36,10 +36,10 @@ bench-demo: install
 		--captioner out/bench-demo/models/qwen2-vl/tiny --vqascore out/bench-demo/models/llava-onevision/tiny
 
 # torchcodec decodes with the system's FFmpeg shared libraries (Debian's ffmpeg package brings them); OpenCV,
-# which the shot detector imports, needs libGL and GLib
+# which the shot detector imports, needs libGL and GLib; the speech tests speak with espeak-ng
 ffmpeg:
-	(test -x /usr/bin/ffmpeg && ldconfig -p | grep -q 'libGL.so.1 ' && ldconfig -p | grep -q libgthread-2.0) || \
-		(apt-get update -qq && apt-get install -y -qq ffmpeg libgl1 libglib2.0-0)
+	(test -x /usr/bin/ffmpeg && test -x /usr/bin/espeak-ng && ldconfig -p | grep -q 'libGL.so.1 ' && ldconfig -p | grep -q libgthread-2.0) || \
+		(apt-get update -qq && apt-get install -y -qq ffmpeg libgl1 libglib2.0-0 espeak-ng)
 
 # The browser test drives Debian's Chromium (no browser download happens anywhere).
 browser:

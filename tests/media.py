@@ -173,3 +173,43 @@ def frames_that_decode(path: Path) -> tuple[int, list[int], float]:
         listed, fps = max(len(packets), stream.frames), float(stream.average_rate)
     order = sorted(packets)
     return listed, sorted(order.index(pts) for pts in decoded), fps
+
+
+SPEECH_RATE = 16_000
+
+
+def spoken(text: str, folder: Path) -> np.ndarray:
+    """``text`` said by espeak-ng, as 16 kHz mono float32 samples trimmed to where its voice is (|x| > 0.01)."""
+    import subprocess
+
+    from retrieval.media.audio import decode_audio
+
+    wav = folder / "spoken.wav"
+    subprocess.run(["espeak-ng", "-w", str(wav), text], check=True)
+    samples = decode_audio(wav)
+    loud = np.flatnonzero(np.abs(samples) > 0.01)
+    return samples[loud[0]:loud[-1] + 1]
+
+
+def tone(seconds: float, hz: float = 440.0) -> np.ndarray:
+    t = np.arange(int(seconds * SPEECH_RATE)) / SPEECH_RATE
+    return (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * SPEECH_RATE), np.float32)
+
+
+def with_sound(video: Path, samples: np.ndarray, out: Path) -> Path:
+    """``video`` with ``samples`` (16 kHz mono) as its AAC sound track."""
+    import subprocess
+    import wave
+
+    wav = out.with_suffix(".wav")
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(SPEECH_RATE)
+        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", str(video), "-i", str(wav), "-c:v", "copy",
+                    "-c:a", "aac", str(out)], check=True)
+    wav.unlink()
+    return out

@@ -45,6 +45,10 @@ _DESCRIBE_HEAD = ["family", "shape", "device", "way", "units a batch", "units", 
                   "generate calls", "seconds", "answers/s", "tokens/s", "GPU peak GB", "GPU busy in kernels"]
 
 
+_SPEECH_HEAD = ["model", "device", "track", "sound s", "voiced s", "spans", "Whisper calls", "lines",
+                "sound s/s, VAD", "sound s/s, VAD + Whisper"]
+
+
 def markdown(report: PerfReport) -> str:
     parts = ["# Performance\n"] + [_run_line(run) for run in report.runs or [report.machine]]
     if report.indexing:
@@ -64,6 +68,8 @@ def markdown(report: PerfReport) -> str:
         parts += ["## Near-duplicates\n", _table(_DUPES_HEAD, [[f"{r.units:,}", r.dim, r.factory, r.threshold,
                                                                r.unit_pairs, r.groups, r.recall, r.precision,
                                                                r.search_s, r.total_s] for r in report.dupes])]
+    if report.speech:
+        parts += ["## Speech\n", _table(_SPEECH_HEAD, [_speech_row(r) for r in report.speech])]
     if report.rerank:
         parts += ["## Reranking\n", _table(_RERANK_HEAD, [_rerank_row(r) for r in report.rerank])]
     if report.rerank_lmm:
@@ -133,6 +139,11 @@ def _filter_row(r) -> list:
             f"{r.recall_at_10:.3f}", f"{r.p50_ms:.2f}", f"{r.unfiltered_p50_ms:.2f}", f"{r.ratio:.1f}",
             f"{r.cpu_p50_ms:.2f}", f"{r.unfiltered_cpu_p50_ms:.2f}", f"{r.cpu_ratio:.1f}", f"{r.first_ms:.1f}",
             f"{r.second_ms:.1f}", r.runs, f"{r.build_s:.1f}"]
+
+
+def _speech_row(r) -> list:
+    return [r.model, r.device, r.track, f"{r.audio_s:g}", f"{r.voiced_s:g}", r.spans, r.calls, r.lines,
+            f"{r.vad_audio_per_s:.1f}", f"{r.audio_per_s:.1f}"]
 
 
 def _scaling_row(r: ScalingResult) -> list:

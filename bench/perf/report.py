@@ -17,6 +17,7 @@ from bench.perf.results import (
     RerankResult,
     ScalingResult,
     ServeLoadResult,
+    SpeechResult,
 )
 from bench.perf.targets import (
     Check,
@@ -36,7 +37,7 @@ from retrieval.core.user_files import read_json
 DUPES_SECONDS = 60  # the target for grouping 100k units
 # the report's row lists, in measuring order
 PARTS = ("indexing", "recall", "filter", "dupes", "rerank", "rerank_lmm", "describe", "long_video", "scaling", "cli",
-         "serve", "ocr")
+         "serve", "ocr", "speech")
 
 
 @dataclass
@@ -57,6 +58,7 @@ class PerfReport:
     filter: list[FilterResult] = field(default_factory=list)  # filtered search: recall@10 and latency
     ocr: list[OcrResult] = field(default_factory=list)  # the ocr indexer's frames/s
     dupes: list[DupesBenchResult] = field(default_factory=list)  # near-duplicate grouping of 100k units
+    speech: list[SpeechResult] = field(default_factory=list)  # the speech indexer: seconds of sound a second
 
     def as_dict(self) -> dict:
         return {
@@ -76,6 +78,8 @@ class PerfReport:
             "ocr": [{**asdict(r), "frames_per_s": round(r.frames_per_s, 3),
                      "frames_per_cpu_s": round(r.frames_per_cpu_s, 3)} for r in self.ocr],
             "dupes": [asdict(r) for r in self.dupes],
+            "speech": [{**asdict(r), "audio_per_s": round(r.audio_per_s, 2),
+                        "vad_audio_per_s": round(r.vad_audio_per_s, 2)} for r in self.speech],
             "checks": [dict(zip(("target", "measured", "met"), c, strict=False)) for c in checks(self)],
         }
 
@@ -99,7 +103,8 @@ class PerfReport:
                    rows(LmmRerankResult, "rerank_lmm", ("pairs_per_s",)),
                    rows(DescribeResult, "describe", ("answers_per_s", "tokens_per_s")),
                    rows(FilterResult, "filter", ("ratio", "cpu_ratio")),
-                   rows(OcrResult, "ocr", ("frames_per_s", "frames_per_cpu_s")), rows(DupesBenchResult, "dupes"))
+                   rows(OcrResult, "ocr", ("frames_per_s", "frames_per_cpu_s")), rows(DupesBenchResult, "dupes"),
+                   rows(SpeechResult, "speech", ("audio_per_s", "vad_audio_per_s")))
 
 
 def _with_rates(r: IndexingResult) -> dict:

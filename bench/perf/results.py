@@ -206,3 +206,28 @@ class DupesBenchResult:
     precision: float
     search_s: float
     total_s: float
+
+
+@dataclass(frozen=True)
+class SpeechResult:
+    """The speech indexer on one generated sound track: voice detection alone, then with Whisper on the voiced
+    spans; seconds of sound each gets through a second."""
+
+    model: str
+    device: str
+    track: str  # what the track holds: "speech, silence and tones", "silence"
+    audio_s: float
+    voiced_s: float
+    spans: int
+    calls: int  # voiced spans handed to Whisper
+    lines: int
+    vad_s: float  # wall seconds of voice detection
+    total_s: float  # wall seconds of detection and recognition
+
+    @property
+    def vad_audio_per_s(self) -> float:
+        return self.audio_s / self.vad_s if self.vad_s > 0 else math.inf
+
+    @property
+    def audio_per_s(self) -> float:
+        return self.audio_s / self.total_s if self.total_s > 0 else math.inf

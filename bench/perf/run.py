@@ -25,6 +25,7 @@ from bench.perf.rerank import run_rerank
 from bench.perf.scaling import run_scaling
 from bench.perf.search import run_recall
 from bench.perf.serve_load import run_serve_load
+from bench.perf.speech import run_speech
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,6 +75,10 @@ SECTIONS: dict[str, Section] = {
                                     "720p file; --segment units, default 10 s)", needs_clips=False),
     "ocr": Section(run_ocr, "the ocr indexer on the clips (a smoke run: the first), read as an index run reads "
                             "them: frames/s in wall and in CPU time, lines found"),
+    "speech": Section(run_speech, "the speech indexer on a generated minute of sound (espeak-ng speech, silences, "
+                                  "tones; and silence alone): seconds of sound a second for silero-vad alone and with "
+                                  "a tiny random Whisper on the voiced spans, and the spans it was handed",
+                      needs_clips=False),
     "long_video": Section(run_long_video, "peak memory of indexing one long video, whole and in segments",
                           needs_clips=False, chosen_by=lambda config: config.long_video is not None),
 }

@@ -19,6 +19,8 @@ from retrieval.pipeline.catalog_settings import (
     settle_root,
 )
 from retrieval.pipeline.settings import IndexSettings
+from retrieval.pipeline.speech_lines import SETTING as SPEECH_SETTING
+from retrieval.pipeline.speech_lines import checkpoint_of, split_specs
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import configure_faiss
 from retrieval.store.index_dir import NoIndexError, has_index, protocol_of, repair
@@ -27,6 +29,7 @@ from retrieval.store.vectors import check_folder
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
+    from indexers.speech import SpeechRecognizer
     from retrieval.model_cache import ModelCache
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.run import Executor, IndexReport, Progress, Scan
@@ -93,8 +96,8 @@ class _Run:
             settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
             self.protocol = settle_protocol(catalog, settings.protocol)
             rows = catalog.indexers()
-            specs = list(indexers) or [r.indexer for r in rows] + remembered_readers(catalog) or \
-                [self._default_spec()]
+            asked, speech = split_specs(indexers)
+            specs = asked or [r.indexer for r in rows] + remembered_readers(catalog) or [self._default_spec()]
             models = run_indexers(specs, rows, self.protocol, self._indexer)
             remember_readers(catalog, specs, models)
             if (settings.captions is not None or settings.captioner) and not any(m.kind == "text" for m in models):
@@ -110,7 +113,17 @@ class _Run:
             if settings.captioner:
                 catalog.set_setting(CAPTIONER, settings.captioner)  # what `convis describe` asks by default
             return IndexRun(catalog, self.index_dir, models, executor, settings, self.progress,
-                            captioner=captioner).run(folder, scan)
+                            captioner=captioner, speech=self._speech(catalog, speech)).run(folder, scan)
+
+    def _speech(self, catalog: Catalog, asked: str | None) -> SpeechRecognizer | None:
+        """The speech indexer asked for now, else the one the index was last asked for (kept for later runs)."""
+        from indexers.speech import SpeechRecognizer
+        from retrieval.core.device import pick_device
+
+        if asked is not None:
+            catalog.set_setting(SPEECH_SETTING, asked)
+        spec = asked or catalog.setting(SPEECH_SETTING)
+        return SpeechRecognizer(checkpoint_of(spec), device=str(pick_device(self.models.device))) if spec else None
 
     def _indexer(self, spec: str) -> Indexer:
         """The model for ``spec`` as this run samples with it."""

@@ -20,6 +20,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 import numpy as np
 
 from indexers.base import Indexer
+from indexers.speech import SpeechRecognizer
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.segmentation import describe as describe_units
@@ -29,7 +30,7 @@ from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
-from retrieval.pipeline import availability, description_index
+from retrieval.pipeline import availability, description_index, speech_lines, subtitle_lines
 from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
@@ -86,6 +87,10 @@ class IndexReport:
     described: int = 0  # units a captioner described in this run (each: a caption and one answer per concept)
     describe_calls: int = 0  # model calls it made
     describe_unreadable: int = 0  # answers stored as unreadable
+    speech_files: int = 0  # files whose sound track the speech indexer heard in this run
+    speech_calls: int = 0  # voiced spans it handed to the recogniser (silence and music: none)
+    speech_seconds: float = 0.0  # time it took, voice detection included
+    subtitle_reads: int = 0  # subtitle files and streams read (new or changed) into the catalog's lines
     concept_files: int = 0  # files whose caption or concept text files (<stem>.txt, <stem>.location.txt) were stored
     describe_seconds: float = 0.0  # time the captioner took
     description_vectors: int = 0  # descriptions embedded into their concept's signal in this run
@@ -101,6 +106,8 @@ class IndexReport:
             "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
             "described": self.described, "describe_calls": self.describe_calls,
             "describe_unreadable": self.describe_unreadable, "concept_files": self.concept_files,
+            "subtitle_reads": self.subtitle_reads, "speech_files": self.speech_files,
+            "speech_calls": self.speech_calls, "speech_seconds": round(self.speech_seconds, 3),
             "describe_seconds": round(self.describe_seconds, 3),
             "captions_per_second": captions_per_second(self.describe_calls, self.describe_seconds),
             "description_vectors": self.description_vectors, "description_signals": self.description_signals,
@@ -141,8 +148,9 @@ class IndexRun:
 
     def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], executor: Executor,
                  settings: IndexSettings = IndexSettings(), progress: Progress | None = None,
-                 captioner: Describer | None = None):
+                 captioner: Describer | None = None, speech: SpeechRecognizer | None = None):
         self.catalog, self.index_dir = catalog, Path(index_dir)
+        self.speech = speech  # hears each file's sound track once (``speech_lines``), or None
         self.captioner = captioner  # a video LMM that describes each unit once (``describe``), or None
         self.visual = [ix for ix in indexers if ix.kind != "text" and not is_reader(ix)]
         self.textual = [ix for ix in indexers if ix.kind == "text"]
@@ -172,6 +180,8 @@ class IndexRun:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
         self.progress("start", {"total": len(jobs)})
         self._embed(jobs)
+        self._subtitle_pass(root)
+        self._speech_pass(root)
         self._caption_pass()
         self._describe_pass(root)
         self._description_vectors()
@@ -337,6 +347,26 @@ class IndexRun:
         self.report.failed.append((found.rel, reason))
         if found.path:
             self.catalog.record_failure(found.rel, found.size, found.mtime, reason, transient)
+
+    def _subtitle_pass(self, root: Path) -> None:
+        """Every indexed file's subtitles (sidecar files and text streams) into the catalog's timed lines."""
+        problems = subtitle_lines.sync(self.catalog, root)
+        self.report.subtitle_reads += problems.files
+        for text in problems.notes():
+            self.note(text)
+
+    def _speech_pass(self, root: Path) -> None:
+        """The speech indexer hears every file it has not heard yet (files with subtitles are left to them)."""
+        if self.speech is None:
+            return
+        started, calls = time.perf_counter(), self.speech.calls
+        counts = speech_lines.sync(self.catalog, root, self.speech)
+        self.report.speech_files += counts.heard
+        self.report.speech_calls += self.speech.calls - calls
+        self.report.speech_seconds += time.perf_counter() - started
+        if counts.heard:
+            self.note(f"speech: heard {counts.heard} file(s), {counts.seconds:.1f} s of sound, "
+                      f"{counts.voiced_seconds:.1f} s of it voiced: {counts.lines} line(s)")
 
     def _caption_pass(self) -> None:
         """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""

@@ -89,6 +89,7 @@ from retrieval.serve.guards import LOOPBACK, MULTIPART_SLACK, allowed_hosts, gua
 from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks, media_url
+from retrieval.serve.transcript import transcript_routes
 from retrieval.serve.uploads import UPLOAD_REF, UPLOADS, UploadStore
 from retrieval.serve.warmup import Warmup
 from retrieval.serve.workers import Workers
@@ -424,6 +425,7 @@ def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str
     _add_error_handlers(app, state)
     _add_routes(app, state)
     app.include_router(evidence_routes(state))
+    app.include_router(transcript_routes(state))
     app.include_router(write_routes(state))
     return app
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 DEFAULT_OUT = Path("docs/performance.md")
 # the registry's names (bench.perf.section_names(); a test keeps them equal), written out so that help imports
 # none of the harness (FAISS, DuckDB, the decoders)
-SECTION_NAMES = ("indexing", "recall", "filter", "dupes", "rerank", "describe", "cli", "serve", "scaling", "ocr")
+SECTION_NAMES = ("indexing", "recall", "filter", "dupes", "rerank", "describe", "cli", "serve", "scaling", "ocr",
+                 "speech")
 SECTIONS_HELP = f"Comma-separated: {','.join(SECTION_NAMES)}."
 
 

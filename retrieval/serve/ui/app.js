@@ -513,7 +513,29 @@ function playIn(box, hit) {
     video.autoplay = true;
     video.playsInline = true;
     video.play().catch(() => {});
+    video.after(transcript(hit, video));
   }
+}
+
+// the file's timed lines (subtitles, speech, on-screen text) under its player, the unit's own marked; a click on a
+// line seeks the player to it; a file without lines shows none
+function transcript(hit, video) {
+  const list = el("ol", {class: "transcript", "aria-label": `what ${hit.path} says and shows`});
+  api(`/lines/${encodePath(hit.path)}`).then((data) => {
+    list.replaceChildren(...data.lines.map((line) => {
+      const inUnit = line.start < hit.end && Math.max(line.end, line.start + 1e-6) > hit.start;
+      const item = el("li", {class: `line ${line.source}${inUnit ? " in-unit" : ""}`, tabindex: "0", role: "button",
+                             title: `${line.source} (${line.origin}): play from ${fmtTime(line.start)}`,
+                             "data-start": line.start},
+        el("span", {class: "time"}, fmtTime(line.start)), el("span", {class: "source"}, line.source),
+        el("span", {class: "text"}, line.text));
+      const seek = () => { video.currentTime = line.start; video.play().catch(() => {}); };
+      item.addEventListener("click", seek);
+      item.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.stopPropagation(); seek(); } });
+      return item;
+    }));
+  }).catch(() => list.remove());
+  return list;
 }
 
 function playCard(card) {

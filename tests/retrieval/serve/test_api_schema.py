@@ -43,7 +43,7 @@ STATEFUL_CHECKS = [*CHECKS, use_after_free, ensure_resource_availability]
 READS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST /query", "POST /compare", "POST /diff",
          "GET /search", "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}", "GET /previews/{ref}",
          "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery", "GET /fields",
-         "GET /dupes"]
+         "GET /dupes", "GET /lines/{ref}"]
 CHANGES = ["POST /index/files", "DELETE /files/{ref}", "POST /files/{ref}/restore", "POST /index/runs"]
 WRITES = ["GET /index/job", *CHANGES]
 OPERATIONS = READS + WRITES

@@ -1,0 +1,112 @@
+"""Subtitles into the catalog's timed lines: every indexed file's sidecar subtitles (``talk.srt``, ``talk.en.vtt``)
+and the text subtitle streams inside it, as ``subtitle`` lines kept by the file's bytes.
+
+A sidecar is read again when its stamp (size:mtime) changes and forgotten when it is gone; streams are part of
+the bytes, read once (a file without any is recorded so, origin ``stream:none``). Files holding the same bytes
+share their lines, so the sidecars of all of them are read. What a read could not take as it came is said once
+per problem class for the whole run (``SubtitleProblems.notes``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retrieval.media.subtitles import PROBLEMS, Sidecar, SubtitleRead, read_sidecar, read_streams, sidecars
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog_records import TimedLine
+
+SOURCE = "subtitle"
+STREAM = "stream:"  # the origin prefix of a stream's lines: stream:N, N the container's stream index
+NO_STREAMS = "stream:none"  # the record of a file read with no text subtitle stream in it
+STREAMS_STAMP = "streams-1"  # streams are part of the bytes: read again only when this reading changes
+
+
+@dataclass
+class SubtitleProblems:
+    """What the run's reads could not take as it came: problem class -> (count, the files it came up in)."""
+
+    seen: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+    files: int = 0  # sidecars and streams read in the run
+
+    def add(self, name: str, read: SubtitleRead) -> None:
+        self.files += 1
+        for kind, count in read.problems.items():
+            total, names = self.seen.get(kind, (0, []))
+            self.seen[kind] = (total + count, [*names, name if kind != "encoding" else f"{name}: {read.encoding}"])
+
+    def notes(self) -> list[str]:
+        out = []
+        for kind, (count, names) in self.seen.items():
+            what = PROBLEMS[kind]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            counted = f"{len(names)} subtitle file(s)" if kind in ("encoding", "unreadable") else f"{count}"
+            out.append(f"subtitles: {counted} {what} ({shown})")
+        return out
+
+
+def sync(catalog: Catalog, root: Path) -> SubtitleProblems:
+    """Read what changed of every indexed file's subtitles into the catalog; files offline are left as they are."""
+    problems = SubtitleProblems()
+    listings: dict[Path, list[str]] = {}
+    for digest, paths in files_by_bytes(catalog, root).items():
+        found = [s for p in paths for s in sidecars(p, _names(listings, p.parent))]
+        _sync_sidecars(catalog, digest, {s.path.name: s for s in found}, problems)
+        _sync_streams(catalog, digest, paths[0], problems)
+    return problems
+
+
+def files_by_bytes(catalog: Catalog, root: Path) -> dict[str, list[Path]]:
+    """The paths here now of each indexed file's bytes (files offline or failed left out)."""
+    by_bytes: dict[str, list[Path]] = defaultdict(list)
+    for rel, state in sorted(catalog.file_states().items()):
+        path = root / rel
+        if state.status == "ok" and state.content_hash and not state.unavailable and path.is_file():
+            by_bytes[state.content_hash].append(path)
+    return by_bytes
+
+
+def _names(listings: dict[Path, list[str]], folder: Path) -> list[str]:
+    """A folder's listing, taken once a run (a folder of many videos is listed once, not once a video)."""
+    if folder not in listings:
+        try:
+            listings[folder] = [p.name for p in folder.iterdir()]
+        except OSError:
+            listings[folder] = []
+    return listings[folder]
+
+
+def _sync_sidecars(catalog: Catalog, digest: str, found: dict[str, Sidecar], problems: SubtitleProblems) -> None:
+    stamps = catalog.line_stamps(digest, SOURCE)
+    for origin in stamps:
+        if not origin.startswith(STREAM) and origin not in found:
+            catalog.forget_lines(digest, SOURCE, origin)  # its file is gone
+    for name, sidecar in found.items():
+        try:
+            stamp = sidecar.stamp()
+        except OSError:
+            continue  # gone since the listing
+        if stamps.get(name) == stamp:
+            continue
+        read = read_sidecar(sidecar.path)
+        problems.add(name, read)
+        catalog.replace_lines(digest, SOURCE, name, stamp, _lines(read, name, sidecar.language))
+
+
+def _sync_streams(catalog: Catalog, digest: str, video: Path, problems: SubtitleProblems) -> None:
+    stamps = catalog.line_stamps(digest, SOURCE)
+    if any(o.startswith(STREAM) and s == STREAMS_STAMP for o, s in stamps.items()):
+        return
+    streams = read_streams(video)
+    if not streams:
+        catalog.replace_lines(digest, SOURCE, NO_STREAMS, STREAMS_STAMP, [])
+        return
+    for s in streams:
+        origin = f"{STREAM}{s.index}"
+        problems.add(f"{video.name} {origin}", s.read)
+        catalog.replace_lines(digest, SOURCE, origin, STREAMS_STAMP, _lines(s.read, origin, s.language))
+
+
+def _lines(read: SubtitleRead, origin: str, language: str | None) -> list[TimedLine]:
+    return [TimedLine(SOURCE, origin, c.start, c.end, c.text, language=language) for c in read.cues]
