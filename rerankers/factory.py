@@ -14,6 +14,7 @@ from rerankers import internvl, llava, mplug, qwen  # noqa: F401
 from rerankers.base import RERANKERS, Reranker, RerankerError, RerankerUnavailable
 from rerankers.hf import FAMILIES, RELEASES, Release, cpu_hint, looks_like_path, unavailable
 from retrieval.core.registry import UnknownModelError
+from retrieval.core.revisions import weights_revision
 from retrieval.core.weights import hub_missing
 
 # families listed by name whose checkpoints convis cannot run: each answers every request with its one line
@@ -58,6 +59,18 @@ def check_weights(spec: str) -> None:
         missing = hub_missing(source)
     if missing:
         raise unavailable(resolved.entry.name, source, missing)
+
+
+def lmm_identity(spec) -> tuple[str, str]:
+    """(model id, weights' revision) of ``spec`` (a spec or a Reranker) without building it, as a built one would
+    name itself (``Reranker.model_id``): what keys a cached answer before the model is loaded.  The revision is the
+    files' or the hub cache's (``retrieval.core.revisions``), "unknown" when it cannot be told; a name no family
+    claims is UnknownModelError."""
+    if isinstance(spec, Reranker):
+        return spec.model_id, spec.revision
+    resolved = RERANKERS.resolve(str(spec))
+    source = resolved.source or resolved.entry.default_source or ""
+    return f"{resolved.entry.name}:{source}", weights_revision(source, resolved.entry.name) or "unknown"
 
 
 def available_rerankers() -> list[str]:

@@ -42,7 +42,9 @@ ChangeOpt = Annotated[Optional[str], typer.Option(
     "descriptions); each hit's total is (stay + w * change) / (1 + w). Without -c, the concepts the change touches "
     "(its phrases read against each concept's definition) leave the stay term rather than being down-weighted; "
     "\"A instead of B\", \"replace B with A\" and \"swap B for A\" also edit the anchor's caption and descriptions "
-    "(B -> A), which the stay term then compares and the touched concepts' edits join the change score.")]
+    "(B -> A), which the stay term then compares and the touched concepts' edits join the change score. With an "
+    "LMM (--reranker, else the index's --captioner) the LMM edits them instead, its answers cached beside the "
+    "index; an unusable answer falls back to the rule.")]
 ChangeWeightOpt = Annotated[float, typer.Option("--change-weight", metavar="W", help="How much matching --change "
                                                 "counts against staying like the anchor (w above; > 0).")]
 MostDifferentOpt = Annotated[bool, typer.Option(

@@ -21,14 +21,15 @@ from retrieval.pipeline.availability import assess
 from retrieval.pipeline.plan import needs_prune
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
-from retrieval.store.index_dir import PROTOCOL  # "fast" or "paper", fixed when the index is first built
+
+# PROTOCOL: "fast" or "paper", fixed when the index is first built; CAPTIONER: the last --captioner spec
+from retrieval.store.index_dir import CAPTIONER, PROTOCOL  # noqa: F401  (CAPTIONER: its users import it here)
 
 ROOT = "root"  # catalog setting: the folder the index covers (catalog paths are relative to it)
 # catalog setting: how units are cut (``retrieval.core.segmentation`` label): "" one unit per file, "10" units of
 # 10 s, "shots:content:1:60" shot units; the key keeps its first name so older indexes read the same
 SEGMENT = "segment_seconds"
 RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hold units of an earlier length
-CAPTIONER = "captioner"  # catalog setting: the last --captioner spec, which `convis describe` asks by default
 # catalog setting: the line readers (ocr) a run was asked for, as a JSON list of specs; they store no vectors, so
 # the indexers table, which a run without -i repeats, does not name them
 LINE_READERS = "line_readers"

@@ -15,12 +15,13 @@ is read first:
   A touched concept leaves the stay term (it is not down-weighted): the user asked for it to differ.
 * **Edits** (the rule): the replaced side's words are found in the anchor's caption and each of its concept
   descriptions (word stems, in order) and replaced by the new side.  A text without them is left unedited.
+  With an LMM configured the LMM edits the texts instead (``change_edits``), and the rule is its fallback.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -156,6 +157,31 @@ def _replace(text: str, old: str, new: str) -> str | None:
 
 
 CAPTION_TEXT = "caption"  # the anchor's caption among the texts an edit reads (the rest are concept keys)
+RULE, UNEDITED = "rule", "unedited"  # who edited a text, beside "lmm:<model id>"
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """One of the anchor's texts after the change: the edited text (None: left as it was), who edited it (``RULE``,
+    "lmm:<model id>" or ``UNEDITED``) and whether the edit came from the edit cache."""
+
+    text: str | None
+    by: str
+    cached: bool = False
+
+    def as_dict(self) -> dict:
+        return {"by": self.by, "cached": self.cached}
+
+
+def text_label(name: str) -> str:
+    """One of the anchor's texts in words: "caption", or "<concept> description"."""
+    return name if name == CAPTION_TEXT else f"{name} description"
+
+
+def rule_edit(text: str, change: str) -> TextEdit:
+    """``text`` edited by the rule (``edit``), or left unedited."""
+    edited = edit(text, change)
+    return TextEdit(edited, RULE if edited else UNEDITED)
 
 
 @dataclass(frozen=True)
@@ -167,11 +193,13 @@ class ChangeReading:
     left: tuple[str, ...]  # the concepts the change touched, which leave the stay term
     chosen: bool  # the concepts were named (-c): they all stay, touched or not
     edited: dict[str, str]  # "caption" or a concept key -> the anchor's text, edited
-    unedited: tuple[str, ...]  # the anchor's texts the rule left as they were
+    unedited: tuple[str, ...]  # the anchor's texts left as they were
+    edits: dict[str, TextEdit] = field(default_factory=dict)  # every text: who edited it, and whether from cache
 
     def as_dict(self) -> dict:
         return {"touched": [t.as_dict() for t in self.touches], "stay": list(self.stay), "left": list(self.left),
-                "concepts_named": self.chosen, "edited": dict(self.edited), "unedited": list(self.unedited)}
+                "concepts_named": self.chosen, "edited": dict(self.edited), "unedited": list(self.unedited),
+                "edited_by": {name: e.as_dict() for name, e in self.edits.items()}}
 
     def footnote(self) -> str:
         """One line: which concepts the change touched, by which phrase, and what that did to the stay term."""
@@ -190,12 +218,16 @@ class ChangeReading:
 
 
 def read_change(change: str, concepts: dict[str, str], chosen: bool,
-                embed: Callable[[Sequence[str]], np.ndarray], anchor_texts: dict[str, str]) -> ChangeReading:
+                embed: Callable[[Sequence[str]], np.ndarray], anchor_texts: dict[str, str],
+                editor: Callable[[dict[str, str]], dict[str, TextEdit]] | None = None) -> ChangeReading:
     """The change read against ``concepts`` (key -> words) and the anchor's texts (``caption`` and concept key
-    -> its text): touched concepts leave the stay term unless ``chosen`` (-c) or every one is touched."""
+    -> its text): touched concepts leave the stay term unless ``chosen`` (-c) or every one is touched.  ``editor``
+    edits the texts (name -> text in, name -> TextEdit out); without one, the rule does."""
     touches = tuple(touched(change, concept_probes(concepts), embed))
     hit = {t.concept for t in touches}
     left = () if chosen or hit >= set(concepts) else tuple(k for k in concepts if k in hit)
-    edited = {name: text for name, text in ((n, edit(t, change)) for n, t in anchor_texts.items()) if text}
+    edits = editor(anchor_texts) if editor is not None and anchor_texts else \
+        {name: rule_edit(text, change) for name, text in anchor_texts.items()}
+    edited = {name: e.text for name, e in edits.items() if e.text}
     unedited = tuple(n for n in anchor_texts if n not in edited)
-    return ChangeReading(touches, tuple(k for k in concepts if k not in left), left, chosen, edited, unedited)
+    return ChangeReading(touches, tuple(k for k in concepts if k not in left), left, chosen, edited, unedited, edits)

@@ -9,16 +9,17 @@ from typing import Callable
 from retrieval.core.concepts import Concept, normalise
 from retrieval.core.signal_kinds import CAPTION
 from retrieval.search.anchor import AnchorVectors
-from retrieval.search.change_reading import CAPTION_TEXT, ChangeReading, read_change, sides
+from retrieval.search.change_reading import CAPTION_TEXT, ChangeReading, read_change, sides, text_label
 from retrieval.search.requests import QueryRequest
 from retrieval.store.catalog import Catalog
 
 
 def read_anchor_change(request: QueryRequest, catalog: Catalog, vectors: AnchorVectors, indexed: dict[str, str],
-                       described: dict[str, str], tower: Callable, notices: list[str]
-                       ) -> tuple[ChangeReading | None, QueryRequest]:
+                       described: dict[str, str], tower: Callable, notices: list[str],
+                       editor: Callable | None = None) -> tuple[ChangeReading | None, QueryRequest]:
     """The change read by the index's text indexer, and the request with the concepts it touched left out of
-    stay (as it came with -c, or when the index has no text indexer to read with, with a notice)."""
+    stay (as it came with -c, or when the index has no text indexer to read with, with a notice); ``editor``
+    (``change_edits.LmmEditor``) edits the anchor's texts, else the rule does."""
     text = indexed.get("text")
     if text is None:
         notices.append("the change was not read against the concepts (the index has no text indexer: index with "
@@ -26,7 +27,7 @@ def read_anchor_change(request: QueryRequest, catalog: Catalog, vectors: AnchorV
         return None, request
     texts = anchor_texts(catalog, vectors, described)
     reading = read_change(request.change.text, {c.key: c.words for c in request.concepts}, request.named,
-                          tower(text).embed_texts, texts)
+                          tower(text).embed_texts, texts, editor)
     notices += unedited_notices(request.change.text, reading, bool(texts))
     if not reading.left:
         return reading, request
@@ -49,14 +50,15 @@ def anchor_texts(catalog: Catalog, vectors: AnchorVectors, described: dict[str, 
 
 def unedited_notices(change: str, reading: ChangeReading, has_texts: bool) -> list[str]:
     """Why the anchor's texts were not edited: the change names nothing it replaces, or a text lacks its words."""
-    if not has_texts:
+    if not has_texts or not reading.unedited:
         return []
     split = sides(change)
     if split.old is None:
         return ["the change names nothing it replaces ('A instead of B', 'replace B with A', 'swap B for A'), so "
-                "the anchor's caption and descriptions were not edited: the change text alone reads them"]
-    return [f"the anchor's {name if name == CAPTION_TEXT else name + ' description'} does not hold "
-            f"'{split.old}', so it was not edited" for name in reading.unedited]
+                f"the anchor's {', '.join(text_label(n) for n in reading.unedited)} were not edited: the change "
+                "text alone reads them"]
+    return [f"the anchor's {text_label(name)} does not hold '{split.old}', so it was not edited"
+            for name in reading.unedited]
 
 
 def edited_signals(reading: ChangeReading | None, indexed: dict[str, str], described: dict[str, str]

@@ -20,6 +20,7 @@ from retrieval.model_cache import ModelCache, model_notices
 from retrieval.search import calibration, filters, ranking, signals
 from retrieval.search.anchor import Anchor, AnchorVectors, ConceptSignals
 from retrieval.search.calibration import Calibration
+from retrieval.search.change_edits import LmmEditor, change_editor
 from retrieval.search.change_reading import ChangeReading
 from retrieval.search.compose import ChangeQuery
 from retrieval.search.compose_reading import edited_signals, read_anchor_change
@@ -32,7 +33,7 @@ from retrieval.store import signal_vectors
 from retrieval.store.anchor_cache import AnchorKey
 from retrieval.store.catalog import Catalog
 from retrieval.store.faiss_policy import vector_index
-from retrieval.store.index_dir import open_catalog, protocol_of, root_of, unavailable_notice
+from retrieval.store.index_dir import CAPTIONER, open_catalog, protocol_of, root_of, unavailable_notice
 
 
 @dataclass
@@ -115,7 +116,8 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     clipscores = signal_vectors.clipscore_signals(catalog)
     vectors = AnchorVectors(clip, catalog, build, cached)
     reading, request = (None, request) if request.change is None else \
-        read_anchor_change(request, catalog, vectors, indexed, described, tower, notices)
+        read_anchor_change(request, catalog, vectors, indexed, described, tower, notices,
+                           _editor(request, catalog, clip, index_dir, models, notices))
     chosen = signals.choose_all(list(request.concepts), indexed, request.vector_overrides, described,
                                 signals.clipscore_names(clipscores))
     recalled = vectors.per_concept(chosen, indexed)
@@ -151,6 +153,14 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
         found.captions = catalog.chosen_texts(CAPTION)
         found.anchor_caption = vectors.caption(found.captions)
     return found
+
+
+def _editor(request: QueryRequest, catalog: Catalog, clip: Anchor, index_dir: Path, models: ModelCache,
+            notices: list[str]) -> LmmEditor | None:
+    """Who edits the anchor's texts as the change says: the query's reranker, else the index's captioner (None:
+    neither, and the rule edits)."""
+    return change_editor(request.reranker or catalog.setting(CAPTIONER), request.change.text,
+                         (clip.content_hash, clip.start, clip.end), index_dir, models.reranker, notices)
 
 
 def _ranked(request: QueryRequest, clip: Anchor, found: Recalled, only: str | None) -> list[Hit]:

@@ -83,14 +83,20 @@ class AnchorKey:
     @classmethod
     def of(cls, content_hash: str, start: float | None, end: float | None, model_id: str, protocol: str,
            device: str | None) -> AnchorKey:
-        whole = start is None and end is None  # decoded as one unit, not as a span from 0
-        span = "whole" if whole else f"{float(start or 0.0)!r}-{'' if end is None else repr(float(end))}"
-        return cls(content_hash, span, model_id, protocol, device or "auto", weights_stamp(model_id))
+        return cls(content_hash, span_of(start, end), model_id, protocol, device or "auto", weights_stamp(model_id))
 
     @property
     def digest(self) -> str:
         parts = (FORMAT, self.content_hash, self.span, self.model_id, self.protocol, self.device, self.weights)
         return hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def span_of(start: float | None, end: float | None) -> str:
+    """An anchor's span as a key: "whole" for a file decoded as one unit (not as a span from 0), else
+    "start-end" in seconds (end "" for the end of the file)."""
+    if start is None and end is None:
+        return "whole"
+    return f"{float(start or 0.0)!r}-{'' if end is None else repr(float(end))}"
 
 
 def weights_stamp(model_id: str) -> str:

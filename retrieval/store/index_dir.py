@@ -24,6 +24,7 @@ from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
 
 PROTOCOL = "protocol"  # the catalog setting: how the index's models embed ("fast" unless set)
+CAPTIONER = "captioner"  # catalog setting: the last --captioner spec (`convis describe`'s default, a change's editor)
 
 
 class NoIndexError(ConvisError, FileNotFoundError):
