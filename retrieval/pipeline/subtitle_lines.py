@@ -103,9 +103,10 @@ def _sync_streams(catalog: Catalog, digest: str, video: Path, problems: Subtitle
         catalog.replace_lines(digest, SOURCE, NO_STREAMS, STREAMS_STAMP, [])
         return
     for s in streams:
-        origin = f"{STREAM}{s.index}"
-        problems.add(f"{video.name} {origin}", s.read)
-        catalog.replace_lines(digest, SOURCE, origin, STREAMS_STAMP, _lines(s.read, origin, s.language))
+        problems.add(f"{video.name} {STREAM}{s.index}", s.read)
+    # all streams in one transaction: any one recorded means every one was (the check above)
+    catalog.replace_reads(digest, SOURCE, [(f"{STREAM}{s.index}", STREAMS_STAMP,
+                                            _lines(s.read, f"{STREAM}{s.index}", s.language)) for s in streams])
 
 
 def _lines(read: SubtitleRead, origin: str, language: str | None) -> list[TimedLine]:

@@ -24,17 +24,26 @@ class LineRows(Connection):
                       lines: Sequence[TimedLine]) -> None:
         """Store what one read of ``source`` by ``origin`` found in a file's bytes (maybe nothing), replacing
         what an earlier read of the same stored, in one transaction."""
+        self.replace_reads(content_hash, source, [(origin, stamp, lines)])
+
+    def replace_reads(self, content_hash: str, source: str,
+                      reads: Sequence[tuple[str, str, Sequence[TimedLine]]]) -> None:
+        """Store several reads (origin, stamp, lines) of one file's bytes in one transaction: a run killed
+        among them records none, so the next run does not take the first for all of them."""
         with self._transaction(bump=False):
             self._dirty = True
-            key = [content_hash, source, origin]
-            self.db.execute("DELETE FROM text_lines WHERE content_hash = ? AND source = ? AND origin = ?", key)
-            if lines:
-                self.db.executemany(
-                    "INSERT INTO text_lines VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [[*key, seq, float(x.start), float(x.end), x.text, x.confidence,
-                      list(x.box) if x.box is not None else None, x.language] for seq, x in enumerate(lines)])
-            self.db.execute("INSERT OR REPLACE INTO line_runs (content_hash, source, origin, stamp, lines) "
-                            "VALUES (?, ?, ?, ?, ?)", [*key, stamp, len(lines)])
+            for origin, stamp, lines in reads:
+                self._replace_read([content_hash, source, origin], stamp, lines)
+
+    def _replace_read(self, key: list[str], stamp: str, lines: Sequence[TimedLine]) -> None:
+        self.db.execute("DELETE FROM text_lines WHERE content_hash = ? AND source = ? AND origin = ?", key)
+        if lines:
+            self.db.executemany(
+                "INSERT INTO text_lines VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [[*key, seq, float(x.start), float(x.end), x.text, x.confidence,
+                  list(x.box) if x.box is not None else None, x.language] for seq, x in enumerate(lines)])
+        self.db.execute("INSERT OR REPLACE INTO line_runs (content_hash, source, origin, stamp, lines) "
+                        "VALUES (?, ?, ?, ?, ?)", [*key, stamp, len(lines)])
 
     def forget_lines(self, content_hash: str, source: str, origin: str) -> None:
         """Drop one read's lines and its record (its subtitle file is gone): the next run reads what is there."""

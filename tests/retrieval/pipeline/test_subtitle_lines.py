@@ -5,6 +5,8 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 from retrieval.engine import SearchRequest
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
@@ -96,3 +98,38 @@ def test_the_same_bytes_under_two_names_share_their_sidecars(engine, video_folde
     run(engine, video_folder)
     run(engine, video_folder)
     assert [x[3] for x in lines(engine, "cup.mp4")] == ["shared words"]
+
+
+def test_a_run_killed_between_two_streams_reads_both_the_next_time(tmp_path, video_folder, monkeypatch):
+    from retrieval.pipeline import subtitle_lines
+
+    for name, text in (("one.srt", "first stream"), ("two.srt", "second stream")):
+        (tmp_path / name).write_text(cue(1, 1.0, 2.0, text), encoding="utf-8")
+    video = tmp_path / "two_streams.mkv"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(video_folder / "cup.mp4"),
+                    "-i", str(tmp_path / "one.srt"), "-i", str(tmp_path / "two.srt"),
+                    "-map", "0", "-map", "1", "-map", "2", "-c", "copy",
+                    "-c:s", "srt", str(video)], check=True)
+    with Catalog(tmp_path / "catalog.duckdb") as cat:
+        db = cat.db
+
+        class KilledAtTheSecondRecord:  # the process dies as the second stream's read is recorded
+            recorded = 0
+
+            def __getattr__(self, name):
+                return getattr(db, name)
+
+            def execute(self, sql, *args):
+                if sql.startswith("INSERT OR REPLACE INTO line_runs"):
+                    self.recorded += 1
+                    if self.recorded == 2:
+                        raise KeyboardInterrupt
+                return db.execute(sql, *args)
+
+        cat.db = KilledAtTheSecondRecord()
+        with pytest.raises(KeyboardInterrupt):
+            subtitle_lines._sync_streams(cat, "abc", video, subtitle_lines.SubtitleProblems())
+        cat.db = db
+        subtitle_lines._sync_streams(cat, "abc", video, subtitle_lines.SubtitleProblems())
+        texts = [r[0] for r in cat.db.execute("SELECT text FROM text_lines ORDER BY origin").fetchall()]
+    assert texts == ["first stream", "second stream"]
