@@ -86,6 +86,7 @@ def current_files(catalog: Catalog, reader, states: Mapping[str, FileState]) -> 
 
 
 def store_reads(catalog: Catalog, content_hash: str, reader, reads: FrameReads) -> None:
-    """One file's read, stored whole (maybe no lines: the file is then recorded as read)."""
+    """One file's read, stored whole (maybe no lines: the file is then recorded as read), in place of any
+    earlier version's (its origin names the version: both kept would show every line twice)."""
     catalog.replace_lines(content_hash, reader.name, reader.origin, reader.stamp,
-                          timed_lines(reads, reader.name, reader.origin))
+                          timed_lines(reads, reader.name, reader.origin), alone=True)

@@ -21,17 +21,22 @@ OVERLAPS = "l.start_s < u.end_s AND greatest(l.end_s, l.start_s + 1e-6) > u.star
 
 class LineRows(Connection):
     def replace_lines(self, content_hash: str, source: str, origin: str, stamp: str,
-                      lines: Sequence[TimedLine]) -> None:
+                      lines: Sequence[TimedLine], alone: bool = False) -> None:
         """Store what one read of ``source`` by ``origin`` found in a file's bytes (maybe nothing), replacing
-        what an earlier read of the same stored, in one transaction."""
-        self.replace_reads(content_hash, source, [(origin, stamp, lines)])
+        what an earlier read of the same stored (``alone``: any other origin's read of ``source`` too, as a
+        reader's new version replaces its old one), in one transaction."""
+        self.replace_reads(content_hash, source, [(origin, stamp, lines)], alone)
 
-    def replace_reads(self, content_hash: str, source: str,
-                      reads: Sequence[tuple[str, str, Sequence[TimedLine]]]) -> None:
+    def replace_reads(self, content_hash: str, source: str, reads: Sequence[tuple[str, str, Sequence[TimedLine]]],
+                      alone: bool = False) -> None:
         """Store several reads (origin, stamp, lines) of one file's bytes in one transaction: a run killed
         among them records none, so the next run does not take the first for all of them."""
         with self._transaction(bump=False):
             self._dirty = True
+            if alone:
+                for table in ("text_lines", "line_runs"):
+                    self.db.execute(f"DELETE FROM {table} WHERE content_hash = ? AND source = ?",
+                                    [content_hash, source])
             for origin, stamp, lines in reads:
                 self._replace_read([content_hash, source, origin], stamp, lines)
 

@@ -22,3 +22,19 @@ def test_a_line_on_consecutive_frames_is_one_line_until_a_frame_lacks_it():
 def test_the_same_text_elsewhere_on_screen_is_another_line():
     reads = [(0.0, [_read("EXIT", TOP)]), (1.0, [_read("EXIT", BOTTOM)])]
     assert [(x.start, x.end, x.box) for x in timed_lines(reads, "ocr", "o")] == [(0.0, 0.0, TOP), (1.0, 1.0, BOTTOM)]
+
+
+def test_a_new_reader_version_replaces_the_lines_of_the_old_one(tmp_path):
+    from types import SimpleNamespace
+
+    from retrieval.pipeline.frame_lines import store_reads
+    from retrieval.store.catalog import Catalog
+
+    old = SimpleNamespace(name="ocr", origin="rapidocr:1.3", stamp="rapidocr:1.3;rules")
+    new = SimpleNamespace(name="ocr", origin="rapidocr:1.4", stamp="rapidocr:1.4;rules")
+    with Catalog(tmp_path / "catalog.duckdb") as cat:
+        store_reads(cat, "abc", old, [(0.0, [_read("GATE 4")])])
+        store_reads(cat, "abc", new, [(0.0, [_read("GATE 4")])])
+        stored = cat.db.execute("SELECT origin, text FROM text_lines WHERE content_hash = 'abc'").fetchall()
+        assert stored == [("rapidocr:1.4", "GATE 4")]  # the old version's read is not a second copy of the line
+        assert cat.line_stamps("abc", "ocr") == {"rapidocr:1.4": new.stamp}
