@@ -11,7 +11,7 @@ happens in a unit and to stay put under re-encoding, rescaling, cropping and sma
   centred and unit length;
 - *what it looks like*: the unit's mean grey level in the same cells, as ranks, centred and unit length.
 
-The vector is ``[sqrt(0.25) * look, sqrt(0.75) * motion]``, so a dot product is ``0.25 * look + 0.75 * motion``:
+The vector is ``[sqrt(0.1) * look, sqrt(0.9) * motion]``, so a dot product is ``0.1 * look + 0.9 * motion``:
 in the example clips two takes of the square agree in their look (0.98) and differ in where people walk (0.2 to
 0.7), while a copy agrees in both.  A unit with (almost) no motion takes its look for both halves.
 """
@@ -33,7 +33,7 @@ LOOK, MOTION = 0.1, 0.9  # each half's share of the dot product
 STILL = 0.5  # mean grey-level change a frame below which a unit has no motion worth reading
 DIM = 2 * GRID * GRID
 POOLING = ("8x8 grid over the central 80%: ranks of mean grey level and of mean frame-to-frame change, "
-           "0.25 / 0.75 of the dot product")
+           f"{LOOK:g} / {MOTION:g} of the dot product")
 
 
 class FingerprintIndexer(Indexer):

@@ -51,3 +51,15 @@ def test_any_frames_give_a_unit_vector(indexer, frames):
     vector = indexer.embed_units([frames])
     assert vector.shape == (1, DIM) and np.all(np.isfinite(vector))
     assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5) or np.linalg.norm(vector) == 0
+
+
+def test_the_card_says_the_share_of_the_dot_product_each_half_has():
+    import re
+
+    model = create_indexer("fingerprint")
+    look_share, motion_share = map(float, re.search(r"([\d.]+) / ([\d.]+) of the dot product", model.pooling).groups())
+    vector = model.embed_units([scene(0.5)])[0].astype(np.float64)
+    half = len(vector) // 2
+    # each half is a unit-length ordinal signature scaled by the root of its share: its squared length is the share
+    assert float(vector[:half] @ vector[:half]) == pytest.approx(look_share, abs=1e-5)
+    assert float(vector[half:] @ vector[half:]) == pytest.approx(motion_share, abs=1e-5)
