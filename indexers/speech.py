@@ -13,6 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
+from indexers.errors import unavailable
+
 SAMPLE_RATE = 16_000  # what both silero-vad and Whisper take
 DEFAULT_CHECKPOINT = "openai/whisper-small"  # multilingual, 244M parameters: runs on a CPU, faster on a GPU
 MAX_NEW_TOKENS = 200  # a 30 s window says at most a few hundred tokens; a random model must stop somewhere
@@ -93,8 +95,11 @@ class SpeechRecognizer:
             from transformers import pipeline
 
             on_gpu = self.device.startswith("cuda")
-            self._asr = pipeline("automatic-speech-recognition", model=self.checkpoint, device=self.device,
-                                 dtype=torch.bfloat16 if on_gpu else torch.float32)
+            try:
+                self._asr = pipeline("automatic-speech-recognition", model=self.checkpoint, device=self.device,
+                                     dtype=torch.bfloat16 if on_gpu else torch.float32)
+            except (OSError, ValueError, RuntimeError) as exc:  # not reachable, not a Whisper, not loadable here
+                raise unavailable("speech", self.checkpoint, exc) from None
         return self._asr
 
 

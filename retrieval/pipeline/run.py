@@ -364,6 +364,8 @@ class IndexRun:
         self.report.speech_files += counts.heard
         self.report.speech_calls += self.speech.calls - calls
         self.report.speech_seconds += time.perf_counter() - started
+        if counts.unavailable:
+            self.note(f"speech: no file heard: {counts.unavailable}")
         if counts.heard:
             self.note(f"speech: heard {counts.heard} file(s), {counts.seconds:.1f} s of sound, "
                       f"{counts.voiced_seconds:.1f} s of it voiced: {counts.lines} line(s)")

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from indexers.errors import ModelUnavailableError
 from indexers.speech import DEFAULT_CHECKPOINT, SpeechRecognizer
+from retrieval.core.errors import one_line
 from retrieval.media.audio import RATE, decode_audio
 from retrieval.pipeline.subtitle_lines import files_by_bytes
 from retrieval.store.catalog import Catalog
@@ -43,6 +45,7 @@ class SpeechCounts:
     seconds: float = 0.0  # of audio heard
     lines: int = 0
     with_subtitles: int = 0  # files not heard: their subtitles say what is said
+    unavailable: str | None = None  # why the recogniser could not be loaded (no file was heard from then on)
 
 
 def sync(catalog: Catalog, root: Path, recognizer: SpeechRecognizer) -> SpeechCounts:
@@ -55,15 +58,25 @@ def sync(catalog: Catalog, root: Path, recognizer: SpeechRecognizer) -> SpeechCo
         if catalog.file_lines(paths[0].relative_to(root).as_posix(), ("subtitle",)):
             counts.with_subtitles += 1
             continue
-        audio = decode_audio(paths[0])
-        spans = recognizer.voiced(audio) if audio is not None else []
-        spoken = recognizer.transcribe(audio, spans)
-        # a file without a voice is recorded as heard, so silence is not heard again
-        catalog.replace_lines(digest, SOURCE, origin, recognizer.stamp if spoken else NO_VOICE,
-                              [TimedLine(SOURCE, origin, x.start, x.end, x.text) for x in spoken])
-        counts.heard += 1
-        counts.seconds += 0.0 if audio is None else audio.size / RATE
-        counts.voiced_seconds += sum(b - a for a, b in spans)
-        counts.lines += len(spoken)
+        try:
+            _hear(catalog, digest, paths[0], recognizer, counts)
+        except ModelUnavailableError as exc:  # no file can be heard: said once, the rest of the run goes on
+            counts.unavailable = one_line(exc, 300)
+            break
     return counts
+
+
+def _hear(catalog: Catalog, digest: str, video: Path, recognizer: SpeechRecognizer, counts: SpeechCounts) -> None:
+    """Hear one file's sound track and store its lines (none heard: recorded as ``NO_VOICE``)."""
+    origin = recognizer.model_id
+    audio = decode_audio(video)
+    spans = recognizer.voiced(audio) if audio is not None else []
+    spoken = recognizer.transcribe(audio, spans)
+    # a file without a voice is recorded as heard, so silence is not heard again
+    catalog.replace_lines(digest, SOURCE, origin, recognizer.stamp if spoken else NO_VOICE,
+                          [TimedLine(SOURCE, origin, x.start, x.end, x.text) for x in spoken])
+    counts.heard += 1
+    counts.seconds += 0.0 if audio is None else audio.size / RATE
+    counts.voiced_seconds += sum(b - a for a, b in spans)
+    counts.lines += len(spoken)
 

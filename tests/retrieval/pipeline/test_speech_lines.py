@@ -46,3 +46,18 @@ def test_speech_is_heard_once_and_silence_costs_no_call(engine, tmp_path, whispe
     with_sound(picture, np.concatenate([silence(0.5), speech, silence(5.5 - said)]), folder / "new.mp4")
     later = engine.index(folder, [], IndexSettings(), distributor=SerialDistributor())
     assert (later.speech_files, later.speech_calls) == (1, 1)
+
+
+def test_a_recogniser_that_cannot_be_loaded_is_said_and_the_run_goes_on(engine, tmp_path):
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    speech = spoken("meet me at the old lighthouse at noon", tmp_path)
+    picture = make_clip(tmp_path / "picture.mp4", frames=60)
+    with_sound(picture, np.concatenate([silence(1.0), speech, silence(1.0)]), folder / "talk.mp4")
+    missing = tmp_path / "no-such-whisper"
+    report = run(engine, folder, f"speech:{missing}")
+    assert report.indexed == 1 and report.speech_files == 0
+    said = [n for n in report.notes if n.startswith("speech:")]
+    assert len(said) == 1 and "cannot load" in said[0] and str(missing) in said[0]
+    with Catalog(engine.catalog_path, read_only=True) as cat:  # not recorded as heard: a later run tries again
+        assert [cat.line_stamps(s.content_hash, "speech") for s in cat.file_states().values()] == [{}]
