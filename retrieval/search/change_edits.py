@@ -58,7 +58,8 @@ class LmmEditor:
                 self.model_calls += 1
                 answers[name] = str(model.answer_text(edit_request(text, self.change), EDIT_TOKENS))
                 self.cache.put(self._key(name, text), answers[name], self.notices)
-        except ConvisError as exc:
+        except (ConvisError, RuntimeError) as exc:  # RuntimeError: torch's (out of memory, a CUDA fault)
+            # an edit only sharpens the query: a model that fails leaves the texts to the rule
             self.notices.append(f"the LMM {self.model_id} could not edit the anchor's texts ({one_line(exc, 160)}); "
                                 "the rule edits them")
         return answers

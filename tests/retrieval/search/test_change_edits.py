@@ -111,6 +111,18 @@ def test_an_answer_that_is_not_words_leaves_the_text_to_the_rule_with_a_notice(e
                for n in result.notices)
 
 
+def test_a_model_that_fails_while_answering_leaves_the_texts_to_the_rule(example_set, tmp_path, qwen):  # noqa: F811
+    engine = Engine(_index(example_set, tmp_path, captioner=qwen))
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    engine.reranker(qwen).model.generate = out_of_memory
+    result = _query(engine, example_set)
+    assert result.change["edited_by"]["caption"] == {"by": "rule", "cached": False} and result.hits
+    assert any("could not edit the anchor's texts (CUDA out of memory" in n for n in result.notices)
+
+
 def test_the_query_reranker_edits_before_the_index_captioner(example_set, tmp_path, qwen):  # noqa: F811
     engine = Engine(_index(example_set, tmp_path, captioner="qwen2-vl:/no/such/folder"))
     model = engine.reranker(qwen)
