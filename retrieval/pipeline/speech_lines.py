@@ -73,8 +73,9 @@ def _hear(catalog: Catalog, digest: str, video: Path, recognizer: SpeechRecogniz
     spans = recognizer.voiced(audio) if audio is not None else []
     spoken = recognizer.transcribe(audio, spans)
     # a file without a voice is recorded as heard, so silence is not heard again
+    # alone: what another checkpoint heard in these bytes is replaced, not kept beside (each line said once)
     catalog.replace_lines(digest, SOURCE, origin, recognizer.stamp if spoken else NO_VOICE,
-                          [TimedLine(SOURCE, origin, x.start, x.end, x.text) for x in spoken])
+                          [TimedLine(SOURCE, origin, x.start, x.end, x.text) for x in spoken], alone=True)
     counts.heard += 1
     counts.seconds += 0.0 if audio is None else audio.size / RATE
     counts.voiced_seconds += sum(b - a for a, b in spans)

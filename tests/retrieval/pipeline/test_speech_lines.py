@@ -1,6 +1,8 @@
 """The speech indexer in the index run: each file's sound track is heard once, silence costs no recogniser call,
 files with subtitles are left to them, and the index keeps hearing new files without ``-i speech``."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -46,6 +48,12 @@ def test_speech_is_heard_once_and_silence_costs_no_call(engine, tmp_path, whispe
     with_sound(picture, np.concatenate([silence(0.5), speech, silence(5.5 - said)]), folder / "new.mp4")
     later = engine.index(folder, [], IndexSettings(), distributor=SerialDistributor())
     assert (later.speech_files, later.speech_calls) == (1, 1)
+    other = shutil.copytree(whisper, tmp_path / "another-whisper")  # another checkpoint: its lines replace these
+    run(engine, folder, f"speech:{other}")
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        heard = {x.origin for rel in ("talk.mp4", "new.mp4") for x in cat.file_lines(rel, ("speech",))}
+        stamps = [set(cat.line_stamps(s.content_hash, "speech")) for s in cat.file_states().values()]
+    assert heard == {f"whisper:{other}"} and stamps.count({f"whisper:{other}"}) == 3
 
 
 def test_a_recogniser_that_cannot_be_loaded_is_said_and_the_run_goes_on(engine, tmp_path):
