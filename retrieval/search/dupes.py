@@ -157,7 +157,8 @@ def _units(catalog: Catalog, signal: str, where) -> tuple[dupe_groups.Units, lis
         kept = np.isin(ids, allowed)
         ids, vectors = ids[kept], vectors[kept]
     rows = catalog.units(ids.tolist())
-    files = [f for f in list_files(catalog) if f.path in {r.path for r in rows.values()}]
+    held = {r.path for r in rows.values()}
+    files = [f for f in list_files(catalog) if f.path in held]
     at = {f.path: i for i, f in enumerate(files)}
     file = np.array([at[rows[int(u)].path] for u in ids], np.int64)
     start = np.array([rows[int(u)].start for u in ids], np.float64)
