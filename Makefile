@@ -46,11 +46,13 @@ browser:
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium)
 
 # lint first: a layer broken or a name unused fails in seconds, before the suite's minutes; the 15 slowest tests
-# are listed at the end, where a new slow one shows
+# are listed at the end, where a new slow one shows. The suite runs in TEST_WORKERS processes (pytest-xdist), a
+# module's tests on one worker (--dist loadfile) so its module fixtures are built once.
+TEST_WORKERS ?= 2
 test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 clean:
 	rm -rf out .pytest_cache
