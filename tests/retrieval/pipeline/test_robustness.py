@@ -147,7 +147,10 @@ def test_without_prefetch_the_worker_waits_for_the_caller(tmp_path):
 def test_queued_tasks_time_limits_start_when_a_worker_takes_them():
     """Three ~1.5 s tasks behind one worker, 2.5 s limit: waiting in the queue is not running late."""
     items = [("hang", 1.4), ("hang", 1.5), ("hang", 1.6), ("hang", 60)]
-    results = dict(ProcessDistributor(workers=1, timeout=2.5, prefetch=2).map(behave, items))
+    pool = ProcessDistributor(workers=1, timeout=2.5, prefetch=2)
+    # the worker started and idle first: a busy machine's process start is not what the margin measures
+    assert dict(pool.map(behave, [("ok", 0)])) == {("ok", 0): 0}
+    results = dict(pool.map(behave, items))
     assert [results[i] for i in items[:3]] == [1.4, 1.5, 1.6]
     assert isinstance(results[("hang", 60)], TaskFailed)
 
