@@ -112,9 +112,10 @@ SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JS
                                              "matched_terms).")]
 SearchModeOpt = Annotated[Optional[str], typer.Option(
     "--mode", metavar="vector|keyword|hybrid", show_default=False, help="vector: the text towers' similarity; "
-    "keyword: BM25 over each unit's stored captions, descriptions and path (exact words: names, numbers); hybrid: "
-    "both, fused by reciprocal rank fusion, 1/(60 + rank) summed (k = 60). Default: hybrid when the index holds "
-    "captions or descriptions, else vector; --concept searches by vector.")]
+    "keyword: BM25 over each unit's stored captions, descriptions, timed lines (on screen, subtitles, speech) and "
+    "path (exact words: names, numbers); hybrid: both, fused by reciprocal rank fusion, 1/(60 + rank) summed "
+    "(k = 60). Default: hybrid when the index holds captions, descriptions or lines, else vector; --concept "
+    "searches by vector.")]
 
 
 def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
