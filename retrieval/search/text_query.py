@@ -175,8 +175,8 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
         try:
             answering, notices = text_signals(wanted_signals(indexed, query.weights), build)
         except NoTextSignal:
-            if query.mode is not None or found is None:
-                raise
+            if query.mode is not None or found is None or query.weights:
+                raise  # a mode or a signal asked for by name that cannot answer is the user's to hear of
             # words on screen or said, with no model that compares text with clips: the keyword index answers
             result = keyword_search(text, query.k, catalog, keywords(), allowed, query.where)
             result.notices.append("no indexed signal compares text with clips: searched by keyword only")
