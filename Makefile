@@ -7,7 +7,7 @@ DEMO   := out/demo-index
 # The bundled demo and the tests run offline; a hub lookup would only stall.
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install ffmpeg browser demo bench-demo test clean
+.PHONY: install ffmpeg browser demo bench-demo test test-slow clean
 
 install: ffmpeg $(VENV)/.installed
 
@@ -47,12 +47,19 @@ browser:
 
 # lint first: a layer broken or a name unused fails in seconds, before the suite's minutes; the 15 slowest tests
 # are listed at the end, where a new slow one shows. The suite runs in TEST_WORKERS processes (pytest-xdist), a
-# module's tests on one worker (--dist loadfile) so its module fixtures are built once.
+# module's tests on one worker (--dist loadfile) so its module fixtures are built once. Tests marked slow (each
+# more than about 10 s: processes killed mid-run, Ray, perf smoke runs, real-weight sweeps) run in test-slow; CI
+# runs both.
 TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+
 test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	$(PYTEST) -m "not slow"
+
+test-slow: install browser
+	$(PYTEST) -m slow
 
 clean:
 	rm -rf out .pytest_cache

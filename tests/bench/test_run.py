@@ -225,6 +225,7 @@ def test_vqascore_file_holds_the_mean_yes_probability_of_the_reference_questions
         assert row["similarity"] == pytest.approx((p1 + p2) / 2, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_a_captioners_run_never_reads_caption_files_of_an_earlier_run(few, qwen, tmp_path):
     root, _ = few
     copy = captioned_copy(root, tmp_path, "files", lambda name: f"FILE CAPTION of {name}")
@@ -236,6 +237,7 @@ def test_a_captioners_run_never_reads_caption_files_of_an_earlier_run(few, qwen,
     assert len(written) == len(FEW_CLIPS) and not any("FILE CAPTION" in text for text in written)
 
 
+@pytest.mark.slow
 def test_a_captioners_captions_are_named_by_the_protocol_that_made_them(few, tmp_path, monkeypatch, empty_cache):
     """Paper-protocol captions (the reference's captioning rule) take the release's folder name; fast ones,
     made from the reranking frames, are marked as the other fast folders are."""

@@ -79,6 +79,7 @@ def fake_vllm(monkeypatch):
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(FOLDERS))
 def test_vllm_is_handed_the_family_prompt_and_frames_and_answers_as_transformers(tiny_folders, fake_vllm, family):
     folder = str(tiny_folders[FOLDERS[family]])

@@ -351,6 +351,7 @@ Engine(index_dir, rerank_batch=1).index(videos, [dinov2], IndexSettings(captione
 """
 
 
+@pytest.mark.slow
 def test_a_run_sigkilled_mid_captioning_keeps_the_units_it_committed_and_asks_only_for_the_rest(
         tmp_path, tiny_models, captioner_folder, video_folder, index, calls):
     import subprocess

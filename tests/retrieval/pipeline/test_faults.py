@@ -13,6 +13,7 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
@@ -94,6 +95,7 @@ def run_to_completion(cmd: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path, example_videos, tiny_models):
     good, broken = make_folder(tmp_path / "videos", example_videos)
     spec = f"dinov2:{tiny_models['dinov2']}"
@@ -127,6 +129,7 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path, example
     check_consistent(index_dir, good, broken, complete=True)
 
 
+@pytest.mark.slow
 def test_query_while_indexing_reads_the_last_snapshot_and_a_second_writer_is_refused(
         tmp_path, example_videos):
     good, _ = make_folder(tmp_path / "videos", example_videos, copies=4)

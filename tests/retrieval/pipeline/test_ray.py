@@ -102,6 +102,7 @@ class Stop(BaseException):  # like Ctrl-C: not an error of one file
 
 
 # -- Ray indexing -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_ray_run_writes_the_local_runs_catalog_and_faiss_index(ray_session, tmp_path, video_folder, spec):
     (video_folder / "broken.mp4").write_bytes(b"not a video" * 100)
     local = local_index(tmp_path, video_folder, spec)
@@ -116,6 +117,7 @@ def test_ray_run_writes_the_local_runs_catalog_and_faiss_index(ray_session, tmp_
     assert (again.indexed, again.unchanged, again.computed, again.failed_earlier) == (0, 4, 0, 1)
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_from_its_shards_without_recomputing_them(ray_session, tmp_path, video_folder,
                                                                           spec):
     local = local_index(tmp_path, video_folder, spec)
@@ -212,6 +214,7 @@ def test_a_shard_for_other_settings_or_a_damaged_shard_is_recomputed(tmp_path):
     assert ShardStore(tmp_path).find(first, {"m:x": 8}) is None
 
 
+@pytest.mark.slow
 def test_the_captioner_runs_in_ray_actors_and_stores_what_a_local_run_stores(ray_session, tmp_path, video_folder,
                                                                             spec):
     from bench.tiny import vlm as tiny_vlm

@@ -51,6 +51,7 @@ def units_and_vectors(engine):
     return rows, vectors
 
 
+@pytest.mark.slow
 def test_a_long_file_is_decoded_a_window_at_a_time_into_the_same_units(tmp_path, tiny_models, video_folder,
                                                                         monkeypatch):
     whole, report = index(tmp_path, "whole", tiny_models, video_folder, Recording(), segment_seconds=1.0)

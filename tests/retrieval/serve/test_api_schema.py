@@ -175,6 +175,7 @@ def test_every_answer_is_one_the_schema_describes(operations, name, mode):
     answers_conform()
 
 
+@pytest.mark.slow
 def test_chained_requests_get_only_answers_the_schema_describes(app, example_index, tmp_path):
     """The stateful phase: requests chained by the schema's links (a listed file is played, queried, removed; a
     run started is followed), each answer checked, and checked against what came before (a removed file is gone).
