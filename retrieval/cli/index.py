@@ -33,8 +33,10 @@ IndexerOpt = Annotated[List[str], typer.Option(
     "--indexer", "-i", help="Indexer name, name:weights, hub id or local folder; repeat for several. Default: what "
     "the index already uses, else dinov2 when its weights are available, else efficientnet-lite0. 'speech' (or "
     "speech:<Whisper checkpoint>, default openai/whisper-small) also writes down what is said in files without "
-    "subtitles (silero-vad, then Whisper on the voiced spans), kept for later runs. Subtitle files beside a video "
-    "(talk.srt, talk.en.vtt) and text subtitle streams are always read.")]
+    "subtitles (silero-vad, then Whisper on the voiced spans), kept for later runs. 'ocr' reads on-screen text "
+    "(RapidOCR, about 1 frame a second), kept for later runs too; 'fingerprint' makes the copy-detection vectors "
+    "`convis dupes` prefers. Subtitle files beside a video (talk.srt, talk.en.vtt) and text subtitle streams are "
+    "always read.")]
 NewIndexDirOpt = Annotated[Optional[Path], typer.Option(help="Where the index lives (default FOLDER/.convis); "
                                                         "FOLDER/.convis-index then holds its path, so commands run "
                                                         "in FOLDER find it.")]
