@@ -80,6 +80,7 @@ def test_a_closed_run_writes_viddiff_predictions_that_score_back_the_same(datase
     assert f"NOTE: {summary['comparability']}" in " ".join(table.stdout.split())
 
 
+@pytest.mark.slow
 def test_an_open_run_writes_items_and_says_what_it_could_not_read(dataset, tmp_path, qwen, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     out = tmp_path / "out"

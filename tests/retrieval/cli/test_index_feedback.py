@@ -34,6 +34,7 @@ def folder(tmp_path, example_videos):
     return videos
 
 
+@pytest.mark.slow
 def test_reasons_are_plain_names_are_shown_as_written_and_counts_agree_with_info(folder):
     first = convis("index", folder, "-i", "efficientnet-lite0", "--workers", "1")
     assert first.returncode == 0, first.stderr
@@ -86,6 +87,7 @@ def test_an_existing_index_is_left_as_it_was_when_its_folder_is_empty(tmp_path, 
         assert list(catalog.file_states()) == ["cup.mp4"]  # not forgotten
 
 
+@pytest.mark.slow
 def test_segment_on_an_existing_index_recuts_it(tmp_path, example_videos):
     videos = tmp_path / "videos"
     videos.mkdir()

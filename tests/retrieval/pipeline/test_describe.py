@@ -260,6 +260,7 @@ def describe_cli(index_dir, *args):
     return CliRunner().invoke(app, ["describe", "--index-dir", str(index_dir), *map(str, args)])
 
 
+@pytest.mark.slow
 def test_describe_asks_a_users_concept_once_a_unit_and_gives_it_a_searchable_signal(index, calls, video_folder):
     engine, _ = index()
     calls.count, calls.prompts = 0, []
@@ -288,6 +289,7 @@ def test_describe_asks_a_users_concept_once_a_unit_and_gives_it_a_searchable_sig
     assert len(json.loads(found.stdout)["hits"]) == UNITS
 
 
+@pytest.mark.slow
 def test_a_describe_run_killed_mid_way_resumes_with_the_units_left(index, calls):
     engine, _ = index()
     calls.count, calls.stop_after = 0, 2
@@ -299,6 +301,7 @@ def test_a_describe_run_killed_mid_way_resumes_with_the_units_left(index, calls)
     assert (resumed["units"], resumed["calls"]) == (UNITS, UNITS) and calls.batches[-1] == UNITS
 
 
+@pytest.mark.slow
 def test_units_are_asked_in_batches_and_answer_as_one_at_a_time(tmp_path, index, calls):
     one, _ = index()
     singles = rows(one)

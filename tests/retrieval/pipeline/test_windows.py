@@ -128,6 +128,7 @@ def test_units_shorter_than_the_minimum_are_refused_in_one_line(tmp_path, video_
     assert not (tmp_path / "index").exists()
 
 
+@pytest.mark.slow
 def test_a_file_written_between_its_windows_is_left_for_a_later_run(tmp_path, tiny_models, video_folder,
                                                                      monkeypatch):
     """The hash comes with the first window: a later window read from other bytes must not join it."""

@@ -118,6 +118,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_killed_index_run_leaves_no_worker_behind(tmp_path, video_folder, tiny_models):
     cmd = [sys.executable, str(ROOT / "cli.py"), "index", str(video_folder), "--index-dir", str(tmp_path / "index"),

@@ -179,6 +179,7 @@ def demo_copy(demo_index, tmp_path):
     return target
 
 
+@pytest.mark.slow
 def test_a_reranked_composed_query_asks_the_concepts_and_the_change_and_caches_both(demo_copy, tmp_path):
     from bench.tiny.vlm import build_qwen_vl
     from rerankers.prompts.similarity import ChangeWords

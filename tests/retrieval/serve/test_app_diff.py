@@ -59,6 +59,7 @@ def test_diff_places_each_statement_on_the_anchor_or_the_clip(app_videos, qwen, 
     assert again["model_calls"] == 0  # from the index's answer cache
 
 
+@pytest.mark.slow
 @needs_chromium
 @needs_ffmpeg
 def test_the_compare_view_shows_what_differs(app_videos, qwen, answers, browser):

@@ -29,6 +29,7 @@ def query_hits(page, url: str) -> list[str]:
     return page.eval_on_selector_all(HITS, "items => items.map((li) => li.dataset.path)")
 
 
+@pytest.mark.slow
 def test_a_removed_file_is_listed_and_its_undo_brings_it_back(writable, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.set_default_timeout(30_000)

@@ -63,6 +63,7 @@ def test_a_read_only_server_refuses_every_write(videos):
     assert not (videos / "added").exists() and (videos / "cup.mp4").is_file()
 
 
+@pytest.mark.slow
 def test_an_added_clip_is_indexed_removed_and_stays_removed(client, videos):
     assert client.get("/index/job").json() == {"state": "idle", "allow_writes": True}
     response = client.post("/index/files", json={"uploads": [upload(client)]})
