@@ -158,7 +158,7 @@ def _units(catalog: Catalog, signal: str, where) -> tuple[dupe_groups.Units, lis
         ids, vectors = ids[kept], vectors[kept]
     rows = catalog.units(ids.tolist())
     held = {r.path for r in rows.values()}
-    files = [f for f in list_files(catalog) if f.path in held]
+    files = [f for f in list_files(catalog, with_lines=False) if f.path in held]  # sizes and dates only
     at = {f.path: i for i, f in enumerate(files)}
     file = np.array([at[rows[int(u)].path] for u in ids], np.int64)
     start = np.array([rows[int(u)].start for u in ids], np.float64)

@@ -51,8 +51,9 @@ class FileListing:
     lines: tuple = ()  # its timed lines (``TimedLine``: on screen, subtitles, speech) by time
 
 
-def list_files(catalog: Catalog) -> list[FileListing]:
-    """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it."""
+def list_files(catalog: Catalog, with_lines: bool = True) -> list[FileListing]:
+    """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it (``with_lines``:
+    and its timed lines, which only a listing shows)."""
     boundary, confidence, units_by, unavailable, codec = (catalog.column(table, alias, name) for table, alias, name in (
         ("units", "u", "boundary"), ("units", "u", "confidence"), ("files", "f", "units_by"),
         ("files", "f", "unavailable"), ("files", "f", "codec")))
@@ -67,7 +68,7 @@ def list_files(catalog: Catalog) -> list[FileListing]:
            LEFT JOIN embeddings e ON e.unit_id = u.unit_id
                 AND e.indexer IN (SELECT indexer FROM indexers WHERE kind = 'text')
            GROUP BY ALL ORDER BY f.path""").fetchall()
-    fields, lines = catalog.file_fields(), catalog.lines_by_path()
+    fields, lines = catalog.file_fields(), catalog.lines_by_path() if with_lines else {}
     return [FileListing(path, status, error, duration, width, height,
                         tuple((seg, start, end) for seg, start, end, _, _ in (units or [])), bool(captioned),
                         tuple((boundary, confidence) for _, _, _, boundary, confidence in (units or [])), units_by,
