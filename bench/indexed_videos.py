@@ -9,7 +9,7 @@ import numpy as np
 from bench.loaders import base_name
 from retrieval.core.signal_kinds import CAPTION
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import IndexerRow
+from retrieval.store.catalog.records import IndexerRow
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ from retrieval.lmm.similarity import PairScorer
 from retrieval.lmm.vqascore import Captioned, VqaScorer
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.store.catalog_records import IndexerRow
+from retrieval.store.catalog.records import IndexerRow
 
 GT_NAME = "gt_conditioned_similarities.json"
 SPLIT_NAME = "to_be_ranked.json"

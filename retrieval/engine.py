@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 # the engine itself).
 from indexers.base import PROTOCOLS as PROTOCOLS
 from rerankers.base import MODES as MODES
+from retrieval.analysis.diff import gather_statements as gather_statements
 from retrieval.core.concepts import parse_concepts as parse_concepts
 from retrieval.core.errors import one_line as one_line
 from retrieval.core.segmentation import SegmentationError as SegmentationError
@@ -25,7 +26,6 @@ from retrieval.core.segmentation import parse_segment as parse_segment
 from retrieval.core.timecode import TimeFormatError as TimeFormatError
 from retrieval.core.timecode import parse_time as parse_time
 from retrieval.search.anchor import AnchorSpanError as AnchorSpanError
-from retrieval.search.diff import gather_statements as gather_statements
 from retrieval.search.signals import parse_overrides as parse_overrides
 from retrieval.search.text_query import parse_weights as parse_weights
 from retrieval.store.errors import is_damage as is_damage
@@ -54,8 +54,7 @@ from retrieval.search.results import CompareResult, QueryResult
 from retrieval.store import backgrounds
 from retrieval.store import index_dir as store
 from retrieval.store.catalog import Catalog, FileListing
-from retrieval.store.catalog_removed import RemovedFile, Undone
-from retrieval.store.faiss_policy import rebuild_indices
+from retrieval.store.catalog.removed import RemovedFile, Undone
 from retrieval.store.index_dir import NoIndexError as NoIndexError
 from retrieval.store.index_dir import NotIndexedError as NotIndexedError
 from retrieval.store.index_dir import find_index_dir as find_index_dir
@@ -63,15 +62,16 @@ from retrieval.store.index_dir import locate_index as locate_index
 from retrieval.store.index_dir import remember_index as remember_index
 from retrieval.store.repair import Restored
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME
+from retrieval.store.vectors.policy import rebuild_indices
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
+    from retrieval.analysis.diff import DiffRanking
+    from retrieval.analysis.dupes import DupesResult
     from retrieval.lmm.differences import DiffResult
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
     from retrieval.pipeline.run import IndexReport, Progress
-    from retrieval.search.diff import DiffRanking
-    from retrieval.search.dupes import DupesResult
 
 
 TEXT_TOWER, INDEXER = "text tower", "indexer"  # what a WarmStep builds
@@ -136,14 +136,14 @@ class Engine:
     def diff(self, request: DiffRequest, progress=None) -> DiffResult | DiffRanking:
         """What differs between the pair ``request.a``, ``request.b`` (a DiffResult), or the candidates ranked by
         how much each differs from ``request.a`` (a DiffRanking; ``progress(done, total)`` after each)."""
-        from retrieval.search.diff_verb import run_diff
+        from retrieval.analysis.diff_verb import run_diff
 
         self.models.check_lmms(request.lmms)
         return run_diff(request, self.index_dir, self.models, progress)
 
     def dupes(self, request: DupesRequest) -> DupesResult:
         """The index's near-duplicate files or units in groups, each with the one to keep (see DupesRequest)."""
-        from retrieval.search.dupes import run_dupes  # FAISS range search and SciPy's graphs: this verb's alone
+        from retrieval.analysis.dupes import run_dupes  # FAISS range search and SciPy's graphs: this verb's alone
 
         return run_dupes(request, self.index_dir)
 
@@ -229,7 +229,7 @@ class Engine:
         """Take indexed files out of the index (rows, vectors; the files stay on disk) and have later runs skip
         them; ``paths`` relative to the root or absolute inside it.  Their root-relative paths, or
         NotIndexedError naming those the index does not list (then nothing is removed)."""
-        from retrieval.store import keyword_sync  # bm25s: imported by the verbs that change texts
+        from retrieval.store.keyword import sync as keyword_sync  # bm25s: imported by the verbs that change texts
 
         with store.writing(self.index_dir) as catalog:
             rels = store.relative(catalog, self.index_dir, paths)
@@ -245,7 +245,7 @@ class Engine:
         """Undo ``remove``: the files' kept rows and vectors are back, searchable at once with nothing embedded (and
         a file removed before rows were kept is indexed by the next run); or NotIndexedError naming those that were
         not removed (then nothing changes)."""
-        from retrieval.store import keyword_sync
+        from retrieval.store.keyword import sync as keyword_sync
 
         with store.writing(self.index_dir) as catalog:
             rels = store.relative(catalog, self.index_dir, paths)
@@ -306,7 +306,7 @@ class Engine:
         """Write the index's files, units, descriptions and vectors to the folder ``out`` as ``fmt`` (parquet or
         jsonl) files with a manifest, which is returned; only reads the index (its snapshot while a writer holds
         it: why goes to ``notices``)."""
-        from retrieval.store.export import export_index  # pyarrow: only an export pays for it
+        from retrieval.store.export.tables import export_index  # pyarrow: only an export pays for it
 
         return export_index(self.index_dir, out, fmt, force, [] if notices is None else notices)
 
@@ -318,6 +318,6 @@ class Engine:
 def export_results(results: Path, out: Path, fmt: str = "parquet", force: bool = False) -> dict:
     """The hits of a query's or a search's ``--json`` output (the file ``results``) written to the folder ``out``
     as a results table with a manifest, which is returned; no index is read."""
-    from retrieval.search.export_results import export_results as write  # pyarrow: only an export pays for it
+    from retrieval.store.export.results import export_results as write  # pyarrow: only an export pays for it
 
     return write(results, out, fmt, force)

@@ -23,7 +23,7 @@ from retrieval.core.errors import ConvisError, one_line
 from retrieval.lmm.clips import FrameCache
 from retrieval.lmm.score_cache import ScoreCache, default_score_cache
 from retrieval.lmm.similarity import PairScorer
-from retrieval.store.anchor_cache import ANCHORS_NAME, AnchorCache, AnchorKey
+from retrieval.store.caches.anchor import ANCHORS_NAME, AnchorCache, AnchorKey
 from retrieval.store.index_dir import has_index
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import numpy as np
 
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.results import DupesBenchResult
-from retrieval.search import dupe_groups
-from retrieval.store.vectors import choose_factory
+from retrieval.analysis import dupe_groups
+from retrieval.store.vectors.faiss_index import choose_factory
 
 DUPES_UNITS = 100_000
 UNITS_A_FILE = 5

@@ -11,8 +11,8 @@ import numpy as np
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.results import FilterResult
 from bench.perf.search import _ids, mixture
-from retrieval.store import filtered_search
-from retrieval.store.vectors import VectorIndex, ivf_lists
+from retrieval.store.vectors import filtered_search
+from retrieval.store.vectors.faiss_index import VectorIndex, ivf_lists
 
 FILTER_VECTORS = 100_000  # the collection a full run filters (a smoke run: its first --sizes)
 FILTER_K = 10

@@ -41,7 +41,7 @@ def notes(config: PerfConfig) -> list[str]:
                    "the rows and `VectorIndex.search(query, 10, allowed)` searches them (retrieval/store/"
                    "filtered_search.py: a filter's first query reads only its kept rows, in place from a Flat or "
                    "HNSW-over-flat index, through FAISS's IDSelectorBitmap over every list of an IVF index; its "
-                   "second gathers them in half precision (retrieval/store/kept_rows.py) and from then on the "
+                   "second gathers them in half precision (retrieval/store/vectors/kept_rows.py) and from then on the "
                    "half-precision scores propose k + 32 candidates, rescored in float32 and kept only when the "
                    "rounding bound proves nothing left out ranks higher); recall@10 against numpy's exact top 10 of "
                    "the kept rows, the lowest over the runs; p50 over the queries one by one on one thread, the "

@@ -19,8 +19,8 @@ import numpy as np
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.measuring import measure
 from bench.perf.results import RecallResult
-from retrieval.store import vectors
-from retrieval.store.vectors import VectorIndex, choose_factory, default_search_params, ivf_lists
+from retrieval.store.vectors import faiss_index as vectors
+from retrieval.store.vectors.faiss_index import VectorIndex, choose_factory, default_search_params, ivf_lists
 
 RECALL_K = 100
 MIXTURE_COMPONENTS = 1000

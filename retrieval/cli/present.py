@@ -480,7 +480,7 @@ def print_info(summary: dict, as_json: bool) -> None:
 
 def _described_line(row: dict) -> str:
     """``location descriptions: 9 unit(s) by file -> text#location``: who described a concept, and its signal."""
-    from retrieval.store.catalog_records import FILE_KEY
+    from retrieval.store.catalog.records import FILE_KEY
 
     by = ", ".join(f"{units} unit(s) by {'text files' if model == FILE_KEY.model else _scorer_name(model)}"
                    for model, units in row["described_by"].items())
@@ -577,7 +577,7 @@ def listing_record(f) -> dict:
 def _unit_lines(f, start: float, end: float) -> dict:
     """A unit's timed lines (those whose time overlaps it, as search counts them); nothing when it has none."""
     from retrieval.search.hit_lines import as_dict
-    from retrieval.store.catalog_lines import in_unit
+    from retrieval.store.catalog.lines import in_unit
 
     shown = [as_dict(x) for x in getattr(f, "lines", ()) if in_unit(x, start, end)]
     return {"lines": shown} if shown else {}

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from retrieval.media.scan import FoundFile
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import FileState
+from retrieval.store.catalog.records import FileState
 
 SHOWN_FOLDERS = 3  # offline folders a run's note names
 

@@ -2,7 +2,7 @@
 
 The folder an index covers and its protocol are fixed when it is first built (a later run
 that asks for another is refused; the folder moves only when asked); the unit length is kept
-for later runs until one changes it (the FAISS settings: ``retrieval.store.faiss_policy``).
+for later runs until one changes it (the FAISS settings: ``retrieval.store.vectors.policy``).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from retrieval.lmm.captioning import (
 )
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import FILE_KEY, DescriberKey, Description, UnitRow
+from retrieval.store.catalog.records import FILE_KEY, DescriberKey, Description, UnitRow
 
 FILE_MAX_CHARS = 20_000  # a caption file may be long (released captions run to 5,000 characters); not a book
 MODEL_CALLS_PER_UNIT = len(describe_prompt.DESCRIBE_KEYS)  # the caption and one request per concept

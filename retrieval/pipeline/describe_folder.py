@@ -10,7 +10,7 @@ from indexers.factory import has_text_tower
 from retrieval.core.concepts import Concept
 from retrieval.pipeline.catalog_settings import CAPTIONER
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import IndexerRow
+from retrieval.store.catalog.records import IndexerRow
 from retrieval.store.index_dir import protocol_of, require_index
 
 if TYPE_CHECKING:

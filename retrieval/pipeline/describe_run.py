@@ -25,10 +25,11 @@ from retrieval.pipeline.describe import (
     describer_key,
     embed_generated_captions,
 )
-from retrieval.store import backgrounds, keyword_sync
+from retrieval.store import backgrounds
 from retrieval.store.catalog import Catalog
-from retrieval.store.faiss_policy import rebuild_indices
+from retrieval.store.keyword import sync as keyword_sync
 from retrieval.store.snapshots import SNAPSHOT_NAME
+from retrieval.store.vectors.policy import rebuild_indices
 
 
 class NoCaptionerError(ConvisError, ValueError):

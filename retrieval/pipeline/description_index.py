@@ -31,7 +31,7 @@ from indexers.factory import has_text_tower
 from retrieval.core.errors import one_line
 from retrieval.core.signal_kinds import CAPTION
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import LINE_SOURCES, DescriberKey, DescriptionSignal
+from retrieval.store.catalog.records import LINE_SOURCES, DescriberKey, DescriptionSignal
 
 SEPARATOR = "#"  # model ids never hold one: "text:sentence-transformers/all-MiniLM-L6-v2#location"
 CHUNK = 256  # descriptions embedded and committed together: a killed run loses at most one chunk

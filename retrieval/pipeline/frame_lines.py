@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from retrieval.store.catalog_records import FileState, TimedLine
+from retrieval.store.catalog.records import FileState, TimedLine
 
 if TYPE_CHECKING:  # the decode workers import this module with the stages: not the catalog's database
     from retrieval.media.frames import Frames

@@ -22,10 +22,10 @@ from retrieval.pipeline.settings import IndexSettings
 from retrieval.pipeline.speech_lines import SETTING as SPEECH_SETTING
 from retrieval.pipeline.speech_lines import checkpoint_of, split_specs
 from retrieval.store.catalog import Catalog
-from retrieval.store.faiss_policy import configure_faiss
 from retrieval.store.index_dir import NoIndexError, has_index, protocol_of, repair
 from retrieval.store.snapshots import CATALOG_NAME
-from retrieval.store.vectors import check_folder
+from retrieval.store.vectors.faiss_index import check_folder
+from retrieval.store.vectors.policy import configure_faiss
 
 if TYPE_CHECKING:
     from indexers.base import Indexer

@@ -14,7 +14,7 @@ import numpy as np
 from indexers.base import INDEXERS, Indexer
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.sampling import FrameSpec
-from retrieval.store.catalog_records import IndexerRow
+from retrieval.store.catalog.records import IndexerRow
 
 
 class LazyIndexer(Indexer):

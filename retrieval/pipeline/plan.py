@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from retrieval.media.scan import FoundFile
-from retrieval.store.catalog_records import FileState
+from retrieval.store.catalog.records import FileState
 
 
 @dataclass(frozen=True)

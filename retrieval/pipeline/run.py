@@ -58,12 +58,13 @@ from retrieval.pipeline.stages import (
     is_transient,
     reason_of,
 )
-from retrieval.store import backgrounds, keyword_sync
+from retrieval.store import backgrounds
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
-from retrieval.store.faiss_policy import rebuild_indices
+from retrieval.store.catalog.records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
 from retrieval.store.index_dir import protocol_of
+from retrieval.store.keyword import sync as keyword_sync
 from retrieval.store.snapshots import SNAPSHOT_NAME
+from retrieval.store.vectors.policy import rebuild_indices
 
 
 @dataclass

@@ -10,7 +10,7 @@ from retrieval.core.defaults import MAX_SEGMENT_SECONDS, MIN_SEGMENT_SECONDS
 from retrieval.core.ranges import in_range
 from retrieval.core.segmentation import ShotRule
 from retrieval.store.errors import IndexSettingsError
-from retrieval.store.vectors import check_factory
+from retrieval.store.vectors.faiss_index import check_factory
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units

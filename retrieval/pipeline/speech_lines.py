@@ -16,7 +16,7 @@ from retrieval.core.errors import one_line
 from retrieval.media.audio import RATE, decode_audio
 from retrieval.pipeline.subtitle_lines import files_by_bytes
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import TimedLine
+from retrieval.store.catalog.records import TimedLine
 
 SOURCE = "speech"
 SPEC = "speech"  # the indexer name: "speech" or "speech:<checkpoint>"

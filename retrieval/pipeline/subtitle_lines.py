@@ -15,7 +15,7 @@ from pathlib import Path
 
 from retrieval.media.subtitles import PROBLEMS, Sidecar, SubtitleRead, read_sidecar, read_streams, sidecars
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import TimedLine
+from retrieval.store.catalog.records import TimedLine
 
 SOURCE = "subtitle"
 STREAM = "stream:"  # the origin prefix of a stream's lines: stream:N, N the container's stream index

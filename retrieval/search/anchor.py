@@ -2,7 +2,7 @@
 
 An anchor that is indexed whole (one unit, no --start/--end) has its vectors in the catalog;
 any other anchor is decoded with each model's own frames and embedded once, then read from the
-anchor cache (``retrieval.store.anchor_cache``).  A new anchor has no caption, so a concept scored
+anchor cache (``retrieval.store.caches.anchor``).  A new anchor has no caption, so a concept scored
 by the text signal falls back to its best visual signal.
 """
 
@@ -26,9 +26,9 @@ from retrieval.media.frames import DecodeError, SpanError
 from retrieval.media.scan import content_hash
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search import signals
-from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import UnitRow
+from retrieval.store.catalog.records import UnitRow
+from retrieval.store.vectors import signals as signal_vectors
 
 
 class AnchorError(ConvisError, ValueError):

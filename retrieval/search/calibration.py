@@ -46,7 +46,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from retrieval.core.concepts import Concept
-from retrieval.store.catalog_records import BackgroundRow
+from retrieval.store.catalog.records import BackgroundRow
 
 Z90, Z99 = 1.2816, 2.3263  # a normal's 90th and 99th percentiles, in sigmas
 QUARTILE_SIGMA = 0.6745  # a normal's upper quartile, in sigmas

@@ -3,7 +3,7 @@ description: the query's ``--reranker``, else the LMM that captioned the index.
 
 Each of the anchor's texts (its caption, each concept's description) is one text-only request
 (``rerankers.prompts.edit``), answered greedily.  Answers are kept in the index's edit cache
-(``retrieval.store.edit_cache``), keyed by the anchor, the text, the change, the model and the request's version,
+(``retrieval.store.caches.edits``), keyed by the anchor, the text, the change, the model and the request's version,
 so a repeated query loads and asks no model.  An answer that cannot be the edited text (empty, too long, not
 words), or a model that cannot be had or asked, leaves the text to the rule (``change_reading.edit``), with a
 notice.
@@ -19,8 +19,8 @@ from rerankers.factory import lmm_identity
 from rerankers.prompts.edit import EDIT_PROMPT_VERSION, EDIT_TOKENS, edit_request, read_edit
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.search.change_reading import TextEdit, rule_edit, text_label
-from retrieval.store.anchor_cache import span_of
-from retrieval.store.edit_cache import EDITS_NAME, EditCache, EditKey
+from retrieval.store.caches.anchor import span_of
+from retrieval.store.caches.edits import EDITS_NAME, EditCache, EditKey
 
 
 @dataclass

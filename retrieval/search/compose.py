@@ -34,7 +34,7 @@ from retrieval.search import ranking
 from retrieval.search.results import CHANGE_KEY, Hit
 from retrieval.search.signals import SignalError
 from retrieval.search.text_query import MAX_TEXT_CHARS, NoTextSignal, text_signals
-from retrieval.store.vectors import VectorIndex
+from retrieval.store.vectors.faiss_index import VectorIndex
 
 DEFAULT_CHANGE_WEIGHT = 1.0
 

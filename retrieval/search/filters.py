@@ -1,5 +1,5 @@
 """The units a request's ``where`` conditions keep: read from the catalog before anything is ranked, so each
-signal's FAISS index searches only them (``retrieval.store.filtered_search``)."""
+signal's FAISS index searches only them (``retrieval.store.vectors.filtered_search``)."""
 
 from __future__ import annotations
 

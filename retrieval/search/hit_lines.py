@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     from retrieval.search.results import Hit
     from retrieval.store.catalog import Catalog
-    from retrieval.store.catalog_records import TimedLine
+    from retrieval.store.catalog.records import TimedLine
 
 MOST_SHOWN = 3  # lines a hit shows when none holds a query word
 MOST_MATCHED = 10  # lines a hit shows that hold one

@@ -1,7 +1,7 @@
 """Keyword and hybrid text search: the keyword index's ranks, alone or fused with the vector ranks.
 
 * ``vector``: the text towers' similarities (``text_query``), as before.
-* ``keyword``: BM25 over each unit's stored text (``retrieval.store.keyword_index``); no model is built.
+* ``keyword``: BM25 over each unit's stored text (``retrieval.store.keyword.index``); no model is built.
 * ``hybrid``: both, fused by reciprocal rank fusion (Cormack et al., 2009): a unit scores
   sum(1 / (RRF_K + rank)) over the two lists it is ranked in, with RRF_K = 60 as in that paper. Its vector rank is
   its place among every candidate either list proposed, scored from the stored vectors; a unit the keyword
@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Sequence
 from retrieval.core.concepts import Concept
 from retrieval.search.results import Hit
 from retrieval.search.signals import SignalError
-from retrieval.store.unit_texts import stamp
+from retrieval.store.keyword.unit_texts import stamp
 
 if TYPE_CHECKING:
     from retrieval.store.catalog import Catalog
-    from retrieval.store.catalog_records import UnitRow
-    from retrieval.store.keyword_index import KeywordHit
+    from retrieval.store.catalog.records import UnitRow
+    from retrieval.store.keyword.index import KeywordHit
 
 VECTOR, KEYWORD, HYBRID = "vector", "keyword", "hybrid"
 MODES = (VECTOR, KEYWORD, HYBRID)

@@ -29,11 +29,11 @@ from retrieval.search.fusion_query import fuse, fusion_label, load_fusion
 from retrieval.search.pair_signals import PairSignals
 from retrieval.search.requests import QueryRequest
 from retrieval.search.results import Hit, QueryResult, shown_path
-from retrieval.store import signal_vectors
-from retrieval.store.anchor_cache import AnchorKey
+from retrieval.store.caches.anchor import AnchorKey
 from retrieval.store.catalog import Catalog
-from retrieval.store.faiss_policy import vector_index
 from retrieval.store.index_dir import CAPTIONER, open_catalog, protocol_of, root_of, unavailable_notice
+from retrieval.store.vectors import signals as signal_vectors
+from retrieval.store.vectors.policy import vector_index
 
 
 @dataclass

@@ -14,10 +14,10 @@ import numpy as np
 from retrieval.core.concepts import Concept
 from retrieval.core.scores import unit_similarity
 from retrieval.search.results import Hit
-from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import UnitRow
-from retrieval.store.vectors import VectorIndex
+from retrieval.store.catalog.records import UnitRow
+from retrieval.store.vectors import signals as signal_vectors
+from retrieval.store.vectors.faiss_index import VectorIndex
 
 
 def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int,

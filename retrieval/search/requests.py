@@ -16,15 +16,25 @@ from rerankers.base import check_mode
 from rerankers.prompts.diff import DiffInputError, check_action
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
 from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, MAX_K, MAX_SAMPLE_FPS
+from retrieval.core.errors import ConvisError
 from retrieval.core.ranges import in_range
 from retrieval.core.signal_kinds import parse_signal
 from retrieval.search import hybrid, signals
 from retrieval.search.compose import Change
-from retrieval.search.dupes import KEEP, LEVELS, DupesError
 from retrieval.search.text_query import TextQuery, check_text
 from retrieval.store.where import parse as parse_where
 
 Span = tuple[float | None, float | None]
+
+LEVELS = ("file", "unit")  # what `dupes` groups
+KEEP = ("longest", "resolution", "oldest")  # which copy of a group `dupes` keeps
+
+
+class DupesError(ConvisError, ValueError):
+    """A ``dupes`` the index cannot answer: an unknown level, keep rule or indexer, a threshold out of range, or
+    ``--auto`` on a signal with no background."""
+
+    exit_code, http_status = 2, 400
 
 
 def as_concepts(concepts: Sequence[str] | Sequence[Concept]) -> tuple[Concept, ...]:

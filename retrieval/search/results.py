@@ -20,7 +20,7 @@ from retrieval.core.concepts import Concept, combine, from_rating
 from retrieval.search.calibration import NO_MATCH, Calibration
 from retrieval.search.confidence import Spread
 from retrieval.search.signals import scorer_label
-from retrieval.store.catalog_records import UnitRow
+from retrieval.store.catalog.records import UnitRow
 
 CHANGE_KEY = "change"  # a composed query's change: its key among a hit's scores and ratings, beside the concepts
 

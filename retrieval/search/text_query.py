@@ -34,15 +34,15 @@ from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.hit_lines import with_lines
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
-from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
-from retrieval.store.faiss_policy import vector_index
 from retrieval.store.index_dir import open_catalog, protocol_of, unavailable_notice
-from retrieval.store.vectors import VectorIndex
+from retrieval.store.vectors import signals as signal_vectors
+from retrieval.store.vectors.faiss_index import VectorIndex
+from retrieval.store.vectors.policy import vector_index
 
 if TYPE_CHECKING:
     from retrieval.model_cache import ModelCache
-    from retrieval.store.keyword_index import KeywordIndex
+    from retrieval.store.keyword.index import KeywordIndex
 
 MAX_TEXT_CHARS = 1000  # a sentence, not a document: CLIP reads 77 tokens, MiniLM 256
 
@@ -262,7 +262,7 @@ def sentence_cuts(catalog: Catalog, model_id: str, vector: np.ndarray) -> tuple[
 
 def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextResult:
     """``query`` answered from the index in ``index_dir``, with the text towers of the models the index used."""
-    from retrieval.store import keyword_sync
+    from retrieval.store.keyword import sync as keyword_sync
 
     catalog, notices = open_catalog(index_dir)
     with catalog:

@@ -26,7 +26,7 @@ from retrieval.media.frames import VideoInfo
 from retrieval.media.unit_frames import describe_sampling, frame_time, nearest_frame, stored_span, unit_frames
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses
 from retrieval.serve.gallery import to_jpeg
-from retrieval.store.catalog_records import FILE_KEY, Description, IndexerRow, UnitRecord
+from retrieval.store.catalog.records import FILE_KEY, Description, IndexerRow, UnitRecord
 
 FRAME_CACHE_SIZE = 512  # single small JPEGs (a few KB each)
 PROBE_CACHE_SIZE = 256

@@ -20,6 +20,7 @@ from typing import Iterable
 
 import numpy as np
 
+from retrieval.analysis.diff import DiffRanking
 from retrieval.core.files import atomic_write
 from retrieval.core.timecode import format_span, format_time
 from retrieval.lmm.differences import DiffResult
@@ -27,7 +28,6 @@ from retrieval.media.frames import DecodeError
 from retrieval.media.preview import PreviewError, Previews, playback, span_clip
 from retrieval.media.scan import content_hash
 from retrieval.media.video_decoder import VideoDecoder
-from retrieval.search.diff import DiffRanking
 from retrieval.search.results import CHANGE_KEY, CompareResult, Hit, QueryResult
 from retrieval.search.signals import scorer_label
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from retrieval.core.scores import unit_similarity
-from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import BACKGROUND_QUANTILES, BackgroundRow
-from retrieval.store.faiss_policy import index_signals
+from retrieval.store.catalog.records import BACKGROUND_QUANTILES, BackgroundRow
+from retrieval.store.vectors import signals as signal_vectors
+from retrieval.store.vectors.policy import index_signals
 
 MAX_PAIRS = 2000  # enough for the 1st and 99th percentiles to be read from ~20 pairs each; cheap at any size
 SEED = 0

@@ -16,12 +16,12 @@ from retrieval.core.defaults import INDEX_DIRNAME
 from retrieval.core.errors import ConvisError
 from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
-from retrieval.store import signal_vectors
 from retrieval.store.catalog import Catalog, FileListing, list_files
-from retrieval.store.catalog_removed import RemovedFile
+from retrieval.store.catalog.removed import RemovedFile
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
 from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
+from retrieval.store.vectors import signals as signal_vectors
 
 PROTOCOL = "protocol"  # the catalog setting: how the index's models embed ("fast" unless set)
 CAPTIONER = "captioner"  # catalog setting: the last --captioner spec (`convis describe`'s default, a change's editor)

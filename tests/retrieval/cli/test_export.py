@@ -57,7 +57,7 @@ def index(demo_index, tmp_path) -> Path:
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
 def test_the_export_reads_back_to_the_catalogs_files_units_descriptions_and_vectors(index, tmp_path, fmt,
                                                                                      monkeypatch):
-    monkeypatch.setattr("retrieval.store.export.VECTOR_BATCH", 4)  # each signal's 9 vectors in three batches
+    monkeypatch.setattr("retrieval.store.export.tables.VECTOR_BATCH", 4)  # each signal's 9 vectors in three batches
     out = tmp_path / "out"
     manifest = exported(index, "--out", out, "--format", fmt)
     tables = {t["name"]: t for t in manifest["tables"]}

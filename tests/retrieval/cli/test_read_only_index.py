@@ -88,7 +88,7 @@ def test_a_folder_that_refuses_new_files_stops_the_writer_before_it_opens_the_ca
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(index))
 
-    monkeypatch.setattr("retrieval.store.catalog_connection.tempfile.mkstemp", refuse)
+    monkeypatch.setattr("retrieval.store.catalog.connection.tempfile.mkstemp", refuse)
     with pytest.raises(IndexReadOnly, match=r"cannot write the index .*index \(Permission denied\)") as caught:
         Catalog(index / "catalog.duckdb")
     assert caught.value.exit_code == 1
@@ -108,6 +108,6 @@ def test_a_catalog_file_that_refuses_the_writer_is_one_line(example_index, tmp_p
             raise duckdb.IOException(f'IO Error: Cannot open file "{path}": Permission denied')
         return real(path, read_only=read_only, **kwargs)
 
-    monkeypatch.setattr("retrieval.store.catalog_connection.duckdb.connect", connect)
+    monkeypatch.setattr("retrieval.store.catalog.connection.duckdb.connect", connect)
     with pytest.raises(IndexReadOnly, match="Permission denied"):
         Catalog(index / "catalog.duckdb")

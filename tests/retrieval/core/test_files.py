@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.core.files import atomic_write, atomic_write_bytes
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from bench.loaders import BenchDataError, load_pair_scores
 from indexers.base import INDEXERS
 from indexers.text import read_captions
 from rerankers.prompts.diff import DiffInputError
+from retrieval.analysis.diff import read_statements
 from retrieval.core.user_files import (
     JSON_DEPTH_LIMIT,
     TEXT_FILE_LIMIT,
@@ -19,7 +20,6 @@ from retrieval.core.user_files import (
     read_limited,
     read_text,
 )
-from retrieval.search.diff import read_statements
 from retrieval.search.fusion import FusionError, FusionModel
 
 

@@ -17,8 +17,8 @@ from retrieval.engine import Engine
 from retrieval.pipeline import description_index
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import FILE_KEY, DescriberKey, Description
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.catalog.records import FILE_KEY, DescriberKey, Description
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 from tests.paths import EXAMPLES
 
 TEXT_ID = f"text:{MINILM}"

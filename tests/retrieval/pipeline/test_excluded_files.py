@@ -12,7 +12,7 @@ import pytest
 from retrieval.engine import Engine, NotIndexedError, QueryRequest
 from retrieval.model_cache import ModelCache
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 from tests.indexes import copied_index
 from tests.paths import ROOT
 
@@ -115,7 +115,7 @@ KILLED = """
 import os, signal, sys
 from pathlib import Path
 import retrieval.engine
-from retrieval.store.catalog_removed import RemovedRows
+from retrieval.store.catalog.removed import RemovedRows
 
 def killed(*_args, **_kwargs):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -21,7 +21,7 @@ from retrieval.engine import Engine
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import CatalogEmpty
 from retrieval.store.snapshots import SNAPSHOT_NAME
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 from tests.paths import ROOT
 
 GOOD = ["campus_01.mp4", "campus_02.mp4", "bikes.mp4", "box.mp4", "cup.mp4", "carphone_pristine.mp4",

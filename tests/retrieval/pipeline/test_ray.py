@@ -27,7 +27,7 @@ from retrieval.pipeline.run import IndexRun
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.pipeline.stages import DecodeJob, EmbeddedFile, FileJob
 from retrieval.store.catalog import Catalog
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 
 
 @pytest.fixture(scope="module")

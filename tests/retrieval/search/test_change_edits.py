@@ -11,8 +11,8 @@ import torch
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.prompts.edit import EDIT_TOKENS, edit_request, read_edit
 from retrieval.engine import Engine, QueryRequest
+from retrieval.store.caches.edits import EDITS_NAME
 from retrieval.store.catalog import Catalog
-from retrieval.store.edit_cache import EDITS_NAME
 from retrieval.store.index_dir import CAPTIONER
 from tests.retrieval.search.test_change_reading import example_set  # noqa: F401  (the indexed example clips)
 

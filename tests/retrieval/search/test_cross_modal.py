@@ -247,7 +247,7 @@ def test_fusion_takes_vqascore_as_an_input(vqa_setup):
 
 
 def test_composed_vectors_skip_units_that_lack_a_part(clip_index, tmp_path):
-    from retrieval.store import signal_vectors
+    from retrieval.store.vectors import signals as signal_vectors
 
     videos, folder, _ = clip_index
     copy = tmp_path / "videos"

@@ -12,8 +12,8 @@ from retrieval.engine import Engine, SearchRequest
 from retrieval.search import hybrid
 from retrieval.search.signals import SignalError
 from retrieval.store.catalog import Catalog
-from retrieval.store.keyword_index import KEYWORD_DIR, KeywordIndex, terms
-from retrieval.store.unit_texts import stamp
+from retrieval.store.keyword.index import KEYWORD_DIR, KeywordIndex, terms
+from retrieval.store.keyword.unit_texts import stamp
 from tests.indexes import CAPTIONS, indexed_copies
 
 # exact rare terms added to the example captions: a name, and names whose hyphens and digits must survive

@@ -8,7 +8,7 @@ from retrieval.engine import Engine, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.ranking import StoredVectors, score
 from retrieval.store.catalog import Catalog
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 
 
 def test_scores_ignore_vectors_a_faiss_file_holds(tmp_path, example_videos):

@@ -136,8 +136,8 @@ def test_a_search_builds_only_the_models_that_can_answer(captioned_index):
 
 
 def _search_with(index_dir, build, text: str, concept: str | None = None):
-    from retrieval.store.faiss_policy import vector_index
     from retrieval.store.index_dir import open_catalog
+    from retrieval.store.vectors.policy import vector_index
 
     catalog, _ = open_catalog(index_dir)
     with catalog:

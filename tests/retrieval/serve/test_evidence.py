@@ -19,7 +19,7 @@ from retrieval.serve.evidence import frame_spec
 from retrieval.serve.gallery import THUMB_SHORT_SIDE
 from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import IndexerRow
+from retrieval.store.catalog.records import IndexerRow
 from tests.indexes import CAPTIONS, indexed_copies
 from tests.media import decoded_frame_number, make_clip
 from tests.paths import EXAMPLES

@@ -13,12 +13,12 @@ import pytest
 from PIL import Image
 
 from rerankers.base import PairScore
+from retrieval.analysis.diff import DiffRanking, RankedCandidate
 from retrieval.core.concepts import parse_concepts
 from retrieval.engine import Engine, QueryRequest
 from retrieval.lmm.differences import DiffResult
 from retrieval.media.preview import Previews
 from retrieval.media.scan import content_hash
-from retrieval.search.diff import DiffRanking, RankedCandidate
 from retrieval.search.results import Answerer, CompareResult, Hit, QueryResult
 from retrieval.serve.gallery import (
     strip,

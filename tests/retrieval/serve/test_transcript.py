@@ -10,7 +10,7 @@ from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import TimedLine
+from retrieval.store.catalog.records import TimedLine
 from tests.paths import EXAMPLES
 from tests.retrieval.serve.browser import needs_chromium, needs_ffmpeg, serving
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import FileRecord, IndexerRow, UnitRecord
+from retrieval.store.catalog.records import FileRecord, IndexerRow, UnitRecord
 
 INDEXER = "tiny"
 

@@ -17,7 +17,7 @@ from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import CatalogBusy, CatalogDamaged, DiskFull
-from retrieval.store.vectors import VectorIndex, index_path
+from retrieval.store.vectors.faiss_index import VectorIndex, index_path
 
 ROOT = Path(__file__).resolve().parents[3]
 

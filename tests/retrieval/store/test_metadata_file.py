@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.store import metadata_file
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import FileRecord, UnitRecord
+from retrieval.store.catalog.records import FileRecord, UnitRecord
 from retrieval.store.user_fields import apply_metadata
 
 INDEXED = {"a.mp4", "sub/b.mp4", "c.mp4"}

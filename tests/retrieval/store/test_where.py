@@ -6,7 +6,7 @@ import pytest
 
 from retrieval.search.filters import allowed_units, fields
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog_records import FileRecord, UnitRecord
+from retrieval.store.catalog.records import FileRecord, UnitRecord
 from retrieval.store.where import FilterError, parse
 
 HOSTILE = ["x'; DROP TABLE files; --.mp4", 'say "hi"; --.mp4', "a' OR '1'='1.mp4", "semi;colon.mp4"]

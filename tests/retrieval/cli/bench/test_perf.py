@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from retrieval.cli.bench.perf import register
-from retrieval.store.vectors import FAISS_BLAS_THRESHOLD
+from retrieval.store.vectors.faiss_index import FAISS_BLAS_THRESHOLD
 
 
 @pytest.mark.slow

@@ -1,0 +1,148 @@
+"""Near-duplicates from unit vectors: the pairs within a similarity (FAISS range search), then connected groups.
+
+Everything here works on arrays (unit ids, vectors, each unit's file and times), so the same code groups an
+index's units and the 100k synthetic ones of ``convis bench perf --sections dupes``.
+
+- Unit pairs: a FAISS range search of every unit against all, in the index policy's own index for that many
+  vectors (``VectorIndex.build``: exact ``Flat`` below 100k units, IVF above, probing ``RANGE_NPROBE`` lists), keeping
+  the pairs whose similarity ``(q . s + 1) / 2`` (as queries score) is at least the threshold.
+- File pairs: two files are copies when the units of the shorter one that match some unit of the other cover
+  at least ``COVER`` of its duration: a re-encode matches unit for unit, and a trimmed copy is contained in the
+  longer file (its units all match, the longer file's not all).
+- Groups: the connected components of those pairs (``scipy.sparse.csgraph``); A~B and B~C put A, B and C in
+  one group even when A and C fall short of the threshold, as re-encodes of re-encodes do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+
+from retrieval.store.vectors.faiss_index import VectorIndex
+
+COVER = 0.5  # a file pair counts when matched units cover more than this share of the shorter file
+QUERY_CHUNK = 4096  # units searched a call: bounds the result buffers of a range search
+# Inverted lists a range search probes in an IVF index: a copy sits next to its original, in the same list or a
+# neighbouring one. On the bench's 100k units 4 lists found every planted pair, as the 16 that top-100 recall
+# probes did, in a quarter of the time.
+RANGE_NPROBE = 4
+
+
+@dataclass(frozen=True)
+class Units:
+    """The units to group: ids, vectors (unit length), and per unit its file (an index into ``files``) and
+    its start and end in seconds."""
+
+    ids: np.ndarray
+    vectors: np.ndarray
+    file: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    @property
+    def duration(self) -> np.ndarray:
+        return np.maximum(self.end - self.start, 1e-3)  # a unit of no length still counts a little
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Pairs of positions (``a`` < ``b``) and their similarity."""
+
+    a: np.ndarray
+    b: np.ndarray
+    similarity: np.ndarray
+
+
+def unit_pairs(vectors: np.ndarray, threshold: float) -> Pairs:
+    """Every pair of rows of ``vectors`` whose similarity is at least ``threshold``, each once."""
+    n = len(vectors)
+    if n < 2:
+        return Pairs(*(np.zeros(0, np.int64),) * 2, np.zeros(0, np.float32))
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    built = VectorIndex.build(np.arange(n, dtype=np.int64), matrix, generation=0)
+    index = built.index
+    if "IVF" in built.factory:
+        faiss.ParameterSpace().set_index_parameters(index, f"nprobe={RANGE_NPROBE}")
+    radius = float(2 * threshold - 1)  # inner product of unit vectors: similarity (ip + 1) / 2
+    firsts, seconds, scores = [], [], []
+    for start in range(0, n, QUERY_CHUNK):
+        lims, found, ids = index.range_search(matrix[start:start + QUERY_CHUNK], np.nextafter(radius, -2))
+        query = np.repeat(np.arange(start, start + len(lims) - 1), np.diff(lims).astype(np.int64))
+        later = ids > query  # each pair once, never a unit with itself
+        firsts.append(query[later])
+        seconds.append(ids[later])
+        scores.append(found[later])
+    similarity = (np.concatenate(scores) + 1) / 2
+    return Pairs(np.concatenate(firsts), np.concatenate(seconds), similarity.astype(np.float32))
+
+
+def components(count: int, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+    """The groups (arrays of positions, each sorted, of two or more) that pairs ``a``-``b`` connect among
+    ``count`` items, largest first."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if not len(a):
+        return []
+    graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(count, count))
+    _, labels = connected_components(graph, directed=False)
+    order = np.argsort(labels, kind="stable")
+    cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = [g for g in np.split(order, cuts) if len(g) > 1]
+    return sorted(groups, key=lambda g: (-len(g), int(g[0])))
+
+
+@dataclass(frozen=True)
+class FilePairs:
+    """Pairs of files (``a`` < ``b``, indices into the files) that are copies: their similarity (the mean of
+    the shorter file's matched units' best similarity) and each side's matched time span."""
+
+    a: np.ndarray
+    b: np.ndarray
+    similarity: np.ndarray
+    cover: np.ndarray  # the share of the shorter file its matched units cover
+    spans: dict  # (file, other file) -> (first matched start, last matched end) in the first
+
+
+def file_pairs(units: Units, pairs: Pairs, cover: float = COVER) -> FilePairs:
+    """The file pairs whose matched units cover more than ``cover`` of the shorter file."""
+    fa, fb = units.file[pairs.a], units.file[pairs.b]
+    other = fa != fb
+    ua, ub, sim = pairs.a[other], pairs.b[other], pairs.similarity[other]
+    fa, fb = fa[other], fb[other]
+    swap = fa > fb  # each file pair as (lower, higher)
+    ua, ub = np.where(swap, ub, ua), np.where(swap, ua, ub)
+    fa, fb = np.minimum(fa, fb), np.maximum(fa, fb)
+    file_length = np.bincount(units.file, weights=units.duration, minlength=int(units.file.max(initial=-1)) + 1)
+    found_a, found_b, found_sim, found_cover, spans = [], [], [], [], {}
+    keys = fa.astype(np.int64) * (len(file_length) + 1) + fb
+    order = np.argsort(keys, kind="stable")
+    for chunk in np.split(order, np.flatnonzero(np.diff(keys[order])) + 1) if len(order) else []:
+        first, second = int(fa[chunk[0]]), int(fb[chunk[0]])
+        shares, bests = [], []
+        for side, file in ((ua[chunk], first), (ub[chunk], second)):
+            matched, at = np.unique(side, return_inverse=True)
+            best = np.zeros(len(matched), np.float32)
+            np.maximum.at(best, at.ravel(), sim[chunk])
+            shares.append(float(units.duration[matched].sum() / file_length[file]))
+            bests.append(float(best.mean()))
+            spans[(file, second if file == first else first)] = (float(units.start[matched].min()),
+                                                                 float(units.end[matched].max()))
+        shorter = 0 if file_length[first] <= file_length[second] else 1
+        if shares[shorter] > cover:
+            found_a.append(first)
+            found_b.append(second)
+            found_sim.append(bests[shorter])
+            found_cover.append(shares[shorter])
+    return FilePairs(np.array(found_a, np.int64), np.array(found_b, np.int64), np.array(found_sim, np.float32),
+                     np.array(found_cover, np.float32), spans)
+
+
+def best_each(count: int, a: np.ndarray, b: np.ndarray, similarity: np.ndarray) -> np.ndarray:
+    """Each of ``count`` items' highest similarity in pairs ``a``-``b`` (0 where it has none)."""
+    best = np.zeros(count, np.float32)
+    np.maximum.at(best, a, similarity)
+    np.maximum.at(best, b, similarity)
+    return best
