@@ -71,7 +71,8 @@ if TYPE_CHECKING:
     from retrieval.lmm.differences import DiffResult
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
-    from retrieval.pipeline.run import IndexReport, Progress
+    from retrieval.pipeline.progress import Progress
+    from retrieval.pipeline.run import IndexReport
 
 
 TEXT_TOWER, INDEXER = "text tower", "indexer"  # what a WarmStep builds

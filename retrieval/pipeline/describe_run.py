@@ -20,11 +20,11 @@ from retrieval.pipeline import description_index
 from retrieval.pipeline.describe import (
     DescribeCounts,
     DescribePass,
-    Progress,
     captions_per_second,
     describer_key,
     embed_generated_captions,
 )
+from retrieval.pipeline.progress import Progress
 from retrieval.store import backgrounds
 from retrieval.store.catalog import Catalog
 from retrieval.store.keyword import sync as keyword_sync
