@@ -136,7 +136,8 @@ class Engine:
 
     def diff(self, request: DiffRequest, progress=None) -> DiffResult | DiffRanking:
         """What differs between the pair ``request.a``, ``request.b`` (a DiffResult), or the candidates ranked by
-        how much each differs from ``request.a`` (a DiffRanking; ``progress(done, total)`` after each)."""
+        how much each differs from ``request.a`` (a DiffRanking; ``progress("candidate", {done, total})`` after
+        each)."""
         from retrieval.analysis.diff_verb import run_diff
 
         self.models.check_lmms(request.lmms)

@@ -130,8 +130,8 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = None, s
         if html is not None:
             present.page_written("page", present.write_diff_html(result, videos[0], videos[1], html))
     else:
-        with present.counting("candidates", len(videos) - 1, as_json) as progress:
-            result = engine.diff(request, progress=progress)
+        with present.counting("candidates", len(videos) - 1, as_json) as advance:
+            result = engine.diff(request, progress=lambda event, data: advance(data["done"], data["total"]))
         if html is not None:
             present.page_written("page", present.write_diff_ranking_html(result, videos[0], html))
     present.show_diff(result, not pair, as_json)

@@ -4,8 +4,10 @@ The run plans a folder against the catalog and hands the work to an executor as 
 An executor runs the two stages (``retrieval.pipeline.stages``) wherever it runs them: the local
 one decodes in worker processes and embeds in this process (``local``), the Ray one does both
 on a cluster (``ray_pipeline``).  Either yields one ``EmbeddedFile`` (or the decode failure) per
-file, and the run commits each the same way, in one catalog transaction.  FAISS indices are
-rebuilt from the catalog when the run publishes.
+file, and the run commits each the same way, in one catalog transaction.  Then every registered pass runs
+(``retrieval.pipeline.passes``: subtitles, speech, captions, descriptions, description vectors), each from
+what is pending in the catalog, with its counts in the report.  FAISS indices are rebuilt from the catalog when
+the run publishes.
 """
 
 from __future__ import annotations
