@@ -1,8 +1,6 @@
 """Every repository path the README and the documentation pages name exists, so a moved or renamed module
 cannot leave the docs pointing at nothing."""
 
-from pathlib import Path
-
 import pytest
 
 from tests.docs.named_paths import named_paths, pending, prose
