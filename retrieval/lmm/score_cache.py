@@ -24,14 +24,16 @@ class ScoreCache:
         tag VARCHAR, concept VARCHAR, mode VARCHAR, a VARCHAR, b VARCHAR,
         score DOUBLE, raw VARCHAR, probs DOUBLE[], created TIMESTAMP DEFAULT current_timestamp,
         evidence VARCHAR, PRIMARY KEY (tag, concept, mode, a, b))"""
+    # the steps that bring a cache file of an earlier layout to SCHEMA, in order; each a no-op on a current one
+    MIGRATIONS = ("ALTER TABLE scores ADD COLUMN IF NOT EXISTS evidence VARCHAR",)  # a score's evidence
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = duckdb.connect(str(self.path))
         self.db.execute(self.SCHEMA)
-        # caches written before scores kept their evidence gain the column, empty for old rows
-        self.db.execute("ALTER TABLE scores ADD COLUMN IF NOT EXISTS evidence VARCHAR")
+        for step in self.MIGRATIONS:
+            self.db.execute(step)
 
     def close(self) -> None:
         self.db.close()
