@@ -84,6 +84,8 @@ def turns_of(path: Path) -> FileTurns:
 
 
 class SideCache:
+    """One DuckDB file of values under their keys (see the module's notes); ``held``: one connection for its life."""
+
     LABEL: ClassVar[str]  # how notices name it: "anchor cache"
     LOST: ClassVar[str]  # what a notice says happens when the file cannot be used: "the anchor is embedded anew"
     TABLE: ClassVar[str]
@@ -99,8 +101,13 @@ class SideCache:
         self._held_lock = threading.Lock()  # a DuckDB connection is not to be used by two threads at once
         if held:  # open now: the caller learns at once when the file cannot be (duckdb.Error, OSError)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._held = duckdb.connect(str(self.path))
-            self._create(self._held)
+            db = duckdb.connect(str(self.path))
+            try:
+                self._create(db)
+            except BaseException:
+                db.close()
+                raise
+            self._held = db
 
     def close(self) -> None:
         if self._held is not None:

@@ -24,7 +24,7 @@ class EditKey:
     """What an edit is made from; ``digest`` names it in the cache."""
 
     content_hash: str
-    span: str  # "whole", else "start-end" in seconds (``anchor_cache.span_of``)
+    span: str  # "whole", else "start-end" in seconds (``anchor.span_of``)
     name: str  # "caption" or a concept key
     text: str  # the anchor's text as stored: a re-described anchor is edited anew
     change: str
