@@ -42,7 +42,7 @@ def test_a_change_publishes_each_derived_file_once_in_order(index, published):
         assert set(catalog.backgrounds()) == set(signals)
         assert {row.generation for row in catalog.backgrounds().values()} == {generation}
     for signal in signals:  # the saved FAISS indices are of the catalog as it is now
-        saved = VectorIndex.load(index_path(index, signal, signals), signal, signals)
+        saved = VectorIndex.load(index_path(index, signal, signals), signal)
         assert saved.generation == generation
     assert KeywordIndex.load(index).stamp == texts
     assert snapshot_is_current(index / CATALOG_NAME, index / SNAPSHOT_NAME)
