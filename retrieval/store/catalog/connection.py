@@ -71,12 +71,15 @@ class Connection:
             self._set_default("generation", "0")
             self._remove_stale_temps()
 
+    upgraded_in_memory = False  # a reader of a catalog an older release wrote reads a migrated copy of it
+
     def _up_to_date(self) -> None:
         """Apply the pending migrations: a writer to the file, a reader (which may not write) to a copy in memory."""
         try:
             if self.read_only:
                 if pending(self.db):
                     self.db = upgraded_copy(self.db, self.path)
+                    self.upgraded_in_memory = True
             elif migrate(self.db, self.path.parent):
                 self._dirty = True  # the readers' snapshot has the schema of before
         except BaseException as exc:
