@@ -49,12 +49,9 @@ from retrieval.pipeline.stages import (
     is_transient,
     reason_of,
 )
-from retrieval.store import backgrounds
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import FileRecord, FileState, IndexerRow, UnitRecord
-from retrieval.store.keyword import sync as keyword_sync
-from retrieval.store.snapshots import SNAPSHOT_NAME
-from retrieval.store.vectors.policy import rebuild_indices
+from retrieval.store.publish import publish as publish_derived
 
 
 @dataclass
@@ -198,12 +195,8 @@ class IndexRun:
             self.note(f"{describe_units(None, self.shots)}: {why}")
 
     def publish(self) -> None:
-        """Make the committed state visible to readers: each signal's background, FAISS indices, then a catalog
-        snapshot."""
-        backgrounds.refresh(self.catalog)
-        rebuild_indices(self.catalog, self.index_dir)
-        keyword_sync.refresh(self.catalog, self.index_dir)
-        self.catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
+        """Make the committed state visible to readers: everything derived from the catalog, its snapshot last."""
+        publish_derived(self.catalog, self.index_dir)
         self._published = time.monotonic()
 
     def note(self, text: str) -> None:
