@@ -18,15 +18,26 @@ from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 
-from indexers import INDEXERS
-from rerankers.prompts.describe import CAPTION
-from retrieval.core.registry import UnknownModelError
-from retrieval.core.sampling import FRAME_RULES, RULE_TEXT, FrameSpec
-from retrieval.media.frames import VideoInfo
-from retrieval.media.unit_frames import describe_sampling, frame_time, nearest_frame, stored_span, unit_frames
+from retrieval.api import (
+    CAPTION,
+    FILE_KEY,
+    FRAME_RULES,
+    INDEXERS,
+    RULE_TEXT,
+    Description,
+    FrameSpec,
+    IndexerRow,
+    UnitRecord,
+    UnknownModelError,
+    VideoInfo,
+    describe_sampling,
+    frame_time,
+    nearest_frame,
+    stored_span,
+    unit_frames,
+)
 from retrieval.serve.errors import REF_PATTERN, ApiError, responses
 from retrieval.serve.gallery import to_jpeg
-from retrieval.store.catalog.records import FILE_KEY, Description, IndexerRow, UnitRecord
 
 FRAME_CACHE_SIZE = 512  # single small JPEGs (a few KB each)
 PROBE_CACHE_SIZE = 256

@@ -20,16 +20,25 @@ from typing import Iterable
 
 import numpy as np
 
-from retrieval.analysis.diff import DiffRanking
-from retrieval.core.files import atomic_write
-from retrieval.core.timecode import format_span, format_time
-from retrieval.lmm.differences import DiffResult
-from retrieval.media.frames import DecodeError
-from retrieval.media.preview import PreviewError, Previews, playback, span_clip
-from retrieval.media.scan import content_hash
-from retrieval.media.video_decoder import VideoDecoder
-from retrieval.search.results import CHANGE_KEY, CompareResult, Hit, QueryResult
-from retrieval.search.signals import scorer_label
+from retrieval.api import (
+    CHANGE_KEY,
+    CompareResult,
+    DecodeError,
+    DiffRanking,
+    DiffResult,
+    Hit,
+    PreviewError,
+    Previews,
+    QueryResult,
+    VideoDecoder,
+    atomic_write,
+    content_hash,
+    format_span,
+    format_time,
+    playback,
+    scorer_label,
+    span_clip,
+)
 
 # Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
 # that a 10-result page with 8 frames each stays around a megabyte.

@@ -30,14 +30,12 @@ from fastapi import APIRouter
 from fastapi import Path as PathParam
 from pydantic import Field, StringConstraints
 
-from retrieval.engine import NotIndexedError
+from retrieval.api import CatalogBusy, NotIndexedError, writer_pid
 from retrieval.serve.errors import FOLDER_PATTERN, REF_PATTERN, WHY, ApiError, ErrorOut, RequestBody
 from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.uploads import UPLOAD_REF
-from retrieval.store.errors import CatalogBusy
-from retrieval.store.snapshots import writer_pid
 
 READ_ONLY = "this server is read-only: start it with `convis serve --allow-writes` to add, remove or re-index files"
 DEFAULT_FOLDER = "added"
