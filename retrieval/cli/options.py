@@ -1,5 +1,8 @@
 """The options several commands share, declared once (``Annotated`` aliases), and the CLI's own input checks.
 
+An option that sets a request field takes its help, value name and bounds from the request's own spec
+(``request_option``, ``retrieval.search.request_fields``): the server's schema reads the same ones.
+
 Only typer and constants are imported here: every command's help is built from this module at start-up, and
 `convis --help` imports no engine (`convis bench perf --sections cli` measures it). What parses an option's
 value is imported from ``retrieval.api`` when a command runs.
@@ -107,10 +110,10 @@ NoShareOpt = Annotated[bool, typer.Option(
     "--no-share", help="Score every pair as one whole clip: no vision output or prompt prefix shared between the "
     "pairs of one anchor (slower; the scores are the same up to rounding).")]
 ModeOpt = Annotated[str, request_option(spec.RERANK_MODE)]
-PairModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="With --reranker: expected (mean of "
-                                          "P(1..5)) or greedy (parsed single token).")]
+PairModeOpt = Annotated[str, typer.Option(metavar=spec.RERANK_MODE.metavar, help="With --reranker. "
+                                          + spec.RERANK_MODE.help)]
 SymmetricOpt = Annotated[bool, request_option(spec.SYMMETRIC)]
-PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker: score (a, b) and (b, a) and average them.")]
+PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker. " + spec.SYMMETRIC.help)]
 
 # -- concepts ---------------------------------------------------------------------------------
 CONCEPT_HELP = (f"Concept, optionally weighted by a number from {MIN_CONCEPT_WEIGHT:g} to {MAX_CONCEPT_WEIGHT:g}: "
@@ -168,10 +171,8 @@ def check_page(html: Optional[Path]) -> None:
 
 
 def check_mode(mode: str) -> None:
-    from retrieval.api import MODES
-
-    if mode not in MODES:
-        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode not in spec.RERANK_MODE.choices:
+        raise UserError(f"--mode must be one of {', '.join(spec.RERANK_MODE.choices)}, got {mode!r}")
 
 
 def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> list:

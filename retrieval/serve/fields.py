@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from fastapi import Path as PathParam
 from fastapi import Query
 from pydantic import Field, StringConstraints
 
@@ -47,3 +48,8 @@ def query_param(spec: FieldSpec, default: Any, **override: Any) -> Any:
 def body_field(spec: FieldSpec, default: Any, **override: Any) -> Any:
     """A JSON body field for the request field ``spec`` describes."""
     return Field(default, **_constraints(spec, True, override))
+
+
+def ref_path(description: str) -> Any:
+    """A route's ``{ref:path}``: a ref as bodies take them (``Ref``)."""
+    return PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN, description=description)

@@ -21,6 +21,11 @@ the index's summary the server keeps, and /videos from the listing it keeps whil
 are bounded (ref length, concept count, strip size) so no request can hold the engine for long; and no answer
 names an absolute path of the server's.
 Uploads are bounded too: see uploads.py.
+
+Here: the app (``create_app``: the state its requests share, state.py; its error handlers; its routes) and the
+uvicorn server. The routes live one module a verb group in ``routes/``; the request bodies in bodies.py, their
+fields' help and bounds read from the request values (fields.py), as the CLI's options read them; and the server
+imports nothing below ``retrieval.api`` (an import-linter contract).
 """
 
 from __future__ import annotations
@@ -47,13 +52,13 @@ from retrieval.api import (
     one_line,
 )
 from retrieval.serve.errors import validation_message
-from retrieval.serve.gallery import THUMB_SHORT_SIDE
 from retrieval.serve.guards import LOOPBACK, allowed_hosts, guard, upload_folder
 from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks
 from retrieval.serve.routes import ROUTES
 from retrieval.serve.routes.index import VIDEOS, index_summary, videos_body
 from retrieval.serve.state import ServerState
+from retrieval.serve.thumbs import THUMB_SHORT_SIDE
 from retrieval.serve.uploads import UploadStore
 from retrieval.serve.warmup import Warmup
 from retrieval.serve.workers import Workers
@@ -157,6 +162,6 @@ def serve(index_dir: Path, host: str = "127.0.0.1", port: int = 8000, reranker: 
           extra_hosts: Sequence[str] = (), max_upload: int = MAX_UPLOAD_BYTES,
           upload_quota: int = UPLOAD_QUOTA_BYTES, allow_writes: bool = False) -> None:
     """Serve the UI and API until interrupted; localhost only unless ``host`` says otherwise; answering only
-    requests for the loopback names, ``host`` and ``extra_hosts``; ``allow_writes``: see writes.py."""
+    requests for the loopback names, ``host`` and ``extra_hosts``; ``allow_writes``: see routes/files.py."""
     make_server(index_dir, host, port, extra_hosts=extra_hosts, reranker=reranker, max_upload=max_upload,
                 upload_quota=upload_quota, allow_writes=allow_writes).run()

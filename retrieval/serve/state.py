@@ -17,9 +17,9 @@ from fastapi.responses import JSONResponse, Response
 from retrieval.api import VIDEO_EXTENSIONS, Engine, VideoDecoder
 from retrieval.serve.errors import ApiError, without_paths
 from retrieval.serve.fields import MAX_REF_CHARS
-from retrieval.serve.gallery import THUMB_SHORT_SIDE, Thumb, strip
 from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.playback import PlaybackLinks
+from retrieval.serve.thumbs import THUMB_SHORT_SIDE, Thumb, strip
 from retrieval.serve.uploads import UPLOAD_REF, UploadStore
 from retrieval.serve.warmup import Warmup
 from retrieval.serve.workers import Workers

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
-from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, Response
 
 from retrieval.api import PreviewError
-from retrieval.serve.errors import REF_PATTERN, ApiError, responses
-from retrieval.serve.fields import MAX_REF_CHARS
+from retrieval.serve.errors import ApiError, responses
+from retrieval.serve.fields import ref_path
 from retrieval.serve.urls import thumb_url
 
-REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
-                     description="Indexed path relative to the index root, or an upload ref.")
+REF_PATH = ref_path("Indexed path relative to the index root, or an upload ref.")
 START = Query(0.0, ge=0, allow_inf_nan=False)
 END = Query(None, gt=0, allow_inf_nan=False)
 STRIP_N = Query(8, ge=1, le=32)

@@ -10,7 +10,7 @@ from rerankers.base import MODES as RERANK_MODES
 from retrieval.cli.app import app as cli
 from retrieval.search import hybrid
 from retrieval.search import request_fields as spec
-from retrieval.search.requests import KEEP, LEVELS, DupesRequest, QueryRequest, SearchRequest
+from retrieval.search.requests import KEEP, LEVELS, CompareRequest, DupesRequest, QueryRequest, SearchRequest
 from retrieval.serve.server import create_app
 
 
@@ -51,6 +51,7 @@ def test_the_search_mode_help_is_one_text_in_the_cli_the_api_schema_and_the_requ
 def test_the_reranker_mode_help_and_choices_are_the_requests(schema):
     declared = request_spec(QueryRequest, "mode")
     assert declared.choices == RERANK_MODES and words(declared.help) in cli_help("query")
+    assert request_spec(CompareRequest, "mode") is declared and words(declared.help) in cli_help("compare")
     body = schema["components"]["schemas"]["QueryIn"]["properties"]["mode"]
     assert body["description"] == declared.help and body["enum"] == list(RERANK_MODES)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from retrieval.serve.errors import responses
-from retrieval.serve.evidence import REF
+from retrieval.serve.routes.evidence import REF
 
 
 def transcript_routes(state) -> APIRouter:

@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query
-from fastapi import Path as PathParam
 from fastapi.responses import Response
 
 from retrieval.api import (
@@ -36,17 +35,16 @@ from retrieval.api import (
     stored_span,
     unit_frames,
 )
-from retrieval.serve.errors import REF_PATTERN, ApiError, responses
-from retrieval.serve.gallery import to_jpeg
+from retrieval.serve.errors import ApiError, responses
+from retrieval.serve.fields import ref_path
+from retrieval.serve.thumbs import to_jpeg
 
 FRAME_CACHE_SIZE = 512  # single small JPEGs (a few KB each)
 PROBE_CACHE_SIZE = 256
 MAX_LISTED = 64  # an every-frame model sees hundreds of frames a unit; a panel shows this many, evenly picked
 ONE_FRAME = FrameSpec("linspace", 1)  # linspace over a span that starts at a frame: that very frame
 
-# as server.py's REF_PATH (importing it from there would make the two modules import each other)
-REF = PathParam(..., max_length=1024, pattern=REF_PATTERN,
-                description="Indexed path relative to the index root.")
+REF = ref_path("Indexed path relative to the index root.")
 SEGMENT = Query(0, ge=0, description="Which unit of the file (its segment number; 0 for a whole-file unit).")
 SECONDS = Query(..., ge=0, allow_inf_nan=False, description="Seconds into the video; the nearest frame is served.")
 
