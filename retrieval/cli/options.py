@@ -132,6 +132,10 @@ MostDifferentOpt = Annotated[bool, request_option(spec.MOST_DIFFERENT, "--most-d
 RerankTopOpt = Annotated[int, request_option(spec.RERANK_TOP)]
 
 # -- text search and near-duplicates ----------------------------------------------------------
+SearchTextArg = Annotated[str, typer.Argument(metavar=spec.TEXT.metavar, help=spec.TEXT.help)]
+SearchConceptOpt = Annotated[Optional[str], typer.Option(
+    "--concept", "-c", metavar=spec.CONCEPT.metavar, help=spec.CONCEPT.help + " A name close to a ConViS concept "
+    "('locaton') is refused as a likely typo unless --free-text.")]
 SearchModeOpt = Annotated[Optional[str], request_option(spec.SEARCH_MODE, "--mode", show_default=False)]
 LevelOpt = Annotated[str, request_option(spec.LEVEL, "--level")]
 ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", metavar=spec.THRESHOLD.metavar,

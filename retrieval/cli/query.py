@@ -26,7 +26,9 @@ from retrieval.cli.options import (
     RerankBatchOpt,
     RerankTopOpt,
     ResultsJsonOpt,
+    SearchConceptOpt,
     SearchModeOpt,
+    SearchTextArg,
     SymmetricOpt,
     TopOpt,
     UserError,
@@ -95,22 +97,16 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
     present.show(result, as_json, present.print_hits, explain)
 
 
-TextArg = Annotated[str, typer.Argument(metavar="TEXT", help="What to look for, in words (at most 1,000 "
-                                        "characters).")]
 WeightsOpt = Annotated[List[str], typer.Option(metavar="INDEXER=WEIGHT", help="Use only the named signals, "
                                                "weighted as given (default: every indexed signal with a text tower, "
                                                "equally).")]
-DescriptionsOpt = Annotated[Optional[str], typer.Option(
-    "--concept", "-c", metavar="CONCEPT", help="Search only this concept's descriptions (written at index time by "
-    "--captioner or `convis describe`), e.g. location; a name close to a ConViS concept ('locaton') is refused as a "
-    "likely typo unless --free-text.")]
 SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON (a query's, plus \"text\" and "
                                              "\"mode\"; keyword and hybrid hits: keyword_rank, vector_rank, "
                                              "matched_terms).")]
 
 
-def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
-           signal: WeightsOpt = None, concept: DescriptionsOpt = None, free_text: FreeTextOpt = False,
+def search(text: SearchTextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
+           signal: WeightsOpt = None, concept: SearchConceptOpt = None, free_text: FreeTextOpt = False,
            filters: FilterOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: SearchJsonOpt = False,
            explain: ExplainOpt = False, mode: SearchModeOpt = None):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower

@@ -64,6 +64,11 @@ CHANGE_WEIGHT = FieldSpec("How much matching the change counts against staying l
 MOST_DIFFERENT = FieldSpec("Rank the other way: the clips that differ most from the anchor under the concepts first "
                            "(the same scores, ascending; recalled as the farthest from it).")
 
+MAX_TEXT_CHARS = 1000  # a sentence, not a document: CLIP reads 77 tokens, MiniLM 256
+TEXT = FieldSpec(f"What to look for, in words (at most {MAX_TEXT_CHARS:,} characters).", metavar="TEXT",
+                 max_chars=MAX_TEXT_CHARS)
+CONCEPT = FieldSpec("Search only this concept's descriptions (written at index time by --captioner or `convis "
+                    "describe`), e.g. location.", metavar="CONCEPT", max_chars=200)
 SEARCH_MODE = FieldSpec(
     "vector: the text towers' similarity; keyword: BM25 over each unit's stored captions, descriptions, timed lines "
     "(on screen, subtitles, speech) and path (exact words: names, numbers); hybrid: both, fused by reciprocal rank "

@@ -145,11 +145,11 @@ class SearchRequest:
     concept or free text, as ``describe`` named it; with ``free_text`` False, a name close to a ConViS concept is
     refused with the name it is close to, as in a query)."""
 
-    text: str
+    text: str = field(metadata=spec.TEXT.metadata())
     k: int = field(default=DEFAULT_K, metadata=spec.K.metadata())
     weights: dict[str, float] | None = None
     recall_k: int | None = None
-    concept: str | None = None
+    concept: str | None = field(default=None, metadata=spec.CONCEPT.metadata())
     # False: a concept close to a ConViS one is refused as a likely typo, as a query's is
     free_text: bool = field(default=True, metadata=spec.FREE_TEXT.metadata())
     where: Sequence[str] = field(default=(), metadata=spec.WHERE.metadata())

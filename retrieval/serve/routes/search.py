@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
-from retrieval.api import DEFAULT_K, MAX_TEXT_CHARS, SearchRequest
+from retrieval.api import DEFAULT_K, SearchRequest
 from retrieval.api import request_fields as spec
 from retrieval.serve.errors import responses
 from retrieval.serve.fields import WhereText, query_param
 from retrieval.serve.routes.query import linked
 
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
-SEARCH_TEXT = Query(..., min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.",
-                    examples=["a hand holding a cup"])
+SEARCH_TEXT = query_param(spec.TEXT, ..., min_length=1, examples=["a hand holding a cup"])
 SEARCH_K = query_param(spec.K, DEFAULT_K, le=MAX_SEARCH_K)
-SEARCH_CONCEPT = Query(None, min_length=1, max_length=200, description="Search only this concept's descriptions "
-                       "(written at index time), e.g. location.", examples=["location"])
+SEARCH_CONCEPT = query_param(spec.CONCEPT, None, min_length=1, examples=["location"])
 SEARCH_MODE = query_param(spec.SEARCH_MODE, None, examples=["hybrid"])
 WHERE = query_param(spec.WHERE, [], examples=[["duration > 10"]])
 

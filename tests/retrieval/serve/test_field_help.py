@@ -76,3 +76,13 @@ def test_the_filters_and_k_read_the_same_bounds_in_both_faces(schema):
     assert (query_k["minimum"], query_k["maximum"]) == (spec.K.ge, spec.K.le)
     refused = CliRunner().invoke(cli, ["search", "x", "-k", str(spec.K.le + 1)])
     assert refused.exit_code == 2
+
+
+def test_the_search_text_and_concept_say_the_same_in_both_faces(schema):
+    text = cli_help("search")
+    for name in ("text", "concept"):
+        declared = request_spec(SearchRequest, name)
+        assert words(declared.help) in text
+        found = parameter(schema, "/search", name)
+        assert found["description"] == declared.help
+    assert parameter(schema, "/search", "text")["schema"]["maxLength"] == spec.TEXT.max_chars == 1000
