@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 
 from retrieval.serve.errors import responses
 from retrieval.serve.fields import MAX_REF_CHARS
+from retrieval.serve.state import ServerState
 from retrieval.serve.urls import strip_url
 
 REMOVED = "removed"  # the files taken out of the index, read once for each state of it like the listing
@@ -23,7 +24,7 @@ STATUS = Query("ok", description="ok: the indexed units; failed, unavailable: th
                "kept (`kept`: POST /files/{ref}/restore puts it back searchable at once).")
 
 
-def collection_routes(state) -> APIRouter:
+def collection_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/collection", summary="A page of the indexed units (or of the failed, unavailable or removed files: "
@@ -38,7 +39,8 @@ def collection_routes(state) -> APIRouter:
     return router
 
 
-def collection_answer(state, folder: str | None, status: str, name: str | None, offset: int, limit: int) -> dict:
+def collection_answer(state: ServerState, folder: str | None, status: str, name: str | None, offset: int,
+                      limit: int) -> dict:
     notices: list[str] = []
     files = state.files(notices)
     removed = state.listing.answer(REMOVED, lambda _files, _notices: state.engine.removed())

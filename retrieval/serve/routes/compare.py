@@ -7,13 +7,14 @@ from fastapi import APIRouter
 from retrieval.api import CANT_TELL_MARGIN
 from retrieval.serve.bodies import CompareIn, DiffIn
 from retrieval.serve.errors import ApiError, responses
+from retrieval.serve.state import ServerState
 from retrieval.serve.urls import strip_url
 
 NO_DIFF_MODEL = ("this server has no LMM to say what differs: start it with `convis serve --reranker NAME` (e.g. "
                  "qwen2.5-vl)")
 
 
-def compare_routes(state) -> APIRouter:
+def compare_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.post("/compare", summary="Per-concept similarity of the anchor and one indexed clip",
@@ -30,7 +31,7 @@ def compare_routes(state) -> APIRouter:
     return router
 
 
-def run_compare(state, body: CompareIn) -> dict:
+def run_compare(state: ServerState, body: CompareIn) -> dict:
     request = body.to_request(state.resolve, state.reranker_for)
     with state.asking(request.reranker):
         # by signals: the scores a query for the anchor gives b, exactly what the gallery showed
@@ -43,7 +44,7 @@ def run_compare(state, body: CompareIn) -> dict:
     return data
 
 
-def run_diff(state, body: DiffIn) -> dict:
+def run_diff(state: ServerState, body: DiffIn) -> dict:
     if state.reranker is None:
         raise ApiError(400, NO_DIFF_MODEL)
     request = body.to_request(state.resolve, state.reranker)

@@ -12,6 +12,7 @@ from retrieval.serve.errors import responses
 from retrieval.serve.fields import WhereText, query_param
 from retrieval.serve.playback import media_url
 from retrieval.serve.routes.search import WHERE
+from retrieval.serve.state import ServerState
 from retrieval.serve.urls import poster_url
 
 LEVEL = query_param(spec.LEVEL, "file")
@@ -20,7 +21,7 @@ INDEXER = query_param(spec.DUPES_INDEXER, None, min_length=1)
 KEEP = query_param(spec.KEEP, "longest")
 
 
-def dupes_routes(state) -> APIRouter:
+def dupes_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/dupes", summary="Near-duplicate files or units in groups, one to keep in each and the rest to "
@@ -32,7 +33,7 @@ def dupes_routes(state) -> APIRouter:
     return router
 
 
-def run_dupes(state, level: str, threshold: float | None, indexer: str | None, where: Sequence[str],
+def run_dupes(state: ServerState, level: str, threshold: float | None, indexer: str | None, where: Sequence[str],
               keep: str) -> dict:
     data = state.engine.dupes(DupesRequest(level, threshold, indexer, tuple(where), keep)).as_dict()
     for member in (m for group in data["groups"] for m in group["members"]):  # what the web view shows

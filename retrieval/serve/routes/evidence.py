@@ -37,6 +37,7 @@ from retrieval.api import (
 )
 from retrieval.serve.errors import ApiError, responses
 from retrieval.serve.fields import ref_path
+from retrieval.serve.state import ServerState
 from retrieval.serve.thumbs import to_jpeg
 
 FRAME_CACHE_SIZE = 512  # single small JPEGs (a few KB each)
@@ -80,7 +81,7 @@ class IndexedUnit:
     notices: list[str]
 
 
-def evidence_routes(state) -> APIRouter:
+def evidence_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
     frames, probes = LRU(FRAME_CACHE_SIZE), LRU(PROBE_CACHE_SIZE)
 
@@ -128,7 +129,7 @@ def decode_frame(decoder, path: Path, info: VideoInfo, index: int):
 
 
 # -- reading the catalog ------------------------------------------------------------------------
-def read_unit(state, ref: str, segment: int) -> IndexedUnit:
+def read_unit(state: ServerState, ref: str, segment: int) -> IndexedUnit:
     notices: list[str] = []
     with state.engine.open_catalog(notices) as catalog:
         units = catalog.file_units(ref)

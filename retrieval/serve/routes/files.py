@@ -35,6 +35,7 @@ from retrieval.serve.fields import ref_path
 from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
 from retrieval.serve.links import answer_links, link
+from retrieval.serve.state import ServerState
 from retrieval.serve.uploads import UPLOAD_REF
 
 READ_ONLY = "this server is read-only: start it with `convis serve --allow-writes` to add, remove or re-index files"
@@ -73,7 +74,7 @@ class RunIn(RequestBody):
     retry_failed: bool = Field(False, description="Try again every file that failed before, unchanged since.")
 
 
-def write_routes(state) -> APIRouter:
+def write_routes(state: ServerState) -> APIRouter:
     jobs = IndexJobs(state.engine.index_dir)
 
     @asynccontextmanager
@@ -139,7 +140,7 @@ def refused_by_catalog() -> Iterator[None]:
 
 
 @contextmanager
-def writing(state, jobs: IndexJobs):
+def writing(state: ServerState, jobs: IndexJobs):
     """Hold the right to change the index for one request, or refuse it: 403 on a read-only server, 409 while a
     change is being made or another process writes the index."""
     if not state.allow_writes:

@@ -15,6 +15,7 @@ from retrieval.api import OPERATORS, FileListing, has_text_tower
 from retrieval.serve.errors import responses
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.playback import media_url
+from retrieval.serve.state import ServerState
 from retrieval.serve.urls import strip_url
 
 VIDEOS = "videos"  # the listing's answer /videos sends (see health.py)
@@ -31,7 +32,7 @@ def videos_links(writes: bool) -> dict:
     return answer_links(200, **found)
 
 
-def index_routes(state) -> APIRouter:
+def index_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     # answered on the event loop from what the server keeps: a probe never waits for the requests being answered
@@ -75,7 +76,7 @@ def _shown_index_dir(index_dir: Path, root: Path) -> str:
     return str(index_dir.relative_to(root)) if index_dir.is_relative_to(root) else index_dir.name
 
 
-def index_summary(state, notices: list[str]) -> dict:
+def index_summary(state: ServerState, notices: list[str]) -> dict:
     """What /health says of the index (read when it changes, see health.py); folders by name only: where the
     server keeps its files is not the client's business."""
     root = state.root
@@ -87,7 +88,7 @@ def index_summary(state, notices: list[str]) -> dict:
             "segmentation": info["segmentation"]}
 
 
-def videos_body(state, files: Sequence[FileListing], notices: list[str]) -> bytes:
+def videos_body(state: ServerState, files: Sequence[FileListing], notices: list[str]) -> bytes:
     """/videos' answer for the index's ``files``, as JSON."""
     return JSONResponse({"root": state.root.name, "files": list_videos(files, state.public),
                          "notices": [state.public(notice) for notice in notices]}).body
@@ -103,6 +104,6 @@ def list_videos(files: Sequence[FileListing], public=str) -> list[dict]:
             for f in files]
 
 
-def fields_answer(state) -> dict:
+def fields_answer(state: ServerState) -> dict:
     kinds = state.engine.fields()
     return {"fields": [{"name": name, "kind": kind} for name, kind in kinds.items()], "operators": list(OPERATORS)}

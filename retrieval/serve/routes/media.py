@@ -8,6 +8,7 @@ from fastapi.responses import FileResponse, Response
 from retrieval.api import PreviewError
 from retrieval.serve.errors import ApiError, responses
 from retrieval.serve.fields import ref_path
+from retrieval.serve.state import ServerState
 from retrieval.serve.urls import thumb_url
 
 REF_PATH = ref_path("Indexed path relative to the index root, or an upload ref.")
@@ -23,7 +24,7 @@ def refused() -> dict:
     return responses(400, 403, 404, 422, 503)
 
 
-def media_routes(state) -> APIRouter:
+def media_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",

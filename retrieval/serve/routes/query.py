@@ -15,6 +15,7 @@ from retrieval.serve.errors import ApiError, responses
 from retrieval.serve.gallery import write_query_html
 from retrieval.serve.guards import MULTIPART_SLACK
 from retrieval.serve.links import answer_links, link
+from retrieval.serve.state import ServerState
 from retrieval.serve.uploads import UPLOADS
 from retrieval.serve.urls import poster_url, strip_url
 
@@ -35,7 +36,7 @@ def upload_links(writes: bool) -> dict:
     return answer_links(200, **found)
 
 
-def query_routes(state) -> APIRouter:
+def query_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     # the body limit is enforced while the request streams: no more than the limit is ever read or spooled
@@ -61,13 +62,13 @@ def query_routes(state) -> APIRouter:
     return router
 
 
-def upload_answer(state, file: UploadFile) -> dict:
+def upload_answer(state: ServerState, file: UploadFile) -> dict:
     ref, size = state.uploads.save(file)
     return {"anchor": ref, "name": file.filename, "size": size, **state.playing(ref),
             "strip": strip_url(ref, None, None)}
 
 
-def query_result(state, body: QueryIn):
+def query_result(state: ServerState, body: QueryIn):
     """The engine's answer to ``body``, and the index's files (their durations)."""
     request = body.to_request(state.resolve, state.reranker_for)
     with state.asking(request.reranker):
@@ -75,7 +76,7 @@ def query_result(state, body: QueryIn):
     return result, state.files()
 
 
-def run_query(state, body: QueryIn) -> dict:
+def run_query(state: ServerState, body: QueryIn) -> dict:
     result, files = query_result(state, body)
     data = result.as_dict()
     # the anchor as the client named it: relative to the root, uploads included (they live outside it)
@@ -89,7 +90,7 @@ def run_query(state, body: QueryIn) -> dict:
     return data
 
 
-def gallery_page(state, body: GalleryIn) -> str:
+def gallery_page(state: ServerState, body: GalleryIn) -> str:
     """The page ``convis query --html`` writes for this query, with every result's span embedded: a download
     plays wherever it is opened; ``body.shown``: only those results (what the client's filters left)."""
     if (body.k if body.shown is None else len(body.shown)) > MAX_GALLERY:
@@ -107,7 +108,7 @@ def gallery_page(state, body: GalleryIn) -> str:
         return page.read_text(encoding="utf-8").replace(str(state.uploads.folder), UPLOADS)
 
 
-def linked(state, hits: list[dict], files) -> None:
+def linked(state: ServerState, hits: list[dict], files) -> None:
     """Each hit with what the app shows it by: its media (or why none plays), its strip, its poster (the unit's
     middle frame) and its file's duration (a timeline)."""
     durations = {f.path: f.duration for f in files}

@@ -11,6 +11,7 @@ from retrieval.api import request_fields as spec
 from retrieval.serve.errors import responses
 from retrieval.serve.fields import WhereText, query_param
 from retrieval.serve.routes.query import linked
+from retrieval.serve.state import ServerState
 
 MAX_SEARCH_K = 100  # a page of results: each one is a strip and a player in the web UI
 SEARCH_TEXT = query_param(spec.TEXT, ..., min_length=1, examples=["a hand holding a cup"])
@@ -20,7 +21,7 @@ SEARCH_MODE = query_param(spec.SEARCH_MODE, None, examples=["hybrid"])
 WHERE = query_param(spec.WHERE, [], examples=[["duration > 10"]])
 
 
-def search_routes(state) -> APIRouter:
+def search_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
@@ -32,7 +33,7 @@ def search_routes(state) -> APIRouter:
     return router
 
 
-def run_search(state, text: str, k: int, concept: str | None = None, where: Sequence[str] = (),
+def run_search(state: ServerState, text: str, k: int, concept: str | None = None, where: Sequence[str] = (),
                mode: str | None = None) -> dict:
     data = state.engine.search(SearchRequest(text, k, concept=concept, where=tuple(where), mode=mode)).as_dict()
     linked(state, data["hits"], state.files())
