@@ -9,27 +9,28 @@ import typer
 
 from retrieval.cli import present
 from retrieval.cli.console import printable
-from retrieval.cli.options import FilterOpt, IndexDirOpt, JsonOpt, UserError, WhereArg, resolve_index_dir
+from retrieval.cli.options import (
+    DupesIndexerOpt,
+    FilterOpt,
+    IndexDirOpt,
+    JsonOpt,
+    KeepOpt,
+    LevelOpt,
+    ThresholdOpt,
+    UserError,
+    WhereArg,
+    resolve_index_dir,
+)
 
-LevelOpt = Annotated[str, typer.Option("--level", metavar="file|unit", help="Group whole files (a trimmed copy "
-                                       "counts when its matching units cover most of it) or single units.")]
-ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", metavar="T", help="Similarity from which two "
-                                                       "units are copies, above 0.5 and at most 1, as query scores "
-                                                       "read (default: --auto).")]
 AutoOpt = Annotated[bool, typer.Option("--auto", help="Read the threshold from the index's background (what "
                                        "unrelated units score, as query confidence does) and say which it chose; "
                                        "the default without --threshold.")]
-IndexerOpt = Annotated[Optional[str], typer.Option("--indexer", "-i", metavar="NAME", help="Whose vectors to "
-                                                   "compare (default: fingerprint when indexed, made for copies; "
-                                                   "else the first visual indexer).")]
-KeepOpt = Annotated[str, typer.Option("--keep", metavar="longest|resolution|oldest", help="Which member of a group "
-                                      "to keep: the longest, the most pixels, or the oldest file.")]
 PageOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write an HTML page of the "
                                                  "groups side by side, a strip of frames a member.")]
 
 
 def dupes(folder: WhereArg = None, index_dir: IndexDirOpt = None, level: LevelOpt = "file",
-          threshold: ThresholdOpt = None, auto: AutoOpt = False, indexer: IndexerOpt = None,
+          threshold: ThresholdOpt = None, auto: AutoOpt = False, indexer: DupesIndexerOpt = None,
           filters: FilterOpt = None, keep: KeepOpt = "longest", html: PageOpt = None, as_json: JsonOpt = False):
     """Find near-duplicate files (re-encodes, rescales, crops, small overlays, trimmed copies) or units: pairs
     within a similarity (FAISS range search) joined into groups, one member of each to keep, and the rest as a

@@ -1,8 +1,11 @@
 """The options several commands share, declared once (``Annotated`` aliases), and the CLI's own input checks.
 
+An option that sets a request field takes its help, value name and bounds from the request's own spec
+(``request_option``, ``retrieval.search.request_fields``): the server's schema reads the same ones.
+
 Only typer and constants are imported here: every command's help is built from this module at start-up, and
 `convis --help` imports no engine (`convis bench perf --sections cli` measures it). What parses an option's
-value is imported from ``retrieval.engine`` when a command runs.
+value is imported from ``retrieval.api`` when a command runs.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from retrieval.core.defaults import (
     DEFAULT_K,
     INDEX_DIRNAME,
     MAX_CONCEPT_WEIGHT,
-    MAX_K,
     MAX_SAMPLE_FPS,
     MAX_SEGMENT_SECONDS,
     MAX_UPLOAD_BYTES,
@@ -33,6 +35,7 @@ from retrieval.core.defaults import (
 from retrieval.core.errors import ConvisError
 from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
+from retrieval.search import request_fields as spec  # each request field's help and bounds, as the server reads them
 
 __all__ = ["CANT_TELL_MARGIN", "DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS",
            "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",
@@ -52,13 +55,14 @@ WHERE_HELP = ("The indexed video folder or its index folder (default: the neares
 WhereArg = Annotated[Optional[Path], typer.Argument(metavar="FOLDER", help=WHERE_HELP, show_default=False)]
 
 
-FILTER_HELP = ("Search only the units of files that match, e.g. \"duration > 10\", \"folder = sports\", \"path glob "
-               "'match/*.mp4'\", \"codec in h264,hevc\", \"tags has goal\" (repeat to AND; operators = != < <= > >= "
-               "in glob has; fields: path folder name duration size mtime width height fps codec start end, and "
-               "those set by `convis tag` or --metadata). The filter is applied before ranking: nothing it keeps is "
-               "lost.")
-FilterOpt = Annotated[List[str], typer.Option("--where", metavar="\"FIELD OP VALUE\"", help=FILTER_HELP,
-                                              show_default=False)]
+def request_option(field: spec.FieldSpec, *flags: str, **extra) -> Any:
+    """A typer option for a request field, with the help, value name and bounds the request declares
+    (``retrieval.search.request_fields``): the server's schema reads the same ones."""
+    bounds = {"min": field.ge, "max": field.le} if field.ge is not None else {}
+    return typer.Option(*flags, metavar=field.metavar, help=field.help, **bounds, **extra)
+
+
+FilterOpt = Annotated[List[str], request_option(spec.WHERE, "--where", show_default=False)]
 
 
 def _index_dir(help_text: str):
@@ -87,7 +91,7 @@ HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help=
                                                  "page here, with thumbnails and players (a file browsers cannot "
                                                  "play links its H.264 preview, made with ffmpeg in the index's "
                                                  "previews/, or FILE-previews/ beside it).")]
-TopOpt = Annotated[int, typer.Option("-k", "--top", min=1, max=MAX_K, metavar="N", help="How many results.")]
+TopOpt = Annotated[int, request_option(spec.K, "-k", "--top")]
 
 # -- models -----------------------------------------------------------------------------------
 DeviceOpt = Annotated[Optional[str], typer.Option(metavar="DEVICE", help="torch device (default cuda when present, "
@@ -105,13 +109,11 @@ RerankBatchOpt = rerank_batch_option()
 NoShareOpt = Annotated[bool, typer.Option(
     "--no-share", help="Score every pair as one whole clip: no vision output or prompt prefix shared between the "
     "pairs of one anchor (slower; the scores are the same up to rounding).")]
-ModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="Reranker scoring: expected (mean of "
-                                      "P(1..5)) or greedy (one greedy token parsed 1-5, as the paper's code reads "
-                                      "Qwen, LLaVA and mPLUG-Owl3; its InternVL sampled).")]
-PairModeOpt = Annotated[str, typer.Option(metavar="expected|greedy", help="With --reranker: expected (mean of "
-                                          "P(1..5)) or greedy (parsed single token).")]
-SymmetricOpt = Annotated[bool, typer.Option(help="Score (a, b) and (b, a) and average them.")]
-PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker: score (a, b) and (b, a) and average them.")]
+ModeOpt = Annotated[str, request_option(spec.RERANK_MODE)]
+PairModeOpt = Annotated[str, typer.Option(metavar=spec.RERANK_MODE.metavar, help="With --reranker. "
+                                          + spec.RERANK_MODE.help)]
+SymmetricOpt = Annotated[bool, request_option(spec.SYMMETRIC)]
+PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker. " + spec.SYMMETRIC.help)]
 
 # -- concepts ---------------------------------------------------------------------------------
 CONCEPT_HELP = (f"Concept, optionally weighted by a number from {MIN_CONCEPT_WEIGHT:g} to {MAX_CONCEPT_WEIGHT:g}: "
@@ -124,14 +126,28 @@ QueryConceptsOpt = Annotated[List[str], typer.Option(
     "what must stay the same; without it, the five ConViS concepts equally).")]
 PairConceptsOpt = Annotated[List[str], typer.Option("--concept", "-c", metavar="CONCEPT[=WEIGHT]",
                                                     help="Concept(s), optionally weighted, read as in query.")]
-FreeTextOpt = Annotated[bool, typer.Option("--free-text", help="Take every concept name as written, even one close "
-                                           "to a ConViS concept.")]
+FreeTextOpt = Annotated[bool, request_option(spec.FREE_TEXT, "--free-text")]
+ChangeWeightOpt = Annotated[float, request_option(spec.CHANGE_WEIGHT, "--change-weight")]
+MostDifferentOpt = Annotated[bool, request_option(spec.MOST_DIFFERENT, "--most-different")]
+RerankTopOpt = Annotated[int, request_option(spec.RERANK_TOP)]
+
+# -- text search and near-duplicates ----------------------------------------------------------
+SearchTextArg = Annotated[str, typer.Argument(metavar=spec.TEXT.metavar, help=spec.TEXT.help)]
+SearchConceptOpt = Annotated[Optional[str], typer.Option(
+    "--concept", "-c", metavar=spec.CONCEPT.metavar, help=spec.CONCEPT.help + " A name close to a ConViS concept "
+    "('locaton') is refused as a likely typo unless --free-text.")]
+SearchModeOpt = Annotated[Optional[str], request_option(spec.SEARCH_MODE, "--mode", show_default=False)]
+LevelOpt = Annotated[str, request_option(spec.LEVEL, "--level")]
+ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", metavar=spec.THRESHOLD.metavar,
+                                                       help=spec.THRESHOLD.help)]  # the request says its bounds
+DupesIndexerOpt = Annotated[Optional[str], request_option(spec.DUPES_INDEXER, "--indexer", "-i")]
+KeepOpt = Annotated[str, request_option(spec.KEEP, "--keep")]
 
 
 # -- reading option values (what parses them is the engine's, imported when a command runs) ----------------
 def parse_duration(text: str | None, allow_zero: bool = False, option: str = "duration") -> float | None:
     """``80``, ``80s``, ``1m20s``, ``1:20``, ``00:02`` -> seconds."""
-    from retrieval.engine import TimeFormatError, parse_time
+    from retrieval.api import TimeFormatError, parse_time
 
     if text is None:
         return None
@@ -147,7 +163,7 @@ def parse_duration(text: str | None, allow_zero: bool = False, option: str = "du
 def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
     """``--index-dir`` (an index folder or the video folder holding one), else the nearest index above ``near``
     or the current folder."""
-    from retrieval.engine import locate_index
+    from retrieval.api import locate_index
 
     return locate_index(index_dir, *[p.parent if p.is_file() else p for p in near], Path.cwd())
 
@@ -159,15 +175,13 @@ def check_page(html: Optional[Path]) -> None:
 
 
 def check_mode(mode: str) -> None:
-    from retrieval.engine import MODES
-
-    if mode not in MODES:
-        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode not in spec.RERANK_MODE.choices:
+        raise UserError(f"--mode must be one of {', '.join(spec.RERANK_MODE.choices)}, got {mode!r}")
 
 
 def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> list:
     """The concepts of a query or a comparison, once the reranker's scoring mode is known to be valid."""
-    from retrieval.engine import parse_concepts
+    from retrieval.api import parse_concepts
 
     concepts = parse_concepts(specs, free_text)
     check_mode(mode)
@@ -177,7 +191,7 @@ def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> l
 def units_option(segment: str | None, shot_min: float | None, shot_max: float | None):
     """(unit length, shot rule) from ``--segment`` and the shot lengths: a length, 'off' for one unit per file
     (0), or shots; (None, None) keeps the index's own."""
-    from retrieval.engine import SegmentationError, ShotRule, parse_segment
+    from retrieval.api import SegmentationError, ShotRule, parse_segment
 
     try:
         shots = parse_segment(segment) if segment is not None else None

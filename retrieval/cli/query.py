@@ -11,6 +11,7 @@ from retrieval.cli import present
 from retrieval.cli.options import (
     DEFAULT_K,
     TIME_EXAMPLES,
+    ChangeWeightOpt,
     DeviceOpt,
     ExplainOpt,
     FilterOpt,
@@ -18,11 +19,16 @@ from retrieval.cli.options import (
     HtmlOpt,
     IndexDirOpt,
     ModeOpt,
+    MostDifferentOpt,
     NoShareOpt,
     QueryConceptsOpt,
     QueryIndexDirOpt,
     RerankBatchOpt,
+    RerankTopOpt,
     ResultsJsonOpt,
+    SearchConceptOpt,
+    SearchModeOpt,
+    SearchTextArg,
     SymmetricOpt,
     TopOpt,
     UserError,
@@ -45,11 +51,6 @@ ChangeOpt = Annotated[Optional[str], typer.Option(
     "(B -> A), which the stay term then compares and the touched concepts' edits join the change score. With an "
     "LMM (--reranker, else the index's --captioner) the LMM edits them instead, its answers cached beside the "
     "index; an unusable answer falls back to the rule.")]
-ChangeWeightOpt = Annotated[float, typer.Option("--change-weight", metavar="W", help="How much matching --change "
-                                                "counts against staying like the anchor (w above; > 0).")]
-MostDifferentOpt = Annotated[bool, typer.Option(
-    "--most-different", help="Rank the other way: the clips that differ most from the anchor under the concepts "
-    "first (the same scores, ascending; recalled as the farthest from it).")]
 StartOpt = Annotated[Optional[str], typer.Option(metavar="TIME", help=f"Use only the anchor from this time "
                                                  f"({TIME_EXAMPLES}).")]
 EndOpt = Annotated[Optional[str], typer.Option(metavar="TIME", help="Use only the anchor up to this time.")]
@@ -59,8 +60,6 @@ SignalOpt = Annotated[List[str], typer.Option(
 RerankerOpt = Annotated[Optional[str], typer.Option(
     "--reranker", "-r", metavar="NAME", help="LMM that rescores the recalled candidates per concept (qwen2.5-vl, "
     "llava-onevision, llava-video, internvl, a hub id or a local folder).")]
-RerankTopOpt = Annotated[int, typer.Option(min=1, metavar="N", help="How many recalled candidates the reranker (or "
-                                           "VQAScore) rescores.")]
 FusionOpt = Annotated[Optional[str], typer.Option(
     metavar="FILE|default", help="Score each concept by a learned combination of every available signal: a weights "
     "file from `convis bench fusion`, or 'default' for the weights shipped with convis.")]
@@ -98,28 +97,16 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
     present.show(result, as_json, present.print_hits, explain)
 
 
-TextArg = Annotated[str, typer.Argument(metavar="TEXT", help="What to look for, in words (at most 1,000 "
-                                        "characters).")]
 WeightsOpt = Annotated[List[str], typer.Option(metavar="INDEXER=WEIGHT", help="Use only the named signals, "
                                                "weighted as given (default: every indexed signal with a text tower, "
                                                "equally).")]
-DescriptionsOpt = Annotated[Optional[str], typer.Option(
-    "--concept", "-c", metavar="CONCEPT", help="Search only this concept's descriptions (written at index time by "
-    "--captioner or `convis describe`), e.g. location; a name close to a ConViS concept ('locaton') is refused as a "
-    "likely typo unless --free-text.")]
 SearchJsonOpt = Annotated[bool, typer.Option("--json", help="Print results as JSON (a query's, plus \"text\" and "
                                              "\"mode\"; keyword and hybrid hits: keyword_rank, vector_rank, "
                                              "matched_terms).")]
-SearchModeOpt = Annotated[Optional[str], typer.Option(
-    "--mode", metavar="vector|keyword|hybrid", show_default=False, help="vector: the text towers' similarity; "
-    "keyword: BM25 over each unit's stored captions, descriptions, timed lines (on screen, subtitles, speech) and "
-    "path (exact words: names, numbers); hybrid: both, fused by reciprocal rank fusion, 1/(60 + rank) summed "
-    "(k = 60). Default: hybrid when the index holds captions, descriptions or lines, else vector; --concept "
-    "searches by vector.")]
 
 
-def search(text: TextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
-           signal: WeightsOpt = None, concept: DescriptionsOpt = None, free_text: FreeTextOpt = False,
+def search(text: SearchTextArg, where: WhereArg = None, index_dir: IndexDirOpt = None, k: TopOpt = DEFAULT_K,
+           signal: WeightsOpt = None, concept: SearchConceptOpt = None, free_text: FreeTextOpt = False,
            filters: FilterOpt = None, device: DeviceOpt = None, html: HtmlOpt = None, as_json: SearchJsonOpt = False,
            explain: ExplainOpt = False, mode: SearchModeOpt = None):
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower

@@ -15,19 +15,20 @@ from typing import Sequence
 from rerankers.base import check_mode
 from rerankers.prompts.diff import DiffInputError, check_action
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept, parse_concepts
-from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, MAX_K, MAX_SAMPLE_FPS
+from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, MAX_SAMPLE_FPS
 from retrieval.core.errors import ConvisError
 from retrieval.core.ranges import in_range
 from retrieval.core.signal_kinds import parse_signal
 from retrieval.search import hybrid, signals
+from retrieval.search import request_fields as spec
 from retrieval.search.compose import Change
 from retrieval.search.text_query import TextQuery, check_text
 from retrieval.store.where import parse as parse_where
 
 Span = tuple[float | None, float | None]
 
-LEVELS = ("file", "unit")  # what `dupes` groups
-KEEP = ("longest", "resolution", "oldest")  # which copy of a group `dupes` keeps
+LEVELS = spec.LEVEL.choices  # what `dupes` groups
+KEEP = spec.KEEP.choices  # which copy of a group `dupes` keeps
 
 
 class DupesError(ConvisError, ValueError):
@@ -51,9 +52,9 @@ def _vqa_models(pair_signals: dict[str, str]) -> list[str]:
 
 
 def _check_k(k: int) -> None:
-    """How many results: a whole number from 1 to MAX_K."""
-    if isinstance(k, bool) or not isinstance(k, int) or not in_range(k, 1, MAX_K):
-        raise signals.SignalError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
+    """How many results: a whole number within the bounds of ``request_fields.K``."""
+    if isinstance(k, bool) or not isinstance(k, int) or not in_range(k, spec.K.ge, spec.K.le):
+        raise signals.SignalError(f"-k must be a whole number from {spec.K.ge:g} to {spec.K.le:g}, not {k!r}")
 
 
 def check_where(where: Sequence[str] | str) -> tuple[str, ...]:
@@ -79,19 +80,20 @@ class QueryRequest:
 
     anchor: str | Path
     concepts: Sequence[str] | Sequence[Concept] = ()
-    k: int = DEFAULT_K
+    k: int = field(default=DEFAULT_K, metadata=spec.K.metadata())
     start: float | None = None
     end: float | None = None
     signal_overrides: dict[str, str] | None = None
     recall_k: int | None = None
     reranker: object = None
-    rerank_top: int = 20
-    mode: str = "expected"
-    symmetric: bool = False
+    rerank_top: int = field(default=20, metadata=spec.RERANK_TOP.metadata())
+    mode: str = field(default="expected", metadata=spec.RERANK_MODE.metadata())
+    symmetric: bool = field(default=False, metadata=spec.SYMMETRIC.metadata())
     fusion: object = None
     change: Change | str | None = None
-    most_different: bool = False
-    where: Sequence[str] = ()  # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
+    most_different: bool = field(default=False, metadata=spec.MOST_DIFFERENT.metadata())
+    # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
+    where: Sequence[str] = field(default=(), metadata=spec.WHERE.metadata())
     named: bool = field(default=False, init=False)  # the concepts were given, not the change's default five
 
     def __post_init__(self) -> None:
@@ -143,14 +145,15 @@ class SearchRequest:
     concept or free text, as ``describe`` named it; with ``free_text`` False, a name close to a ConViS concept is
     refused with the name it is close to, as in a query)."""
 
-    text: str
-    k: int = DEFAULT_K
+    text: str = field(metadata=spec.TEXT.metadata())
+    k: int = field(default=DEFAULT_K, metadata=spec.K.metadata())
     weights: dict[str, float] | None = None
     recall_k: int | None = None
-    concept: str | None = None
-    free_text: bool = True  # False: a concept close to a ConViS one is refused as a likely typo, as a query's is
-    where: Sequence[str] = ()  # FIELD OP VALUE filters (retrieval.store.where), ANDed: only the units they keep
-    mode: str | None = None  # vector, keyword or hybrid (None: hybrid when the index holds descriptions)
+    concept: str | None = field(default=None, metadata=spec.CONCEPT.metadata())
+    # False: a concept close to a ConViS one is refused as a likely typo, as a query's is
+    free_text: bool = field(default=True, metadata=spec.FREE_TEXT.metadata())
+    where: Sequence[str] = field(default=(), metadata=spec.WHERE.metadata())
+    mode: str | None = field(default=None, metadata=spec.SEARCH_MODE.metadata())  # None: chosen by the index
 
     def __post_init__(self) -> None:
         _set(self, "where", check_where(self.where))
@@ -177,11 +180,11 @@ class DupesRequest:
     alike (None: read from the index's background, ``--auto``) by ``indexer``'s vectors (None: the fingerprint's
     when indexed), among the units ``where`` keeps; in each group the one to keep by ``keep``."""
 
-    level: str = "file"
-    threshold: float | None = None
-    indexer: str | None = None
-    where: Sequence[str] = ()
-    keep: str = "longest"
+    level: str = field(default="file", metadata=spec.LEVEL.metadata())
+    threshold: float | None = field(default=None, metadata=spec.THRESHOLD.metadata())
+    indexer: str | None = field(default=None, metadata=spec.DUPES_INDEXER.metadata())
+    where: Sequence[str] = field(default=(), metadata=spec.WHERE.metadata())
+    keep: str = field(default="longest", metadata=spec.KEEP.metadata())
 
     def __post_init__(self) -> None:
         _set(self, "where", check_where(self.where))
@@ -191,7 +194,8 @@ class DupesRequest:
             raise DupesError(f"--keep is one of {', '.join(KEEP)}, not {self.keep!r}")
         threshold = self.threshold
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                      or not in_range(threshold, 0.5, 1.0, low_open=True)):
+                                      or not in_range(threshold, spec.THRESHOLD.gt, spec.THRESHOLD.le,
+                                                      low_open=True)):
             raise DupesError(f"--threshold is a similarity above 0.5 and at most 1 (as query scores read), not "
                              f"{threshold!r}")
 
@@ -205,12 +209,13 @@ class CompareRequest:
     b: str | Path
     concepts: Sequence[str] | Sequence[Concept]
     reranker: object = None
-    mode: str = "expected"
-    symmetric: bool = False
+    mode: str = field(default="expected", metadata=spec.RERANK_MODE.metadata())
+    symmetric: bool = field(default=False, metadata=spec.SYMMETRIC.metadata())
     signal_overrides: dict[str, str] | None = None
     a_span: Span = (None, None)
     b_start: float | None = None
-    where: Sequence[str] = ()  # FIELD OP VALUE filters: b is ranked among the units they keep (signals only)
+    # FIELD OP VALUE filters: b is ranked among the units they keep (signals only)
+    where: Sequence[str] = field(default=(), metadata=spec.WHERE.metadata())
 
     def __post_init__(self) -> None:
         _set(self, "concepts", as_concepts(self.concepts))

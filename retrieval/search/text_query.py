@@ -32,6 +32,7 @@ from retrieval.core.scores import unit_similarity
 from retrieval.search import calibration, filters, hybrid, ranking
 from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.hit_lines import with_lines
+from retrieval.search.request_fields import MAX_TEXT_CHARS
 from retrieval.search.results import QueryResult
 from retrieval.search.signals import SignalError, described_concepts, short_name
 from retrieval.store.catalog import Catalog
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from retrieval.model_cache import ModelCache
     from retrieval.store.keyword.index import KeywordIndex
 
-MAX_TEXT_CHARS = 1000  # a sentence, not a document: CLIP reads 77 tokens, MiniLM 256
 
 
 class NoTextSignal(SignalError):

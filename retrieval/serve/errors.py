@@ -12,7 +12,7 @@ from typing import Annotated, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from retrieval.core.errors import ConvisError
+from retrieval.api import ConvisError
 
 # a ref: a path relative to the index root whose parts are neither hidden nor "..", with no backslash or NUL
 # (not absolute, not a drive), or an upload's ref; safe_path checks it again, and that it stays inside the root

@@ -11,72 +11,37 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
+from retrieval.api import (
+    CHANGE_KEY,
+    CompareResult,
+    DecodeError,
+    DiffRanking,
+    DiffResult,
+    Hit,
+    PreviewError,
+    Previews,
+    QueryResult,
+    VideoDecoder,
+    atomic_write,
+    content_hash,
+    format_span,
+    format_time,
+    playback,
+    scorer_label,
+    span_clip,
+)
+from retrieval.serve.thumbs import THUMB_SHORT_SIDE, data_uri, strip
 
-from retrieval.analysis.diff import DiffRanking
-from retrieval.core.files import atomic_write
-from retrieval.core.timecode import format_span, format_time
-from retrieval.lmm.differences import DiffResult
-from retrieval.media.frames import DecodeError
-from retrieval.media.preview import PreviewError, Previews, playback, span_clip
-from retrieval.media.scan import content_hash
-from retrieval.media.video_decoder import VideoDecoder
-from retrieval.search.results import CHANGE_KEY, CompareResult, Hit, QueryResult
-from retrieval.search.signals import scorer_label
-
-# Thumbnails are decoded at this short side: sharp enough to recognise a scene, small enough
-# that a 10-result page with 8 frames each stays around a megabyte.
-THUMB_SHORT_SIDE = 112
-JPEG_QUALITY = 80
 PAGE_PREVIEWS = "-previews"  # beside a page written without an index: q.html's previews are in q-previews/
 
 # Shared by the static pages and the web UI (a real stylesheet, package data), so both look the same.
 STYLE = (resources.files("retrieval.serve") / "ui" / "gallery.css").read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class Thumb:
-    time: float  # seconds into the video
-    jpeg: bytes
-    width: int
-    height: int
-
-
-def strip(path: str | Path, start: float = 0.0, end: float | None = None, frames: int = 8,
-          decoder: VideoDecoder | None = None) -> list[Thumb]:
-    """Up to ``frames`` JPEG thumbnails spread over ``[start, end]`` of one video.
-
-    The sampler pads short spans by repeating the last frame; repeats are dropped here
-    because a strip of identical pictures tells the viewer nothing.
-    """
-    decoder = decoder or VideoDecoder(short_side=THUMB_SHORT_SIDE)
-    sampled = decoder.sample_span(path, frames, start, end)
-    seen: set[int] = set()
-    thumbs = []
-    for pixels, time, index in zip(sampled.pixels, sampled.timestamps, sampled.indices, strict=False):
-        if index not in seen:
-            seen.add(index)
-            thumbs.append(Thumb(float(time), to_jpeg(pixels), pixels.shape[1], pixels.shape[0]))
-    return thumbs
-
-
-def to_jpeg(pixels: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
-    from PIL import Image  # PIL: only pages and strips with thumbnails pay for importing it
-
-    buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, "JPEG", quality=quality, optimize=True)
-    return buffer.getvalue()
-
-
-def data_uri(jpeg: bytes) -> str:
-    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
 
 
 def score_fraction(value: float | None) -> float:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, writer_pid
+from retrieval.api import CATALOG_NAME, SNAPSHOT_NAME, writer_pid
 
 POLL_S = 0.5
 EXIT_WAIT_S = 10.0  # how long the interpreter's exit waits for a watching thread to leave the catalog

@@ -90,7 +90,7 @@ class IndexJob:
     def recorded(cls, index_dir: Path) -> "IndexJob | None":
         """The last run the app started on ``index_dir``, as its child last recorded it (None when there is no
         readable record); a run recorded as running whose child is gone has failed."""
-        from retrieval.core.user_files import UserFileError, read_json
+        from retrieval.api import UserFileError, read_json
 
         path = Path(index_dir) / RECORD_NAME
         if not path.is_file():
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = _run(args, events)
     except BaseException as exc:  # the server reads this line, whatever failed; the exit code says so too
-        from retrieval.core.errors import one_line
+        from retrieval.api import one_line
 
         said = STOPPED if isinstance(exc, KeyboardInterrupt) else one_line(exc, 300)
         events.finish({"event": "error", "error": said}, "failed")
@@ -262,8 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, emit: Callable[[dict], None]):
-    from retrieval.engine import Engine
-    from retrieval.pipeline.settings import IndexSettings
+    from retrieval.api import Engine, IndexSettings
 
     engine = Engine(args.index_dir)
     if args.include:

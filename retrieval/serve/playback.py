@@ -17,8 +17,7 @@ import threading
 from pathlib import Path
 from urllib.parse import quote
 
-from retrieval.media.preview import Playback, Previews, ffmpeg_missing
-from retrieval.media.scan import content_hash
+from retrieval.api import Playback, Previews, content_hash, ffmpeg_missing
 
 PREVIEWS_DIRNAME = "previews"
 ENCODES_AT_ONCE = 2  # ffmpeg runs a server starts together: each takes cores; the strips and thumbnails go on

@@ -23,9 +23,7 @@ from pathlib import Path
 
 from fastapi import UploadFile
 
-from retrieval.media.frames import DecodeError
-from retrieval.media.scan import VIDEO_EXTENSIONS
-from retrieval.media.video_decoder import VideoDecoder
+from retrieval.api import VIDEO_EXTENSIONS, DecodeError, VideoDecoder
 from retrieval.serve.errors import ApiError
 
 UPLOADS = ".uploads"

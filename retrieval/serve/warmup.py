@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from retrieval.core.errors import one_line
-from retrieval.engine import INDEXER, TEXT_TOWER, Engine, WarmStep
+from retrieval.api import INDEXER, TEXT_TOWER, Engine, WarmStep, one_line
 
 PLANNING = "the index's models"  # what /health lists as warming before the index has been read
 

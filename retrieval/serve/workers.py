@@ -19,7 +19,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, TypeVar
 
-from retrieval.core.errors import ConvisError
+from retrieval.api import ConvisError
 
 T = TypeVar("T")
 QUEUE_PER_WORKER = 32  # requests waiting for each worker before the server answers 503

@@ -5,7 +5,8 @@ import shutil
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.serve.server import MAX_CONCEPTS, MAX_REF_CHARS, create_app
+from retrieval.serve.fields import MAX_CONCEPTS, MAX_REF_CHARS
+from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog
 
 LOCAL = "http://localhost"

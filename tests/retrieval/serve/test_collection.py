@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from retrieval.serve.server import collection_page
+from retrieval.serve.routes.collection import collection_page
 
 
 def listed(path, status, error=None):

@@ -15,8 +15,8 @@ from indexers import create_indexer
 from retrieval.core.sampling import FrameSpec
 from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.serve.evidence import frame_spec
 from retrieval.serve.gallery import THUMB_SHORT_SIDE
+from retrieval.serve.routes.evidence import frame_spec
 from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import IndexerRow

@@ -9,8 +9,8 @@ import urllib.request
 import pytest
 from fastapi.testclient import TestClient
 
+from retrieval.serve.routes.files import READ_ONLY
 from retrieval.serve.server import create_app
-from retrieval.serve.writes import READ_ONLY
 from tests.indexes import copied_index
 from tests.retrieval.serve.browser import free_port, serving
 

@@ -6,7 +6,8 @@ from fastapi.testclient import TestClient
 
 from retrieval.engine import Engine, SearchRequest
 from retrieval.search.text_query import MAX_TEXT_CHARS
-from retrieval.serve.server import MAX_SEARCH_K, create_app
+from retrieval.serve.routes.search import MAX_SEARCH_K
+from retrieval.serve.server import create_app
 from tests.indexes import CAPTIONS, indexed_copies
 
 LOCAL = "http://localhost"  # the app answers loopback host names only

@@ -10,7 +10,9 @@ from PIL import Image
 
 from bench.tiny.vlm import build_qwen_vl
 from retrieval.engine import Engine, NoIndexError, QueryRequest
-from retrieval.serve.server import ApiError, create_app, safe_path
+from retrieval.serve.errors import ApiError
+from retrieval.serve.server import create_app
+from retrieval.serve.state import safe_path
 from retrieval.store.catalog import Catalog
 from tests.locks import writer_holding
 from tests.media import make_clip

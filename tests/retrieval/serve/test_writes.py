@@ -12,8 +12,8 @@ import urllib.request
 import pytest
 from fastapi.testclient import TestClient
 
+from retrieval.serve.routes.files import READ_ONLY, place
 from retrieval.serve.server import create_app
-from retrieval.serve.writes import READ_ONLY, place
 from tests.indexes import copied_index
 from tests.paths import EXAMPLES, ROOT
 from tests.retrieval.serve.browser import free_port, serving

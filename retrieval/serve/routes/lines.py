@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from retrieval.serve.errors import responses
-from retrieval.serve.evidence import REF
+from retrieval.serve.routes.evidence import REF
+from retrieval.serve.state import ServerState
 
 
-def transcript_routes(state) -> APIRouter:
+def transcript_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/lines/{ref:path}", summary="A file's timed text lines (subtitles, speech, on-screen text) by "

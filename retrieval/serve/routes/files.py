@@ -24,20 +24,19 @@ import shutil
 import uuid
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Iterator
 
 from fastapi import APIRouter
-from fastapi import Path as PathParam
 from pydantic import Field, StringConstraints
 
-from retrieval.engine import NotIndexedError
-from retrieval.serve.errors import FOLDER_PATTERN, REF_PATTERN, WHY, ApiError, ErrorOut, RequestBody
+from retrieval.api import CatalogBusy, NotIndexedError, writer_pid
+from retrieval.serve.errors import FOLDER_PATTERN, WHY, ApiError, ErrorOut, RequestBody
+from retrieval.serve.fields import ref_path
 from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
 from retrieval.serve.links import answer_links, link
+from retrieval.serve.state import ServerState
 from retrieval.serve.uploads import UPLOAD_REF
-from retrieval.store.errors import CatalogBusy
-from retrieval.store.snapshots import writer_pid
 
 READ_ONLY = "this server is read-only: start it with `convis serve --allow-writes` to add, remove or re-index files"
 DEFAULT_FOLDER = "added"
@@ -45,9 +44,7 @@ MAX_ADDED = 64  # clips one request adds: each is a copy and a file to index
 MAX_FOLDER_CHARS = 512
 MAX_SAME_NAME = 1000  # "name (2).mp4" ... : past this many namesakes, the folder is not one to add to
 
-MAX_REF_CHARS = 1024  # server.py's bound on a ref (this module may not import it: server.py imports this one)
-REF_PATH = PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN,
-                     description="The file's path relative to the index root, as GET /videos lists it.")
+REF_PATH = ref_path("The file's path relative to the index root, as GET /videos lists it.")
 UploadRef = Annotated[str, StringConstraints(pattern=f"^{UPLOAD_REF.pattern}$")]
 
 WRITE_WHY = {
@@ -77,7 +74,7 @@ class RunIn(RequestBody):
     retry_failed: bool = Field(False, description="Try again every file that failed before, unchanged since.")
 
 
-def write_routes(state) -> APIRouter:
+def write_routes(state: ServerState) -> APIRouter:
     jobs = IndexJobs(state.engine.index_dir)
 
     @asynccontextmanager
@@ -109,25 +106,15 @@ def write_routes(state) -> APIRouter:
                    "listing shows it, its vectors are kept for POST /files/{ref}/restore",
                    responses={**UNDO_REMOVE, **write_responses(400, 403, 404, 409, 422, 503, 507)})
     def remove_file(ref: str = REF_PATH):
-        with writing(state, jobs):
-            try:
-                return {"removed": state.engine.remove([ref])}
-            except NotIndexedError as exc:
-                raise ApiError(404, str(exc)) from None
-            except CatalogBusy as exc:  # a writer came between the check and the open
-                raise ApiError(409, f"{exc}") from None
+        with writing(state, jobs), refused_by_catalog():
+            return {"removed": state.engine.remove([ref])}
 
     @router.post("/files/{ref:path}/restore", summary="Put a removed file back in the index: its stored vectors are "
                  "searchable at once, nothing is embedded again (`to_index`: removed before vectors were kept, the "
                  "next run indexes them)", responses=write_responses(400, 403, 404, 409, 422, 503, 507))
     def restore_file(ref: str = REF_PATH):
-        with writing(state, jobs):
-            try:
-                done = state.engine.unremove([ref])
-            except NotIndexedError as exc:
-                raise ApiError(404, str(exc)) from None
-            except CatalogBusy as exc:
-                raise ApiError(409, f"{exc}") from None
+        with writing(state, jobs), refused_by_catalog():
+            done = state.engine.unremove([ref])
         return {"restored": done.restored, "to_index": done.to_index}
 
     @router.post("/index/runs", status_code=202, summary="Re-index the folder: new, changed and gone files",
@@ -142,7 +129,18 @@ def write_routes(state) -> APIRouter:
 
 
 @contextmanager
-def writing(state, jobs: IndexJobs):
+def refused_by_catalog() -> Iterator[None]:
+    """A file the index does not hold is a 404; a writer that came between the check and the open, a 409."""
+    try:
+        yield
+    except NotIndexedError as exc:
+        raise ApiError(404, str(exc)) from None
+    except CatalogBusy as exc:
+        raise ApiError(409, f"{exc}") from None
+
+
+@contextmanager
+def writing(state: ServerState, jobs: IndexJobs):
     """Hold the right to change the index for one request, or refuse it: 403 on a read-only server, 409 while a
     change is being made or another process writes the index."""
     if not state.allow_writes:

@@ -15,27 +15,37 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query
-from fastapi import Path as PathParam
 from fastapi.responses import Response
 
-from indexers import INDEXERS
-from rerankers.prompts.describe import CAPTION
-from retrieval.core.registry import UnknownModelError
-from retrieval.core.sampling import FRAME_RULES, RULE_TEXT, FrameSpec
-from retrieval.media.frames import VideoInfo
-from retrieval.media.unit_frames import describe_sampling, frame_time, nearest_frame, stored_span, unit_frames
-from retrieval.serve.errors import REF_PATTERN, ApiError, responses
-from retrieval.serve.gallery import to_jpeg
-from retrieval.store.catalog.records import FILE_KEY, Description, IndexerRow, UnitRecord
+from retrieval.api import (
+    CAPTION,
+    FILE_KEY,
+    FRAME_RULES,
+    INDEXERS,
+    RULE_TEXT,
+    Description,
+    FrameSpec,
+    IndexerRow,
+    UnitRecord,
+    UnknownModelError,
+    VideoInfo,
+    describe_sampling,
+    frame_time,
+    nearest_frame,
+    stored_span,
+    unit_frames,
+)
+from retrieval.serve.errors import ApiError, responses
+from retrieval.serve.fields import ref_path
+from retrieval.serve.state import ServerState
+from retrieval.serve.thumbs import to_jpeg
 
 FRAME_CACHE_SIZE = 512  # single small JPEGs (a few KB each)
 PROBE_CACHE_SIZE = 256
 MAX_LISTED = 64  # an every-frame model sees hundreds of frames a unit; a panel shows this many, evenly picked
 ONE_FRAME = FrameSpec("linspace", 1)  # linspace over a span that starts at a frame: that very frame
 
-# as server.py's REF_PATH (importing it from there would make the two modules import each other)
-REF = PathParam(..., max_length=1024, pattern=REF_PATTERN,
-                description="Indexed path relative to the index root.")
+REF = ref_path("Indexed path relative to the index root.")
 SEGMENT = Query(0, ge=0, description="Which unit of the file (its segment number; 0 for a whole-file unit).")
 SECONDS = Query(..., ge=0, allow_inf_nan=False, description="Seconds into the video; the nearest frame is served.")
 
@@ -71,7 +81,7 @@ class IndexedUnit:
     notices: list[str]
 
 
-def evidence_routes(state) -> APIRouter:
+def evidence_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
     frames, probes = LRU(FRAME_CACHE_SIZE), LRU(PROBE_CACHE_SIZE)
 
@@ -119,7 +129,7 @@ def decode_frame(decoder, path: Path, info: VideoInfo, index: int):
 
 
 # -- reading the catalog ------------------------------------------------------------------------
-def read_unit(state, ref: str, segment: int) -> IndexedUnit:
+def read_unit(state: ServerState, ref: str, segment: int) -> IndexedUnit:
     notices: list[str] = []
     with state.engine.open_catalog(notices) as catalog:
         units = catalog.file_units(ref)
