@@ -62,6 +62,7 @@ from retrieval.core.defaults import (
     UPLOAD_QUOTA_BYTES,
 )
 from retrieval.core.files import atomic_write
+from retrieval.core.processes import pid_alive
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.sampling import FRAME_RULES, RULE_TEXT, FrameSpec
 from retrieval.core.timecode import format_span, format_time
@@ -91,7 +92,7 @@ __all__ += [
     # serving an index: its files, uploads, previews, the catalog's state, warming its models
     "FileListing", "VIDEO_EXTENSIONS", "MAX_UPLOAD_BYTES", "UPLOAD_QUOTA_BYTES", "VideoDecoder", "VideoInfo",
     "DecodeError", "Playback", "PreviewError", "Previews", "ffmpeg_missing", "playback", "span_clip",
-    "content_hash", "CATALOG_NAME", "SNAPSHOT_NAME", "writer_pid", "CatalogBusy", "WarmStep", "INDEXER",
+    "content_hash", "CATALOG_NAME", "SNAPSHOT_NAME", "writer_pid", "pid_alive", "CatalogBusy", "WarmStep", "INDEXER",
     "TEXT_TOWER", "has_text_tower", "UserFileError", "read_json", "atomic_write",
     # what pages and evidence show: results, differences, the frames each signal saw
     "Hit", "CHANGE_KEY", "DiffRanking", "DiffResult", "scorer_label", "format_span", "format_time", "INDEXERS",

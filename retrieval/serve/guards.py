@@ -30,7 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from retrieval.core.processes import pid_alive
+from retrieval.api import pid_alive
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 WILDCARDS = ("0.0.0.0", "::", "")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from retrieval.core.processes import pid_alive
+from retrieval.api import pid_alive
 
 RUNNER = "retrieval.serve.index_job"
 RECORD_NAME = "app-run.json"  # in the index folder: the last run the app started, as its child last recorded it
