@@ -6,41 +6,158 @@ Everything a face (the command line, the HTTP server, a user's script) needs is 
     result = Engine("videos/.convis").query(QueryRequest("videos/a.mp4", concepts=("location",)))
 
 Names not in ``__all__`` are internal and may change between releases.
+
+Importing this module costs no more than the constants, errors and time codes it names directly: every other name
+(the engine, the request and result values, the registries) is imported when it is first asked for, so that a
+face built at start-up from these names (``convis --help``) loads no DuckDB, FAISS or NumPy.
 """
 
 from __future__ import annotations
 
-from indexers.base import PROTOCOLS
-from rerankers.base import MODES
-from retrieval.analysis.diff import gather_statements
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from retrieval.core.concepts import parse_concepts
-from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K
+from retrieval.core.defaults import (
+    CANT_TELL,
+    CANT_TELL_MARGIN,
+    DEFAULT_DIFF_MODEL,
+    DEFAULT_K,
+    INDEX_DIRNAME,
+    MAX_CONCEPT_WEIGHT,
+    MAX_K,
+    MAX_SAMPLE_FPS,
+    MAX_SEGMENT_SECONDS,
+    MAX_UPLOAD_BYTES,
+    MIN_CONCEPT_WEIGHT,
+    MIN_SEGMENT_SECONDS,
+    UPLOAD_QUOTA_BYTES,
+    WINDOW_FRAMES,
+    WORKER_MEMORY_MB,
+    MiB,
+)
 from retrieval.core.errors import ConvisError, one_line
-from retrieval.core.segmentation import SegmentationError, ShotRule, parse_segment
-from retrieval.core.timecode import TimeFormatError, parse_time
-from retrieval.engine import Engine
-from retrieval.pipeline.settings import IndexSettings
-from retrieval.search.anchor import AnchorError, AnchorSpanError
-from retrieval.search.compose import Change
-from retrieval.search.requests import CompareRequest, DiffRequest, DupesRequest, QueryRequest, SearchRequest
-from retrieval.search.results import CompareResult, QueryResult
-from retrieval.search.signals import parse_overrides
-from retrieval.search.text_query import parse_weights
-from retrieval.store.errors import is_damage
-from retrieval.store.index_dir import NoIndexError, NotIndexedError, find_index_dir, locate_index, remember_index
+from retrieval.core.segmentation import (
+    DEFAULT_SHOT_MAX_SECONDS,
+    DEFAULT_SHOT_MIN_SECONDS,
+    SegmentationError,
+    ShotRule,
+    parse_segment,
+)
+from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
+from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
+
+if TYPE_CHECKING:  # what _LAZY loads on first use, named for readers, type checkers and the import contracts
+    from indexers.base import INDEXERS, PROTOCOLS
+    from indexers.factory import available_indexers
+    from rerankers.base import MODES, RERANKERS
+    from rerankers.factory import available_rerankers
+    from retrieval.analysis.diff import DiffRanking, gather_statements
+    from retrieval.analysis.dupes import DupesResult
+    from retrieval.core.sampling import spoken_frames
+    from retrieval.core.signal_kinds import SIGNALS
+    from retrieval.engine import INDEXER, TEXT_TOWER, Engine, WarmStep
+    from retrieval.lmm.differences import DiffResult
+    from retrieval.media.preview import Previews
+    from retrieval.pipeline.describe_run import DescribeReport
+    from retrieval.pipeline.run import IndexReport
+    from retrieval.pipeline.settings import IndexSettings
+    from retrieval.search.anchor import AnchorError, AnchorSpanError
+    from retrieval.search.compose import Change
+    from retrieval.search.fusion import RERANKER_PREFIX
+    from retrieval.search.hit_lines import as_dict as line_as_dict
+    from retrieval.search.requests import CompareRequest, DiffRequest, DupesRequest, QueryRequest, SearchRequest
+    from retrieval.search.results import CompareResult, QueryResult
+    from retrieval.search.signals import parse_overrides, scorer_label
+    from retrieval.search.text_query import parse_weights
+    from retrieval.store.catalog import FileListing
+    from retrieval.store.catalog.lines import in_unit
+    from retrieval.store.catalog.records import FILE_KEY
+    from retrieval.store.catalog.removed import RemovedFile, Undone
+    from retrieval.store.errors import is_damage
+    from retrieval.store.export.results import export_results
+    from retrieval.store.index_dir import NoIndexError, NotIndexedError, find_index_dir, locate_index, remember_index
+    from retrieval.store.repair import Restored
 
 __all__ = [
-    # the engine
-    "Engine",
-    # requests and what builds them
+    # the engine, and the models a request may build ahead of it (``Engine.warm_plan``)
+    "Engine", "WarmStep", "TEXT_TOWER", "INDEXER", "export_results",
+    # requests and what builds them from text
     "QueryRequest", "SearchRequest", "CompareRequest", "DiffRequest", "DupesRequest", "IndexSettings", "Change",
     "ShotRule", "parse_concepts", "parse_segment", "parse_time", "parse_overrides", "parse_weights",
-    "gather_statements", "PROTOCOLS", "MODES", "DEFAULT_K", "DEFAULT_DIFF_MODEL",
+    "gather_statements",
+    # the defaults and limits a request takes (what the faces' help texts name)
+    "DEFAULT_K", "DEFAULT_DIFF_MODEL", "MAX_K", "MIN_CONCEPT_WEIGHT", "MAX_CONCEPT_WEIGHT", "MIN_SEGMENT_SECONDS",
+    "MAX_SEGMENT_SECONDS", "DEFAULT_SHOT_MIN_SECONDS", "DEFAULT_SHOT_MAX_SECONDS", "MAX_SAMPLE_FPS", "WINDOW_FRAMES",
+    "WORKER_MEMORY_MB", "MAX_UPLOAD_BYTES", "UPLOAD_QUOTA_BYTES", "MiB", "TIME_EXAMPLES", "CANT_TELL_MARGIN",
     # results
-    "QueryResult", "CompareResult",
+    "QueryResult", "CompareResult", "DiffResult", "DiffRanking", "DupesResult", "IndexReport", "DescribeReport",
+    "FileListing", "RemovedFile", "Undone", "Restored",
+    # reading results as a person does: times, signal names, verdicts, timed lines, the files previews play
+    "format_time", "format_span", "spoken_frames", "scorer_label", "RERANKER_PREFIX", "CANT_TELL", "FILE_KEY",
+    "in_unit", "line_as_dict", "Previews",
+    # the registries: what can be built by name, and how
+    "INDEXERS", "RERANKERS", "SIGNALS", "available_indexers", "available_rerankers", "PROTOCOLS", "MODES",
     # finding an index
-    "find_index_dir", "locate_index", "remember_index",
-    # errors
+    "INDEX_DIRNAME", "find_index_dir", "locate_index", "remember_index",
+    # errors: one base, each kind with its exit code and HTTP status
     "ConvisError", "AnchorError", "AnchorSpanError", "NoIndexError", "NotIndexedError", "SegmentationError",
     "TimeFormatError", "is_damage", "one_line",
 ]
+
+# name -> "module" or "module:attribute": loaded on first use (see the module's docstring)
+_LAZY = {
+    **dict.fromkeys(("Engine", "WarmStep", "TEXT_TOWER", "INDEXER"), "retrieval.engine"),
+    "export_results": "retrieval.store.export.results",
+    **dict.fromkeys(("QueryRequest", "SearchRequest", "CompareRequest", "DiffRequest", "DupesRequest"),
+                    "retrieval.search.requests"),
+    "IndexSettings": "retrieval.pipeline.settings",
+    "Change": "retrieval.search.compose",
+    "parse_overrides": "retrieval.search.signals",
+    "scorer_label": "retrieval.search.signals",
+    "parse_weights": "retrieval.search.text_query",
+    "gather_statements": "retrieval.analysis.diff",
+    "DiffRanking": "retrieval.analysis.diff",
+    "QueryResult": "retrieval.search.results",
+    "CompareResult": "retrieval.search.results",
+    "DiffResult": "retrieval.lmm.differences",
+    "DupesResult": "retrieval.analysis.dupes",
+    "IndexReport": "retrieval.pipeline.run",
+    "DescribeReport": "retrieval.pipeline.describe_run",
+    "FileListing": "retrieval.store.catalog",
+    "RemovedFile": "retrieval.store.catalog.removed",
+    "Undone": "retrieval.store.catalog.removed",
+    "Restored": "retrieval.store.repair",
+    "spoken_frames": "retrieval.core.sampling",
+    "RERANKER_PREFIX": "retrieval.search.fusion",
+    "FILE_KEY": "retrieval.store.catalog.records",
+    "in_unit": "retrieval.store.catalog.lines",
+    "line_as_dict": "retrieval.search.hit_lines:as_dict",
+    "Previews": "retrieval.media.preview",
+    "INDEXERS": "indexers.base",
+    "PROTOCOLS": "indexers.base",
+    "RERANKERS": "rerankers.base",
+    "MODES": "rerankers.base",
+    "SIGNALS": "retrieval.core.signal_kinds",
+    "available_indexers": "indexers.factory",
+    "available_rerankers": "rerankers.factory",
+    **dict.fromkeys(("NoIndexError", "NotIndexedError", "find_index_dir", "locate_index", "remember_index"),
+                    "retrieval.store.index_dir"),
+    "AnchorError": "retrieval.search.anchor",
+    "AnchorSpanError": "retrieval.search.anchor",
+    "is_damage": "retrieval.store.errors",
+}
+
+
+def __getattr__(name: str):
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = where.partition(":")
+    value = getattr(import_module(module), attribute or name)
+    globals()[name] = value  # asked once: later lookups find it without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -13,10 +13,12 @@ from typing import Annotated, Any, List, Optional
 import typer
 
 # the defaults and limits the help texts name: constants only, so the help costs no engine import
-from retrieval.core.defaults import (
+from retrieval.api import (
     CANT_TELL_MARGIN,
     DEFAULT_DIFF_MODEL,
     DEFAULT_K,
+    DEFAULT_SHOT_MAX_SECONDS,
+    DEFAULT_SHOT_MIN_SECONDS,
     INDEX_DIRNAME,
     MAX_CONCEPT_WEIGHT,
     MAX_K,
@@ -25,14 +27,13 @@ from retrieval.core.defaults import (
     MAX_UPLOAD_BYTES,
     MIN_CONCEPT_WEIGHT,
     MIN_SEGMENT_SECONDS,
+    TIME_EXAMPLES,
     UPLOAD_QUOTA_BYTES,
     WINDOW_FRAMES,
     WORKER_MEMORY_MB,
+    ConvisError,
     MiB,
 )
-from retrieval.core.errors import ConvisError
-from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
-from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 
 __all__ = ["CANT_TELL_MARGIN", "DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS",
            "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",
@@ -131,7 +132,7 @@ FreeTextOpt = Annotated[bool, typer.Option("--free-text", help="Take every conce
 # -- reading option values (what parses them is the engine's, imported when a command runs) ----------------
 def parse_duration(text: str | None, allow_zero: bool = False, option: str = "duration") -> float | None:
     """``80``, ``80s``, ``1m20s``, ``1:20``, ``00:02`` -> seconds."""
-    from retrieval.engine import TimeFormatError, parse_time
+    from retrieval.api import TimeFormatError, parse_time
 
     if text is None:
         return None
@@ -147,7 +148,7 @@ def parse_duration(text: str | None, allow_zero: bool = False, option: str = "du
 def resolve_index_dir(index_dir: Optional[Path], *near: Path) -> Path:
     """``--index-dir`` (an index folder or the video folder holding one), else the nearest index above ``near``
     or the current folder."""
-    from retrieval.engine import locate_index
+    from retrieval.api import locate_index
 
     return locate_index(index_dir, *[p.parent if p.is_file() else p for p in near], Path.cwd())
 
@@ -159,7 +160,7 @@ def check_page(html: Optional[Path]) -> None:
 
 
 def check_mode(mode: str) -> None:
-    from retrieval.engine import MODES
+    from retrieval.api import MODES
 
     if mode not in MODES:
         raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -167,7 +168,7 @@ def check_mode(mode: str) -> None:
 
 def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> list:
     """The concepts of a query or a comparison, once the reranker's scoring mode is known to be valid."""
-    from retrieval.engine import parse_concepts
+    from retrieval.api import parse_concepts
 
     concepts = parse_concepts(specs, free_text)
     check_mode(mode)
@@ -177,7 +178,7 @@ def concepts_to_score(specs: List[str], mode: str, free_text: bool = False) -> l
 def units_option(segment: str | None, shot_min: float | None, shot_max: float | None):
     """(unit length, shot rule) from ``--segment`` and the shot lengths: a length, 'off' for one unit per file
     (0), or shots; (None, None) keeps the index's own."""
-    from retrieval.engine import SegmentationError, ShotRule, parse_segment
+    from retrieval.api import SegmentationError, ShotRule, parse_segment
 
     try:
         shots = parse_segment(segment) if segment is not None else None

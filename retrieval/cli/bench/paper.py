@@ -181,7 +181,7 @@ def run(
     from bench import report
     from bench.evaluate import correlation_rows, random_rows, retrieval_rows
     from bench.run import BenchRun, load_dataset
-    from retrieval.engine import PROTOCOLS
+    from retrieval.api import PROTOCOLS
 
     if protocol not in PROTOCOLS:
         fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")
