@@ -18,24 +18,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from retrieval.core.concepts import parse_concepts
-from retrieval.core.defaults import (
-    CANT_TELL,
-    CANT_TELL_MARGIN,
-    DEFAULT_DIFF_MODEL,
-    DEFAULT_K,
-    INDEX_DIRNAME,
-    MAX_CONCEPT_WEIGHT,
-    MAX_K,
-    MAX_SAMPLE_FPS,
-    MAX_SEGMENT_SECONDS,
-    MAX_UPLOAD_BYTES,
-    MIN_CONCEPT_WEIGHT,
-    MIN_SEGMENT_SECONDS,
-    UPLOAD_QUOTA_BYTES,
-    WINDOW_FRAMES,
-    WORKER_MEMORY_MB,
-    MiB,
-)
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.segmentation import (
     DEFAULT_SHOT_MAX_SECONDS,
@@ -46,6 +28,20 @@ from retrieval.core.segmentation import (
 )
 from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
 from retrieval.core.timecode import TimeFormatError, format_span, format_time, parse_time
+
+# isort: split
+# the defaults and limits a request takes, by what they bound: results and concept weights; units and frames;
+# the index's folder, uploads and workers; a difference's verdict
+from retrieval.core.defaults import DEFAULT_DIFF_MODEL, DEFAULT_K, MAX_CONCEPT_WEIGHT, MAX_K, MIN_CONCEPT_WEIGHT
+
+# isort: split
+from retrieval.core.defaults import MAX_SAMPLE_FPS, MAX_SEGMENT_SECONDS, MIN_SEGMENT_SECONDS, WINDOW_FRAMES
+
+# isort: split
+from retrieval.core.defaults import INDEX_DIRNAME, MAX_UPLOAD_BYTES, UPLOAD_QUOTA_BYTES, WORKER_MEMORY_MB, MiB
+
+# isort: split
+from retrieval.core.defaults import CANT_TELL, CANT_TELL_MARGIN
 
 if TYPE_CHECKING:  # what _LAZY loads on first use, named for readers, type checkers and the import contracts
     from indexers.base import INDEXERS, PROTOCOLS
