@@ -7,7 +7,7 @@ DEMO   := out/demo-index
 # The bundled demo and the tests run offline; a hub lookup would only stall.
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install ffmpeg browser demo bench-demo test test-slow clean
+.PHONY: install ffmpeg browser demo bench-demo docs test test-slow clean
 
 install: ffmpeg $(VENV)/.installed
 
@@ -34,6 +34,12 @@ bench-demo: install
 	$(CONVIS) bench run --dataset out/bench-demo/dataset --out out/bench-demo/run --protocol paper \
 		-i efficientnet-lite0 -i clip:out/bench-demo/models/clip/tiny \
 		--captioner out/bench-demo/models/qwen2-vl/tiny --vqascore out/bench-demo/models/llava-onevision/tiny
+
+# The documentation site from docs/ (mkdocs-material; the API reference read from retrieval/api.py), offline, into
+# out/site: --strict fails on a broken link, a missing page or a page left out of the nav
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	@echo "documentation: out/site/index.html"
 
 # torchcodec decodes with the system's FFmpeg shared libraries (Debian's ffmpeg package brings them); OpenCV,
 # which the shot detector imports, needs libGL and GLib; the speech tests speak with espeak-ng

@@ -30,13 +30,11 @@ from retrieval.search.requests import (
     as_concepts,
 )
 from retrieval.search.results import CompareResult, QueryResult
-from retrieval.store import backgrounds
 from retrieval.store import index_dir as store
 from retrieval.store.catalog import Catalog, FileListing
 from retrieval.store.catalog.removed import RemovedFile, Undone
 from retrieval.store.repair import Restored
-from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME
-from retrieval.store.vectors.policy import rebuild_indices
+from retrieval.store.snapshots import CATALOG_NAME
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
@@ -45,7 +43,8 @@ if TYPE_CHECKING:
     from retrieval.lmm.differences import DiffResult
     from retrieval.pipeline.describe_run import DescribeReport
     from retrieval.pipeline.distribute import Distributor
-    from retrieval.pipeline.run import IndexReport, Progress
+    from retrieval.pipeline.progress import Progress
+    from retrieval.pipeline.run import IndexReport
 
 
 TEXT_TOWER, INDEXER = "text tower", "indexer"  # what a WarmStep builds
@@ -109,7 +108,8 @@ class Engine:
 
     def diff(self, request: DiffRequest, progress=None) -> DiffResult | DiffRanking:
         """What differs between the pair ``request.a``, ``request.b`` (a DiffResult), or the candidates ranked by
-        how much each differs from ``request.a`` (a DiffRanking; ``progress(done, total)`` after each)."""
+        how much each differs from ``request.a`` (a DiffRanking; ``progress("candidate", {done, total})`` after
+        each)."""
         from retrieval.analysis.diff_verb import run_diff
 
         self.models.check_lmms(request.lmms)
@@ -203,55 +203,32 @@ class Engine:
         """Take indexed files out of the index (rows, vectors; the files stay on disk) and have later runs skip
         them; ``paths`` relative to the root or absolute inside it.  Their root-relative paths, or
         NotIndexedError naming those the index does not list (then nothing is removed)."""
-        from retrieval.store.keyword import sync as keyword_sync  # bm25s: imported by the verbs that change texts
+        from retrieval.store import operations  # the writers' modules: imported by the verbs that change the index
 
-        with store.writing(self.index_dir) as catalog:
-            rels = store.relative(catalog, self.index_dir, paths)
-            store.check_removable(catalog, rels)
-            catalog.exclude(rels)
-            backgrounds.refresh(catalog)  # drawn from the units left
-            rebuild_indices(catalog, self.index_dir)  # saved FAISS indices must not recall removed units
-            keyword_sync.refresh(catalog, self.index_dir)  # nor the keyword index
-            catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
-        return rels
+        return operations.remove(self.index_dir, paths)
 
     def unremove(self, paths: Sequence[str | Path]) -> Undone:
         """Undo ``remove``: the files' kept rows and vectors are back, searchable at once with nothing embedded (and
         a file removed before rows were kept is indexed by the next run); or NotIndexedError naming those that were
         not removed (then nothing changes)."""
-        from retrieval.store.keyword import sync as keyword_sync
+        from retrieval.store import operations
 
-        with store.writing(self.index_dir) as catalog:
-            rels = store.relative(catalog, self.index_dir, paths)
-            store.check_restorable(catalog, rels)
-            done = catalog.restore(rels)
-            if done.restored:  # one commit moved them back; the FAISS indices follow, as after a remove
-                backgrounds.refresh(catalog)  # drawn again with their units
-                rebuild_indices(catalog, self.index_dir)
-                keyword_sync.refresh(catalog, self.index_dir)
-                catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
-        return done
+        return operations.restore(self.index_dir, paths)
 
     def tag(self, paths: Sequence[str | Path], assignments: Sequence[str] = (), unset: Sequence[str] = ()) -> list[str]:
         """Set (``assignments``: ``key=value``) and remove (``unset``: names) user fields of indexed files; their
         root-relative paths, or NotIndexedError naming those the index does not list (then nothing changes)."""
-        from retrieval.store.user_fields import parse_assignments
+        from retrieval.store import operations
 
-        values, names = parse_assignments(assignments, unset)
-        with store.writing(self.index_dir) as catalog:
-            rels = store.relative(catalog, self.index_dir, paths)
-            store.check_removable(catalog, rels)
-            catalog.tag(rels, values, names)
-        return rels
+        return operations.tag(self.index_dir, paths, assignments, unset)
 
     def read_metadata(self, file: str | Path | None, notices: list[str]) -> int | None:
         """Read the user fields of ``file`` (CSV or JSON Lines keyed by root-relative path; None: the file an
         earlier run read, if it changed since); how many files have fields from it (None: nothing read).  Each
         kind of problem in it is one line of ``notices``."""
-        from retrieval.store.user_fields import apply_metadata
+        from retrieval.store import operations
 
-        with store.writing(self.index_dir) as catalog:
-            return apply_metadata(catalog, None if file is None else Path(file), notices)
+        return operations.read_metadata(self.index_dir, None if file is None else Path(file), notices)
 
     def fields(self, notices: list[str] | None = None) -> dict[str, str]:
         """Every field a ``where`` filter may name in this index, and its kind (number or text)."""

@@ -21,9 +21,9 @@ from indexers import text_towers
 from indexers.factory import create_indexer  # the registry; a family's module loads when built
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.lmm.clips import FrameCache
-from retrieval.lmm.score_cache import ScoreCache, default_score_cache
 from retrieval.lmm.similarity import PairScorer
 from retrieval.store.caches.anchor import ANCHORS_NAME, AnchorCache, AnchorKey
+from retrieval.store.caches.scores import ScoreCache, default_score_cache
 from retrieval.store.index_dir import has_index
 
 if TYPE_CHECKING:

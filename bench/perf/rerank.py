@@ -14,9 +14,9 @@ from bench.tiny.vlm import build_qwen_vl
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import parse_concepts
 from retrieval.lmm.clips import ClipRef, FrameCache
-from retrieval.lmm.score_cache import ScoreCache
 from retrieval.lmm.similarity import PairScorer
 from retrieval.media.scan import content_hash
+from retrieval.store.caches.scores import ScoreCache
 
 
 def tiny_reranker(folder: Path) -> str:

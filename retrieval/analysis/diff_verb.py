@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from rerankers.prompts.diff import DiffInputError
 from retrieval.analysis.diff import DiffRanking, rank_by_difference
@@ -17,18 +16,17 @@ from retrieval.lmm.clips import ClipRef
 from retrieval.lmm.differences import DiffResult, diff_pair
 from retrieval.media.scan import content_hash
 from retrieval.model_cache import ModelCache, model_notices
+from retrieval.pipeline.progress import Progress
 from retrieval.search.anchor import check_file
 from retrieval.search.requests import DiffRequest
 from retrieval.search.results import shown_path
 from retrieval.store.index_dir import has_index, index_root
 
-Progress = Callable[[int, int], None]
-
 
 def run_diff(request: DiffRequest, index_dir: Path | None, models: ModelCache,
              progress: Progress | None = None) -> DiffResult | DiffRanking:
-    """The pair's differences (a DiffResult), or the candidates ranked (a DiffRanking; ``progress(done, total)``
-    after each candidate)."""
+    """The pair's differences (a DiffResult), or the candidates ranked (a DiffRanking; ``progress("candidate",
+    {done, total})`` after each candidate)."""
     if request.ranks:
         return _rank(request, index_dir, models, progress)
     return _pair(request, index_dir, models)
@@ -68,7 +66,7 @@ def _rank(request: DiffRequest, index_dir: Path | None, models: ModelCache, prog
             asked = diff_pair(scorer, ref, clip, shown, request.action, request.statements, request.most)
             results.append((shown[1], clip.path, asked))
         if progress is not None:
-            progress(done + 1, len(candidates))
+            progress("candidate", {"done": done + 1, "total": len(candidates)})
     model_notices(notices, scorer.reranker)
     return DiffRanking(_shown(index_dir, reference)[0], request.action, tuple(rank_by_difference(results)),
                        scorer.model_calls, tuple(notices), scorer.cached)

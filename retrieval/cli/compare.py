@@ -134,8 +134,8 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = None, s
         if html is not None:
             page_written("page", write_diff_html(result, videos[0], videos[1], html))
     else:
-        with counting("candidates", len(videos) - 1, as_json) as progress:
-            result = engine.diff(request, progress=progress)
+        with counting("candidates", len(videos) - 1, as_json) as advance:
+            result = engine.diff(request, progress=lambda event, data: advance(data["done"], data["total"]))
         if html is not None:
             page_written("page", write_diff_ranking_html(result, videos[0], html))
     show_diff(result, not pair, as_json)

@@ -35,8 +35,8 @@ from rerankers.prompts.diff import (
 )
 from retrieval.core.defaults import CANT_TELL, CANT_TELL_MARGIN
 from retrieval.core.sampling import FrameSpec
+from retrieval.lmm.cached_scores import CachedScores
 from retrieval.lmm.clips import ClipRef, FrameCache, seen
-from retrieval.lmm.score_cache import ScoreCache
 
 MAX_RATE_FRAMES = 75  # frames a video at a fixed rate: VidDiff's baselines cap a pair at 150 images (max_imgs)
 OPEN_TOKENS = 512  # room for VidDiff's JSON answer with a handful of differences
@@ -170,7 +170,7 @@ class DiffScorer:
     rate (at most ``max_frames`` a video) instead of the family's own rule."""
 
     reranker: object
-    cache: ScoreCache | None
+    cache: CachedScores | None
     frames: FrameCache = field(default_factory=FrameCache)
     mode: str = "expected"
     symmetric: bool = False

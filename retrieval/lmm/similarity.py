@@ -1,7 +1,7 @@
 """LMM reranking of recalled candidates: each (anchor, candidate) pair rated per concept, the reranked hits.
 
 Each clip is decoded once per command (``FrameCache``); every directional score is stored in the score cache
-(``ScoreCache``), keyed by the reranker's identity (model, revision, prompt version, frame count), the concept,
+(``CachedScores``), keyed by the reranker's identity (model, revision, prompt version, frame count), the concept,
 the scoring mode and both clips' content hashes and time spans, so a repeated query makes no model call.
 """
 
@@ -13,14 +13,14 @@ from typing import Mapping, Protocol, Sequence, TypeVar
 
 from rerankers.base import PairScore, average_scores, check_mode
 from retrieval.core.concepts import Concept
+from retrieval.lmm.cached_scores import CachedScores
 from retrieval.lmm.clips import ClipRef, FrameCache, seen
-from retrieval.lmm.score_cache import ScoreCache
 
 
 class PairScorer:
     """Scores (anchor, candidate) pairs per concept with a reranker: cache first, model for the rest."""
 
-    def __init__(self, reranker, cache: ScoreCache | None, frames: FrameCache | None = None,
+    def __init__(self, reranker, cache: CachedScores | None, frames: FrameCache | None = None,
                  mode: str = "expected", symmetric: bool = False):
         check_mode(mode)
         self.reranker, self.cache, self.mode, self.symmetric = reranker, cache, mode, symmetric

@@ -18,8 +18,8 @@ from typing import Sequence
 from rerankers.base import PairScore
 from rerankers.prompts.vqascore import pair_questions, pair_score
 from retrieval.core.signal_kinds import VQASCORE
+from retrieval.lmm.cached_scores import CachedScores
 from retrieval.lmm.clips import ClipRef, FrameCache
-from retrieval.lmm.score_cache import ScoreCache
 
 MODE = "yes"  # the score cache's mode column: a probability of "Yes", not a 1-5 answer
 
@@ -39,7 +39,7 @@ def question_key(question: str) -> str:
 class VqaScorer:
     """VQAScore of pairs with one video LMM: cache first, the model for the rest, batched."""
 
-    def __init__(self, model, cache: ScoreCache | None, frames: FrameCache | None = None):
+    def __init__(self, model, cache: CachedScores | None, frames: FrameCache | None = None):
         self.model, self.cache, self.frames = model, cache, frames or FrameCache()
         self.questions_asked = 0  # forward passes' rows (cache misses), for reports and tests
 

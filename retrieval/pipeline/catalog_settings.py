@@ -7,9 +7,8 @@ for later runs until one changes it (the FAISS settings: ``retrieval.store.vecto
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -30,9 +29,6 @@ ROOT = "root"  # catalog setting: the folder the index covers (catalog paths are
 # 10 s, "shots:content:1:60" shot units; the key keeps its first name so older indexes read the same
 SEGMENT = "segment_seconds"
 RESEGMENTING = "resegmenting"  # catalog setting: "1" while some files still hold units of an earlier length
-# catalog setting: the line readers (ocr) a run was asked for, as a JSON list of specs; they store no vectors, so
-# the indexers table, which a run without -i repeats, does not name them
-LINE_READERS = "line_readers"
 
 
 def settle_root(catalog: Catalog, folder: Path, found: list[FoundFile], move: bool = False,
@@ -56,23 +52,6 @@ def settle_root(catalog: Catalog, folder: Path, found: list[FoundFile], move: bo
     if moved:
         catalog.forget_folder_devices()
     catalog.set_setting(ROOT, str(folder))
-
-
-def remembered_readers(catalog: Catalog) -> list[str]:
-    """The line readers earlier runs were asked for, which a run without -i runs again."""
-    try:
-        specs = json.loads(catalog.setting(LINE_READERS) or "[]")
-    except ValueError:
-        return []  # a setting damaged by hand: the next run naming a reader writes it whole
-    return [s for s in specs if isinstance(s, str)] if isinstance(specs, list) else []
-
-
-def remember_readers(catalog: Catalog, specs: Sequence[str], models: Sequence) -> None:
-    """Add this run's line readers (the models of kind "lines" among ``specs``) to the remembered ones."""
-    readers = remembered_readers(catalog)
-    readers += [s for s, m in zip(specs, models, strict=True) if m.kind == "lines" and s not in readers]
-    if readers:
-        catalog.set_setting(LINE_READERS, json.dumps(readers))
 
 
 def settle_protocol(catalog: Catalog, wanted: str | None) -> str:

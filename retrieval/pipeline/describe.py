@@ -30,6 +30,7 @@ from retrieval.lmm.captioning import (
     read_answer,
 )
 from retrieval.media.video_decoder import VideoDecoder
+from retrieval.pipeline.progress import Progress, silent
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import FILE_KEY, DescriberKey, Description, UnitRow
 
@@ -60,8 +61,6 @@ def captions_per_second(calls: int, seconds: float) -> float | None:
 
 
 Note = Callable[[str], None]
-# (event, data): "describe" {total} when the pass starts, "described" {calls, seconds} after each unit
-Progress = Callable[[str, dict], None]
 
 
 class DescribePass:
@@ -75,7 +74,7 @@ class DescribePass:
         ``progress``: events as the pass goes (a progress bar); ``requests``: what to ask of each unit (default:
         the caption and one request per ConViS concept); ``mapper``: who asks (default: this process)."""
         self.catalog, self.model, self.note = catalog, model, note
-        self.progress = progress or (lambda event, data: None)
+        self.progress = progress or silent
         self.requests = requests if requests is not None else describe_prompt.describe_requests(model.caption_tokens)
         self.key = describer_key(model)
         self.mapper = mapper or LocalDescriber(model, root, decoder)

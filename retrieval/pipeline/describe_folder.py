@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from indexers.base import Indexer
     from retrieval.model_cache import ModelCache
     from retrieval.pipeline.describe_run import DescribeReport
-    from retrieval.pipeline.run import Progress
+    from retrieval.pipeline.progress import Progress
 
 
 def describe_folder(index_dir: Path | None, models: ModelCache, concepts: Sequence[Concept] = (),

@@ -20,16 +20,13 @@ from retrieval.pipeline import description_index
 from retrieval.pipeline.describe import (
     DescribeCounts,
     DescribePass,
-    Progress,
     captions_per_second,
     describer_key,
     embed_generated_captions,
 )
-from retrieval.store import backgrounds
+from retrieval.pipeline.progress import Progress
 from retrieval.store.catalog import Catalog
-from retrieval.store.keyword import sync as keyword_sync
-from retrieval.store.snapshots import SNAPSHOT_NAME
-from retrieval.store.vectors.policy import rebuild_indices
+from retrieval.store.publish import publish
 
 
 class NoCaptionerError(ConvisError, ValueError):
@@ -79,9 +76,6 @@ def describe_index(catalog: Catalog, index_dir: Path, root: Path, model: Describ
     for text in synced.notes:
         note(text)
     if synced.embedded or synced.removed or catalog.generation != generation:
-        backgrounds.refresh(catalog)
-        rebuild_indices(catalog, index_dir)
-        keyword_sync.refresh(catalog, index_dir)  # the texts changed
-        catalog.snapshot(index_dir / SNAPSHOT_NAME)
+        publish(catalog, index_dir)  # the texts and vectors changed
     report.seconds = time.perf_counter() - started
     return report

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -71,33 +71,57 @@ def sync(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[Describ
     embeds each concept's descriptions; a CLIP-family indexer (a visual one with a text tower) embeds the
     captions, CLIPScore's text half. Other indexers have none."""
     counts = SyncCounts()
-    known = {row.signal: row for row in catalog.description_signals()}
-    for ix in indexers:
-        if ix.kind == "text":
-            mine = {row.concept for row in known.values() if row.indexer == ix.model_id}
-            for concept in sorted((set(catalog.described_concepts()) | mine) - set(LINE_SOURCES)):
-                _sync_one(catalog, ix, concept, chosen_texts(catalog, concept, prefer), counts)
-            for source in sorted(set(catalog.line_sources()) | (mine & set(LINE_SOURCES))):
-                _sync_one(catalog, ix, source, catalog.source_texts(source), counts)
-        elif has_text_tower(ix.name):
-            try:
-                _sync_one(catalog, ix, CAPTION, chosen_texts(catalog, CAPTION, prefer), counts)
-            except ModelUnavailableError as exc:  # weights without a usable text tower: the run goes on
-                counts.notes.append(f"{ix.model_id} cannot embed the captions, so it gives no CLIPScore: "
-                                    f"{one_line(exc, 200)}")
+    for ix, concept, texts in _wanted(catalog, indexers, prefer):
+        try:
+            _sync_one(catalog, ix, concept, texts(), counts)
+        except ModelUnavailableError as exc:
+            if ix.kind == "text":
+                raise
+            # a CLIP-family indexer whose weights have no usable text tower: the run goes on
+            counts.notes.append(f"{ix.model_id} cannot embed the captions, so it gives no CLIPScore: "
+                                f"{one_line(exc, 200)}")
     rows = catalog.description_signals()
     counts.signals = [row.signal for row in rows if row.concept != CAPTION]
     counts.caption_signals = [row.signal for row in rows if row.concept == CAPTION]
     return counts
 
 
+def stale(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[DescriberKey] = ()) -> list[tuple[str, int]]:
+    """(signal, unit id) of each vector ``sync`` would make or drop now: its text is new, changed or gone."""
+    out = []
+    for ix, concept, texts in _wanted(catalog, indexers, prefer):
+        signal = signal_id(ix.model_id, concept)
+        todo, drop = _changes(catalog, signal, texts())
+        out += [(signal, u) for u in [*todo, *drop]]
+    return out
+
+
+def _wanted(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[DescriberKey]
+            ) -> Iterator[tuple[Indexer, str, Callable[[], dict[int, str]]]]:
+    """(indexer, concept or line source, its texts by unit id when asked) of every signal ``indexers`` have."""
+    known = {row.signal: row for row in catalog.description_signals()}
+    for ix in indexers:
+        if ix.kind == "text":
+            mine = {row.concept for row in known.values() if row.indexer == ix.model_id}
+            for concept in sorted((set(catalog.described_concepts()) | mine) - set(LINE_SOURCES)):
+                yield ix, concept, lambda concept=concept: chosen_texts(catalog, concept, prefer)
+            for source in sorted(set(catalog.line_sources()) | (mine & set(LINE_SOURCES))):
+                yield ix, source, lambda source=source: catalog.source_texts(source)
+        elif has_text_tower(ix.name):
+            yield ix, CAPTION, lambda: chosen_texts(catalog, CAPTION, prefer)
+
+
+def _changes(catalog: Catalog, signal: str, texts: dict[int, str]) -> tuple[list[int], list[int]]:
+    """(units to embed, units to drop) of ``signal``: digests of the wanted texts against the stored ones."""
+    wanted = {unit_id: digest(text) for unit_id, text in texts.items()}
+    stored = catalog.vector_sources(signal)
+    return [u for u in sorted(wanted) if stored.get(u) != wanted[u]], [u for u in stored if u not in wanted]
+
+
 def _sync_one(catalog: Catalog, ix: Indexer, concept: str, texts: dict[int, str], counts: SyncCounts) -> None:
     """The signal of ``concept`` (a described concept, or a line source) made of ``texts`` (unit id -> text)."""
     signal = signal_id(ix.model_id, concept)
-    wanted = {unit_id: digest(text) for unit_id, text in texts.items()}
-    stored = catalog.vector_sources(signal)
-    todo = [u for u in sorted(wanted) if stored.get(u) != wanted[u]]
-    drop = [u for u in stored if u not in wanted]
+    todo, drop = _changes(catalog, signal, texts)
     if drop:
         catalog.put_unit_vectors(signal, {}, drop)
         counts.removed += len(drop)
@@ -105,5 +129,5 @@ def _sync_one(catalog: Catalog, ix: Indexer, concept: str, texts: dict[int, str]
         chunk = todo[start:start + CHUNK]
         matrix = np.asarray(ix.embed_texts([texts[u] for u in chunk]), dtype=np.float32)
         catalog.register_description_signal(DescriptionSignal(signal, ix.model_id, concept, int(matrix.shape[1])))
-        catalog.put_unit_vectors(signal, {u: (matrix[i], wanted[u]) for i, u in enumerate(chunk)})
+        catalog.put_unit_vectors(signal, {u: (matrix[i], digest(texts[u])) for i, u in enumerate(chunk)})
         counts.embedded += len(chunk)

@@ -2,7 +2,8 @@
 
 A line reader (an indexer of kind ``"lines"``, such as ``ocr``) reads the frames the run decoded for every indexer
 (its own frame spec among theirs, so nothing is decoded twice) where the models run, and the run stores one read a
-file with ``Catalog.replace_lines``; a file whose stored read has the reader's stamp is not read again.
+file with ``Catalog.replace_lines``; a file whose stored read has the reader's stamp is not read again
+(``line_sources.is_current``).
 
 Merging: a line read on consecutive sampled frames with the same text (compared without spaces or case: the
 recogniser drops a space between words on one frame and not the next) and boxes that overlap (intersection over
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from retrieval.pipeline.line_sources import is_current
 from retrieval.store.catalog.records import FileState, TimedLine
 
 if TYPE_CHECKING:  # the decode workers import this module with the stages: not the catalog's database
@@ -82,7 +84,7 @@ def _iou(a, b) -> float:
 def current_files(catalog: Catalog, reader, states: Mapping[str, FileState]) -> set[str]:
     """The indexed files whose bytes hold a read by ``reader`` with its current stamp: nothing to read again."""
     return {rel for rel, state in states.items() if state.status == "ok" and state.content_hash
-            and catalog.line_stamps(state.content_hash, reader.name).get(reader.origin) == reader.stamp}
+            and is_current(catalog.line_stamps(state.content_hash, reader.name), reader.origin, reader.stamp)}
 
 
 def store_reads(catalog: Catalog, content_hash: str, reader, reads: FrameReads) -> None:

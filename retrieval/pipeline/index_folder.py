@@ -11,16 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from retrieval.media.scan import find_videos
-from retrieval.pipeline.catalog_settings import (
-    CAPTIONER,
-    remember_readers,
-    remembered_readers,
-    settle_protocol,
-    settle_root,
-)
+from retrieval.pipeline import line_sources
+from retrieval.pipeline.catalog_settings import CAPTIONER, settle_protocol, settle_root
 from retrieval.pipeline.settings import IndexSettings
-from retrieval.pipeline.speech_lines import SETTING as SPEECH_SETTING
-from retrieval.pipeline.speech_lines import checkpoint_of, split_specs
 from retrieval.store.catalog import Catalog
 from retrieval.store.index_dir import NoIndexError, has_index, protocol_of, repair
 from retrieval.store.snapshots import CATALOG_NAME
@@ -29,10 +22,10 @@ from retrieval.store.vectors.policy import configure_faiss
 
 if TYPE_CHECKING:
     from indexers.base import Indexer
-    from indexers.speech import SpeechRecognizer
     from retrieval.model_cache import ModelCache
     from retrieval.pipeline.distribute import Distributor
-    from retrieval.pipeline.run import Executor, IndexReport, Progress, Scan
+    from retrieval.pipeline.progress import Progress
+    from retrieval.pipeline.run import Executor, IndexReport, Scan
 
 
 def index_folder(index_dir: Path | None, models: ModelCache, folder: str | Path, indexers: Sequence[str] = (),
@@ -96,10 +89,12 @@ class _Run:
             settle_root(catalog, folder, scan[0], settings.move_root, settings.prune)
             self.protocol = settle_protocol(catalog, settings.protocol)
             rows = catalog.indexers()
-            asked, speech = split_specs(indexers)
-            specs = asked or [r.indexer for r in rows] + remembered_readers(catalog) or [self._default_spec()]
+            # line sources of their own pass (speech) are split off; frame readers (ocr) are indexers of the decode
+            asked, sources = line_sources.split_specs(indexers)
+            specs = asked or [r.indexer for r in rows] + line_sources.frame_reader_specs(catalog) or \
+                [self._default_spec()]
             models = run_indexers(specs, rows, self.protocol, self._indexer)
-            remember_readers(catalog, specs, models)
+            line_sources.remember(catalog, line_sources.asked_of(specs, models, sources))
             if (settings.captions is not None or settings.captioner) and not any(m.kind == "text" for m in models):
                 # captions and descriptions are only searchable with a text indexer
                 models += run_indexers(["text"], rows, self.protocol, self._indexer)
@@ -113,17 +108,7 @@ class _Run:
             if settings.captioner:
                 catalog.set_setting(CAPTIONER, settings.captioner)  # what `convis describe` asks by default
             return IndexRun(catalog, self.index_dir, models, executor, settings, self.progress,
-                            captioner=captioner, speech=self._speech(catalog, speech)).run(folder, scan)
-
-    def _speech(self, catalog: Catalog, asked: str | None) -> SpeechRecognizer | None:
-        """The speech indexer asked for now, else the one the index was last asked for (kept for later runs)."""
-        from indexers.speech import SpeechRecognizer
-        from retrieval.core.device import pick_device
-
-        if asked is not None:
-            catalog.set_setting(SPEECH_SETTING, asked)
-        spec = asked or catalog.setting(SPEECH_SETTING)
-        return SpeechRecognizer(checkpoint_of(spec), device=str(pick_device(self.models.device))) if spec else None
+                            captioner=captioner, device=self.models.device).run(folder, scan)
 
     def _indexer(self, spec: str) -> Indexer:
         """The model for ``spec`` as this run samples with it."""

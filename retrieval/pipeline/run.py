@@ -4,33 +4,29 @@ The run plans a folder against the catalog and hands the work to an executor as 
 An executor runs the two stages (``retrieval.pipeline.stages``) wherever it runs them: the local
 one decodes in worker processes and embeds in this process (``local``), the Ray one does both
 on a cluster (``ray_pipeline``).  Either yields one ``EmbeddedFile`` (or the decode failure) per
-file, and the run commits each the same way, in one catalog transaction.  FAISS indices are
-rebuilt from the catalog when the run publishes.
+file, and the run commits each the same way, in one catalog transaction.  Then every registered pass runs
+(``retrieval.pipeline.passes``: subtitles, speech, captions, descriptions, description vectors), each from
+what is pending in the catalog, with its counts in the report.  FAISS indices are rebuilt from the catalog when
+the run publishes.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
-import numpy as np
-
 from indexers.base import Indexer
-from indexers.speech import SpeechRecognizer
-from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
 from retrieval.core.segmentation import describe as describe_units
-from retrieval.core.user_files import UserFileError, read_text
 from retrieval.lmm.captioning import Describer
 from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
-from retrieval.pipeline import availability, description_index, speech_lines, subtitle_lines
+from retrieval.pipeline import availability
 from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
@@ -38,16 +34,11 @@ from retrieval.pipeline.catalog_settings import (
     settle_segments,
     stale_units,
 )
-from retrieval.pipeline.describe import (
-    DescribePass,
-    captions_per_second,
-    describer_key,
-    embed_generated_captions,
-    store_concept_files,
-)
-from retrieval.pipeline.description_index import split_signal
 from retrieval.pipeline.frame_lines import current_files, is_reader, store_reads
+from retrieval.pipeline.passes.base import Counts, PassContext, run_pass
+from retrieval.pipeline.passes.registry import registered, zero_counts
 from retrieval.pipeline.plan import Plan, plan
+from retrieval.pipeline.progress import Progress, silent
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.pipeline.stages import (
     DecodedFile,
@@ -58,19 +49,17 @@ from retrieval.pipeline.stages import (
     is_transient,
     reason_of,
 )
-from retrieval.store import backgrounds
 from retrieval.store.catalog import Catalog
-from retrieval.store.catalog.records import DescriberKey, FileRecord, FileState, IndexerRow, UnitRecord
-from retrieval.store.index_dir import protocol_of
-from retrieval.store.keyword import sync as keyword_sync
-from retrieval.store.snapshots import SNAPSHOT_NAME
-from retrieval.store.vectors.policy import rebuild_indices
+from retrieval.store.catalog.records import FileRecord, FileState, IndexerRow, UnitRecord
+from retrieval.store.publish import publish as publish_derived
 
 
 @dataclass
 class IndexReport:
     """What a run did.  ``failed`` lists every file that is not indexed after it, ``failed_earlier`` of
-    them failed in an earlier run and were not retried (unchanged since); ``seconds`` is the whole run."""
+    them failed in an earlier run and were not retried (unchanged since); ``seconds`` is the whole run.
+    ``passes``: each pass's counts (``passes.base.Counts``), by pass name; their fields read as the report's own
+    (``report.speech_files``), and ``as_dict`` lists them flat beside the run's."""
 
     indexers: list[str]
     found: int = 0
@@ -81,41 +70,43 @@ class IndexReport:
     units: int = 0
     frames: int = 0
     seconds: float = 0.0
+    passes: dict[str, Counts] = field(default_factory=zero_counts)
     failed: list[tuple[str, str]] = field(default_factory=list)
     failed_earlier: int = 0
     excluded: int = 0  # files found that were removed from the index (`convis remove`): skipped, not failed
-    captioned: int = 0
-    described: int = 0  # units a captioner described in this run (each: a caption and one answer per concept)
-    describe_calls: int = 0  # model calls it made
-    describe_unreadable: int = 0  # answers stored as unreadable
-    speech_files: int = 0  # files whose sound track the speech indexer heard in this run
-    speech_calls: int = 0  # voiced spans it handed to the recogniser (silence and music: none)
-    speech_seconds: float = 0.0  # time it took, voice detection included
-    subtitle_reads: int = 0  # subtitle files and streams read (new or changed) into the catalog's lines
-    concept_files: int = 0  # files whose caption or concept text files (<stem>.txt, <stem>.location.txt) were stored
-    describe_seconds: float = 0.0  # time the captioner took
-    description_vectors: int = 0  # descriptions embedded into their concept's signal in this run
-    description_signals: list[str] = field(default_factory=list)  # concepts the index has description signals of
-    caption_signals: list[str] = field(default_factory=list)  # CLIP-family text vectors of the captions (CLIPScore)
     notes: list[str] = field(default_factory=list)
 
+    def pass_counts(self) -> dict:
+        """Every pass's counts by report key, a key two passes count summed (captions from files and a captioner's)."""
+        flat: dict = {}
+        for counts in self.passes.values():
+            for key, value in counts.as_dict().items():
+                flat[key] = flat[key] + value if key in flat else value
+        return flat
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name == "passes":  # asked before __init__ set them
+            raise AttributeError(name)
+        flat = self.pass_counts()
+        if name not in flat:
+            raise AttributeError(f"{type(self).__name__} has no {name!r}")
+        return flat[name]
+
     def as_dict(self) -> dict:
-        return {
-            "indexers": self.indexers, "found": self.found, "indexed": self.indexed,
-            "unchanged": self.unchanged, "forgotten": self.forgotten,
-            "unavailable": self.unavailable, "units": self.units,
-            "frames": self.frames, "seconds": round(self.seconds, 3), "captioned": self.captioned,
-            "described": self.described, "describe_calls": self.describe_calls,
-            "describe_unreadable": self.describe_unreadable, "concept_files": self.concept_files,
-            "subtitle_reads": self.subtitle_reads, "speech_files": self.speech_files,
-            "speech_calls": self.speech_calls, "speech_seconds": round(self.speech_seconds, 3),
-            "describe_seconds": round(self.describe_seconds, 3),
-            "captions_per_second": captions_per_second(self.describe_calls, self.describe_seconds),
-            "description_vectors": self.description_vectors, "description_signals": self.description_signals,
-            "caption_signals": self.caption_signals,
-            "failed": [{"path": p, "error": e} for p, e in self.failed], "failed_earlier": self.failed_earlier,
-            "excluded": self.excluded, "notes": self.notes,
-        }
+        out: dict = {}
+        for f in fields(IndexReport):
+            value = getattr(self, f.name)
+            if f.name == "passes":
+                out.update({key: _plain(v) for key, v in self.pass_counts().items()})
+            elif f.name == "failed":
+                out[f.name] = [{"path": p, "error": e} for p, e in value]
+            else:
+                out[f.name] = _plain(value)
+        return out
+
+
+def _plain(value):
+    return round(value, 3) if isinstance(value, float) else value
 
 
 class Executor(Protocol):
@@ -132,10 +123,6 @@ class Executor(Protocol):
         ...
 
 
-# (event, data): "note" {text} (before "start"), "start" {total}, "file" {path, frames, ok}; "file" comes after
-# the file is stored or recorded failed, and an exception the callback raises stops the run there (what is committed
-# stays, the next run resumes)
-Progress = Callable[[str, dict], None]
 Scan = tuple[list[FoundFile], list[tuple[str, str]]]  # what ``find_videos`` returns: files, unreadable entries
 
 
@@ -149,19 +136,18 @@ class IndexRun:
 
     def __init__(self, catalog: Catalog, index_dir: Path, indexers: Sequence[Indexer], executor: Executor,
                  settings: IndexSettings = IndexSettings(), progress: Progress | None = None,
-                 captioner: Describer | None = None, speech: SpeechRecognizer | None = None):
+                 captioner: Describer | None = None, device: str | None = None):
         self.catalog, self.index_dir = catalog, Path(index_dir)
-        self.speech = speech  # hears each file's sound track once (``speech_lines``), or None
         self.captioner = captioner  # a video LMM that describes each unit once (``describe``), or None
+        self.device = device  # where the passes' own models run (a speech recogniser)
         self.visual = [ix for ix in indexers if ix.kind != "text" and not is_reader(ix)]
         self.textual = [ix for ix in indexers if ix.kind == "text"]
         self.readers = [ix for ix in indexers if is_reader(ix)]  # on-screen text: lines, not vectors
         self.executor, self.settings = executor, settings
-        self.progress = progress or (lambda event, data: None)
+        self.progress = progress or silent
         self.report = IndexReport([ix.model_id for ix in indexers])
         self.segment_seconds, self.shots = settings.segment_seconds, settings.shots
         self._resegment_failed = False
-        self._described_by: DescriberKey | None = None  # the captioner's key, once it has run
         self._published = time.monotonic()
 
     def run(self, root: Path, scan: Scan | None = None) -> IndexReport:
@@ -181,11 +167,7 @@ class IndexRun:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
         self.progress("start", {"total": len(jobs)})
         self._embed(jobs)
-        self._subtitle_pass(root)
-        self._speech_pass(root)
-        self._caption_pass()
-        self._describe_pass(root)
-        self._description_vectors()
+        self._passes(root)
         self._register()  # models built during the run: their rows say how they ran
         if resegmenting(self.catalog) and not self._resegment_failed:
             finish_resegmenting(self.catalog)
@@ -213,12 +195,8 @@ class IndexRun:
             self.note(f"{describe_units(None, self.shots)}: {why}")
 
     def publish(self) -> None:
-        """Make the committed state visible to readers: each signal's background, FAISS indices, then a catalog
-        snapshot."""
-        backgrounds.refresh(self.catalog)
-        rebuild_indices(self.catalog, self.index_dir)
-        keyword_sync.refresh(self.catalog, self.index_dir)
-        self.catalog.snapshot(self.index_dir / SNAPSHOT_NAME)
+        """Make the committed state visible to readers: everything derived from the catalog, its snapshot last."""
+        publish_derived(self.catalog, self.index_dir)
         self._published = time.monotonic()
 
     def note(self, text: str) -> None:
@@ -349,92 +327,12 @@ class IndexRun:
         if found.path:
             self.catalog.record_failure(found.rel, found.size, found.mtime, reason, transient)
 
-    def _subtitle_pass(self, root: Path) -> None:
-        """Every indexed file's subtitles (sidecar files and text streams) into the catalog's timed lines."""
-        problems = subtitle_lines.sync(self.catalog, root)
-        self.report.subtitle_reads += problems.files
-        for text in problems.notes():
-            self.note(text)
-
-    def _speech_pass(self, root: Path) -> None:
-        """The speech indexer hears every file it has not heard yet (files with subtitles are left to them)."""
-        if self.speech is None:
-            return
-        started, calls = time.perf_counter(), self.speech.calls
-        counts = speech_lines.sync(self.catalog, root, self.speech)
-        self.report.speech_files += counts.heard
-        self.report.speech_calls += self.speech.calls - calls
-        self.report.speech_seconds += time.perf_counter() - started
-        if counts.unavailable:
-            self.note(f"speech: no file heard: {counts.unavailable}")
-        if counts.heard:
-            self.note(f"speech: heard {counts.heard} file(s), {counts.seconds:.1f} s of sound, "
-                      f"{counts.voiced_seconds:.1f} s of it voiced: {counts.lines} line(s)")
-
-    def _caption_pass(self) -> None:
-        """Text indexers embed each indexed file's caption (``<stem>.txt`` in the captions folder)."""
-        captions = self.settings.captions
-        if not self.textual or captions is None:
-            return
-        for ix in self.textual:
-            done = self.catalog.indexed_with(ix.model_id)
-            for rel, state in self.catalog.file_states().items():
-                caption = captions / f"{Path(rel).stem}.txt"
-                if state.status != "ok" or rel in done or not caption.is_file():
-                    continue
-                try:
-                    text = read_text(caption, "caption", errors="replace").strip()
-                except UserFileError as exc:  # one caption the run cannot read costs that caption, not the run
-                    self.note(f"{one_line(exc, None)}; {rel} has no caption signal")
-                    continue
-                units = len(self.catalog.unit_vectors(rel, self.visual[0].model_id)) if self.visual else 1
-                self.catalog.add_vectors(rel, {ix.model_id: np.repeat(ix.embed_texts([text]), max(units, 1), 0)})
-                self.report.captioned += 1
-
-    def _describe_pass(self, root: Path) -> None:
-        """The captioner describes every unit it has not yet; text indexers embed the captions it wrote.
-        Per-concept caption files (``<stem>.location.txt``) are stored as those concepts' descriptions."""
-        if self.settings.captions is not None:
-            self.report.concept_files = store_concept_files(self.catalog, self.settings.captions)
-        with self._captioner(root) as (model, mapper):
-            if model is None:
-                return
-            describe = DescribePass(self.catalog, root, model, self.note, progress=self.progress, mapper=mapper)
-            units = describe.pending()
-            if units:
-                self.publish()  # an LMM takes seconds a unit: what was just embedded is searchable meanwhile
-            counts = describe.run(units)
-            self._described_by = describer_key(model)
-        self.report.described += counts.described
-        self.report.describe_calls += counts.calls
-        self.report.describe_unreadable += counts.unreadable
-        self.report.describe_seconds += counts.seconds
-        if self.textual:
-            self.report.captioned += embed_generated_captions(self.catalog, self._described_by, self.textual)
-
-    @contextmanager
-    def _captioner(self, root: Path):
-        """(the captioner, its mapper): on the executor's workers when it has some for it (Ray actors: the
-        model is never loaded here), else this process's model; (None, None) without a captioner."""
-        remote = getattr(self.executor, "describer", None)
-        if remote is not None and self.settings.captioner:
-            with remote(self.settings.captioner, root, protocol_of(self.catalog)) as found:
-                yield found
-        elif self.captioner is not None:
-            yield self.captioner, None
-        else:
-            yield None, None
-
-    def _description_vectors(self) -> None:
-        """Text indexers embed each concept's descriptions into that concept's own signal, CLIP-family indexers the
-        captions (only what changed)."""
-        prefer = [self._described_by] if self._described_by is not None else []
-        counts = description_index.sync(self.catalog, [*self.textual, *self.visual], prefer)
-        self.report.description_vectors += counts.embedded
-        self.report.description_signals = [split_signal(s)[1] for s in counts.signals]
-        self.report.caption_signals = counts.caption_signals
-        for text in counts.notes:
-            self.note(text)
+    def _passes(self, root: Path) -> None:
+        """Every registered pass after embedding, in order, each with its counts in the report."""
+        ctx = PassContext(self.catalog, self.index_dir, root, self.settings, self.visual, self.textual,
+                          self.executor, self.captioner, self.device, self.note, self.progress, self.publish)
+        for index_pass in registered():
+            self.report.passes[index_pass.name] = run_pass(index_pass(), ctx)
 
 
 def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],

@@ -2,9 +2,9 @@
 and the text subtitle streams inside it, as ``subtitle`` lines kept by the file's bytes.
 
 A sidecar is read again when its stamp (size:mtime) changes and forgotten when it is gone; streams are part of
-the bytes, read once (a file without any is recorded so, origin ``stream:none``). Files holding the same bytes
-share their lines, so the sidecars of all of them are read. What a read could not take as it came is said once
-per problem class for the whole run (``SubtitleProblems.notes``).
+the bytes, read once (a file without any is recorded so, origin ``stream:none``); ``line_sources.is_current`` is
+the rule. Files holding the same bytes share their lines, so the sidecars of all of them are read. What a read
+could not take as it came is said once per problem class for the whole run (``SubtitleProblems.notes``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrieval.media.subtitles import PROBLEMS, Sidecar, SubtitleRead, read_sidecar, read_streams, sidecars
+from retrieval.pipeline.line_sources import is_current
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import TimedLine
 
@@ -46,14 +47,36 @@ class SubtitleProblems:
         return out
 
 
-def sync(catalog: Catalog, root: Path) -> SubtitleProblems:
-    """Read what changed of every indexed file's subtitles into the catalog; files offline are left as they are."""
-    problems = SubtitleProblems()
+@dataclass
+class SubtitleWork:
+    """One file's bytes whose subtitles changed: its first path here, the sidecars beside any of its paths."""
+
+    digest: str
+    video: Path
+    sidecars: dict[str, Sidecar]
+    stamps: dict[str, str]  # origin -> stamp of each read stored
+
+
+def pending(catalog: Catalog, root: Path) -> list[SubtitleWork]:
+    """The indexed files whose subtitles must be read (or forgotten): a sidecar new, changed or gone, streams
+    never read (``line_sources.is_current``).  Files offline are left as they are."""
     listings: dict[Path, list[str]] = {}
+    work = []
     for digest, paths in files_by_bytes(catalog, root).items():
-        found = [s for p in paths for s in sidecars(p, _names(listings, p.parent))]
-        _sync_sidecars(catalog, digest, {s.path.name: s for s in found}, problems)
-        _sync_streams(catalog, digest, paths[0], problems)
+        found = {s.path.name: s for p in paths for s in sidecars(p, _names(listings, p.parent))}
+        stamps = catalog.line_stamps(digest, SOURCE)
+        item = SubtitleWork(digest, paths[0], found, stamps)
+        if _gone(item) or _changed(item) or not is_current(stamps, STREAM, STREAMS_STAMP):
+            work.append(item)
+    return work
+
+
+def sync(catalog: Catalog, work: list[SubtitleWork]) -> SubtitleProblems:
+    """Read what changed of these files' subtitles (``pending``) into the catalog."""
+    problems = SubtitleProblems()
+    for item in work:
+        _sync_sidecars(catalog, item, problems)
+        _sync_streams(catalog, item.digest, item.video, problems)
     return problems
 
 
@@ -77,26 +100,36 @@ def _names(listings: dict[Path, list[str]], folder: Path) -> list[str]:
     return listings[folder]
 
 
-def _sync_sidecars(catalog: Catalog, digest: str, found: dict[str, Sidecar], problems: SubtitleProblems) -> None:
-    stamps = catalog.line_stamps(digest, SOURCE)
-    for origin in stamps:
-        if not origin.startswith(STREAM) and origin not in found:
-            catalog.forget_lines(digest, SOURCE, origin)  # its file is gone
-    for name, sidecar in found.items():
+def _gone(item: SubtitleWork) -> list[str]:
+    """The sidecars read before whose file is gone."""
+    return [o for o in item.stamps if not o.startswith(STREAM) and o not in item.sidecars]
+
+
+def _changed(item: SubtitleWork) -> list[tuple[Sidecar, str]]:
+    """(sidecar, its stamp now) of each sidecar new or changed since its read."""
+    changed = []
+    for name, sidecar in item.sidecars.items():
         try:
             stamp = sidecar.stamp()
         except OSError:
             continue  # gone since the listing
-        if stamps.get(name) == stamp:
-            continue
+        if not is_current(item.stamps, name, stamp):
+            changed.append((sidecar, stamp))
+    return changed
+
+
+def _sync_sidecars(catalog: Catalog, item: SubtitleWork, problems: SubtitleProblems) -> None:
+    for origin in _gone(item):
+        catalog.forget_lines(item.digest, SOURCE, origin)  # its file is gone
+    for sidecar, stamp in _changed(item):
+        name = sidecar.path.name
         read = read_sidecar(sidecar.path)
         problems.add(name, read)
-        catalog.replace_lines(digest, SOURCE, name, stamp, _lines(read, name, sidecar.language))
+        catalog.replace_lines(item.digest, SOURCE, name, stamp, _lines(read, name, sidecar.language))
 
 
 def _sync_streams(catalog: Catalog, digest: str, video: Path, problems: SubtitleProblems) -> None:
-    stamps = catalog.line_stamps(digest, SOURCE)
-    if any(o.startswith(STREAM) and s == STREAMS_STAMP for o, s in stamps.items()):
+    if is_current(catalog.line_stamps(digest, SOURCE), STREAM, STREAMS_STAMP):
         return
     streams = read_streams(video)
     if not streams:

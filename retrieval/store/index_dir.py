@@ -110,8 +110,22 @@ def require_index(index_dir: Path | None) -> Path:
     return index_dir / CATALOG_NAME
 
 
+# said when a reader migrates a copy in memory: each read pays for it until a writer migrates the file once
+OLDER_RELEASE = ("this index was written by an older convis: each read upgrades a copy of its catalog in memory; "
+                 "`convis repair` (or any index run) upgrades it once")
+
+
 def open_catalog(index_dir: Path | None) -> tuple[Catalog, list[str]]:
-    """The catalog, read-only (see the module's notes), and the notices of reading a snapshot instead."""
+    """The catalog, read-only (see the module's notes), and the notices of reading a snapshot or an older
+    release's catalog."""
+    catalog, notices = _open_to_read(index_dir)
+    if catalog.upgraded_in_memory:
+        notices.append(OLDER_RELEASE)
+    return catalog, notices
+
+
+def _open_to_read(index_dir: Path | None) -> tuple[Catalog, list[str]]:
+    """The catalog, read-only, and the notices of reading a snapshot instead."""
     catalog_path = require_index(index_dir)
     snapshot = index_dir / SNAPSHOT_NAME
     in_progress = "an index run is in progress; results reflect its state at {}"

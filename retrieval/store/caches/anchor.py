@@ -3,70 +3,28 @@ the same anchor is decoded and embedded once.
 
 A vector is keyed by what made it: the file's bytes (content hash), its span, the indexer's model id and the
 files of its weights, the index's protocol and the device asked for.  It lives in a DuckDB file of its own
-beside the index, opened only for each read or write, so that a running server and the command line share it;
-a file that cannot be opened (another process is writing it, it is damaged) costs a notice and a fresh
-embedding, never the query.  A memory layer in front answers repeated anchors of one process.
+beside the index (a side cache: ``retrieval.store.caches.base``), opened only for each read or write, so that a
+running server and the command line share it; a file that cannot be opened (another process is writing it, it is
+damaged) costs a notice and a fresh embedding, never the query.  A memory layer in front answers repeated anchors
+of one process.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import numpy as np
 
-from retrieval.core.errors import one_line
 from retrieval.core.revisions import weights_revision
+from retrieval.store.caches.base import SideCache, digest
 
 ANCHORS_NAME = "anchors.duckdb"
-# part of every key: changing how an anchor is decoded or embedded bumps it, so older vectors are never read
+# the cache's version, part of every key too: changing how an anchor is decoded or embedded bumps it, so older
+# vectors are never read
 FORMAT = "1"
-
-
-class FileTurns:
-    """Turns at the anchor files of this process: any number of reads at once, a write alone (DuckDB refuses a
-    read-only and a writing connection to one file in one process).  A waiting write goes before reads that come
-    after it, so a stream of reads never holds a request's write back for long."""
-
-    def __init__(self):
-        self._changed = threading.Condition()
-        self._reading = 0
-        self._writing = False
-        self._waiting_writes = 0
-
-    @contextmanager
-    def read(self):
-        with self._changed:
-            self._changed.wait_for(lambda: not self._writing and not self._waiting_writes)
-            self._reading += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._reading -= 1
-                self._changed.notify_all()
-
-    @contextmanager
-    def write(self):
-        with self._changed:
-            self._waiting_writes += 1
-            self._changed.wait_for(lambda: not self._writing and not self._reading)
-            self._waiting_writes -= 1
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._writing = False
-                self._changed.notify_all()
-
-
-_FILE_TURNS = FileTurns()
 
 
 @dataclass(frozen=True)
@@ -87,8 +45,7 @@ class AnchorKey:
 
     @property
     def digest(self) -> str:
-        parts = (FORMAT, self.content_hash, self.span, self.model_id, self.protocol, self.device, self.weights)
-        return hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()
+        return digest(FORMAT, self.content_hash, self.span, self.model_id, self.protocol, self.device, self.weights)
 
 
 def span_of(start: float | None, end: float | None) -> str:
@@ -105,13 +62,17 @@ def weights_stamp(model_id: str) -> str:
     return weights_revision(source, family) or ""
 
 
-class AnchorCache:
+class AnchorCache(SideCache):
+    LABEL, LOST = "anchor cache", "the anchor is embedded anew"
+    TABLE, VERSION = "anchors", FORMAT
     SCHEMA = """CREATE TABLE IF NOT EXISTS anchors (
         key VARCHAR PRIMARY KEY, content_hash VARCHAR, span VARCHAR, model VARCHAR, protocol VARCHAR,
         dtype VARCHAR, vector BLOB, created TIMESTAMP DEFAULT current_timestamp)"""
+    KEY, VALUE = ("key",), ("dtype", "vector")
+    COLUMNS = ("key", "content_hash", "span", "model", "protocol", "dtype", "vector")
 
     def __init__(self, path: str | Path, memory: int = 1024):
-        self.path = Path(path)
+        super().__init__(path)
         self.memory_size = memory  # vectors kept in memory, the least recently used out first
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -123,32 +84,17 @@ class AnchorCache:
             if vector is not None:
                 self._memory.move_to_end(key.digest)
                 return vector.copy()
-        vector = self._read(key, notices)
-        if vector is not None:
-            self._remember(key, vector)
+        row = self.get_many([(key.digest,)], notices).get((key.digest,))
+        if row is None:
+            return None
+        vector = np.frombuffer(row[1], dtype=np.dtype(row[0])).copy()
+        self._remember(key, vector)
         return vector
 
     def put(self, key: AnchorKey, vector: np.ndarray, notices: list[str]) -> None:
         self._remember(key, vector)
-        try:
-            with _FILE_TURNS.write(), duckdb.connect(str(self.path)) as db:
-                db.execute(self.SCHEMA)
-                db.execute("INSERT OR REPLACE INTO anchors (key, content_hash, span, model, protocol, dtype, vector) "
-                           "VALUES (?,?,?,?,?,?,?)", [key.digest, key.content_hash, key.span, key.model_id,
-                                                      key.protocol, vector.dtype.str, vector.tobytes()])
-        except (duckdb.Error, OSError) as exc:
-            self._unavailable(exc, notices)
-
-    def _read(self, key: AnchorKey, notices: list[str]) -> np.ndarray | None:
-        if not self.path.is_file():  # nothing cached yet (a read-only connection cannot create the file)
-            return None
-        try:
-            with _FILE_TURNS.read(), duckdb.connect(str(self.path), read_only=True) as db:
-                row = db.execute("SELECT dtype, vector FROM anchors WHERE key = ?", [key.digest]).fetchone()
-        except (duckdb.Error, OSError) as exc:
-            self._unavailable(exc, notices)
-            return None
-        return None if row is None else np.frombuffer(row[1], dtype=np.dtype(row[0])).copy()
+        self.put_many([(key.digest, key.content_hash, key.span, key.model_id, key.protocol, vector.dtype.str,
+                        vector.tobytes())], notices)
 
     def _remember(self, key: AnchorKey, vector: np.ndarray) -> None:
         with self._lock:
@@ -156,8 +102,3 @@ class AnchorCache:
             self._memory.move_to_end(key.digest)
             while len(self._memory) > self.memory_size:
                 self._memory.popitem(last=False)
-
-    def _unavailable(self, exc: BaseException, notices: list[str]) -> None:
-        said = f"anchor cache {self.path} unavailable"
-        if not any(n.startswith(said) for n in notices):  # a read and then a write failing say it once
-            notices.append(f"{said} ({one_line(exc, 120)}); the anchor is embedded anew")

@@ -54,15 +54,12 @@ class FileListing:
 def list_files(catalog: Catalog, with_lines: bool = True) -> list[FileListing]:
     """Every file of ``catalog`` by path, with its units and whether a caption was embedded for it (``with_lines``:
     and its timed lines, which only a listing shows)."""
-    boundary, confidence, units_by, unavailable, codec = (catalog.column(table, alias, name) for table, alias, name in (
-        ("units", "u", "boundary"), ("units", "u", "confidence"), ("files", "f", "units_by"),
-        ("files", "f", "unavailable"), ("files", "f", "codec")))
     rows = catalog.db.execute(
-        f"""SELECT f.path, CASE WHEN coalesce({unavailable}, false) THEN 'unavailable' ELSE f.status END,
+        """SELECT f.path, CASE WHEN coalesce(f.unavailable, false) THEN 'unavailable' ELSE f.status END,
                   f.error, f.duration, f.width, f.height,
-                  list((u.segment, u.start_s, u.end_s, {boundary}, {confidence}) ORDER BY u.segment)
+                  list((u.segment, u.start_s, u.end_s, u.boundary, u.confidence) ORDER BY u.segment)
                       FILTER (WHERE u.unit_id IS NOT NULL),
-                  bool_or(e.unit_id IS NOT NULL), any_value({units_by}), f.size, f.mtime, f.fps, any_value({codec})
+                  bool_or(e.unit_id IS NOT NULL), any_value(f.units_by), f.size, f.mtime, f.fps, any_value(f.codec)
            FROM files f
            LEFT JOIN units u USING (file_id)
            LEFT JOIN embeddings e ON e.unit_id = u.unit_id

@@ -16,9 +16,7 @@ _COLUMNS = ", ".join(f"q{round(q * 100):02d}" for q in BACKGROUND_QUANTILES)
 
 class BackgroundRows(Connection):
     def backgrounds(self) -> dict[str, BackgroundRow]:
-        """Signal -> its background; none in a catalog written before backgrounds were kept."""
-        if not self._has_table("backgrounds"):
-            return {}
+        """Signal -> its background."""
         rows = self.db.execute(f"SELECT signal, units, pairs, {_COLUMNS}, generation FROM backgrounds").fetchall()
         return {r[0]: BackgroundRow(r[0], int(r[1]), int(r[2]), tuple(float(x) for x in r[3:-1]), int(r[-1]))
                 for r in rows}

@@ -1,4 +1,7 @@
-"""The catalog file: its schema, one writer at a time, settings, transactions and the snapshot readers open.
+"""The catalog file: one writer at a time, settings, transactions and the snapshot readers open.
+
+Its schema is the numbered ``migrations``: a writer applies the pending ones when it opens the file, a reader of
+an older catalog reads an upgraded copy in memory.
 
 Each file's rows and vectors are written in one transaction (``_transaction``), so a run killed at any
 point leaves either the whole file or nothing, and every committed change bumps the generation that the
@@ -15,6 +18,7 @@ from typing import TypeVar
 
 import duckdb
 
+from retrieval.store.catalog.migrations import LATEST, migrate, pending, upgraded_copy
 from retrieval.store.errors import (
     CatalogBusy,
     CatalogDamaged,
@@ -30,66 +34,8 @@ from retrieval.store.errors import (
 )
 from retrieval.store.snapshots import SNAPSHOT_NAME, WRITER_MARK, published_snapshot, snapshot_is_current, writer_pid
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = str(LATEST)  # the catalog's schema_version once every migration is applied
 LOCK_WAIT_S = 5.0  # a writer waits this long for readers, which hold the catalog only to read a few rows
-
-SCHEMA = """
-CREATE SEQUENCE IF NOT EXISTS file_ids START 1;
-CREATE SEQUENCE IF NOT EXISTS unit_ids START 1;
-CREATE TABLE IF NOT EXISTS settings (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS files (
-    file_id BIGINT PRIMARY KEY, path VARCHAR UNIQUE NOT NULL, size BIGINT, mtime DOUBLE,
-    content_hash VARCHAR, duration DOUBLE, fps DOUBLE, width INTEGER, height INTEGER,
-    frame_count INTEGER, decoder VARCHAR, status VARCHAR NOT NULL, error VARCHAR,
-    indexed_at TIMESTAMP DEFAULT current_timestamp, transient BOOLEAN DEFAULT false);
-ALTER TABLE files ADD COLUMN IF NOT EXISTS transient BOOLEAN DEFAULT false;
-CREATE TABLE IF NOT EXISTS units (
-    unit_id BIGINT PRIMARY KEY, file_id BIGINT NOT NULL, segment INTEGER,
-    start_s DOUBLE, end_s DOUBLE, frame_times DOUBLE[]);
-CREATE TABLE IF NOT EXISTS embeddings (
-    unit_id BIGINT NOT NULL, indexer VARCHAR NOT NULL, vector BLOB NOT NULL,
-    PRIMARY KEY (unit_id, indexer));
-CREATE TABLE IF NOT EXISTS indexers (
-    indexer VARCHAR PRIMARY KEY, name VARCHAR, source VARCHAR, kind VARCHAR, dim INTEGER,
-    frames INTEGER, faiss_factory VARCHAR);
-CREATE TABLE IF NOT EXISTS descriptions (
-    content_hash VARCHAR NOT NULL, start_s DOUBLE NOT NULL, end_s DOUBLE NOT NULL, concept VARCHAR NOT NULL,
-    model VARCHAR NOT NULL, revision VARCHAR NOT NULL, prompt_version VARCHAR NOT NULL, text VARCHAR,
-    status VARCHAR NOT NULL, error VARCHAR, created_at TIMESTAMP DEFAULT current_timestamp,
-    PRIMARY KEY (content_hash, start_s, end_s, concept, model, revision, prompt_version));
-ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS source VARCHAR;
-ALTER TABLE units ADD COLUMN IF NOT EXISTS boundary VARCHAR;
-ALTER TABLE units ADD COLUMN IF NOT EXISTS confidence DOUBLE;
-ALTER TABLE files ADD COLUMN IF NOT EXISTS units_by VARCHAR;
-CREATE TABLE IF NOT EXISTS description_signals (
-    signal VARCHAR PRIMARY KEY, indexer VARCHAR NOT NULL, concept VARCHAR NOT NULL, dim INTEGER,
-    faiss_factory VARCHAR);
-CREATE TABLE IF NOT EXISTS excluded (path VARCHAR PRIMARY KEY, excluded_at TIMESTAMP DEFAULT current_timestamp);
-ALTER TABLE files ADD COLUMN IF NOT EXISTS unavailable BOOLEAN DEFAULT false;
-CREATE TABLE IF NOT EXISTS folders (path VARCHAR PRIMARY KEY, device UBIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS backgrounds (
-    signal VARCHAR PRIMARY KEY, units BIGINT NOT NULL, pairs BIGINT NOT NULL, q01 DOUBLE, q10 DOUBLE, q25 DOUBLE,
-    q50 DOUBLE, q75 DOUBLE, q90 DOUBLE, q95 DOUBLE, q99 DOUBLE, generation BIGINT NOT NULL);
--- the rows of files taken out of the index, kept for an undo (catalog_removed.py): made like the tables they keep
-CREATE TABLE IF NOT EXISTS removed_files AS SELECT * FROM files LIMIT 0;
-CREATE TABLE IF NOT EXISTS removed_units AS SELECT * FROM units LIMIT 0;
-CREATE TABLE IF NOT EXISTS removed_embeddings AS SELECT * FROM embeddings LIMIT 0;
-ALTER TABLE files ADD COLUMN IF NOT EXISTS codec VARCHAR;
--- user fields by file path (catalog_fields.py): kept across re-indexing; a number where the value reads as one
-CREATE TABLE IF NOT EXISTS file_fields (
-    path VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL, number DOUBLE, source VARCHAR NOT NULL,
-    PRIMARY KEY (path, key));
--- timed text lines by the file's bytes (catalog_lines.py): on-screen text, subtitle cues, speech; line_runs says
--- which (bytes, source, origin) were read, and of what (a sidecar's size and mtime, a model's revision), lines or none
-CREATE TABLE IF NOT EXISTS text_lines (
-    content_hash VARCHAR NOT NULL, source VARCHAR NOT NULL, origin VARCHAR NOT NULL, seq INTEGER NOT NULL,
-    start_s DOUBLE NOT NULL, end_s DOUBLE NOT NULL, text VARCHAR NOT NULL, confidence DOUBLE, box DOUBLE[],
-    language VARCHAR, PRIMARY KEY (content_hash, source, origin, seq));
-CREATE TABLE IF NOT EXISTS line_runs (
-    content_hash VARCHAR NOT NULL, source VARCHAR NOT NULL, origin VARCHAR NOT NULL, stamp VARCHAR NOT NULL,
-    lines INTEGER NOT NULL, read_at TIMESTAMP DEFAULT current_timestamp,
-    PRIMARY KEY (content_hash, source, origin));
-"""
 
 C = TypeVar("C", bound="Connection")
 
@@ -120,11 +66,28 @@ class Connection:
         if read_only and not self._has_schema():
             self.db.close()
             raise CatalogEmpty(f"the catalog {self.path} holds nothing yet")
+        self._up_to_date()
         if not read_only:
-            self.db.execute(SCHEMA)
-            self._set_default("schema_version", SCHEMA_VERSION)
             self._set_default("generation", "0")
             self._remove_stale_temps()
+
+    upgraded_in_memory = False  # a reader of a catalog an older release wrote reads a migrated copy of it
+
+    def _up_to_date(self) -> None:
+        """Apply the pending migrations: a writer to the file, a reader (which may not write) to a copy in memory."""
+        try:
+            if self.read_only:
+                if pending(self.db):
+                    self.db = upgraded_copy(self.db, self.path)
+                    self.upgraded_in_memory = True
+            elif migrate(self.db, self.path.parent):
+                self._dirty = True  # the readers' snapshot has the schema of before
+        except BaseException as exc:
+            self.db.close()
+            self._unmark_writer()
+            if is_disk_full(exc):
+                raise DiskFull("migrating the catalog", self.path) from None
+            raise
 
     def _mark_writer(self) -> None:
         """Say which process writes or waits to: readers cannot ask DuckDB without taking the lock it needs."""
@@ -269,17 +232,6 @@ class Connection:
     def _transaction(self, bump: bool = True):
         return _Transaction(self, bump)
 
-    def _has_table(self, name: str) -> bool:
-        # a catalog written before a table existed, opened read-only, has no such table: it holds nothing
-        return bool(self.db.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
-
-    def column(self, table: str, alias: str, name: str) -> str:
-        """``alias.name`` for a query, or NULL where a catalog written before the column existed, opened
-        read-only, lacks it (its rows hold nothing there)."""
-        found = self.db.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND "
-                                "column_name = ?", [table, name]).fetchone()[0]
-        return f"{alias}.{name}" if found else "NULL"
 
 
 def _fresh_reader(path: Path) -> duckdb.DuckDBPyConnection:

@@ -31,13 +31,11 @@ class DescriptionRows(Connection):
     def undescribed_units(self, key: DescriberKey, concepts: Sequence[str]) -> list[UnitRow]:
         """Units of indexed files lacking any of ``concepts`` from ``key``: one per distinct bytes and span (none of
         an unavailable file, which cannot be decoded)."""
-        if not self._has_table("descriptions"):
-            return []
         rows = self.db.execute(
-            f"""SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.content_hash, u.frame_times
+            """SELECT u.unit_id, f.path, u.segment, u.start_s, u.end_s, f.content_hash, u.frame_times
                FROM units u JOIN files f USING (file_id)
                WHERE f.status = 'ok' AND f.content_hash IS NOT NULL
-                 AND NOT coalesce({self.column("files", "f", "unavailable")}, false) AND (
+                 AND NOT coalesce(f.unavailable, false) AND (
                    SELECT count(DISTINCT d.concept) FROM descriptions d
                    WHERE d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
                      AND d.end_s = round(u.end_s, 3) AND d.model = ? AND d.revision = ?
@@ -76,8 +74,6 @@ class DescriptionRows(Connection):
 
     def file_descriptions(self, path: str, concept: str, key: DescriberKey) -> list[Description | None]:
         """One file's units in segment order, each with its answer about ``concept`` from ``key`` (None: none)."""
-        if not self._has_table("descriptions"):
-            return []
         rows = self.db.execute(
             f"""SELECT {_DESCRIPTION_COLUMNS} FROM units u JOIN files f USING (file_id)
                 LEFT JOIN descriptions d ON d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
@@ -88,8 +84,6 @@ class DescriptionRows(Connection):
         return [_description(r) if r[3] is not None else None for r in rows]
 
     def _descriptions(self, where: str, args: list, key: DescriberKey | None, with_units: bool = False):
-        if not self._has_table("descriptions"):
-            return []
         if key is not None:
             where += " AND d.model = ? AND d.revision = ? AND d.prompt_version = ?"
             args = [*args, key.model, key.revision, key.prompt_version]
@@ -119,8 +113,6 @@ class DescriptionRows(Connection):
 
     def described_concepts(self) -> list[str]:
         """The concepts some unit has a readable description of (the caption is no concept)."""
-        if not self._has_table("descriptions"):
-            return []
         rows = self.db.execute("SELECT DISTINCT concept FROM descriptions WHERE status = 'ok' AND concept <> ? "
                                "ORDER BY concept", [CAPTION]).fetchall()
         return [r[0] for r in rows]
@@ -128,8 +120,6 @@ class DescriptionRows(Connection):
     def described_units(self) -> list[tuple[str, str, int]]:
         """(concept, model, units) for every concept and model with readable descriptions of indexed units (the
         caption included; model "file" for a person's own text files)."""
-        if not self._has_table("descriptions"):
-            return []
         return [tuple(r) for r in self.db.execute(
             """SELECT d.concept, d.model, count(DISTINCT u.unit_id) FROM units u JOIN files f USING (file_id)
                 JOIN descriptions d ON d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3)
@@ -137,8 +127,6 @@ class DescriptionRows(Connection):
                 WHERE d.status = 'ok' GROUP BY d.concept, d.model ORDER BY d.concept, d.model""").fetchall()]
 
     def description_count(self) -> int:
-        if not self._has_table("descriptions"):
-            return 0
         return self.db.execute("SELECT count(*) FROM descriptions").fetchone()[0]
 
 

@@ -30,15 +30,11 @@ def as_number(value: str) -> float | None:
 class FieldRows(Connection):
     def field_kinds(self) -> dict[str, str]:
         """Each user field and its kind: a number where every stored value reads as one, else text."""
-        if not self._has_table("file_fields"):
-            return {}
         rows = self.db.execute("SELECT key, bool_and(number IS NOT NULL) FROM file_fields GROUP BY key").fetchall()
         return {key: NUMBER if numeric else TEXT for key, numeric in rows}
 
     def file_fields(self) -> dict[str, dict[str, str]]:
         """path -> field -> value, for every file with a user field."""
-        if not self._has_table("file_fields"):
-            return {}
         out: dict[str, dict[str, str]] = {}
         rows = self.db.execute("SELECT path, key, value FROM file_fields ORDER BY path, key").fetchall()
         for path, key, value in rows:
@@ -79,8 +75,6 @@ class FieldRows(Connection):
 
     def matching_units(self, where: Compiled) -> np.ndarray:
         """The ids of the units of indexed files that ``where`` keeps, sorted."""
-        files = "files" if self.column("files", "f", "codec") != "NULL" else \
-            "(SELECT *, CAST(NULL AS VARCHAR) AS codec FROM files)"
-        rows = self.db.execute(f"SELECT u.unit_id FROM units u JOIN {files} f USING (file_id) "
+        rows = self.db.execute("SELECT u.unit_id FROM units u JOIN files f USING (file_id) "
                                f"WHERE f.status = 'ok' AND ({where.sql}) ORDER BY u.unit_id", where.params).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)

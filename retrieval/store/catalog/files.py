@@ -14,8 +14,7 @@ from retrieval.store.catalog.records import FileRecord, FileState, UnitRecord
 class FileRows(Connection):
     def file_states(self) -> dict[str, FileState]:
         rows = self.db.execute("SELECT f.path, f.file_id, f.size, f.mtime, f.content_hash, f.status, f.error, "
-                               "coalesce(f.transient, false), "
-                               f"coalesce({self.column('files', 'f', 'unavailable')}, false) FROM files f").fetchall()
+                               "coalesce(f.transient, false), coalesce(f.unavailable, false) FROM files f").fetchall()
         return {r[0]: FileState(*r[1:]) for r in rows}
 
     def indexed_with(self, indexer: str) -> set[str]:
@@ -113,8 +112,7 @@ class FileRows(Connection):
 
     def summary(self) -> dict:
         """Counts of files (an unavailable file counts as that, whatever its status), units and vectors."""
-        unavailable = self.column("files", "f", "unavailable")
-        files = dict(self.db.execute(f"SELECT CASE WHEN coalesce({unavailable}, false) THEN 'unavailable' "
+        files = dict(self.db.execute("SELECT CASE WHEN coalesce(f.unavailable, false) THEN 'unavailable' "
                                      "ELSE f.status END, count(*) FROM files f GROUP BY 1").fetchall())
         units = self.db.execute("SELECT count(*) FROM units").fetchone()[0]
         per_indexer = dict(self.db.execute("SELECT indexer, count(*) FROM embeddings GROUP BY indexer").fetchall())
@@ -126,8 +124,7 @@ class FileRows(Connection):
             "files_failed": files.get("failed", 0),
             "files_unavailable": files.get("unavailable", 0),
             # taken out of the index (`convis remove`): counted here only, never among the files, units or vectors
-            "files_removed": self.db.execute("SELECT count(*) FROM excluded").fetchone()[0]
-            if self._has_table("excluded") else 0,
+            "files_removed": self.db.execute("SELECT count(*) FROM excluded").fetchone()[0],
             "units": units,
             "vectors": per_indexer,
             "failures": [{"path": p, "error": e} for p, e in failures],

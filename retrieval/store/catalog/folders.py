@@ -13,10 +13,7 @@ from retrieval.store.catalog.connection import Connection
 
 class FolderRows(Connection):
     def folder_devices(self) -> dict[str, int]:
-        """Folder (root-relative, "" for the root) -> the ``st_dev`` it had when a run last found files in it
-        (none in a catalog written before devices were recorded)."""
-        if not self._has_table("folders"):
-            return {}
+        """Folder (root-relative, "" for the root) -> the ``st_dev`` it had when a run last found files in it."""
         return {path: int(device) for path, device in self.db.execute("SELECT path, device FROM folders").fetchall()}
 
     def record_folder_devices(self, devices: dict[str, int]) -> None:
@@ -36,8 +33,7 @@ class FolderRows(Connection):
 
     def unavailable(self) -> list[str]:
         """The files whose folder was offline at the last run, sorted (kept with their vectors)."""
-        flag = self.column("files", "f", "unavailable")
-        return [r[0] for r in self.db.execute(f"SELECT f.path FROM files f WHERE coalesce({flag}, false) "
+        return [r[0] for r in self.db.execute("SELECT f.path FROM files f WHERE coalesce(f.unavailable, false) "
                                               "ORDER BY f.path").fetchall()]
 
     def set_unavailable(self, paths: Iterable[str]) -> bool:
@@ -53,7 +49,4 @@ class FolderRows(Connection):
 
 def available_only(catalog: Connection, unit: str) -> str:
     """A SQL condition that the unit id ``unit`` (a column) is not of an unavailable file."""
-    flag = catalog.column("files", "f", "unavailable")
-    if flag == "NULL":
-        return "true"  # a catalog written before files could be unavailable, opened read-only: all are
     return f"{unit} NOT IN (SELECT u.unit_id FROM units u JOIN files f USING (file_id) WHERE f.unavailable)"

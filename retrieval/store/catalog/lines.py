@@ -60,15 +60,13 @@ class LineRows(Connection):
 
     def line_stamps(self, content_hash: str, source: str) -> dict[str, str]:
         """origin -> the stamp of its last read, for each read of ``source`` stored for these bytes."""
-        if not self._has_table("line_runs"):
-            return {}
         return dict(self.db.execute("SELECT origin, stamp FROM line_runs WHERE content_hash = ? AND source = ?",
                                     [content_hash, source]).fetchall())
 
     def unit_lines(self, unit_ids: Iterable[int], sources: Sequence[str] = ()) -> dict[int, list[TimedLine]]:
         """Each unit's lines by time (``sources``: only those), for the units that have any."""
         ids = [int(i) for i in unit_ids]
-        if not ids or not self._has_table("text_lines"):
+        if not ids:
             return {}
         only = "AND l.source IN (SELECT unnest(?::VARCHAR[]))" if sources else ""
         rows = self.db.execute(
@@ -84,8 +82,6 @@ class LineRows(Connection):
 
     def file_lines(self, path: str, sources: Sequence[str] = ()) -> list[TimedLine]:
         """Every line of the file at ``path`` (relative to the index root) by time."""
-        if not self._has_table("text_lines"):
-            return []
         only = "AND l.source IN (SELECT unnest(?::VARCHAR[]))" if sources else ""
         rows = self.db.execute(
             f"""SELECT {_COLUMNS} FROM files f JOIN text_lines l ON l.content_hash = f.content_hash
@@ -95,14 +91,10 @@ class LineRows(Connection):
 
     def line_sources(self) -> list[str]:
         """The sources some stored line is of."""
-        if not self._has_table("text_lines"):
-            return []
         return [r[0] for r in self.db.execute("SELECT DISTINCT source FROM text_lines ORDER BY source").fetchall()]
 
     def source_texts(self, source: str) -> dict[int, str]:
         """unit id -> its lines of ``source`` joined by time, for each indexed unit that has any."""
-        if not self._has_table("text_lines"):
-            return {}
         rows = self.db.execute(
             f"""SELECT u.unit_id, string_agg(l.text, ' ' ORDER BY l.start_s, l.origin, l.seq) FROM units u
                 JOIN files f USING (file_id) JOIN text_lines l ON l.content_hash = f.content_hash AND {OVERLAPS}
@@ -111,8 +103,6 @@ class LineRows(Connection):
 
     def lines_by_path(self) -> dict[str, list[TimedLine]]:
         """Every indexed file's lines by time, by path (in one query: `convis ls` lists them all)."""
-        if not self._has_table("text_lines"):
-            return {}
         rows = self.db.execute(f"""SELECT f.path, {_COLUMNS} FROM files f
                                      JOIN text_lines l ON l.content_hash = f.content_hash
                                      ORDER BY f.path, l.start_s, l.source, l.origin, l.seq""").fetchall()

@@ -72,22 +72,15 @@ class RemovedRows(FileRows):
         return Undone(kept, [p for p in wanted if p not in kept])
 
     def excluded(self) -> list[str]:
-        """The paths runs skip, sorted (none in a catalog written before files could be excluded)."""
-        if not self._has_table("excluded"):
-            return []
+        """The paths runs skip, sorted."""
         return [r[0] for r in self.db.execute("SELECT path FROM excluded ORDER BY path").fetchall()]
 
     def removed_files(self) -> list[RemovedFile]:
         """Every file taken out of the index, by path, with when and what of it is kept."""
-        if not self._has_table("excluded"):
-            return []
-        if not self._has_table("removed_files"):  # a catalog written before rows were kept, opened read-only
-            rows = self.db.execute("SELECT path, excluded_at, false, 0, NULL FROM excluded ORDER BY path")
-        else:
-            rows = self.db.execute(
-                """SELECT x.path, x.excluded_at, f.file_id IS NOT NULL, count(u.unit_id), any_value(f.status)
-                   FROM excluded x LEFT JOIN removed_files f USING (path) LEFT JOIN removed_units u USING (file_id)
-                   GROUP BY x.path, x.excluded_at, f.file_id ORDER BY x.path""")
+        rows = self.db.execute(
+            """SELECT x.path, x.excluded_at, f.file_id IS NOT NULL, count(u.unit_id), any_value(f.status)
+               FROM excluded x LEFT JOIN removed_files f USING (path) LEFT JOIN removed_units u USING (file_id)
+               GROUP BY x.path, x.excluded_at, f.file_id ORDER BY x.path""")
         return [RemovedFile(path, when.isoformat(timespec="seconds") if when else "", bool(kept), int(units),
                             status) for path, when, kept, units, status in rows.fetchall()]
 

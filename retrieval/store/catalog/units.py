@@ -22,16 +22,14 @@ class UnitRows(Connection):
     def file_units(self, path: str) -> list[UnitRecord]:
         """One indexed file's units, in segment order."""
         rows = self.db.execute(
-            f"""SELECT u.segment, u.start_s, u.end_s, u.frame_times, {self.column("units", "u", "boundary")},
-                       {self.column("units", "u", "confidence")}
+            """SELECT u.segment, u.start_s, u.end_s, u.frame_times, u.boundary, u.confidence
                FROM units u JOIN files f USING (file_id) WHERE f.path = ? ORDER BY u.segment""", [path]).fetchall()
         return [UnitRecord(r[0], r[1], r[2], tuple(r[3] or ()), r[4], r[5]) for r in rows]
 
     def shot_summary(self) -> dict:
         """Over every unit: how many start at a detected cut, at a split of a long shot, at a file's start, the
         cuts' mean confidence and the units' mean length in seconds."""
-        boundary, confidence = self.column("units", "u", "boundary"), self.column("units", "u", "confidence")
-        rows = self.db.execute(f"SELECT {boundary}, count(*), avg({confidence}) FROM units u GROUP BY 1").fetchall()
+        rows = self.db.execute("SELECT u.boundary, count(*), avg(u.confidence) FROM units u GROUP BY 1").fetchall()
         counts = {b: (n, mean) for b, n, mean in rows}
         length = self.db.execute("SELECT avg(end_s - start_s) FROM units").fetchone()[0]
         cut_confidence = counts.get("cut", (0, None))[1]

@@ -38,9 +38,7 @@ class VectorRows(Connection):
             "dim = excluded.dim", [row.signal, row.indexer, row.concept, row.dim, row.faiss_factory])
 
     def description_signals(self) -> list[DescriptionSignal]:
-        """Every concept's description signal (none in a catalog written before they existed)."""
-        if not self._has_table("description_signals"):
-            return []
+        """Every concept's description signal."""
         rows = self.db.execute("SELECT * FROM description_signals ORDER BY signal").fetchall()
         return [DescriptionSignal(*r) for r in rows]
 
@@ -73,9 +71,8 @@ class VectorRows(Connection):
         ).fetchall()
         if not rows:
             # an indexer with no vectors yet still has its width: queries must fit the empty index
-            dim = self.db.execute("SELECT dim FROM indexers WHERE indexer = ?", [indexer]).fetchone() or (
-                self._has_table("description_signals") and self.db.execute(
-                    "SELECT dim FROM description_signals WHERE signal = ?", [indexer]).fetchone())
+            dim = self.db.execute("SELECT dim FROM indexers WHERE indexer = ?", [indexer]).fetchone() or \
+                self.db.execute("SELECT dim FROM description_signals WHERE signal = ?", [indexer]).fetchone()
             return np.zeros(0, np.int64), np.zeros((0, dim[0] if dim else 0), np.float32)
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)

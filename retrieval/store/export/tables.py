@@ -89,10 +89,9 @@ def _tables(catalog: Catalog, out: Path, fmt: str) -> Iterator[Written]:
     yield copy_query(catalog.db, FILES, out, "files", fmt)
     shared = ", ".join(_quoted(c) for c in sorted(tables["files"] & tables["units"] | {"path"}))
     yield copy_query(catalog.db, UNITS.format(shared=shared), out, "units", fmt)
-    if "descriptions" in tables:  # a catalog written before descriptions existed has none
-        yield copy_query(catalog.db, DESCRIPTIONS, out, "descriptions", fmt)
-    if "text_lines" in tables:  # on-screen text, subtitles and speech, each line with its time
-        yield copy_query(catalog.db, TEXT_LINES, out, "text_lines", fmt)
+    yield copy_query(catalog.db, DESCRIPTIONS, out, "descriptions", fmt)
+    # on-screen text, subtitles and speech, each line with its time
+    yield copy_query(catalog.db, TEXT_LINES, out, "text_lines", fmt)
     for table, columns in tables.items():
         keys = {"file_id", "unit_id", "path"} & columns
         if keys and table not in OWN_SHAPE | NOT_EXPORTED:

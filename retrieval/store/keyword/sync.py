@@ -1,9 +1,9 @@
 """The keyword index kept in step with the catalog: rebuilt when a run changed the texts, and checked when read.
 
-Runs that change what units say (index, describe, remove, restore) call ``refresh`` as they rebuild the FAISS
-indices. A search calls ``current``: a saved index whose stamp is not the catalog's (a run stopped early, an
-older convis, a damaged or missing folder) is rebuilt from the catalog in memory, saved when the folder can be
-written, and said in a notice; the search goes on either way.
+Runs that change what units say (index, describe, remove, restore) call ``refresh`` as they publish what is derived
+from the catalog (``retrieval.store.publish``). A search calls ``current``: a saved index whose stamp is not the
+catalog's (a run stopped early, an older convis, a damaged or missing folder) is rebuilt from the catalog in memory,
+saved when the folder can be written, and said in a notice; the search goes on either way.
 """
 
 from __future__ import annotations

@@ -27,20 +27,14 @@ class Stamp:
 
 def _texts_sql(catalog: Catalog) -> str:
     """One row a searchable unit: (unit id, path, its descriptions and then its timed lines joined, how many)."""
-    described = catalog._has_table("descriptions")
     join = ("LEFT JOIN descriptions d ON d.content_hash = f.content_hash AND d.start_s = round(u.start_s, 3) "
-            "AND d.end_s = round(u.end_s, 3) AND d.status = 'ok' AND d.text IS NOT NULL") if described else ""
-    text = "string_agg(d.text, ' ' ORDER BY d.concept, d.model, d.text)" if described else "NULL"
-    count = "count(d.text)" if described else "0"
-    lines, line_count = "NULL", "0"
-    if catalog._has_table("text_lines"):
-        join += f" LEFT JOIN ({_LINES_SQL}) l ON l.unit_id = u.unit_id"
-        lines, line_count = "any_value(l.text)", "coalesce(any_value(l.n), 0)"
-    # concat_ws skips what is NULL: a unit without lines reads as it did before lines were stored
-    return (f"SELECT u.unit_id, f.path, concat_ws(' ', nullif(coalesce({text}, ''), ''), {lines}) AS text, "
-            f"{count} + {line_count} AS n FROM units u "
-            f"JOIN files f USING (file_id) {join} WHERE f.status = 'ok' AND {available_only(catalog, 'u.unit_id')} "
-            "GROUP BY u.unit_id, f.path")
+            "AND d.end_s = round(u.end_s, 3) AND d.status = 'ok' AND d.text IS NOT NULL "
+            f"LEFT JOIN ({_LINES_SQL}) l ON l.unit_id = u.unit_id")
+    # concat_ws skips what is NULL: a unit without lines reads as its descriptions alone
+    return ("SELECT u.unit_id, f.path, concat_ws(' ', nullif(coalesce(string_agg(d.text, ' ' ORDER BY d.concept, "
+            "d.model, d.text), ''), ''), any_value(l.text)) AS text, count(d.text) + coalesce(any_value(l.n), 0) AS n "
+            f"FROM units u JOIN files f USING (file_id) {join} "
+            f"WHERE f.status = 'ok' AND {available_only(catalog, 'u.unit_id')} GROUP BY u.unit_id, f.path")
 
 
 # each unit's timed lines (on-screen text, subtitles, speech) joined by time

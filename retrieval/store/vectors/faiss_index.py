@@ -197,18 +197,18 @@ class VectorIndex:
             raise
 
     @classmethod
-    def load(cls, path: Path, signal: str | None = None, signals: Collection[str] = ()) -> "VectorIndex | None":
-        """The saved index, or None when it is missing, torn, not the bytes its sidecar describes or not
-        ``signal``'s (:func:`_of_signal`; ``signals``: the index's signals)."""
+    def load(cls, path: Path, signal: str | None = None) -> "VectorIndex | None":
+        """The saved index, or None when it is missing, torn, not the bytes its sidecar describes or its sidecar
+        names another signal than ``signal``."""
         meta_path = _meta_path(path)
         try:
             if not path.is_file() or not meta_path.is_file():
                 return None
             meta = json.loads(meta_path.read_text())
-            if signal is not None and not _of_signal(meta, path, signal, signals):
-                return None  # maybe another signal's index: the caller builds this one's from the catalog
+            if signal is not None and meta.get("signal") != signal:
+                return None  # another signal's index: the caller builds this one's from the catalog
             if not _intact(path, meta.get("crc32")):
-                return None  # damaged (or written before checksums): the caller rebuilds from the catalog
+                return None  # damaged: the caller rebuilds from the catalog
             index = faiss.read_index(str(path))
         except (OSError, ValueError, RuntimeError, AttributeError):
             return None  # unreadable or torn: the caller rebuilds from the catalog
@@ -223,15 +223,6 @@ class VectorIndex:
             return None  # parameters this index does not have: rebuild rather than search wrongly
         return cls(index, meta["factory"], int(meta["generation"]), params,
                    f"{meta['crc32']}:{index.ntotal}:{meta['generation']}:{meta['factory']}")
-
-
-def _of_signal(meta: dict, path: Path, signal: str, signals: Collection[str]) -> bool:
-    """Whether a sidecar describes ``signal``'s index: it names that signal, or it names none (written before
-    sidecars named theirs) and ``path`` is the file only ``signal`` had then: its old name, which no other of
-    ``signals`` had. Any other file is rebuilt from the catalog, which holds every vector."""
-    if "signal" in meta:
-        return meta["signal"] == signal
-    return path.name == f"{old_name(signal)}.faiss" and not shares_old_name(signal, signals)
 
 
 # files this process has checksummed: (inode, size, mtime, checksum) by path. A server loads an index per

@@ -104,7 +104,7 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
 def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> VectorIndex:
     """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
     signals = index_signals(catalog)
-    saved = VectorIndex.load(index_path(index_dir, model_id, signals), model_id, signals)
+    saved = VectorIndex.load(index_path(index_dir, model_id, signals), model_id)
     if saved is not None and saved.generation == catalog.generation and \
             saved.size == signal_vectors.count(catalog, model_id):
         return saved

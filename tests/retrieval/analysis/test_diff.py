@@ -190,9 +190,12 @@ def test_candidates_rank_by_how_surely_they_differ_and_the_reference_itself_last
     # per candidate: two statements; cup is told apart surely, box barely
     lmm = ScriptedLMM([LetterOdds(0.5, 0.4, "a"), LetterOdds(0.4, 0.5, "b"),  # box: 0.556, 0.444
                        LetterOdds(0.9, 0.1, "a"), LetterOdds(0.05, 0.95, "b")])  # cup: 0.9, 0.05
+    events = []
     ranking = engine.diff(DiffRequest(example_videos / BIKES, candidates=[example_videos / BOX, example_videos / CUP,
                                                         example_videos / BIKES], action="riding",
-                                      statements={"0": "faster", "1": "taller"}, reranker=lmm))
+                                      statements={"0": "faster", "1": "taller"}, reranker=lmm),
+                          progress=lambda event, data: events.append((event, data)))
+    assert events == [("candidate", {"done": i, "total": 3}) for i in (1, 2, 3)]
     assert [c.path.split("/")[-1] for c in ranking.candidates] == [CUP, BOX, BIKES]
     assert [c.rank for c in ranking.candidates] == [1, 2, 3]
     assert ranking.candidates[0].differences == pytest.approx(0.8 + 0.9)

@@ -7,34 +7,14 @@ The seam itself (a folder or catalog that refuses the writer) is also tested in-
 permission error there."""
 
 import errno
-import os
 import shutil
-import stat
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexReadOnly
-from tests.paths import ROOT
-
-SETPRIV = shutil.which("setpriv")
-AS_USER = [] if os.geteuid() != 0 else [SETPRIV, "--bounding-set=-dac_override,-dac_read_search"]
-needs_permissions = pytest.mark.skipif(os.geteuid() == 0 and SETPRIV is None,
-                                       reason="root without setpriv: permission bits do not apply")
-
-
-def convis(*args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*AS_USER, sys.executable, str(ROOT / "cli.py"), *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=300)
-
-
-def read_only(folder: Path) -> None:
-    for path in [folder, *folder.rglob("*")]:
-        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+from tests.permissions import convis_as_user as convis
+from tests.permissions import needs_permissions, read_only, writable
 
 
 @pytest.fixture
@@ -42,8 +22,7 @@ def locked_index(example_index, tmp_path):
     index = tmp_path / "index"
     shutil.copytree(example_index, index)
     yield index
-    for path in [index, *index.rglob("*")]:
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    writable(index)
 
 
 @needs_permissions

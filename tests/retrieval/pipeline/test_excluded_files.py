@@ -115,6 +115,7 @@ KILLED = """
 import os, signal, sys
 from pathlib import Path
 import retrieval.engine
+from retrieval.store import publish
 from retrieval.store.catalog.removed import RemovedRows
 
 def killed(*_args, **_kwargs):
@@ -122,7 +123,8 @@ def killed(*_args, **_kwargs):
 
 index_dir, verb, when = sys.argv[1:]
 if when == "committed":  # the catalog committed, the FAISS indices and snapshot not yet written
-    retrieval.engine.rebuild_indices = killed
+    faiss = [derived.name for derived in publish.DERIVED].index("faiss")
+    publish.DERIVED.insert(faiss, publish.Derived("killed", killed))
 else:  # half-way through the transaction: rows copied, not yet deleted where they came from
     RemovedRows._delete_rows = killed
 getattr(retrieval.engine.Engine(Path(index_dir)), verb)(["cup.mp4"])

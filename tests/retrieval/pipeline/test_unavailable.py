@@ -170,6 +170,7 @@ def test_a_catalog_from_before_devices_were_recorded_reads_and_gains_them(engine
     with Catalog(engine.catalog_path) as catalog:  # as an older convis wrote it
         catalog.db.execute("ALTER TABLE files DROP COLUMN unavailable")
         catalog.db.execute("DROP TABLE folders")
+        catalog.db.execute("UPDATE settings SET value = '1' WHERE key = 'schema_version'")
     with Catalog(engine.catalog_path, read_only=True) as old:
         indexer = old.indexers()[0].indexer
         assert (old.unavailable(), old.folder_devices(), old.summary()["files_unavailable"]) == ([], {}, 0)

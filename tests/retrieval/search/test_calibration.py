@@ -97,6 +97,7 @@ def old_index(demo_index, tmp_path):
         if (copy / name).is_file():
             with duckdb.connect(str(copy / name)) as db:
                 db.execute("DROP TABLE IF EXISTS backgrounds")
+                db.execute("UPDATE settings SET value = '1' WHERE key = 'schema_version'")
     return copy
 
 

@@ -121,6 +121,7 @@ def test_a_catalog_from_before_exclusions_opens_read_only_and_gets_the_table_fro
     path = tmp_path / "catalog.duckdb"
     with _catalog_with(path, "a.mp4") as catalog:
         catalog.db.execute("DROP TABLE excluded")  # as written before the table existed
+        catalog.db.execute("UPDATE settings SET value = '1' WHERE key = 'schema_version'")
     with Catalog(path, read_only=True) as catalog:
         assert catalog.excluded() == []
         assert set(catalog.file_states()) == {"a.mp4"}

@@ -14,7 +14,8 @@ import pytest
 
 from retrieval.engine import Engine, QueryRequest
 from retrieval.search.anchor import Anchor
-from retrieval.store.caches.anchor import ANCHORS_NAME, AnchorCache, AnchorKey, FileTurns
+from retrieval.store.caches.anchor import ANCHORS_NAME, AnchorCache, AnchorKey
+from retrieval.store.caches.base import FileTurns
 from tests.locks import writer_holding
 from tests.paths import EXAMPLES, ROOT
 

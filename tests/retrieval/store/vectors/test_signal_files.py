@@ -1,5 +1,7 @@
 """Each signal has its own FAISS file: free-text concepts that differ only in punctuation (or in letters outside
-ASCII) no longer share one, and the names indexes were built with before stay as they were."""
+ASCII) no longer share one, and the names indexes were built with before stay as they were; a file whose sidecar
+names no signal (made before sidecars named theirs) is never taken for one, and the catalog's migration removes it
+so that it is built again."""
 
 import json
 
@@ -7,6 +9,7 @@ import numpy as np
 import pytest
 
 from retrieval.pipeline.description_index import signal_id
+from retrieval.store.catalog import Catalog
 from retrieval.store.vectors.faiss_index import VectorIndex, index_path, old_name
 
 TEXT = "text:sentence-transformers/all-MiniLM-L6-v2"
@@ -61,12 +64,16 @@ def test_model_ids_the_old_names_wrote_alike_have_files_of_their_own_in_one_inde
     assert index_path(tmp_path, a, [a]).name == f"{old_name(a)}.faiss"  # alone, it keeps the name it had
 
 
-def test_a_file_saved_before_sidecars_named_their_signal_still_loads(tmp_path):
+def test_a_file_saved_before_sidecars_named_their_signal_is_removed_by_the_migration_and_built_again(tmp_path):
     signal = f"{TEXT}#location"
-    path = index_path(tmp_path, signal, [TEXT, signal])
+    path, named = index_path(tmp_path, signal, [TEXT, signal]), index_path(tmp_path, TEXT, [TEXT, signal])
     one_vector_index([1, 0]).save(path)  # as indexes made before wrote it: no signal in the sidecar
+    one_vector_index([0, 1]).save(named, TEXT)
     assert "signal" not in json.loads(path.with_suffix(".json").read_text())
-    assert VectorIndex.load(path, signal, [TEXT, signal]).size == 1
+    assert VectorIndex.load(path, signal) is None  # never taken: the catalog builds this one's
+    Catalog(tmp_path / "catalog.duckdb").close()  # a writer applies the migrations
+    assert not path.exists() and not path.with_suffix(".json").exists()
+    assert VectorIndex.load(named, TEXT).size == 1
 
 
 @pytest.mark.parametrize("concept", SHARED_OLD_NAME)
@@ -75,17 +82,16 @@ def test_a_file_made_before_under_a_name_several_concepts_had_is_not_taken(tmp_p
     old = tmp_path / "faiss" / f"{old_name(signal)}.faiss"
     one_vector_index([1, 0]).save(old)  # as made before: no signal in the sidecar, and any of them may have written it
     path = index_path(tmp_path, signal, [TEXT, signal])
-    assert path != old and VectorIndex.load(path, signal, [TEXT, signal]) is None  # the catalog builds this one's
+    assert path != old and VectorIndex.load(path, signal) is None  # the catalog builds this one's
 
 
 def test_a_file_without_its_signal_is_not_taken_when_another_signal_had_its_name(tmp_path):
     plain, other = signal_id(TEXT, "camera-angle"), "text:sentence-transformers/all-MiniLM-L6-v2/camera-angle"
     path = index_path(tmp_path, plain, [plain])
     one_vector_index([1, 0]).save(path)
-    assert VectorIndex.load(path, plain, [plain]).size == 1
     assert old_name(other) == old_name(plain)
-    assert VectorIndex.load(path, plain, [plain, other]) is None
-    assert VectorIndex.load(path, other, [plain, other]) is None
+    assert VectorIndex.load(path, plain) is None
+    assert VectorIndex.load(path, other) is None
 
 
 def test_a_file_of_another_signal_is_never_taken_for_this_one(tmp_path):

@@ -1,0 +1,96 @@
+"""An index written by the previous release (``tests/data/legacy_index_v1``, catalog schema "1") answers the queries
+it answered then: read-only, from an upgraded copy in memory (a query never needs write access); and the next
+writer migrates its catalog once, after which it answers them the same.
+
+Only what depends on where the copy lies is left out of the comparison: the index's root and the anchor, which a
+query prints whole when the index's root moved."""
+
+import json
+import os
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from retrieval.cli.app import app
+from retrieval.store.catalog import Catalog
+from retrieval.store.catalog.connection import SCHEMA_VERSION
+from retrieval.store.catalog.migrations import migrate
+from retrieval.store.index_dir import OLDER_RELEASE
+from tests.paths import DATA
+from tests.permissions import convis_as_user, needs_permissions, read_only, writable
+
+LEGACY = DATA / "legacy_index_v1"
+# expected/<name>.json: what `convis ARGS` printed in the videos folder (LEGACY / "README.md")
+COMMANDS = {
+    "q_location": ["query", "--anchor", "bikes.mp4", "-c", "location", "--json"],
+    "q_two": ["query", "--anchor", "campus_01.mp4", "-c", "main-action", "-c", "location", "--json"],
+    "search": ["search", "a man talking on a phone", "--json"],
+    "search_kw": ["search", "rider waves", "--mode", "keyword", "--json"],
+    "q_where": ["query", "--anchor", "bikes.mp4", "-c", "location", "--where", "rating >= 2", "--json"],
+    "ls": ["ls", "--json"],
+}
+WHERE_IT_LIES = ("root", "anchor")
+SLOW = {"search"}  # embeds its text with the index's text model, exported once for the user cache (some 40 s)
+
+
+@pytest.fixture
+def videos(tmp_path):
+    """A copy of the videos with the legacy index as their ``.convis``, each file dated as the index recorded it
+    (a copy is dated now: a run would take it for a changed file)."""
+    folder = tmp_path / "videos"
+    shutil.copytree(LEGACY / "videos", folder)
+    shutil.copytree(LEGACY / "index", folder / ".convis")
+    for listed in expected("ls")["files"]:
+        os.utime(folder / listed["path"], (listed["mtime"], listed["mtime"]))
+    yield folder
+    writable(folder)
+
+
+def expected(name: str) -> dict:
+    return json.loads((LEGACY / "expected" / f"{name}.json").read_text())
+
+
+def answer(printed: str) -> dict:
+    found = json.loads(printed)
+    for field in WHERE_IT_LIES:
+        found.pop(field, None)
+    if OLDER_RELEASE in found.get("notices", ()):  # said by a reader of the catalog before its migration
+        found["notices"].remove(OLDER_RELEASE)
+    return found
+
+
+@needs_permissions
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in COMMANDS])
+def test_a_read_only_copy_answers_as_the_previous_release_did(videos, name):
+    before = {p: p.read_bytes() for p in (videos / ".convis").rglob("*") if p.is_file()}
+    read_only(videos)
+    ran = convis_as_user(*COMMANDS[name], cwd=videos)
+    assert ran.returncode == 0, ran.stderr
+    assert answer(ran.stdout) == answer(json.dumps(expected(name)))
+    if "notices" in expected(name):
+        assert OLDER_RELEASE in json.loads(ran.stdout)["notices"]  # the reader says what each read costs
+    assert {p: p.read_bytes() for p in before} == before  # nothing was written
+
+
+def test_the_next_writer_migrates_the_catalog_once_and_the_answers_stay(videos, monkeypatch):
+    monkeypatch.chdir(videos)
+    runner = CliRunner()
+    ran = runner.invoke(app, ["index", str(videos), "--move-root"])  # the copy lies elsewhere than the index did
+    assert ran.exit_code == 0, ran.output
+    ran = runner.invoke(app, ["tag", "carphone_pristine.mp4", "--set", "rating=1"])
+    assert ran.exit_code == 0, ran.output
+    for name in ("catalog.duckdb", "snapshot.duckdb"):
+        with Catalog(videos / ".convis" / name, read_only=True) as catalog:
+            assert catalog.setting("schema_version") == SCHEMA_VERSION
+    with Catalog(videos / ".convis" / "catalog.duckdb") as catalog:  # a second open has nothing to apply
+        assert migrate(catalog.db, videos / ".convis") == []
+    for name in ("q_where", "search_kw", "ls"):
+        ran = runner.invoke(app, COMMANDS[name])
+        assert ran.exit_code == 0, ran.output
+        assert OLDER_RELEASE not in ran.stdout  # migrated: read as it is
+        found, want = answer(ran.stdout), answer(json.dumps(expected(name)))
+        if name == "ls":  # the tag set now
+            assert found["files"][2].pop("fields") == {"rating": "1"}
+            want["files"][2].pop("fields")
+        assert found == want
