@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from bench.tiny import vision as tm
+from bench.tiny import vlm as tiny_vlm
 from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from tests.indexes import indexed_copies
@@ -46,6 +47,18 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
         "videomae": tm.tiny_videomae(base / "videomae-tiny"),
         "hf_clip": tm.tiny_hf_clip(base / "clip-tiny"),
         "open_clip": tm.tiny_open_clip(base / "open-clip-tiny"),
+    }
+
+
+@pytest.fixture(scope="session")
+def tiny_folders(tmp_path_factory) -> dict[str, Path]:
+    """Tiny random VLM checkpoints the reranker and LMM tests load, built once a session (about a second each)."""
+    root = tmp_path_factory.mktemp("tiny-vlms")
+    return {
+        "qwen2_vl": tiny_vlm.build_qwen_vl(root / "tiny-qwen2", model_type="qwen2_vl"),
+        "qwen2_5_vl": tiny_vlm.build_qwen_vl(root / "tiny-qwen25", model_type="qwen2_5_vl"),
+        "llava": tiny_vlm.build_llava_onevision(root / "tiny-llava"),
+        "internvl": tiny_vlm.build_internvl(root / "tiny-internvl"),
     }
 
 

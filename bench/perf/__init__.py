@@ -1,6 +1,7 @@
 """Performance measurements: indexing throughput, recall latency and quality, reranking cost, peak memory.
 
-Each measurement is a function returning a dataclass row.  Outside smoke runs every measurement
+Each part of a run is a section (bench/perf/sections/: its runner, its rows, their JSON and markdown), and the
+run, the report and the page loop over their registry.  Outside smoke runs every measurement
 runs in a fresh process, so one measurement's memory peak never inflates the next one's;
 peak RSS is sampled over that process and its children (decoder workers included).  Importing
 this package loads nothing: each name below is imported at first use (a GPU run of the LMM sections needs
@@ -30,13 +31,13 @@ _WHERE = {
     "PerfReport": "bench.perf.report",
     "checks": "bench.perf.report",
     "combine": "bench.perf.report",
-    "CliResult": "bench.perf.results",
-    "IndexingResult": "bench.perf.results",
-    "RecallResult": "bench.perf.results",
-    "RerankResult": "bench.perf.results",
-    "SECTIONS": "bench.perf.run",
-    "Section": "bench.perf.run",
-    "section_names": "bench.perf.run",
+    "CliResult": "bench.perf.sections.cli",
+    "IndexingResult": "bench.perf.sections.indexing",
+    "RecallResult": "bench.perf.sections.recall",
+    "RerankResult": "bench.perf.sections.rerank",
+    "Section": "bench.perf.section",
+    "SECTIONS": "bench.perf.sections",
+    "section_names": "bench.perf.sections",
     "mixture": "bench.perf.search",
 }
 

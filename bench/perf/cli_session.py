@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.perf.cli_start import EXAMPLES, ROOT, build_index, cli_row, command_env, index_command, shown, timed_runs
 from bench.perf.config import Footage, PerfConfig, Progress
-from bench.perf.results import CliResult
+from bench.perf.sections.cli import CliResult
 from bench.perf.serve_start import time_serve
 from bench.perf.targets import CLI_BASELINE
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from bench.perf.results import CliResult
+from bench.perf.sections.cli import CliResult
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "cli.py"  # `python cli.py ...` is `convis ...`

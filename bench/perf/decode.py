@@ -10,7 +10,7 @@ from PIL import Image
 
 from bench.perf.decoders import clip_job, only_decoder
 from bench.perf.measuring import clock, torch_thread_count
-from bench.perf.results import IndexingResult
+from bench.perf.sections.indexing import IndexingResult
 from retrieval.core.sampling import as_spec, sample_frame_indices
 from retrieval.media.frames import output_size
 from retrieval.media.video_decoder import VideoDecoder

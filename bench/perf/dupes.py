@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from bench.perf.config import Footage, PerfConfig, Progress
-from bench.perf.results import DupesBenchResult
+from bench.perf.sections.dupes import DupesBenchResult
 from retrieval.analysis import dupe_groups
 from retrieval.store.vectors.faiss_index import choose_factory
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from bench.perf.decoders import clip_job, only_decoder
 from bench.perf.measuring import clock, torch_thread_count
-from bench.perf.results import IndexingResult
+from bench.perf.sections.indexing import IndexingResult
 from indexers.factory import create_indexer
 from retrieval.core.sampling import as_spec
 from retrieval.pipeline.stages import decode_job

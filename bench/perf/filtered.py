@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.perf.config import Footage, PerfConfig, Progress
-from bench.perf.results import FilterResult
 from bench.perf.search import _ids, mixture
+from bench.perf.sections.filter import FilterResult
 from retrieval.store.vectors import filtered_search
 from retrieval.store.vectors.faiss_index import VectorIndex, ivf_lists
 

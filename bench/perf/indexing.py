@@ -16,7 +16,7 @@ from bench.perf.decoders import OneDecoder
 from bench.perf.embed import load_indexer, measure_embed
 from bench.perf.footage import hard_link_copies, list_clips
 from bench.perf.measuring import clock, repeated, torch_thread_count
-from bench.perf.results import IndexingResult
+from bench.perf.sections.indexing import IndexingResult
 from indexers.factory import create_indexer
 from retrieval.pipeline.distribute import ProcessDistributor
 from retrieval.pipeline.local import LocalExecutor, cores_left, cpu_threads

@@ -10,7 +10,7 @@ from typing import Sequence
 from bench.perf import gpu, real_shape
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.lmm_rerank import decoded
-from bench.perf.results import DescribeResult
+from bench.perf.sections.describe import DescribeResult
 from rerankers.factory import create_reranker
 from rerankers.prompts.describe import describe_requests
 

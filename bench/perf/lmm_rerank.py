@@ -16,7 +16,7 @@ import numpy as np
 
 from bench.perf import gpu, real_shape
 from bench.perf.config import Footage, PerfConfig, Progress
-from bench.perf.results import LmmRerankResult
+from bench.perf.sections.rerank_lmm import LmmRerankResult
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import CONVIS_CONCEPTS
 from retrieval.media.video_decoder import VideoDecoder

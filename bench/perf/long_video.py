@@ -8,7 +8,7 @@ from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.footage import link_or_copy
 from bench.perf.indexing import measure_pipeline
 from bench.perf.measuring import measure
-from bench.perf.results import IndexingResult
+from bench.perf.sections.indexing import IndexingResult
 
 
 def run_long_video(config: PerfConfig, footage: Footage, progress: Progress) -> list[IndexingResult]:

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.measuring import repeated
-from bench.perf.results import RerankResult
+from bench.perf.sections.rerank import RerankResult
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.factory import create_reranker
 from retrieval.core.concepts import parse_concepts

@@ -19,7 +19,7 @@ from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.footage import write_test_video
 from bench.perf.measuring import measure
 from bench.perf.memory import PeakRss, _tree
-from bench.perf.results import ScalingResult
+from bench.perf.sections.scaling import ScalingResult
 
 DEFAULT_SEGMENT_S = 10.0
 GENERATED = (1280, 720, 600.0)  # width, height, seconds: x264's default keyframe interval (GOP 250)

@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.measuring import measure
-from bench.perf.results import RecallResult
+from bench.perf.sections.recall import RecallResult
 from retrieval.store.vectors import faiss_index as vectors
 from retrieval.store.vectors.faiss_index import VectorIndex, choose_factory, default_search_params, ivf_lists
 

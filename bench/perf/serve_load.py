@@ -26,7 +26,7 @@ from urllib.parse import urlencode, urlsplit
 
 from bench.perf.cli_start import CLI, EXAMPLE_CAPTIONS, EXAMPLES, ROOT, command_env, index_command
 from bench.perf.config import Footage, PerfConfig, Progress
-from bench.perf.results import ServeLoadResult
+from bench.perf.sections.serve import ServeLoadResult
 from bench.perf.serve_start import first_health, free_port, still_running, until_warm
 
 ALONE_RUNS = 5  # each route asked alone this many times (after one request that warms it)

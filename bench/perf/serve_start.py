@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from bench.perf.cli_start import CLI, ROOT, Run, cli_row, command_env
 from bench.perf.memory import _cpu_s, _rss_kb
-from bench.perf.results import CliResult
+from bench.perf.sections.cli import CliResult
 
 START_TIMEOUT_S = 120.0
 WARM_TIMEOUT_S = 900.0  # building every model of the index, on a busy machine

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from bench.perf.config import Footage, PerfConfig, Progress
-from bench.perf.results import SpeechResult
+from bench.perf.sections.speech import SpeechResult
 from bench.tiny.speech import tiny_whisper
 from indexers.speech import SAMPLE_RATE, SpeechRecognizer
 from retrieval.core.device import pick_device

@@ -19,12 +19,12 @@ from typing import Callable
 
 from rerankers.prompts.similarity import INTERNVL_SYSTEM_MESSAGE, LLAVA_SYSTEM_MESSAGE
 from retrieval.core.concepts import CONVIS_CONCEPTS
+from retrieval.core.signal_kinds import CAPTION  # the key the whole-clip caption is stored under
 
 # Bump whenever a request, a chat layout or a token budget below changes: it is part of every description's
 # cache key, so a new version describes every unit again and an old one is never read as the new one's.
 DESCRIBE_PROMPT_VERSION = "describe.1"
 
-CAPTION = "caption"  # the key the whole-clip caption is stored under, beside the concept keys
 CAPTION_REQUEST = "Describe this video in detail."
 
 # One request per ConViS concept, keyed as retrieval.core.concepts keys them.

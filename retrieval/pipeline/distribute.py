@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
 
 from retrieval.core.errors import ConvisError
+from retrieval.core.processes import pid_alive
 from retrieval.pipeline.guard import check_main_guard
 
 Item = TypeVar("Item")
@@ -64,19 +65,9 @@ def _exit_with(owner: int) -> None:
     if handle is not None:
         select.select([handle], [], [])
     else:
-        while _running(owner):
+        while pid_alive(owner):
             time.sleep(1.0)
     os._exit(1)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    return True
 
 
 def _import(modules: tuple[str, ...]) -> None:

@@ -30,6 +30,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from retrieval.core.processes import pid_alive
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 WILDCARDS = ("0.0.0.0", "::", "")
 UPLOAD_PREFIX = "convis-uploads-"
@@ -138,12 +140,4 @@ def _owner(folder: Path) -> int | None:
 
 
 def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return True  # not named by a pid: not ours to judge
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
+    return pid is None or pid_alive(pid)  # not named by a pid: not ours to judge

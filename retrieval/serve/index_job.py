@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from retrieval.core.processes import pid_alive
+
 RUNNER = "retrieval.serve.index_job"
 RECORD_NAME = "app-run.json"  # in the index folder: the last run the app started, as its child last recorded it
 RECORD_LIMIT = 64 << 20  # a report lists every failed file: a large folder's is a few megabytes
@@ -190,13 +192,9 @@ GONE = ("the index run ended without a report (its process was killed, or the ma
 
 def _alive(pid: object) -> bool:
     """``pid`` is an index run's child still at work, not a process that took its number since."""
-    if not isinstance(pid, int) or pid <= 0:
+    if not isinstance(pid, int) or not pid_alive(pid):
         return False
-    try:
-        os.kill(pid, 0)
-    except OSError:  # no such process, or another user's: not this index's run
-        return False
-    try:
+    try:  # another user's process (its number reused) runs something else: not this index's run
         return RUNNER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()  # empty for a zombie
     except OSError:
         return True  # no /proc (macOS): the live pid is all there is to go by

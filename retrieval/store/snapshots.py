@@ -11,6 +11,8 @@ import os
 import time
 from pathlib import Path
 
+from retrieval.core.processes import pid_alive, pid_user
+
 CATALOG_NAME = "catalog.duckdb"
 SNAPSHOT_NAME = "snapshot.duckdb"  # the committed state a writer publishes beside its catalog for readers
 WRITER_MARK = ".writer.pid"  # the pid of the process holding the catalog for writing, while it does
@@ -23,12 +25,13 @@ def published_snapshot(catalog_path: Path) -> Path | None:
 
 
 def writer_pid(catalog_path: Path) -> int | None:
-    """The live process (other than this one) writing ``catalog_path``, if any; a killed writer's mark is ignored."""
+    """The live process (other than this one) writing ``catalog_path``, if any; a killed writer's mark is ignored,
+    and so is one whose number another user's process took since (the mark belongs to the user who wrote it)."""
+    mark = Path(catalog_path).parent / WRITER_MARK
     try:
-        pid = int((Path(catalog_path).parent / WRITER_MARK).read_text().strip())
-        if pid == os.getpid():
+        pid = int(mark.read_text().strip())
+        if pid == os.getpid() or not pid_alive(pid) or pid_user(pid) not in (None, mark.stat().st_uid):
             return None
-        os.kill(pid, 0)
     except (OSError, ValueError):
         return None
     return pid

@@ -13,32 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from rerankers.factory import create_for_protocol, create_reranker
+from rerankers.factory import create_for_protocol
 from rerankers.frames import concat_pair
-from retrieval.core.concepts import parse_concepts
-from retrieval.lmm.clips import ClipRef, FrameCache
-from retrieval.lmm.similarity import PairScorer
-from tests import media
+from tests.tiny_rerankers import TOLERANCE, build, noise
 
 QWENS = ["qwen2_vl", "qwen2_5_vl"]
-TOLERANCE = 1e-5
 SIZES = [(84, 56), (56, 112), (112, 84), (56, 84)]  # (height, width) of video 2: other shapes, and video 1's own
-
-
-def noise(n: int, height: int, width: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 256, (n, height, width, 3), dtype=np.uint8)
-
-
-def build(tiny_folders, family: str, **kwargs):
-    reranker = create_reranker(str(tiny_folders[family]), device="cpu", frames_per_video=4, **kwargs)
-    # a random tiny model answers near-uniformly and rarely with a digit: only the answers' rows of the head are
-    # kept (scaled), so the expected scores spread apart and the greedy token is a digit
-    with torch.no_grad():
-        head = reranker.model.lm_head.weight
-        kept = head[reranker.answer_ids] * 20
-        head.zero_()
-        head[reranker.answer_ids] = kept
-    return reranker
 
 
 def pairs_of(reranker, n: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -135,45 +115,6 @@ def test_an_odd_frame_count_is_not_shared(tiny_folders, family):
     assert reranker._shared_tokens(*shared_inputs(reranker, pairs), "Location") is None
     scores = reranker.score_pairs(pairs, "Location", prepared=True)
     assert len(scores) == 2 and reranker.work["prefix_passes"] == 0 and reranker.work["pair_passes"] == 2
-
-
-@pytest.fixture(scope="module")
-def clip_files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("shared-qwen-clips")
-    sizes = [(64, 48), (48, 64), (80, 40), (64, 48)]  # (width, height): the anchor, then candidates of other sizes
-    return [ClipRef(str(media.make_clip(folder / f"{i}.mp4", frames=12, fps=4, size=size,
-                                        pixels=lambda f, i=i, s=size: noise(1, s[1], s[0], seed=100 * i + f)[0])),
-                    f"clip{i}") for i, size in enumerate(sizes)]
-
-
-def query(reranker, clips, concepts, symmetric: bool = False):
-    """One anchor against the other clips, concept by concept, as ``convis query`` asks the reranker."""
-    scorer = PairScorer(reranker, None, FrameCache(), "expected", symmetric)
-    anchor, *candidates = clips
-    return [scorer.score([(anchor, c) for c in candidates], concept) for concept in concepts]
-
-
-@pytest.mark.parametrize("family", QWENS)
-def test_work_counts_and_symmetric_scores_through_the_pair_scorer(tiny_folders, family, clip_files):
-    concepts = parse_concepts(["location", "main action"])
-    n, c = len(clip_files) - 1, len(concepts)
-    reranker = build(tiny_folders, family)
-    shared = query(reranker, clip_files, concepts)
-    assert dict(reranker.work) == {"vision_calls": 1 + n, "prefix_passes": c, "pair_passes": n * c}
-
-    alone = build(tiny_folders, family, share=False)
-    assert_same_scores(reranker, alone, clip_files, concepts, shared)
-    assert dict(alone.work) == {"vision_calls": c * 2 * n * 3, "pair_passes": n * c * 3}  # one way, then both ways
-
-
-def assert_same_scores(shared, alone, clips, concepts, shared_scores) -> None:
-    """``alone`` (unshared) scores as ``shared`` did (``shared_scores``), then both score both ways alike."""
-    for got, want in zip(shared_scores, query(alone, clips, concepts), strict=True):
-        assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in want]
-    both = query(shared, clips, concepts, symmetric=True)
-    for got, want in zip(both, query(alone, clips, concepts, symmetric=True), strict=True):
-        assert [s.score for s in got] == [pytest.approx(s.score, abs=TOLERANCE) for s in want]
-        assert [s.probs for s in got] == [pytest.approx(s.probs, abs=TOLERANCE) for s in want]
 
 
 def test_the_paper_protocol_scores_pairs_unshared(tiny_folders):

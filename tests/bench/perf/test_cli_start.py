@@ -9,7 +9,7 @@ from bench.perf.cli_session import CLI_BASELINE, COMMANDS, SEARCH_TEXT, time_com
 from bench.perf.cli_start import shown, time_command, timed_runs
 from bench.perf.markdown import markdown
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import CliResult
+from bench.perf.sections.cli import CliResult
 from bench.perf.serve_start import time_serve
 
 MACHINE = {"date": "", "cpus": 1, "memory_gb": 1, "python": "", "torch": "", "torch_threads": 1, "faiss": "",

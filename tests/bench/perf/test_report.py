@@ -1,7 +1,7 @@
 """Targets judged from a report's rows."""
 
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import IndexingResult
+from bench.perf.sections.indexing import IndexingResult
 
 
 def _rows(decode_s, embed_s, pipeline_s, reference_s):

@@ -6,7 +6,7 @@ checked.
 
 from bench.perf.markdown import markdown
 from bench.perf.report import PerfReport, checks
-from bench.perf.results import ServeLoadResult
+from bench.perf.sections.serve import ServeLoadResult
 from bench.perf.serve_load import ROUTES, Route, alone_row, load, load_rows, percentile, time_alone
 from tests.retrieval.serve.test_browser import serving
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from bench.perf.config import Footage, PerfConfig, Progress
+from bench.perf.section import Section, one_table, rounded
 
 OCR_CLIPS = 4  # clips read (a full run); a smoke run reads one
 
@@ -50,3 +51,18 @@ def run_ocr(config: PerfConfig, footage: Footage, progress: Progress) -> list[Oc
                               round(time.perf_counter() - wall, 3), round(time.process_time() - cpu, 3),
                               "CUDA" if reader.cuda else "CPU"))
     return rows
+
+
+HEAD = ["clip", "size", "runtime", "frames", "lines", "seconds", "frames/s", "CPU seconds", "frames/CPU s"]
+
+
+def _row(r: OcrResult) -> list:
+    return [r.clip, r.size, r.provider, r.frames, r.lines, f"{r.seconds:.2f}", f"{r.frames_per_s:.2f}",
+            f"{r.cpu_seconds:.2f}", f"{r.frames_per_cpu_s:.2f}"]
+
+
+SECTION = Section(
+    "ocr", "the ocr indexer on the clips (a smoke run: the first), read as an index run reads them: frames/s in "
+           "wall and in CPU time, lines found",
+    OcrResult, run_ocr, one_table("On-screen text (ocr)", HEAD, _row),
+    derived=rounded(frames_per_s=3, frames_per_cpu_s=3))
