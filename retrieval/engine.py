@@ -1,9 +1,9 @@
-"""The Python API: ``Engine(index_dir).index(folder)`` and ``.query(QueryRequest(anchor, concepts))``.
+"""The engine: ``Engine(index_dir).index(folder)`` and ``.query(QueryRequest(anchor, concepts))``.
 
 An Engine is an index folder and the models it keeps between requests (``ModelCache``); each verb takes one
 request value (``retrieval.search.requests``) and returns a result that carries its own notices, so one Engine
-answers any number of requests, at the same time too.  The CLI and the server are thin layers over it, and
-import the request values, ``IndexSettings`` and ``ConvisError`` from here.
+answers any number of requests, at the same time too.  The CLI and the server are thin layers over it; they, and
+a user's script, import it with the request values, results and errors from ``retrieval.api``, the public face.
 """
 
 from __future__ import annotations
@@ -12,53 +12,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-# isort: split
-# What the CLI reads its option values with, and the catalog damage it tells apart (it imports nothing below
-# the engine itself).
-from indexers.base import PROTOCOLS as PROTOCOLS
-from rerankers.base import MODES as MODES
-from retrieval.analysis.diff import gather_statements as gather_statements
-from retrieval.core.concepts import parse_concepts as parse_concepts
-from retrieval.core.errors import one_line as one_line
-from retrieval.core.segmentation import SegmentationError as SegmentationError
-from retrieval.core.segmentation import ShotRule as ShotRule
-from retrieval.core.segmentation import parse_segment as parse_segment
-from retrieval.core.timecode import TimeFormatError as TimeFormatError
-from retrieval.core.timecode import parse_time as parse_time
-from retrieval.search.anchor import AnchorSpanError as AnchorSpanError
-from retrieval.search.signals import parse_overrides as parse_overrides
-from retrieval.search.text_query import parse_weights as parse_weights
-from retrieval.store.errors import is_damage as is_damage
-
-# isort: split
 # What a query, `info` and `ls` need is imported here; what only indexing, describing, reranking, text search
 # or building a model needs is imported where it is used, so that a query whose anchor is indexed imports no
 # model code (torch, transformers) and no decoder (`convis bench perf` measures the CLI's start-up).
 from retrieval.core.concepts import Concept
-from retrieval.core.defaults import DEFAULT_DIFF_MODEL as DEFAULT_DIFF_MODEL  # the requests' defaults, for the faces
-from retrieval.core.defaults import DEFAULT_K as DEFAULT_K
-from retrieval.core.errors import ConvisError as ConvisError  # the faces catch it as imported from here
+from retrieval.core.errors import one_line
 from retrieval.model_cache import ModelCache
-from retrieval.pipeline.settings import IndexSettings as IndexSettings  # for the faces
-from retrieval.search.anchor import AnchorError as AnchorError  # callers import it from here
+from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.compare import run_compare
-from retrieval.search.compose import Change as Change  # a query's change with its weight
 from retrieval.search.query import run_query
-from retrieval.search.requests import CompareRequest as CompareRequest  # the faces import the request values here
-from retrieval.search.requests import DiffRequest as DiffRequest
-from retrieval.search.requests import DupesRequest as DupesRequest
-from retrieval.search.requests import QueryRequest as QueryRequest
-from retrieval.search.requests import SearchRequest as SearchRequest
-from retrieval.search.requests import as_concepts
+from retrieval.search.requests import (
+    CompareRequest,
+    DiffRequest,
+    DupesRequest,
+    QueryRequest,
+    SearchRequest,
+    as_concepts,
+)
 from retrieval.search.results import CompareResult, QueryResult
 from retrieval.store import index_dir as store
 from retrieval.store.catalog import Catalog, FileListing
 from retrieval.store.catalog.removed import RemovedFile, Undone
-from retrieval.store.index_dir import NoIndexError as NoIndexError
-from retrieval.store.index_dir import NotIndexedError as NotIndexedError
-from retrieval.store.index_dir import find_index_dir as find_index_dir
-from retrieval.store.index_dir import locate_index as locate_index
-from retrieval.store.index_dir import remember_index as remember_index
 from retrieval.store.repair import Restored
 from retrieval.store.snapshots import CATALOG_NAME
 
@@ -291,10 +265,3 @@ class Engine:
         """Restore a damaged catalog from its snapshot (the damaged file is kept aside); None when it is whole."""
         return store.repair(self.index_dir)
 
-
-def export_results(results: Path, out: Path, fmt: str = "parquet", force: bool = False) -> dict:
-    """The hits of a query's or a search's ``--json`` output (the file ``results``) written to the folder ``out``
-    as a results table with a manifest, which is returned; no index is read."""
-    from retrieval.store.export.results import export_results as write  # pyarrow: only an export pays for it
-
-    return write(results, out, fmt, force)

@@ -8,26 +8,28 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from retrieval.cli import present
 from retrieval.cli.options import IndexDirOpt, JsonOpt, RemoveIndexDirOpt, UserError, WhereArg, resolve_index_dir
+from retrieval.cli.present.common import print_notices
+from retrieval.cli.present.listing import print_info, print_listing, print_removed, print_removed_listing, print_repair
+from retrieval.cli.present.models import model_rows, print_models
 
 
 def info(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: JsonOpt = False):
     """Show what is indexed, by which indexers, and what failed."""
-    from retrieval.engine import Engine
+    from retrieval.api import Engine
 
     notices: list[str] = []
     summary = Engine(resolve_index_dir(index_dir or folder)).info(notices)
-    present.print_notices(notices)  # e.g. a damaged catalog read from its snapshot
-    present.print_info(summary, as_json)
+    print_notices(notices)  # e.g. a damaged catalog read from its snapshot
+    print_info(summary, as_json)
 
 
 def repair(folder: WhereArg = None, index_dir: IndexDirOpt = None, as_json: JsonOpt = False):
     """Restore a damaged catalog from the index's last snapshot (the damaged file is kept aside, renamed)."""
-    from retrieval.engine import Engine
+    from retrieval.api import Engine
 
     where = resolve_index_dir(index_dir or folder)
-    present.print_repair(where, Engine(where).repair(), as_json)
+    print_repair(where, Engine(where).repair(), as_json)
 
 
 FilesArg = Annotated[Optional[List[Path]], typer.Argument(metavar="FILE", help="Indexed files: paths as you see "
@@ -46,8 +48,8 @@ def remove(files: FilesArg = None, index_dir: RemoveIndexDirOpt = None, undo: Un
     """Take files out of the index: no search, listing or count shows them, and later `convis index` runs skip them
     (they stay removed until undone); the files stay on disk and their vectors are kept, so --undo puts them back
     searchable at once. `convis ls --removed` lists them."""
+    from retrieval.api import Engine
     from retrieval.cli.drop_list import read_drop_list
-    from retrieval.engine import Engine
 
     files = list(files or [])
     listed = read_drop_list(from_file) if from_file is not None else []
@@ -58,7 +60,7 @@ def remove(files: FilesArg = None, index_dir: RemoveIndexDirOpt = None, undo: Un
     # a file that exists here is named by where it is (a symlink as itself, not its target); any other path is
     # taken relative to the indexed folder, as a list's paths are
     named = [Path(os.path.abspath(f)) if os.path.lexists(f) else f for f in files] + listed
-    present.print_removed(engine.unremove(named) if undo else engine.remove(named), undo, as_json)
+    print_removed(engine.unremove(named) if undo else engine.remove(named), undo, as_json)
 
 
 FailedOpt = Annotated[bool, typer.Option("--failed", help="Only the files that could not be indexed.")]
@@ -70,19 +72,19 @@ def list_files(folder: WhereArg = None, index_dir: IndexDirOpt = None, failed: F
                removed: RemovedOpt = False, as_json: JsonOpt = False):
     """List the indexed files: duration, units, status (with the reason a file failed; unavailable: its folder is
     missing or not mounted, its vectors kept), caption; --removed: the removed files instead."""
-    from retrieval.engine import Engine
+    from retrieval.api import Engine
 
     if failed and removed:
         raise UserError("--failed and --removed list different files: give one of them")
     engine, notices = Engine(resolve_index_dir(index_dir or folder)), []
     if removed:
         listing = engine.removed(notices)
-        present.print_notices(notices)
-        present.print_removed_listing(engine.root, listing, as_json)
+        print_notices(notices)
+        print_removed_listing(engine.root, listing, as_json)
         return
     files = [f for f in engine.files(notices) if not failed or f.status == "failed"]
-    present.print_notices(notices)
-    present.print_listing(engine.root, files, as_json)
+    print_notices(notices)
+    print_listing(engine.root, files, as_json)
 
 
 ProtocolOpt = Annotated[str, typer.Option(metavar="fast|paper", help="Show the indexers as this protocol builds "
@@ -95,4 +97,4 @@ CompleteJsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON (al
 def models(protocol: ProtocolOpt = "fast", full: FullOpt = False, as_json: CompleteJsonOpt = False):
     """List the registered indexers, rerankers and pair signals: default weights, and what each is fed (frames,
     decode size, pooling, precision), before anything is downloaded."""
-    present.print_models(present.model_rows(protocol), full, as_json)
+    print_models(model_rows(protocol), full, as_json)

@@ -19,9 +19,10 @@ try:  # typer carries its own copy of click since 0.22
 except ImportError:
     from click import exceptions as click_errors
 
-from retrieval.cli import admin, compare, dupes, export, index, pages, present, query, tag
-from retrieval.cli.console import PlainUsage
-from retrieval.cli.present import err, fail, out, shown
+from retrieval.api import ConvisError
+from retrieval.cli import admin, compare, dupes, export, index, pages, query, tag
+from retrieval.cli.console import PlainUsage, err, fail, fail_with, out, shown
+from retrieval.cli.present.common import damaged, refused
 
 BENCH_HELP = "Reproduce ConViS-Bench metrics and measure convis on them."
 
@@ -85,16 +86,16 @@ def failed(exc: Exception) -> None:
         return
     import duckdb
 
-    from retrieval.engine import ConvisError, is_damage
+    from retrieval.api import is_damage
 
     if isinstance(exc, ConvisError):
-        fail(exc.public(), exc.exit_code)
+        fail_with(exc)
     if isinstance(exc, (NotADirectoryError, FileNotFoundError)):
         fail(str(exc).strip() or type(exc).__name__)
     if isinstance(exc, duckdb.Error) and is_damage(exc):
-        present.damaged(exc)
+        damaged(exc)
     if isinstance(exc, OSError):  # the system refused: a full disk, a permission, a file where a folder should be
-        present.refused(exc)
+        refused(exc)
 
 
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, rich_markup_mode=None,

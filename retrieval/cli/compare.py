@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from retrieval.cli import present
+from retrieval.cli.console import counting
 from retrieval.cli.options import (
     CANT_TELL_MARGIN,
     DEFAULT_DIFF_MODEL,
@@ -30,6 +30,10 @@ from retrieval.cli.options import (
     concepts_to_score,
     resolve_index_dir,
 )
+from retrieval.cli.present.common import page_written
+from retrieval.cli.present.comparison import print_comparison, show_diff
+from retrieval.cli.present.pages import write_compare_html, write_diff_html, write_diff_ranking_html
+from retrieval.cli.present.results import show
 
 AArg = Annotated[Path, typer.Argument(metavar="A", help="First video.")]
 BArg = Annotated[Path, typer.Argument(metavar="B", help="Second video.")]
@@ -48,7 +52,7 @@ def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt =
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
     index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker. With --where, B's rank is its
     place among the units the filter keeps (B must be one of them)."""
-    from retrieval.engine import CompareRequest, Engine, parse_overrides
+    from retrieval.api import CompareRequest, Engine, parse_overrides
 
     check_page(html)
     concepts = concepts_to_score(concept, mode, free_text)
@@ -57,13 +61,13 @@ def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt =
                                            signal_overrides=parse_overrides(signal or [], free_text),
                                            where=filters or ()))
     if html is not None:
-        present.page_written("page", present.write_compare_html(result, a, b, html))
-    present.show(result, as_json, present.print_comparison)
+        page_written("page", write_compare_html(result, a, b, html))
+    show(result, as_json, print_comparison)
 
 
 def _compare_index(index_dir: Optional[Path], a: Path, reranker: Optional[str]) -> Optional[Path]:
     """The index a comparison uses: its signals score the pair; an LMM only keeps its score cache there."""
-    from retrieval.engine import find_index_dir
+    from retrieval.api import find_index_dir
 
     if index_dir is not None:
         return resolve_index_dir(index_dir, a)
@@ -111,7 +115,7 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = None, s
     """What differs between clips of the same action, and in which clip? Closed mode places given statements
     (--statement, --statements), open mode (--open N) lets the LMM list differences; with more than two clips,
     ranks the others by how much they differ from the first."""
-    from retrieval.engine import DiffRequest, Engine, gather_statements
+    from retrieval.api import DiffRequest, Engine, gather_statements
 
     check_page(html)
     check_mode(mode)
@@ -128,17 +132,17 @@ def diff(videos: VideosArg, action: ActionOpt, statement: StatementOpt = None, s
     if pair:
         result = engine.diff(request)
         if html is not None:
-            present.page_written("page", present.write_diff_html(result, videos[0], videos[1], html))
+            page_written("page", write_diff_html(result, videos[0], videos[1], html))
     else:
-        with present.counting("candidates", len(videos) - 1, as_json) as advance:
+        with counting("candidates", len(videos) - 1, as_json) as advance:
             result = engine.diff(request, progress=lambda event, data: advance(data["done"], data["total"]))
         if html is not None:
-            present.page_written("page", present.write_diff_ranking_html(result, videos[0], html))
-    present.show_diff(result, not pair, as_json)
+            page_written("page", write_diff_ranking_html(result, videos[0], html))
+    show_diff(result, not pair, as_json)
 
 
 def _diff_index(index_dir: Optional[Path], a: Path) -> Optional[Path]:
     """Where the answer cache lives: the given index, else the nearest one, else none (the user cache folder)."""
-    from retrieval.engine import find_index_dir
+    from retrieval.api import find_index_dir
 
     return resolve_index_dir(index_dir, a) if index_dir is not None else find_index_dir(a.parent, Path.cwd())

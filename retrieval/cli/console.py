@@ -1,4 +1,5 @@
-"""What every command shares with the user: plain help, one-line errors, notes on stderr, progress bars."""
+"""What every command of both CLIs (`convis`, `convis bench`) shares with the user: plain help, the consoles,
+text a user or a file supplied made safe to print, the one way a command fails, notes on stderr, progress bars."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, NoReturn
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperCommand
+
+from retrieval.api import ConvisError
+
+# emoji=False: model ids such as "package:..." must print as written
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 
 class PlainUsage(TyperCommand):
@@ -49,10 +58,23 @@ def printable(text: object) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
-def fail(message: str) -> NoReturn:
-    """``message`` as one line on stderr (library errors can span lines), exit code 2."""
-    typer.echo(f"error: {printable(' '.join(message.split()))}", err=True)
-    raise typer.Exit(code=2)
+def shown(text: object) -> str:
+    """Text a user or a file supplied, ready for a rich print: control characters escaped (``printable``), and
+    brackets too, so "[bold]a.mp4" is a name, not markup."""
+    return escape(printable(text))
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """How every command of both CLIs fails: ``error: message`` as one line on stderr (control characters
+    escaped, so a file's name cannot break it or steer the terminal), then exit ``code``."""
+    err.print(f"[bold red]error:[/] {shown(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def fail_with(exc: ConvisError) -> NoReturn:
+    """A ConvisError as the line its kind words for a reader (``public``), with its kind's exit code (2, the
+    user's to fix, unless the kind says otherwise)."""
+    fail(exc.public(), exc.exit_code)
 
 
 def note(message: str) -> None:

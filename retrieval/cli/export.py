@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from retrieval.cli import present
+from retrieval.cli.console import shown
 from retrieval.cli.options import IndexDirOpt, UserError, WhereArg, resolve_index_dir
+from retrieval.cli.present.common import print_json, print_notices
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="The folder to write to (made when "
                                       "missing; one that holds anything needs --force).")]
@@ -27,7 +28,7 @@ def export(out: OutOpt, folder: WhereArg = None, fmt: FormatOpt = "parquet", res
     """Write an index's files, units, descriptions, timed text lines and each signal's vectors as parquet or JSONL
     files any tool reads, with a manifest.json (tables, row counts, the index and its generation); the index is only
     read, also while an index run or the server holds it. With --results: a query's or a search's hits instead."""
-    from retrieval.engine import Engine, export_results
+    from retrieval.api import Engine, export_results
 
     notices: list[str] = []
     if results is not None:
@@ -36,11 +37,11 @@ def export(out: OutOpt, folder: WhereArg = None, fmt: FormatOpt = "parquet", res
         manifest = export_results(results, out, fmt, force)
     else:
         manifest = Engine(resolve_index_dir(index_dir or folder)).export(out, fmt, force, notices)
-    present.print_notices(notices)
+    print_notices(notices)
     if as_json:
-        present.print_json(manifest)
+        print_json(manifest)
         return
     for table in manifest["tables"]:
-        present.out.print(f"{table['rows']:>9,} rows  {present.shown(out / table['file'])}", highlight=False,
+        out.print(f"{table['rows']:>9,} rows  {shown(out / table['file'])}", highlight=False,
                           soft_wrap=True)
-    present.out.print(f"{'':>14}{present.shown(out / 'manifest.json')}", highlight=False, soft_wrap=True)
+    out.print(f"{'':>14}{shown(out / 'manifest.json')}", highlight=False, soft_wrap=True)

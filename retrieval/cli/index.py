@@ -9,7 +9,6 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from retrieval.cli import present
 from retrieval.cli.options import (
     DEFAULT_SHOT_MAX_SECONDS,
     DEFAULT_SHOT_MIN_SECONDS,
@@ -27,6 +26,7 @@ from retrieval.cli.options import (
     resolve_index_dir,
     units_option,
 )
+from retrieval.cli.present.index_report import describe_summary, index_progress, index_summary
 
 FolderArg = Annotated[Path, typer.Argument(metavar="FOLDER", help="Folder of videos (searched recursively).")]
 IndexerOpt = Annotated[List[str], typer.Option(
@@ -113,7 +113,7 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
           captioner: CaptionerOpt = None, captioner_backend: CaptionerBackendOpt = "hf",
           decode_device: DecodeDeviceOpt = None, metadata: MetadataOpt = None, as_json: RunJsonOpt = False):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
-    from retrieval.engine import Engine, IndexSettings, remember_index
+    from retrieval.api import Engine, IndexSettings, remember_index
 
     if captions is not None and not captions.is_dir():
         raise UserError(f"captions folder not found: {captions}")
@@ -127,7 +127,7 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
     engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code,
                     captioner_backend=captioner_backend)
     notices: list[str] = []
-    with present.index_progress(disable=as_json) as progress:
+    with index_progress(disable=as_json) as progress:
         report = engine.index(folder, indexer or [], settings, progress=progress, notices=notices)
     if engine.has_index:  # the file given, else the one read before if it changed: after the run, every path known
         read = engine.read_metadata(metadata, notices)
@@ -137,7 +137,7 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
     report.seconds = command_seconds(report.seconds)
     if index_dir is not None and report.found:  # found from the folder later, without --index-dir
         notices += filter(None, [remember_index(folder, engine.index_dir)])
-    present.index_summary(report, notices, progress, folder, as_json)
+    index_summary(report, notices, progress, folder, as_json)
     if not report.indexed and not report.unchanged:
         raise typer.Exit(1)  # nothing usable came out of this folder
 
@@ -169,13 +169,13 @@ def describe(where: WhereArg = None, index_dir: IndexDirOpt = None, concept: Des
     """Describe every indexed unit by more concepts (one model call a unit and concept, never asked twice) and
     embed each concept's descriptions into its own signal, which `query --concept` and `search --concept` use.
     Resumable: a killed run keeps what it wrote."""
-    from retrieval.engine import Engine, parse_concepts
+    from retrieval.api import Engine, parse_concepts
 
     concepts = parse_concepts(concept, free_text) if concept else []
     engine = Engine(resolve_index_dir(index_dir or where), device=device, trust_remote_code=trust_remote_code,
                     captioner_backend=captioner_backend)
-    with present.index_progress(disable=as_json) as progress:
+    with index_progress(disable=as_json) as progress:
         report = engine.describe(concepts, captioner, progress=progress)
-    present.describe_summary(report, as_json)
+    describe_summary(report, as_json)
     if report.counts.failed:  # left for a later run, which asks for them again
         raise typer.Exit(1)

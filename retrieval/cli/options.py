@@ -15,11 +15,14 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
-# the defaults and limits the help texts name: constants only, so the help costs no engine import
-from retrieval.core.defaults import (
+# the defaults and limits the help texts name, and each request field's declaration: the public face's light
+# names, so the help costs no engine import
+from retrieval.api import (
     CANT_TELL_MARGIN,
     DEFAULT_DIFF_MODEL,
     DEFAULT_K,
+    DEFAULT_SHOT_MAX_SECONDS,
+    DEFAULT_SHOT_MIN_SECONDS,
     INDEX_DIRNAME,
     MAX_CONCEPT_WEIGHT,
     MAX_SAMPLE_FPS,
@@ -27,15 +30,14 @@ from retrieval.core.defaults import (
     MAX_UPLOAD_BYTES,
     MIN_CONCEPT_WEIGHT,
     MIN_SEGMENT_SECONDS,
+    TIME_EXAMPLES,
     UPLOAD_QUOTA_BYTES,
     WINDOW_FRAMES,
     WORKER_MEMORY_MB,
+    ConvisError,
     MiB,
 )
-from retrieval.core.errors import ConvisError
-from retrieval.core.segmentation import DEFAULT_SHOT_MAX_SECONDS, DEFAULT_SHOT_MIN_SECONDS
-from retrieval.core.timecode import EXAMPLES as TIME_EXAMPLES
-from retrieval.search import request_fields as spec  # each request field's help and bounds, as the server reads them
+from retrieval.api import request_fields as spec
 
 __all__ = ["CANT_TELL_MARGIN", "DEFAULT_DIFF_MODEL", "DEFAULT_K", "DEFAULT_SHOT_MAX_SECONDS",
            "DEFAULT_SHOT_MIN_SECONDS", "INDEX_DIRNAME",

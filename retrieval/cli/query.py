@@ -7,7 +7,6 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from retrieval.cli import present
 from retrieval.cli.options import (
     DEFAULT_K,
     TIME_EXAMPLES,
@@ -39,6 +38,9 @@ from retrieval.cli.options import (
     parse_duration,
     resolve_index_dir,
 )
+from retrieval.cli.present.common import page_written
+from retrieval.cli.present.pages import write_query_html
+from retrieval.cli.present.results import print_hits, show
 
 AnchorOpt = Annotated[Path, typer.Option("--anchor", "-a", metavar="FILE", help="The video to find similar clips "
                                          "for (indexed or not).")]
@@ -74,7 +76,7 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
           as_json: ResultsJsonOpt = False, explain: ExplainOpt = False):
     """Rank indexed clips by similarity to ANCHOR in terms of one or more concepts (and, with --change, by how
     well they show ANCHOR changed as a sentence says)."""
-    from retrieval.engine import AnchorSpanError, Change, Engine, QueryRequest, parse_overrides
+    from retrieval.api import AnchorSpanError, Change, Engine, QueryRequest, parse_overrides
 
     check_page(html)
     if not concept and change is None:
@@ -92,9 +94,9 @@ def query(anchor: AnchorOpt, concept: QueryConceptsOpt = None, free_text: FreeTe
     except AnchorSpanError as exc:  # said in the words the user typed
         raise UserError(f"--start {start} is past the end of {exc.path.name} ({exc.duration:.1f} s)") from None
     if html is not None:
-        present.page_written("gallery", present.write_query_html(result, engine.root, html, start=span[0],
+        page_written("gallery", write_query_html(result, engine.root, html, start=span[0],
                                                                  end=span[1], index_dir=engine.index_dir))
-    present.show(result, as_json, present.print_hits, explain)
+    show(result, as_json, print_hits, explain)
 
 
 WeightsOpt = Annotated[List[str], typer.Option(metavar="INDEXER=WEIGHT", help="Use only the named signals, "
@@ -112,7 +114,7 @@ def search(text: SearchTextArg, where: WhereArg = None, index_dir: IndexDirOpt =
     """Rank indexed clips by how well they match TEXT, with every indexed signal that has a text tower
     (captions embedded by the text indexer, CLIP), or with one concept's descriptions (--concept). One
     text-tower pass per signal; no LMM is asked. The keyword index (--mode) finds exact words."""
-    from retrieval.engine import Engine, SearchRequest, parse_weights
+    from retrieval.api import Engine, SearchRequest, parse_weights
 
     check_page(html)
     weights = parse_weights(signal or [])
@@ -120,6 +122,6 @@ def search(text: SearchTextArg, where: WhereArg = None, index_dir: IndexDirOpt =
     result = engine.search(SearchRequest(text, k, weights, concept=concept, free_text=free_text, where=filters or (),
                                          mode=mode))
     if html is not None:
-        present.page_written("gallery", present.write_query_html(result, engine.root, html,
+        page_written("gallery", write_query_html(result, engine.root, html,
                                                                  index_dir=engine.index_dir))
-    present.show(result, as_json, present.print_hits, explain)
+    show(result, as_json, print_hits, explain)

@@ -8,8 +8,9 @@ from typing import Annotated, List
 
 import typer
 
-from retrieval.cli import present
+from retrieval.cli.console import out, printable
 from retrieval.cli.options import JsonOpt, RemoveIndexDirOpt, resolve_index_dir
+from retrieval.cli.present.common import print_json
 
 TagFilesArg = Annotated[List[Path], typer.Argument(metavar="FILE", help="Indexed files: paths as you see them, or "
                                                    "relative to the indexed folder.")]
@@ -25,14 +26,14 @@ def tag(files: TagFilesArg, set_: SetOpt = None, unset: UnsetOpt = None, index_d
         as_json: JsonOpt = False):
     """Set (--set KEY=VALUE) or remove (--unset KEY) user fields of indexed files, for --where filters on query,
     search and the web app; `convis ls --json` shows them. No vector changes."""
-    from retrieval.engine import Engine
+    from retrieval.api import Engine
 
     engine = Engine(resolve_index_dir(index_dir, *files))
     named = [Path(os.path.abspath(f)) if os.path.lexists(f) else f for f in files]
     tagged = engine.tag(named, set_ or [], unset or [])
     if as_json:
-        present.print_json({"tagged": tagged, "set": list(set_ or []), "unset": list(unset or [])})
+        print_json({"tagged": tagged, "set": list(set_ or []), "unset": list(unset or [])})
         return
     changes = ", ".join([*(set_ or []), *(f"-{name}" for name in unset or [])])
-    present.out.print(f"tagged {len(tagged)} file(s): {present.printable(', '.join(tagged))} ({changes})",
+    out.print(f"tagged {len(tagged)} file(s): {printable(', '.join(tagged))} ({changes})",
                       highlight=False, markup=False)

@@ -8,7 +8,8 @@ from indexers.factory import available_indexers, has_text_tower
 
 
 def test_listing_and_resolving_families_imports_no_torch():
-    probe = ("import sys; from indexers.factory import has_text_tower; from retrieval.cli.present import model_rows; "
+    probe = ("import sys; from indexers.factory import has_text_tower; "
+             "from retrieval.cli.present.models import model_rows; "
              "rows = model_rows('paper'); assert has_text_tower('clip:openai/clip-vit-base-patch32'); "
              "print(len(rows), sorted(m for m in ('torch', 'transformers', 'open_clip') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()

@@ -1,4 +1,4 @@
-"""What the bench commands share: their common options, and bad input as one line on stderr."""
+"""What the bench commands share: their common options, and bad input as one line on stderr with its exit code."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from bench.loaders import SIMILARITIES_SUFFIX
-from retrieval.cli.console import fail
+from retrieval.api import ConvisError, one_line
+from retrieval.cli.console import fail, fail_with
 
 GtPairsOpt = Annotated[Path, typer.Option("--gt", help="Human ratings: gt_conditioned_similarities.json.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON instead of tables.")]
@@ -20,13 +21,11 @@ MorePaths = Annotated[Optional[list[Path]], typer.Argument(help="More score file
 
 @contextmanager
 def user_errors(*more: type[BaseException]) -> Iterator[None]:
-    """Any ConvisError (bad input, a missing model, a busy index), an OSError and the ``more`` kinds of error
-    become one line on stderr and exit code 2, not a traceback."""
+    """Any ConvisError (bad input, a missing model, a busy index) becomes its one line on stderr and its exit code,
+    as in the main CLI; an OSError and the ``more`` kinds of error one line and exit code 2; not a traceback."""
     try:
         yield
-    except Exception as e:
-        from retrieval.engine import ConvisError  # on failure only: the bench commands' help imports no engine
-
-        if isinstance(e, (ConvisError, OSError, *more)):
-            fail(str(e))
-        raise
+    except ConvisError as e:
+        fail_with(e)
+    except (OSError, *more) as e:
+        fail(one_line(e, None))

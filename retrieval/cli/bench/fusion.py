@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -17,7 +17,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.loaders import CONVIS_CONCEPTS, SIMILARITIES_SUFFIX, BenchDataError, discover, load_gt_pairs
-from retrieval.cli.console import PlainUsage
+from retrieval.cli.bench.common import user_errors
+from retrieval.cli.console import PlainUsage, fail
 
 if TYPE_CHECKING:
     from bench.fusion import CvResult
@@ -29,11 +30,6 @@ HELP = "Learn per-concept weights of signals and compare the fused score with ea
 def register(app: typer.Typer) -> None:
     """Add the `fusion` command to a typer app (the `bench` sub-app)."""
     app.command("fusion", help=HELP, cls=PlainUsage)(fusion)
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {' '.join(str(message).split())}", err=True)
-    raise typer.Exit(code=2)
 
 
 def fusion(
@@ -63,7 +59,7 @@ def fusion(
     from bench.fusion import cross_validate
     from bench.fusion_train import FusionError, fit_fusion, save_fusion
 
-    try:
+    with user_errors(FusionError):
         table = _table(gt, [*(signals or []), *(paths or [])], use, query_time)
         concepts = [c for c in table.labels if table.columns[c]]
         splits = [False, True] if both else [group_by_video]
@@ -72,8 +68,6 @@ def fusion(
                            meta=_meta(gt, table, results, folds, seed))
         if out:
             save_fusion(model, out)
-    except (BenchDataError, FusionError, OSError) as e:
-        _fail(str(e))
     _emit(table, results, model, out, as_json, gt)
 
 
@@ -81,7 +75,7 @@ def _table(gt: Path, paths: Sequence[Path], use: list[str] | None, query_time: b
     from bench.fusion import build_table, query_time_signals
 
     if not paths:
-        _fail(f"give at least one --signals PATH (a score file or a folder to search for *{SIMILARITIES_SUFFIX})")
+        fail(f"give at least one --signals PATH (a score file or a folder to search for *{SIMILARITIES_SUFFIX})")
     table = build_table(discover(paths, SIMILARITIES_SUFFIX), load_gt_pairs(gt))
     present = {s for cols in table.columns.values() for s in cols}
     keep = set(present)

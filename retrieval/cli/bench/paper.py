@@ -134,54 +134,57 @@ def make_split_command(
     typer.echo(f"wrote {out}: {len(split)} anchors, {min(sizes)}-{max(sizes)} candidates each")
 
 
-def run(
-    dataset: Annotated[Path, typer.Option("--dataset", help="ConViS-Bench folder: videos, "
+# `run`'s options: each help says what a run with it reproduces
+DatasetOpt = Annotated[Path, typer.Option("--dataset", help="ConViS-Bench folder: videos, "
                                           "gt_conditioned_similarities.json, optional to_be_ranked.json, "
-                                          "ranked.json and captions/.")],
-    out: Annotated[Path, typer.Option("--out", help="Where scores and indices go.")] = Path("out/bench-run"),
-    indexer: Annotated[Optional[list[str]], typer.Option("--indexer", "-i", help="Indexer(s) for the global "
-                                                         "signal; repeat for several.")] = None,
-    reranker: Annotated[Optional[str], typer.Option("--reranker", "-r", help="LMM for the concept-conditioned "
-                                                    "scores (name, hub id or folder).")] = None,
-    frames: Annotated[Optional[str], typer.Option("--frames", help="Frames per video, or a sweep like "
-                                                  "1,2,4,8,16 (paper Figure 3). Default: each model's own.")] = None,
-    mode: Annotated[Optional[str], typer.Option("--mode", metavar="expected|greedy", help="Reranker scoring. "
-                                                "Default: greedy under --protocol paper (one greedy token, read as "
-                                                "the reference's code reads it, 6-9 included; its InternVL sampled "
-                                                "instead, which no mode repeats), else expected. A mode, "
-                                                "--symmetric, a precision other than the family's paper one or a "
-                                                "batch over 1 is named in the model's folder (-expected, -sym, "
-                                                "-bf16, -b4): only a run as the paper's is printed beside its "
-                                                "value.")] = None,
-    symmetric: Annotated[bool, typer.Option("--symmetric", help="Average (a, b) and (b, a).")] = False,
-    rerank_batch: RunBatchOpt = None,
-    captions: Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text-to-text "
-                                                     "and cross-modal signals (default: DATASET/captions).")] = None,
-    captioner: Annotated[Optional[str], typer.Option("--captioner", help="Video LMM that captions every video "
+                                          "ranked.json and captions/.")]
+RunOutOpt = Annotated[Path, typer.Option("--out", help="Where scores and indices go.")]
+RunIndexerOpt = Annotated[Optional[list[str]], typer.Option("--indexer", "-i", help="Indexer(s) for the global "
+                                                            "signal; repeat for several.")]
+RunRerankerOpt = Annotated[Optional[str], typer.Option("--reranker", "-r", help="LMM for the concept-conditioned "
+                                                       "scores (name, hub id or folder).")]
+FramesOpt = Annotated[Optional[str], typer.Option("--frames", help="Frames per video, or a sweep like "
+                                                  "1,2,4,8,16 (paper Figure 3). Default: each model's own.")]
+RunModeOpt = Annotated[Optional[str], typer.Option("--mode", metavar="expected|greedy", help="Reranker scoring. "
+                                                   "Default: greedy under --protocol paper (one greedy token, read "
+                                                   "as the reference's code reads it, 6-9 included; its InternVL "
+                                                   "sampled instead, which no mode repeats), else expected. A mode, "
+                                                   "--symmetric, a precision other than the family's paper one or a "
+                                                   "batch over 1 is named in the model's folder (-expected, -sym, "
+                                                   "-bf16, -b4): only a run as the paper's is printed beside its "
+                                                   "value.")]
+SymmetricOpt = Annotated[bool, typer.Option("--symmetric", help="Average (a, b) and (b, a).")]
+CaptionsOpt = Annotated[Optional[Path], typer.Option("--captions", help="Caption folder for the text-to-text "
+                                                     "and cross-modal signals (default: DATASET/captions).")]
+CaptionerOpt = Annotated[Optional[str], typer.Option("--captioner", help="Video LMM that captions every video "
                                                      "(\"Describe this video in detail.\", the reference's request) "
-                                                     "instead of reading caption files; with --protocol paper as the "
-                                                     "reference's captioner did (frames, pixels, decoding, token "
-                                                     "budget; sampled ones seeded), else greedily from the family's "
-                                                     "reranking frames.")] = None,
-    vqascore: Annotated[Optional[str], typer.Option("--vqascore", help="Video LMM for the VQAScore signal "
-                                                    "(default: the --captioner; 'none' to skip).")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", help="torch device.")] = None,
-    protocol: Annotated[str, typer.Option("--protocol", help="How models see the videos: 'paper' (indexers: the "
+                                                     "instead of reading caption files; with --protocol paper as "
+                                                     "the reference's captioner did (frames, pixels, decoding, "
+                                                     "token budget; sampled ones seeded), else greedily from the "
+                                                     "family's reranking frames.")]
+VqaScoreOpt = Annotated[Optional[str], typer.Option("--vqascore", help="Video LMM for the VQAScore signal "
+                                                    "(default: the --captioner; 'none' to skip).")]
+WorkersOpt = Annotated[Optional[int], typer.Option("--workers", min=1, help="Decoder processes.")]
+DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="torch device.")]
+ProtocolOpt = Annotated[str, typer.Option("--protocol", help="How models see the videos: 'paper' (indexers: the "
                                           "reference's frames, pixels, weights and fp32, reproducing Table 3; the "
-                                          "captioner, VQAScore and reranker LMMs: the family's paper precision, one "
-                                          "request a forward pass, llava-video refused; the reranker: its greedy "
-                                          "answer) or 'fast' (convis's default).")] = "fast",
-    as_json: JsonOpt = False,
-    csv_path: CsvOpt = None,
-    chart: ChartOpt = None,
-) -> None:
+                                          "captioner, VQAScore and reranker LMMs: the family's paper precision, "
+                                          "one request a forward pass, llava-video refused; the reranker: its "
+                                          "greedy answer) or 'fast' (convis's default).")]
+
+
+def run(dataset: DatasetOpt, out: RunOutOpt = Path("out/bench-run"), indexer: RunIndexerOpt = None,
+        reranker: RunRerankerOpt = None, frames: FramesOpt = None, mode: RunModeOpt = None,
+        symmetric: SymmetricOpt = False, rerank_batch: RunBatchOpt = None, captions: CaptionsOpt = None,
+        captioner: CaptionerOpt = None, vqascore: VqaScoreOpt = None, workers: WorkersOpt = None,
+        device: DeviceOpt = None, protocol: ProtocolOpt = "fast", as_json: JsonOpt = False, csv_path: CsvOpt = None,
+        chart: ChartOpt = None) -> None:
     """Run convis on a ConViS-Bench folder: every Table 3 signal (video-to-video, text-to-text, cross-modal) and
     the LMM's concept scores, written in the released formats and evaluated."""
     from bench import report
     from bench.evaluate import correlation_rows, random_rows, retrieval_rows
     from bench.run import BenchRun, load_dataset
-    from retrieval.engine import PROTOCOLS
+    from retrieval.api import PROTOCOLS
 
     if protocol not in PROTOCOLS:
         fail(f"--protocol is one of {', '.join(PROTOCOLS)}, got {protocol!r}")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from bench.perf.sections import section_names, sections_help
+from retrieval.cli.bench.common import user_errors
 from retrieval.cli.console import PlainUsage
 
 if TYPE_CHECKING:
@@ -116,13 +117,8 @@ def perf(
     config = PerfConfig.smoke_run(**options) if smoke else \
         PerfConfig(**{k: v for k, v in options.items() if v is not None})
     command = "convis bench perf " + shlex.join(sys.argv[3:] if _is_cli() else [])
-    try:
+    with user_errors(ValueError, RuntimeError):
         report = run(config, progress=lambda message: typer.echo(message, err=True), command=command.strip())
-    except (ValueError, RuntimeError, OSError) as exc:
-        from retrieval.engine import one_line
-
-        typer.echo(f"error: {one_line(exc, None)}", err=True)
-        raise typer.Exit(code=2) from None
     _write(report, out, as_json)
 
 

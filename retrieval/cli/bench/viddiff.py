@@ -173,7 +173,7 @@ def run(
     from bench.viddiff import data
     from bench.viddiff.metrics import closed_accuracy
     from bench.viddiff.run import Asking, RunOutput, closed_comparability, run_samples, write_outputs
-    from retrieval.engine import Engine
+    from retrieval.api import Engine
 
     result, asking = RunOutput(), Asking(mode, reranker, scoring, symmetric, frames)
     comparability = closed_comparability(asking) if mode == "closed" else None

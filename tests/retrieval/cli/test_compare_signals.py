@@ -5,8 +5,8 @@ import shutil
 
 from typer.testing import CliRunner
 
+from retrieval.api import Engine, QueryRequest
 from retrieval.cli.app import app
-from retrieval.engine import Engine, QueryRequest
 
 runner = CliRunner()
 

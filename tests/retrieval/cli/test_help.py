@@ -5,9 +5,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import DEFAULT_K
 from retrieval.cli.app import app
 from retrieval.core.concepts import CONVIS_CONCEPTS
-from retrieval.engine import DEFAULT_K
 from tests.paths import ROOT
 
 runner = CliRunner()

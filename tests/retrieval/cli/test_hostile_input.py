@@ -82,7 +82,7 @@ def test_numbers_out_of_their_range_are_one_line_exit_2_before_any_model(example
 
 
 def test_request_values_hold_the_same_ranges():
-    from retrieval.engine import ConvisError, DiffRequest, QueryRequest, SearchRequest
+    from retrieval.api import ConvisError, DiffRequest, QueryRequest, SearchRequest
 
     for make in (lambda: QueryRequest("a.mp4", ["location"], k=1001), lambda: QueryRequest("a.mp4", ["location"], k=0),
                  lambda: SearchRequest("a cup", k=10**12), lambda: DiffRequest("a.mp4", "b.mp4", "x", fps=121.0)):

@@ -6,8 +6,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine
 from retrieval.cli.app import app
-from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 
 runner = CliRunner()

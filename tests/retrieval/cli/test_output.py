@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from retrieval.api import Engine
 from retrieval.cli.app import app
-from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app
 

@@ -20,6 +20,7 @@ from bench.viddiff.run import SampleSkipped
 from indexers.errors import ModelUnavailableError
 from rerankers.base import RerankerError, RerankerUnavailable
 from rerankers.prompts.diff import DiffInputError
+from retrieval.api import Engine, NoIndexError, NotIndexedError
 from retrieval.cli.app import app, failed
 from retrieval.cli.options import UserError
 from retrieval.core.concepts import CloseToConcept, ConceptError
@@ -28,7 +29,6 @@ from retrieval.core.pixels import SizeError
 from retrieval.core.registry import UnknownModelError
 from retrieval.core.segmentation import SegmentationError
 from retrieval.core.timecode import TimeFormatError
-from retrieval.engine import Engine, NoIndexError, NotIndexedError
 from retrieval.media.frames import BackendUnavailable, DecodeError, FileChanged, SpanError
 from retrieval.media.preview import PreviewError
 from retrieval.pipeline.describe_run import NoCaptionerError

@@ -9,7 +9,7 @@ import sys
 import faiss
 import pytest
 
-from retrieval.engine import Engine, NotIndexedError, QueryRequest
+from retrieval.api import Engine, NotIndexedError, QueryRequest
 from retrieval.model_cache import ModelCache
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.vectors.faiss_index import VectorIndex, index_path
