@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.ray_pipeline import connect
 from retrieval.pipeline.settings import IndexSettings
 

@@ -57,10 +57,10 @@ from indexers.text import MINILM
 from rerankers.base import RERANKERS
 from rerankers.factory import PAPER_BATCH, check_protocol, paper_dtype
 from rerankers.prompts.similarity import reference_score
+from retrieval.api import Engine
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept
 from retrieval.core.scores import clipscore, unit_similarity
 from retrieval.core.signal_kinds import caption_signal
-from retrieval.engine import Engine
 from retrieval.lmm.clips import ClipRef
 from retrieval.lmm.similarity import PairScorer
 from retrieval.lmm.vqascore import Captioned, VqaScorer

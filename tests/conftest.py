@@ -6,7 +6,7 @@ import pytest
 
 from bench.tiny import vision as tm
 from bench.tiny import vlm as tiny_vlm
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
 from tests.indexes import indexed_copies
 from tests.paths import EXAMPLES

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
 from tests.paths import EXAMPLES
 

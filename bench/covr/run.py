@@ -49,7 +49,7 @@ def find_layout(dataset: Path) -> tuple[Path, Path]:
 def run_covr(run: CovrRun, progress: Callable[[str], None] = lambda message: None) -> dict:
     """Index the dataset's videos, rank the gallery for every query and score the ranking; writes
     ``ranking.json`` in the index folder and returns the metrics with the ranking's path."""
-    from retrieval.engine import Engine
+    from retrieval.api import Engine
     from retrieval.pipeline.settings import IndexSettings
 
     annotations, videos = find_layout(run.dataset)
@@ -84,7 +84,7 @@ def rank_query(engine, query: CovrQuery, by_id: Mapping[str, Path], counts: Mapp
     anchor = by_id.get(query.query_video)
     if anchor is None:
         raise BenchDataError(f"query {query.query_id}: its video {query.query_video} is not in the dataset")
-    from retrieval.engine import QueryRequest
+    from retrieval.api import QueryRequest
     from retrieval.search.compose import Change
 
     change = Change(modification_text(query.modification), change_weight)

@@ -25,7 +25,7 @@ REPEATS = 3
 
 def per_statement(spec: str, a: str, b: str, symmetric: bool, fps: float | None) -> tuple[float, float, list[int]]:
     """(median seconds a statement, model calls a statement, frames of each clip in the prompt)."""
-    from retrieval.engine import DiffRequest, Engine
+    from retrieval.api import DiffRequest, Engine
 
     times, calls, frames = [], [], []
     for repeat in range(REPEATS):

@@ -119,7 +119,7 @@ def _ask(engine, decoder, sample: VidDiffSample, asking: Asking, out: RunOutput)
                   if label in ("a", "b") and k in sample.differences} if asking.mode == "closed" else None
     if statements == {}:
         raise SampleSkipped("no difference labelled 'a' or 'b' to ask about")
-    from retrieval.engine import DiffRequest
+    from retrieval.api import DiffRequest
 
     result = engine.diff(DiffRequest(a, b, action=sample.action_description, statements=statements,
                                      most=sample.n_open if asking.mode == "open" else None, reranker=asking.reranker,

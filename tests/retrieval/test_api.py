@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import retrieval.api as api
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from tests.paths import ROOT
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from tests.indexes import indexed_copies
 from tests.retrieval.search.test_confidence import expected_label, expected_z
 

@@ -13,7 +13,7 @@ from bench.tiny.vlm import build_qwen_vl
 from rerankers.base import LetterOdds, Reranker
 from rerankers.prompts.diff import DiffInputError
 from retrieval.analysis.diff import gather_statements, read_statements
-from retrieval.engine import DiffRequest, Engine, QueryRequest
+from retrieval.api import DiffRequest, Engine, QueryRequest
 
 BIKES, BOX, CUP = "bikes.mp4", "box.mp4", "cup.mp4"
 

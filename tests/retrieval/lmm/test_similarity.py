@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.tiny.vlm import build_qwen_vl
+from retrieval.api import CompareRequest, Engine, QueryRequest
 from retrieval.cli.app import app
-from retrieval.engine import CompareRequest, Engine, QueryRequest
 from retrieval.media.video_decoder import VideoDecoder
 
 

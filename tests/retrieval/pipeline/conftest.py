@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 import shutil
 
+from retrieval.api import Engine
 from retrieval.core.user_files import TEXT_FILE_LIMIT
-from retrieval.engine import Engine
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog

@@ -8,9 +8,9 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine
 from retrieval.cli.app import app
 from retrieval.core.segmentation import ShotRule
-from retrieval.engine import Engine
 from retrieval.media.damaged import NOTHING_DECODES
 from retrieval.pipeline import stages
 from retrieval.pipeline.distribute import SerialDistributor

@@ -2,9 +2,9 @@
 
 import pytest
 
+from retrieval.api import Engine
 from retrieval.core.sampling import as_spec
 from retrieval.core.segmentation import ShotRule
-from retrieval.engine import Engine
 from retrieval.media import frames
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.distribute import SerialDistributor

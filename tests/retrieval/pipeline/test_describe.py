@@ -18,7 +18,7 @@ from bench.tiny import vlm as tiny_vlm
 from rerankers import bulk
 from rerankers.prompts import describe as describe_prompt
 from rerankers.prompts.describe import DESCRIBE_KEYS
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.lmm.captioning import MAX_CHARS
 from retrieval.pipeline.describe import MODEL_CALLS_PER_UNIT
 from retrieval.pipeline.distribute import SerialDistributor
@@ -337,7 +337,7 @@ def test_describe_asks_a_unit_only_for_the_answers_it_lacks(index, calls):
 KILLED_RUN = """
 import os, signal, sys
 from rerankers import bulk
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 

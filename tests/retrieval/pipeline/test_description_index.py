@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from indexers.text import MINILM
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline import description_index
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine
 from retrieval.cli.app import app
-from retrieval.engine import Engine
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import CatalogEmpty
 from retrieval.store.snapshots import SNAPSHOT_NAME

@@ -5,7 +5,7 @@ import faiss
 import numpy as np
 import pytest
 
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from retrieval.media.frames import DecodeError
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings

@@ -6,7 +6,7 @@ import time
 import pytest
 
 import retrieval.model_cache as model_cache
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 

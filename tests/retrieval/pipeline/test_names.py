@@ -3,7 +3,7 @@
 import os
 import shutil
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.media.scan import find_videos
 from retrieval.pipeline.settings import IndexSettings
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from retrieval.engine import Engine, SearchRequest
+from retrieval.api import Engine, SearchRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from retrieval.api import Engine
 from retrieval.core.sampling import as_spec
 from retrieval.core.segmentation import ShotRule
-from retrieval.engine import Engine
 from retrieval.media.frames import Frames, Span, VideoInfo
 from retrieval.media.scan import FoundFile
 from retrieval.pipeline.distribute import SerialDistributor

@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.media.scan import content_hash
 from retrieval.pipeline import stages
 from retrieval.pipeline.distribute import SerialDistributor, TaskFailed

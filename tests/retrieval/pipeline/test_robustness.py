@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from indexers import create_indexer
 from indexers.errors import ModelUnavailableError
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor, TaskFailed
 from retrieval.pipeline.settings import IndexSettings

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine
 from retrieval.cli.app import app
 from retrieval.core.segmentation import SegmentationError, ShotRule
-from retrieval.engine import Engine
 from retrieval.media import shot_units
 from retrieval.media.shot_units import cut_shots
 from retrieval.pipeline import stages

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from retrieval.engine import SearchRequest
+from retrieval.api import SearchRequest
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog

@@ -8,8 +8,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import QueryRequest
 from retrieval.cli.app import app
-from retrieval.engine import QueryRequest
 from retrieval.store.catalog import Catalog, list_files
 from tests.retrieval.pipeline import test_indexing
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine
 from retrieval.cli.app import app
-from retrieval.engine import Engine
 from retrieval.media.frames import DecodeError
 from retrieval.pipeline import local, stages
 from retrieval.pipeline.distribute import ProcessDistributor, SerialDistributor

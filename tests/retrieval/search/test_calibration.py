@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine, QueryRequest, SearchRequest
 from retrieval.cli.app import app
-from retrieval.engine import Engine, QueryRequest, SearchRequest
 from retrieval.store.catalog import Catalog
 
 KAYAKS = "two people kayaking on a lake"

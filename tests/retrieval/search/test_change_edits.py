@@ -10,7 +10,7 @@ import torch
 
 from bench.tiny.vlm import build_qwen_vl
 from rerankers.prompts.edit import EDIT_TOKENS, edit_request, read_edit
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from retrieval.store.caches.edits import EDITS_NAME
 from retrieval.store.catalog import Catalog
 from retrieval.store.index_dir import CAPTIONER

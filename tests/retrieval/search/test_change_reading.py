@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from bench.covr.metrics import covr_metrics, read_annotations
 from bench.covr.run import CovrRun, run_covr
+from retrieval.api import Engine, QueryRequest
 from retrieval.cli.app import app
-from retrieval.engine import Engine, QueryRequest
 from retrieval.search.change_reading import TOUCH_FLOOR, edit, phrases, read_change, sides
 from tests.indexes import CAPTIONS, indexed_copies
 from tests.paths import DATA

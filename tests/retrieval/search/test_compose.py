@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from indexers.text import MINILM, read_captions
+from retrieval.api import Engine, QueryRequest
 from retrieval.cli.app import app
-from retrieval.engine import Engine, QueryRequest
 from retrieval.search import ranking
 from retrieval.search.compose import Change, ChangeError, ChangeQuery, composed_vector
 from retrieval.search.signals import described_concepts

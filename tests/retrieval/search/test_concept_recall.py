@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from indexers.text import MINILM
+from retrieval.api import Engine, QueryRequest
 from retrieval.core.concepts import parse_concepts
-from retrieval.engine import Engine, QueryRequest
 from retrieval.search.fusion import DESCRIPTIONS, FusedScore
 from retrieval.search.fusion_query import fuse
 from retrieval.search.results import Hit

@@ -13,9 +13,9 @@ from bench.tiny.vlm import build_llava_onevision
 from indexers.text import read_captions
 from rerankers.factory import create_reranker
 from rerankers.prompts.vqascore import pair_questions
+from retrieval.api import CompareRequest, Engine, QueryRequest
 from retrieval.cli.app import app
 from retrieval.core.signal_kinds import caption_signal
-from retrieval.engine import CompareRequest, Engine, QueryRequest
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search.signals import SignalError
 from retrieval.store.catalog import Catalog

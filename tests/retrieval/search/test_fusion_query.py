@@ -5,8 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine, QueryRequest
 from retrieval.cli.app import app
-from retrieval.engine import Engine, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.fusion import FusionModel, default_weights_path
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.api import Engine, SearchRequest
 from retrieval.cli.app import app
-from retrieval.engine import Engine, SearchRequest
 from retrieval.search import hybrid
 from retrieval.search.signals import SignalError
 from retrieval.store.catalog import Catalog

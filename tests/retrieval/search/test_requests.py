@@ -3,8 +3,8 @@
 import pytest
 
 from rerankers.prompts.diff import DiffInputError
+from retrieval.api import CompareRequest, DiffRequest, QueryRequest, SearchRequest
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, ConceptError
-from retrieval.engine import CompareRequest, DiffRequest, QueryRequest, SearchRequest
 from retrieval.search.compose import Change
 from retrieval.search.signals import SignalError
 

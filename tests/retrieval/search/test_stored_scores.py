@@ -4,7 +4,7 @@ import shutil
 
 import numpy as np
 
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search.ranking import StoredVectors, score
 from retrieval.store.catalog import Catalog

@@ -6,7 +6,7 @@ import pytest
 
 from indexers import create_indexer
 from indexers.text import MINILM, read_captions, weights_path
-from retrieval.engine import Engine, SearchRequest
+from retrieval.api import Engine, SearchRequest
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.search import text_query as tq
 from retrieval.search.signals import SignalError

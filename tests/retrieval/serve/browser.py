@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import make_server
 from tests.indexes import CAPTIONS

@@ -3,7 +3,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import DupesRequest, Engine
+from retrieval.api import DupesRequest, Engine
 from retrieval.serve.server import create_app
 
 LOCAL = "http://localhost"

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from indexers import create_indexer
+from retrieval.api import Engine
 from retrieval.core.sampling import FrameSpec
-from retrieval.engine import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.gallery import THUMB_SHORT_SIDE
 from retrieval.serve.routes.evidence import frame_spec

@@ -4,7 +4,7 @@ lists what a filter may name; a bad filter is a 400 with the one line the CLI pr
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine, SearchRequest
+from retrieval.api import Engine, SearchRequest
 from retrieval.serve.server import create_app
 
 LOCAL = "http://localhost"

@@ -14,8 +14,8 @@ from PIL import Image
 
 from rerankers.base import PairScore
 from retrieval.analysis.diff import DiffRanking, RankedCandidate
+from retrieval.api import Engine, QueryRequest
 from retrieval.core.concepts import parse_concepts
-from retrieval.engine import Engine, QueryRequest
 from retrieval.lmm.differences import DiffResult
 from retrieval.media.preview import Previews
 from retrieval.media.scan import content_hash

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.index_job import GONE, LEFT, RECORD_NAME, RUNNER, STOPPED, IndexJob, IndexJobs, _parser
 from retrieval.serve.server import create_app

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.serve.health import KeptIndex, KeptListing, note_change
 from retrieval.serve.server import create_app
 from retrieval.store import index_dir as store

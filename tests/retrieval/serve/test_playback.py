@@ -7,7 +7,7 @@ import av
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.media import preview, stream_check
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app

@@ -4,7 +4,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine, SearchRequest
+from retrieval.api import Engine, SearchRequest
 from retrieval.search.text_query import MAX_TEXT_CHARS
 from retrieval.serve.routes.search import MAX_SEARCH_K
 from retrieval.serve.server import create_app

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from bench.tiny.vlm import build_qwen_vl
-from retrieval.engine import Engine, NoIndexError, QueryRequest
+from retrieval.api import Engine, NoIndexError, QueryRequest
 from retrieval.serve.errors import ApiError
 from retrieval.serve.server import create_app
 from retrieval.serve.state import safe_path

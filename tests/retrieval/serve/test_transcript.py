@@ -6,7 +6,7 @@ import shutil
 import pytest
 from fastapi.testclient import TestClient
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from indexers.errors import ModelUnavailableError
-from retrieval.engine import Engine, SearchRequest
+from retrieval.api import Engine, SearchRequest
 from retrieval.model_cache import ModelCache
 from retrieval.serve.server import create_app
 from retrieval.serve.warmup import PLANNING

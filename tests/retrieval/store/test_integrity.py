@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
@@ -42,7 +42,7 @@ def hold(code: str, ready: Path) -> subprocess.Popen:
 
 def test_a_reader_holding_the_index_open_does_not_keep_a_writer_out(videos, tmp_path):
     reader = hold(f"""
-        from retrieval.engine import Engine
+        from retrieval.api import Engine
         catalog = Engine({str(videos / '.convis')!r}).open_catalog()
         catalog.file_states()
     """, tmp_path / "ready")

@@ -4,7 +4,7 @@ them."""
 
 import pytest
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store import publish
 from retrieval.store.catalog import Catalog

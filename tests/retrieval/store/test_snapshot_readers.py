@@ -3,7 +3,7 @@ replaced."""
 
 import shutil
 
-from retrieval.engine import Engine
+from retrieval.api import Engine
 from retrieval.store.catalog import Catalog
 from retrieval.store.snapshots import SNAPSHOT_NAME
 

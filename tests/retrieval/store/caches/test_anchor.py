@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from retrieval.engine import Engine, QueryRequest
+from retrieval.api import Engine, QueryRequest
 from retrieval.search.anchor import Anchor
 from retrieval.store.caches.anchor import ANCHORS_NAME, AnchorCache, AnchorKey
 from retrieval.store.caches.base import FileTurns
@@ -62,7 +62,7 @@ def test_a_repeated_window_builds_no_model(index, first):
 
 
 def test_a_cached_anchor_imports_no_model_code_and_no_decoder(index, first):
-    code = ("import sys; from retrieval.engine import Engine, QueryRequest; e = Engine(sys.argv[1]); "
+    code = ("import sys; from retrieval.api import Engine, QueryRequest; e = Engine(sys.argv[1]); "
             "r = e.query(QueryRequest(sys.argv[2], ['location'], k=4, start=2.0, end=4.0)); "
             "print(len(r.hits), e.models.indexers(), sorted({m.split('.')[0] for m in sys.modules} & "
             "{'torch', 'transformers', 'av', 'decord'}))")

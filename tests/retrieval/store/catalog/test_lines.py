@@ -3,7 +3,7 @@ whole per read, and part of each unit's keyword text."""
 
 import pytest
 
-from retrieval.engine import Engine, SearchRequest
+from retrieval.api import Engine, SearchRequest
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import TimedLine
 from retrieval.store.keyword.unit_texts import stamp, unit_texts
