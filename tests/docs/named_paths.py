@@ -7,20 +7,14 @@ from pathlib import Path
 # where a path from the repository root starts
 ROOTS = ("retrieval/", "indexers/", "rerankers/", "bench/", "tests/", "docs/", "examples/", ".ci/")
 FILES = {"cli.py", "Makefile", "pyproject.toml", ".importlinter", "mkdocs.yml", "README.md", ".gitignore"}
-PENDING = re.compile(r"<!-- pending-paths.*?<!-- /pending-paths -->", re.S)
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 SPAN = re.compile(r"`([^`\s]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 def prose(text: str) -> str:
-    """The page without its fenced code and without the block of rooms still to come."""
-    return FENCE.sub("", PENDING.sub("", text))
-
-
-def pending(text: str) -> list[str]:
-    """The paths named in the page's block of rooms still to come."""
-    return [p for block in PENDING.findall(text) for p in _spans(block)]
+    """The page without its fenced code."""
+    return FENCE.sub("", text)
 
 
 def _spans(text: str) -> list[str]:

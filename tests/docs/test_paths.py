@@ -3,7 +3,7 @@ cannot leave the docs pointing at nothing."""
 
 import pytest
 
-from tests.docs.named_paths import named_paths, pending, prose
+from tests.docs.named_paths import named_paths, prose
 from tests.paths import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -17,21 +17,13 @@ def test_every_path_a_page_names_exists(page):
     assert not missing, f"{page.name} names paths that do not exist: {missing}"
 
 
-def test_rooms_still_to_come_are_described_once_they_exist():
-    """A room listed as still to come in the architecture page moves into its table when it arrives."""
-    arrived = [p for p in pending((ROOT / "docs/architecture.md").read_text()) if (ROOT / p).exists()]
-    assert not arrived, f"now in the repository, describe them in docs/architecture.md's rooms table: {arrived}"
-
-
 def test_the_path_reader_finds_code_paths_and_links_but_not_commands(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("See `retrieval/store/where.py:40`, `tests/...`, `OUT/<set>/x.json` and [more](other.md#a).\n"
-                    "```bash\nconvis index `retrieval/nothing.py`\n```\n"
-                    "<!-- pending-paths -->`retrieval/later/`<!-- /pending-paths -->\n")
+                    "```bash\nconvis index `retrieval/nothing.py`\n```\n")
     named = named_paths(page, ROOT)
     assert named == [ROOT / "retrieval/store/where.py", tmp_path / "other.md"]
-    assert pending(page.read_text()) == ["retrieval/later/"]
-    assert "retrieval/later/" not in prose(page.read_text())
+    assert "retrieval/nothing.py" not in prose(page.read_text())
 
 
 def test_a_missing_path_is_reported(tmp_path):

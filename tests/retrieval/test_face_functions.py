@@ -1,4 +1,4 @@
-"""The command line stays a thin face: no function of it is longer than a screen (60 lines, its signature and
+"""The faces (the command line, the server) stay thin: no function of theirs is longer than a screen (60 lines, its signature and
 decorators included); what a longer one does belongs in a helper of its own or below the public face."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import ast
 from tests.paths import ROOT
 
 LONGEST = 60
-FACES = ("retrieval/cli",)
+FACES = ("retrieval/cli", "retrieval/serve")
 
 
 def long_functions(folder) -> list[str]:
