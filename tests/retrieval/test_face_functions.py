@@ -1,5 +1,5 @@
-"""The faces (the command line, the server) stay thin: no function of theirs is longer than a screen (60 lines, its signature and
-decorators included); what a longer one does belongs in a helper of its own or below the public face."""
+"""The faces (the command line, the server) stay thin: no function of theirs is longer than a screen (60 lines, its
+signature and decorators included); what a longer one does belongs in a helper of its own or below the public face."""
 
 from __future__ import annotations
 
