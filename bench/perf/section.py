@@ -8,6 +8,7 @@ section runs, so ``convis bench perf --help`` reads every section's name and hel
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Any, Callable, Mapping, Sequence
@@ -78,3 +79,8 @@ def one_table(heading: str, head: Sequence[str], row: Callable[[Any], list]) -> 
 def maybe(value, form: str = "{}") -> str:
     """A count or share a row may lack (None: not measured there)."""
     return "n/a" if value is None else form.format(value)
+
+
+def ratio(amount: float, seconds: float) -> float:
+    """``amount`` a second: infinite when nothing measurable elapsed (a row read back from a report keeps it)."""
+    return amount / seconds if seconds > 0 else math.inf

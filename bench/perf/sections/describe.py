@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from bench.perf.section import Section, maybe, one_table, rounded
+from bench.perf.section import Section, maybe, one_table, ratio, rounded
 
 
 @dataclass(frozen=True)
@@ -28,11 +27,11 @@ class DescribeResult:
 
     @property
     def answers_per_s(self) -> float:
-        return self.answers / self.seconds if self.seconds > 0 else math.inf
+        return ratio(self.answers, self.seconds)
 
     @property
     def tokens_per_s(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else math.inf
+        return ratio(self.tokens, self.seconds)
 
 
 HEAD = ["family", "shape", "device", "way", "units a batch", "units", "answers", "new tokens", "generate calls",

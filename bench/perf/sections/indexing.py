@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import partial
 
-from bench.perf.section import Check, Section, rounded, table
+from bench.perf.section import Check, Section, ratio, rounded, table
 from bench.perf.targets import TARGET_PIPELINE, TARGET_SAMPLED_SPEEDUP
 
 
@@ -27,11 +26,11 @@ class IndexingResult:
 
     @property
     def frames_per_s(self) -> float:
-        return self.frames / self.seconds if self.seconds > 0 else math.inf
+        return ratio(self.frames, self.seconds)
 
     @property
     def clips_per_min(self) -> float:
-        return 60 * self.clips / self.seconds if self.seconds > 0 else math.inf
+        return ratio(60 * self.clips, self.seconds)
 
 
 HEAD = ["stage", "way", "decoder", "indexer", "clips", "frames", "seconds", "frames/s", "clips/min", "CPU s",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from bench.perf.section import Check, Section, one_table, rounded
+from bench.perf.section import Check, Section, one_table, ratio, rounded
 from bench.perf.targets import TARGET_CACHE_SPEEDUP
 
 
@@ -27,7 +26,7 @@ class RerankResult:
 
     @property
     def speedup(self) -> float:
-        return self.first_s / self.repeat_s if self.repeat_s > 0 else math.inf
+        return ratio(self.first_s, self.repeat_s)
 
 
 HEAD = ["reranker", "pairs", "load s", "first run s", "s / pair", "decodes", "cached repeat ms", "speed-up",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from bench.perf.section import Section, maybe, one_table, rounded
+from bench.perf.section import Section, maybe, one_table, ratio, rounded
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class LmmRerankResult:
 
     @property
     def pairs_per_s(self) -> float:
-        return self.pairs / self.seconds if self.seconds > 0 else math.inf
+        return ratio(self.pairs, self.seconds)
 
 
 HEAD = ["family", "shape", "device", "batch", "sharing", "pairs", "concepts", "seconds", "pairs/s", "vision calls",

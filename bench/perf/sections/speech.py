@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from bench.perf.section import Section, one_table, rounded
+from bench.perf.section import Section, one_table, ratio, rounded
 
 
 @dataclass(frozen=True)
@@ -26,11 +25,11 @@ class SpeechResult:
 
     @property
     def vad_audio_per_s(self) -> float:
-        return self.audio_s / self.vad_s if self.vad_s > 0 else math.inf
+        return ratio(self.audio_s, self.vad_s)
 
     @property
     def audio_per_s(self) -> float:
-        return self.audio_s / self.total_s if self.total_s > 0 else math.inf
+        return ratio(self.audio_s, self.total_s)
 
 
 HEAD = ["model", "device", "track", "sound s", "voiced s", "spans", "Whisper calls", "lines", "sound s/s, VAD",
