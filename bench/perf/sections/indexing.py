@@ -50,13 +50,13 @@ def _ratio_rows(rows: list[IndexingResult]) -> list[list]:
     out = []
     for decoder, threads in measured_settings(rows):
         get = partial(find_row, rows, decoder=decoder, threads=threads)
-        ratio = lambda a, b: f"{b.clips_per_min / a.clips_per_min:.2f}x" if a and b else ""  # noqa: E731
+        speedup = lambda a, b: f"{b.clips_per_min / a.clips_per_min:.2f}x" if a and b else ""  # noqa: E731
         decode, embed, pipe = get("decode", "sampled"), get("embed", "sampled"), get("end-to-end", "sampled")
         share = f"{pipe.frames_per_s / min(decode.frames_per_s, embed.frames_per_s):.0%}" \
             if decode and embed and pipe else ""
         reference = find_row(rows, "end-to-end", "every frame", decoder)  # measured at one thread setting
-        out.append([decoder, threads, ratio(get("decode", "every frame"), decode),
-                    ratio(get("decode", "every frame, streamed"), decode), ratio(reference, pipe), share])
+        out.append([decoder, threads, speedup(get("decode", "every frame"), decode),
+                    speedup(get("decode", "every frame, streamed"), decode), speedup(reference, pipe), share])
     return out
 
 
@@ -89,10 +89,10 @@ def decode_checks(rows: list[IndexingResult], decoder: str) -> list[Check]:
                        ("every frame, streamed", "every frame streamed on one thread")):
         reference = find_row(rows, "decode", way, decoder)
         if decode and reference:
-            ratio = reference.seconds / decode.seconds
+            speedup = reference.seconds / decode.seconds
             found.append((f"{decoder}: sampled decoding >= 10x faster than {label}",
-                          f"{ratio:.1f}x ({reference.seconds:.2f} s vs {decode.seconds:.2f} s)",
-                          ratio >= TARGET_SAMPLED_SPEEDUP))
+                          f"{speedup:.1f}x ({reference.seconds:.2f} s vs {decode.seconds:.2f} s)",
+                          speedup >= TARGET_SAMPLED_SPEEDUP))
     return found
 
 
