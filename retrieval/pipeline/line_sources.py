@@ -20,9 +20,8 @@ if TYPE_CHECKING:  # decode workers import the freshness rule with the stages: n
     from retrieval.store.catalog import Catalog
 
 FRAMES, PASS = "frames", "pass"  # where a source reads: the decode stage's frames, or a pass after embedding
-SETTING = "line_sources"  # catalog setting: JSON {source: [its specs asked for]}
-# the settings indexes written before kept the same in: a JSON list of the frame readers' specs, the speech spec
-OLD_READERS, OLD_SPEECH = "line_readers", "speech"
+SETTING = "line_sources"  # catalog setting: JSON {source: [its specs asked for]} (an older index's two settings
+# are moved into it by the catalog's migrations)
 
 
 @dataclass(frozen=True)
@@ -85,11 +84,10 @@ def split_specs(specs: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def remembered(catalog: Catalog) -> dict[str, list[str]]:
-    """{source: the specs earlier runs asked for}, which a run without ``-i`` reads with again.  An index written
-    before this setting keeps them in two older ones; they are read here, and only here."""
+    """{source: the specs earlier runs asked for}, which a run without ``-i`` reads with again."""
     raw = catalog.setting(SETTING)
     if raw is None:
-        return _old_settings(catalog)
+        return {}
     try:
         stored = json.loads(raw)
     except ValueError:
@@ -98,20 +96,6 @@ def remembered(catalog: Catalog) -> dict[str, list[str]]:
         return {}
     return {name: [s for s in specs if isinstance(s, str)] for name, specs in stored.items()
             if isinstance(name, str) and isinstance(specs, list)}
-
-
-def _old_settings(catalog: Catalog) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    try:
-        readers = json.loads(catalog.setting(OLD_READERS) or "[]")
-    except ValueError:
-        readers = []
-    if isinstance(readers, list) and readers:
-        out[OCR.name] = [s for s in readers if isinstance(s, str)]
-    speech = catalog.setting(OLD_SPEECH)
-    if speech:
-        out[SPEECH.name] = [speech]
-    return out
 
 
 def asked_of(specs: Sequence[str], models: Sequence, passes: Mapping[str, str]) -> dict[str, list[str]]:

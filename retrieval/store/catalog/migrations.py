@@ -54,6 +54,28 @@ def _faiss_files_name_their_signal(_db: duckdb.DuckDBPyConnection, index_dir: Pa
             sidecar.unlink(missing_ok=True)
 
 
+def _line_sources_in_one_setting(db: duckdb.DuckDBPyConnection, _index_dir: Path | None) -> None:
+    """The timed-line sources a user asked for, kept in two settings before (``line_readers``: a JSON list of the
+    frame readers' specs; ``speech``: the recogniser's spec), move into one (``line_sources``: JSON {source:
+    [specs]}), which ``retrieval.pipeline.line_sources`` reads."""
+    settings = dict(db.execute("SELECT key, value FROM settings WHERE key IN "
+                               "('line_readers', 'speech', 'line_sources')").fetchall())
+    if "line_sources" in settings:
+        return
+    try:
+        readers = json.loads(settings.get("line_readers") or "[]")
+    except ValueError:
+        readers = []  # damaged by hand: the next run naming a reader writes the new setting whole
+    kept = {}
+    if isinstance(readers, list) and readers:
+        kept["ocr"] = [s for s in readers if isinstance(s, str)]
+    if settings.get("speech"):
+        kept["speech"] = [settings["speech"]]
+    if kept:
+        db.execute("INSERT INTO settings VALUES ('line_sources', ?)", [json.dumps(kept)])
+    db.execute("DELETE FROM settings WHERE key IN ('line_readers', 'speech')")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "files, their units and vectors, the indexers, the settings", _sql("""
         CREATE SEQUENCE IF NOT EXISTS file_ids START 1;
@@ -121,6 +143,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             lines INTEGER NOT NULL, read_at TIMESTAMP DEFAULT current_timestamp,
             PRIMARY KEY (content_hash, source, origin));""")),
     Migration(11, "FAISS files whose sidecar names their signal", _faiss_files_name_their_signal),
+    Migration(12, "the timed-line sources asked for, in one setting", _line_sources_in_one_setting),
 )
 LATEST = MIGRATIONS[-1].number
 VERSION_KEY = "schema_version"  # the catalog setting: the last step applied

@@ -1,5 +1,5 @@
-"""Timed-line sources: one registry, one remembered setting (read from the two older ones for an index written
-before it), one freshness rule."""
+"""Timed-line sources: one registry, one remembered setting (the catalog's migrations move an older index's two
+settings into it), one freshness rule."""
 
 import json
 
@@ -16,13 +16,18 @@ def catalog(tmp_path):
         yield cat
 
 
-def test_an_older_index_keeps_its_readers_and_its_recogniser(catalog):
-    catalog.set_setting(line_sources.OLD_READERS, json.dumps(["ocr"]))
-    catalog.set_setting(line_sources.OLD_SPEECH, "speech:tiny")
-    assert remembered(catalog) == {"ocr": ["ocr"], "speech": ["speech:tiny"]}
-    assert line_sources.frame_reader_specs(catalog) == ["ocr"] and spec_of(catalog, "speech") == "speech:tiny"
-    remember(catalog, {"speech": ["speech:base"]})  # the first write carries the older settings over
-    assert json.loads(catalog.setting(line_sources.SETTING)) == {"ocr": ["ocr"], "speech": ["speech:base"]}
+def test_an_older_index_keeps_its_readers_and_its_recogniser(tmp_path):
+    path = tmp_path / "catalog.duckdb"
+    with Catalog(path) as catalog:  # as a release before the one setting wrote them, schema "11"
+        catalog.set_setting("line_readers", json.dumps(["ocr"]))
+        catalog.set_setting("speech", "speech:tiny")
+        catalog.set_setting("schema_version", "11")
+    with Catalog(path) as catalog:  # the next writer migrates them into the one setting
+        assert remembered(catalog) == {"ocr": ["ocr"], "speech": ["speech:tiny"]}
+        assert line_sources.frame_reader_specs(catalog) == ["ocr"] and spec_of(catalog, "speech") == "speech:tiny"
+        assert catalog.setting("line_readers") is None and catalog.setting("speech") is None
+        remember(catalog, {"speech": ["speech:base"]})
+        assert json.loads(catalog.setting(line_sources.SETTING)) == {"ocr": ["ocr"], "speech": ["speech:base"]}
 
 
 def test_a_recogniser_asked_for_replaces_the_last_and_readers_add_up(catalog):
