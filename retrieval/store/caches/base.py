@@ -94,6 +94,9 @@ class SideCache:
     VALUE: ClassVar[tuple[str, ...]]
     COLUMNS: ClassVar[tuple[str, ...]]  # KEY's first
     VERSION: ClassVar[str] = FIRST
+    # statements that bring a file of an earlier layout with entries worth keeping to SCHEMA, in order, each a
+    # no-op on a current file (a layout whose old entries are not worth keeping bumps VERSION instead)
+    MIGRATIONS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, path: str | Path, held: bool = False):
         self.path = Path(path)
@@ -157,6 +160,8 @@ class SideCache:
     def _create(self, db: duckdb.DuckDBPyConnection) -> None:
         """The table, emptied when it holds another version's entries, and the version mark."""
         db.execute(self.SCHEMA)
+        for step in self.MIGRATIONS:
+            db.execute(step)
         marked = marked_version(db)
         if marked == self.VERSION:
             return

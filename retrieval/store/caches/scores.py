@@ -14,8 +14,6 @@ import json
 import os
 from pathlib import Path
 
-import duckdb
-
 from rerankers.base import PairScore
 from retrieval.store.caches.base import SideCache
 
@@ -30,16 +28,12 @@ class ScoreCache(SideCache):
         score DOUBLE, raw VARCHAR, probs DOUBLE[], created TIMESTAMP DEFAULT current_timestamp,
         evidence VARCHAR, PRIMARY KEY (tag, concept, mode, a, b))"""
 
+    MIGRATIONS = ("ALTER TABLE scores ADD COLUMN IF NOT EXISTS evidence VARCHAR",)  # a score's evidence: kept since
     KEY, VALUE = ("tag", "concept", "mode", "a", "b"), ("score", "raw", "probs", "evidence")
     COLUMNS = (*KEY, *VALUE)
 
     def __init__(self, path: str | Path):
         super().__init__(path, held=True)
-
-    def _create(self, db: duckdb.DuckDBPyConnection) -> None:
-        super()._create(db)
-        # caches written before scores kept their evidence gain the column, empty for old rows
-        db.execute("ALTER TABLE scores ADD COLUMN IF NOT EXISTS evidence VARCHAR")
 
     def get(self, tag: str, concept: str, mode: str, a: str, b: str) -> PairScore | None:
         row = self.get_many([(tag, concept, mode, a, b)], None).get((tag, concept, mode, a, b))
