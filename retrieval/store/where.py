@@ -14,6 +14,7 @@ compared with the numbers, any other with the text (``filters.notices`` says so)
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -47,6 +48,7 @@ MAX_CONDITION_CHARS = MAX_VALUE_CHARS + 100  # one filter's text: its value, and
 
 _SYMBOLS = ("!=", "<=", ">=", "==", "=", "<", ">")  # the longest first: "<=" is not "<" then "="
 _WORDS = ("in", "glob", "has")  # between spaces
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class FilterError(ConvisError, ValueError):
@@ -148,13 +150,9 @@ def _unquote(value: str) -> str:
 
 
 def storable(text: str) -> bool:
-    """Whether ``text`` can be written as UTF-8 (a lone surrogate, as from JSON's ``\\ud800`` or a command line's
-    undecodable bytes, cannot)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """Whether ``text`` can be written as UTF-8: it holds no lone surrogate (as JSON's ``\\ud800`` or a command
+    line's undecodable bytes make)."""
+    return _SURROGATE.search(text) is None
 
 
 def check_operator(c: Condition) -> None:
