@@ -104,6 +104,7 @@ def run_dupes(request, index_dir: Path) -> DupesResult:
     notices: list[str] = []
     with store.reading(index_dir, notices) as catalog:
         signal = _signal(catalog, request.indexer, notices)
+        notices += filters.notices(catalog, request.where)
         threshold, chosen = _threshold(catalog, signal, request.threshold)
         units, files = _units(catalog, signal, request.where)
         root = str(store.root_of(catalog, index_dir))

@@ -30,6 +30,7 @@ class SubtitleProblems:
 
     seen: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
     files: int = 0  # sidecars and streams read in the run
+    unstored: int = 0  # cues the catalog could not take (a lone surrogate in the text): each skipped alone
 
     def add(self, name: str, read: SubtitleRead) -> None:
         self.files += 1
@@ -44,6 +45,8 @@ class SubtitleProblems:
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             counted = f"{len(names)} subtitle file(s)" if kind in ("encoding", "unreadable") else f"{count}"
             out.append(f"subtitles: {counted} {what} ({shown})")
+        if self.unstored:
+            out.append(f"subtitles: {self.unstored} cue(s) the catalog cannot store (not valid Unicode) skipped")
         return out
 
 
@@ -125,7 +128,8 @@ def _sync_sidecars(catalog: Catalog, item: SubtitleWork, problems: SubtitleProbl
         name = sidecar.path.name
         read = read_sidecar(sidecar.path)
         problems.add(name, read)
-        catalog.replace_lines(item.digest, SOURCE, name, stamp, _lines(read, name, sidecar.language))
+        lines = _lines(read, name, sidecar.language)
+        problems.unstored += catalog.replace_lines(item.digest, SOURCE, name, stamp, lines)
 
 
 def _sync_streams(catalog: Catalog, digest: str, video: Path, problems: SubtitleProblems) -> None:
@@ -138,8 +142,9 @@ def _sync_streams(catalog: Catalog, digest: str, video: Path, problems: Subtitle
     for s in streams:
         problems.add(f"{video.name} {STREAM}{s.index}", s.read)
     # all streams in one transaction: any one recorded means every one was (the check above)
-    catalog.replace_reads(digest, SOURCE, [(f"{STREAM}{s.index}", STREAMS_STAMP,
-                                            _lines(s.read, f"{STREAM}{s.index}", s.language)) for s in streams])
+    problems.unstored += catalog.replace_reads(digest, SOURCE, [(f"{STREAM}{s.index}", STREAMS_STAMP,
+                                                                 _lines(s.read, f"{STREAM}{s.index}", s.language))
+                                                                for s in streams])
 
 
 def _lines(read: SubtitleRead, origin: str, language: str | None) -> list[TimedLine]:

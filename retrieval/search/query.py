@@ -67,7 +67,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     clip = Anchor.of(request.anchor, request.start, request.end)
     catalog, notices = open_catalog(index_dir)
     with catalog:
-        notices += unavailable_notice(catalog)
+        notices += unavailable_notice(catalog) + filters.notices(catalog, request.where)
         found = _recall(request, clip, catalog, index_dir, models, notices)
     request = found.request or request  # a change's touched concepts left the stay term
     notices += [*found.recalled.notices, *found.beside.notices]

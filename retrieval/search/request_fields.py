@@ -14,10 +14,9 @@ import re
 from dataclasses import dataclass
 
 from retrieval.core.defaults import MAX_K
-from retrieval.store.where import BUILTIN, MAX_CONDITIONS, MAX_VALUE_CHARS, OPERATORS
+from retrieval.store.where import BUILTIN, MAX_CONDITION_CHARS, MAX_CONDITIONS, OPERATORS
 
 SPEC = "spec"  # the key of a request field's metadata that holds its FieldSpec
-MAX_CONDITION_CHARS = MAX_VALUE_CHARS + 100  # one filter's text: its value, and room for its field and operator
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,7 @@ def run_search(query: TextQuery, index_dir: Path, models: ModelCache) -> TextRes
 
     catalog, notices = open_catalog(index_dir)
     with catalog:
-        notices += unavailable_notice(catalog)
+        notices += unavailable_notice(catalog) + filters.notices(catalog, query.where)
         protocol = protocol_of(catalog)
         result = search(query, catalog, lambda spec: models.text_tower(spec, protocol, notices),
                         lambda model_id: vector_index(catalog, index_dir, model_id),

@@ -42,7 +42,7 @@ class MetadataRows:
         self.problems[kind] += 1
         shown = self.examples.setdefault(kind, [])
         if example is not None and len(shown) < EXAMPLES and example not in shown:
-            shown.append(example)
+            shown.append(example.encode("utf-8", "backslashreplace").decode())  # a lone surrogate prints
 
     def lines(self, name: str) -> list[str]:
         """One line per kind of problem, with how many rows it took and a few examples."""

@@ -9,7 +9,7 @@ from typing import Sequence
 from retrieval.core.errors import ConvisError
 from retrieval.store import metadata_file
 from retrieval.store.catalog import Catalog
-from retrieval.store.where import BUILTIN, MAX_VALUE_CHARS
+from retrieval.store.where import BUILTIN, MAX_VALUE_CHARS, storable
 
 METADATA_FILE, METADATA_STAMP = "metadata_file", "metadata_stamp"  # catalog settings: the file and its state
 
@@ -47,6 +47,9 @@ def _name(key: str, option: str) -> str:
 def _value(key: str, value: str) -> str:
     if len(value) > MAX_VALUE_CHARS:
         raise FieldError(f"--set {key}: the value is {len(value)} characters; at most {MAX_VALUE_CHARS}")
+    if not storable(value):
+        raise FieldError(f"--set {key}: the value is not valid Unicode (a lone surrogate, as from bytes that are "
+                         "not UTF-8)")
     return value
 
 
@@ -63,7 +66,8 @@ def apply_metadata(catalog: Catalog, given: Path | None, notices: list[str]) -> 
     if given is None and _stamp(path) == catalog.setting(METADATA_STAMP):
         return None  # unchanged since it was read
     read = metadata_file.read(path, set(catalog.file_states()))
-    catalog.replace_file_fields(read.rows)
+    for reason, count in catalog.replace_file_fields(read.rows).items():
+        read.problems[reason] += count  # past a cap, or not storable: said with the file's own problems
     catalog.set_setting(METADATA_FILE, str(path))
     catalog.set_setting(METADATA_STAMP, _stamp(path))
     notices.extend(read.lines(path.name))

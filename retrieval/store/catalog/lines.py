@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import pyarrow as pa
+
+from retrieval.store.catalog.bulk import all_storable, registered
 from retrieval.store.catalog.connection import Connection
 from retrieval.store.catalog.records import TimedLine
 
@@ -21,16 +24,18 @@ OVERLAPS = "l.start_s < u.end_s AND greatest(l.end_s, l.start_s + 1e-6) > u.star
 
 class LineRows(Connection):
     def replace_lines(self, content_hash: str, source: str, origin: str, stamp: str,
-                      lines: Sequence[TimedLine], alone: bool = False) -> None:
+                      lines: Sequence[TimedLine], alone: bool = False) -> int:
         """Store what one read of ``source`` by ``origin`` found in a file's bytes (maybe nothing), replacing
         what an earlier read of the same stored (``alone``: any other origin's read of ``source`` too, as a
-        reader's new version replaces its old one), in one transaction."""
-        self.replace_reads(content_hash, source, [(origin, stamp, lines)], alone)
+        reader's new version replaces its old one), in one transaction; how many lines could not be stored."""
+        return self.replace_reads(content_hash, source, [(origin, stamp, lines)], alone)
 
     def replace_reads(self, content_hash: str, source: str, reads: Sequence[tuple[str, str, Sequence[TimedLine]]],
-                      alone: bool = False) -> None:
+                      alone: bool = False) -> int:
         """Store several reads (origin, stamp, lines) of one file's bytes in one transaction: a run killed
-        among them records none, so the next run does not take the first for all of them."""
+        among them records none, so the next run does not take the first for all of them.  How many lines could
+        not be stored (a lone surrogate in the text, a time that is not a number): each costs itself alone."""
+        lost = 0
         with self._transaction(bump=False):
             self._dirty = True
             if alone:
@@ -38,17 +43,18 @@ class LineRows(Connection):
                     self.db.execute(f"DELETE FROM {table} WHERE content_hash = ? AND source = ?",
                                     [content_hash, source])
             for origin, stamp, lines in reads:
-                self._replace_read([content_hash, source, origin], stamp, lines)
+                lost += self._replace_read([content_hash, source, origin], stamp, lines)
+        return lost
 
-    def _replace_read(self, key: list[str], stamp: str, lines: Sequence[TimedLine]) -> None:
+    def _replace_read(self, key: list[str], stamp: str, lines: Sequence[TimedLine]) -> int:
         self.db.execute("DELETE FROM text_lines WHERE content_hash = ? AND source = ? AND origin = ?", key)
-        if lines:
-            self.db.executemany(
-                "INSERT INTO text_lines VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [[*key, seq, float(x.start), float(x.end), x.text, x.confidence,
-                  list(x.box) if x.box is not None else None, x.language] for seq, x in enumerate(lines)])
+        table, lost = line_table(key, lines)
+        if table.num_rows:  # one statement for the whole read: a row at a time took minutes for 291k cues
+            with registered(self.db, "incoming_lines", table):
+                self.db.execute("INSERT INTO text_lines SELECT * FROM incoming_lines")
         self.db.execute("INSERT OR REPLACE INTO line_runs (content_hash, source, origin, stamp, lines) "
-                        "VALUES (?, ?, ?, ?, ?)", [*key, stamp, len(lines)])
+                        "VALUES (?, ?, ?, ?, ?)", [*key, stamp, table.num_rows])
+        return lost
 
     def forget_lines(self, content_hash: str, source: str, origin: str) -> None:
         """Drop one read's lines and its record (its subtitle file is gone): the next run reads what is there."""
@@ -110,6 +116,37 @@ class LineRows(Connection):
         for r in rows:
             out.setdefault(r[0], []).append(_line(r[1:]))
         return out
+
+_LINE_SCHEMA = pa.schema([("content_hash", pa.string()), ("source", pa.string()), ("origin", pa.string()),
+                          ("seq", pa.int32()), ("start_s", pa.float64()), ("end_s", pa.float64()),
+                          ("text", pa.string()), ("confidence", pa.float64()), ("box", pa.list_(pa.float64())),
+                          ("language", pa.string())])  # text_lines' columns, in order
+
+
+def line_table(key: list[str], lines: Sequence[TimedLine]) -> tuple[pa.Table, int]:
+    """The rows of ``text_lines`` for one read (``key``: content hash, source, origin) and how many lines were
+    left out as unstorable; a line keeps its place in the read as ``seq`` either way."""
+    rows, lost = [], 0
+    for seq, line in enumerate(lines):
+        row = _row(seq, line)
+        if row is None:
+            lost += 1
+        else:
+            rows.append(row)
+    columns = [[value] * len(rows) for value in key] + [list(c) for c in zip(*rows, strict=True)] if rows else \
+        [[] for _ in _LINE_SCHEMA]
+    arrays = [pa.array(column, type=f.type) for column, f in zip(columns, _LINE_SCHEMA, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=_LINE_SCHEMA), lost
+
+
+def _row(seq: int, x: TimedLine) -> tuple | None:
+    """A line's columns after its key, or None when DuckDB could not take them."""
+    try:
+        row = (seq, float(x.start), float(x.end), x.text, None if x.confidence is None else float(x.confidence),
+               None if x.box is None else [float(b) for b in x.box], x.language)
+    except (TypeError, ValueError):
+        return None
+    return row if x.text is not None and all_storable(x.text, x.language) else None
 
 
 def in_unit(line: TimedLine, start: float, end: float) -> bool:

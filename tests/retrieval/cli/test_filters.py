@@ -56,6 +56,9 @@ def test_a_filter_that_keeps_nothing_says_so(videos):
     ("colour = red", "error: --where: unknown field 'colour'; fields here: path, folder, name, duration"),
     ("duration > long", "error: --where duration > long: duration is a number and 'long' is not one"),
     ("duration", "error: --where 'duration' is not FIELD OP VALUE"),
+    ("duration glob 1*", "error: --where duration glob 1*: duration is a number field; it takes = != < <= > >= in"),
+    ("width has 320", "error: --where width has 320: width is a number field"),
+    ("name = a" + " " * 50_000 + "b", "error: --where is 50,009 characters; at most 1,100"),
 ])
 def test_a_bad_filter_is_one_line_and_exit_2(videos, where, says):
     result = query(videos, where)
@@ -94,3 +97,12 @@ def test_index_reads_a_metadata_file_and_says_each_problem_once(videos, tmp_path
     assert hits(query(videos, "team = red", anchor="campus_01.mp4")) == ["cup.mp4"]
     missing = invoke("index", videos, "--metadata", tmp_path / "gone.csv")
     assert missing.exit_code == 2 and "metadata file not found" in missing.stderr
+
+
+def test_a_field_of_numbers_and_text_compares_numbers_and_says_so(videos):
+    invoke("tag", videos / "campus_02.mp4", "--set", "rating=10")
+    invoke("tag", videos / "campus_01.mp4", "--set", "rating=nan")
+    result = query(videos, "rating >= 4")
+    assert hits(result) == ["campus_02.mp4"]  # as text, "nan" >= "4" and "10" < "4"
+    assert "rating: 1 of 2 files holds a value that is not a number; compared as numbers where they parse" in \
+        json.loads(result.stdout)["notices"]

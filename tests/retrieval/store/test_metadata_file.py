@@ -9,8 +9,9 @@ import pytest
 
 from retrieval.store import metadata_file
 from retrieval.store.catalog import Catalog
+from retrieval.store.catalog.fields import MAX_FIELD_NAMES, MAX_FIELDS_PER_FILE, FieldLimitError
 from retrieval.store.catalog.records import FileRecord, UnitRecord
-from retrieval.store.user_fields import apply_metadata
+from retrieval.store.user_fields import FieldError, apply_metadata, parse_assignments
 
 INDEXED = {"a.mp4", "sub/b.mp4", "c.mp4"}
 
@@ -97,3 +98,59 @@ def test_a_changed_file_is_re_read_and_a_tag_outranks_it(tmp_path):
         path.write_text("path,team\na.mp4,blue\nc.mp4,blue\n")
         assert apply_metadata(catalog, None, []) == 2
         assert catalog.file_fields() == {"a.mp4": {"team": "blue"}, "c.mp4": {"team": "gold"}}
+
+
+def _indexed(catalog: Catalog, names) -> None:
+    for name in names:
+        catalog.commit_file(FileRecord(name, 1, 1.0, f"h-{name}", 1.0, 25.0, 8, 8, 25, "pyav"),
+                            [UnitRecord(0, 0.0, 1.0, (0.5,))], {"tiny": np.ones((1, 4), np.float32)})
+
+
+def test_user_fields_are_capped_per_file_and_per_index_with_the_rest_counted(tmp_path):
+    path = tmp_path / "meta.jsonl"
+    wide = {"path": "a.mp4", **{f"f{i}": i for i in range(200_000)}}
+    many = [{"path": f"clip{i}.mp4", f"name{i}": "x"} for i in range(300)]
+    path.write_text("\n".join(json.dumps(row) for row in [wide, *many]) + "\n")
+    with Catalog(tmp_path / "catalog.duckdb") as catalog:
+        _indexed(catalog, ["a.mp4", *(f"clip{i}.mp4" for i in range(300))])
+        notices: list[str] = []
+        apply_metadata(catalog, path, notices)
+        held = catalog.file_fields()
+        assert len(held["a.mp4"]) == MAX_FIELDS_PER_FILE and held["a.mp4"]["f63"] == "63"
+        assert len(catalog.field_kinds()) == MAX_FIELD_NAMES  # 64 of a.mp4, then the first 192 clips' names
+        assert notices == ["meta.jsonl: 199,936 fields beyond the 64 a file holds: skipped",
+                           "meta.jsonl: 108 fields of names beyond the 256 an index holds: skipped"]
+
+
+def test_a_lone_surrogate_costs_its_field_alone(tmp_path):
+    path = tmp_path / "meta.jsonl"
+    path.write_text('{"path": "a.mp4", "team": "caf\\udce9", "rating": 4}\n{"path": "c.mp4", "team": "red"}\n'
+                    '{"path": "b\\ud800.mp4", "team": "red"}\n')
+    with Catalog(tmp_path / "catalog.duckdb") as catalog:
+        _indexed(catalog, ["a.mp4", "c.mp4"])
+        notices: list[str] = []
+        assert apply_metadata(catalog, path, notices) == 2
+        assert catalog.file_fields() == {"a.mp4": {"rating": "4"}, "c.mp4": {"team": "red"}}
+        assert notices == ["meta.jsonl: 1 rows name a path the index does not hold: skipped (e.g. b\\ud800.mp4)",
+                           "meta.jsonl: 1 fields that are not valid Unicode (a lone surrogate): skipped"]
+
+
+def test_a_tag_past_a_cap_changes_nothing(tmp_path):
+    with Catalog(tmp_path / "catalog.duckdb") as catalog:
+        _indexed(catalog, ["a.mp4", "c.mp4"])
+        catalog.tag(["a.mp4"], {f"k{i}": "1" for i in range(MAX_FIELDS_PER_FILE)}, [])
+        with pytest.raises(FieldLimitError, match="a file holds at most 64 fields, and a.mp4 would hold more"):
+            catalog.tag(["a.mp4", "c.mp4"], {"one_more": "1"}, [])
+        catalog.tag(["a.mp4"], {"k0": "2"}, [])  # a field it has: no more of them
+        with pytest.raises(FieldLimitError, match="a file holds at most 64"):
+            catalog.tag(["c.mp4"], {f"n{i}": "1" for i in range(MAX_FIELDS_PER_FILE + 1)}, [])
+        for start in range(MAX_FIELDS_PER_FILE, MAX_FIELD_NAMES, MAX_FIELDS_PER_FILE):
+            catalog.tag([f"{start}.mp4"], {f"k{i}": "1" for i in range(start, start + MAX_FIELDS_PER_FILE)}, [])
+        with pytest.raises(FieldLimitError, match="an index holds at most 256 field names"):
+            catalog.tag(["c.mp4"], {"new_name": "1"}, [])
+        assert catalog.file_fields()["a.mp4"]["k0"] == "2" and "c.mp4" not in catalog.file_fields()
+
+
+def test_set_refuses_a_lone_surrogate():
+    with pytest.raises(FieldError, match="not valid Unicode"):
+        parse_assignments(["team=caf\udce9"], [])

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from retrieval.search.filters import allowed_units, fields
+from retrieval.search.filters import notices as filter_notices
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import FileRecord, UnitRecord
-from retrieval.store.where import FilterError, parse
+from retrieval.store.where import MAX_CONDITION_CHARS, FilterError, Reader, parse, split
 
 HOSTILE = ["x'; DROP TABLE files; --.mp4", 'say "hi"; --.mp4', "a' OR '1'='1.mp4", "semi;colon.mp4"]
 
@@ -114,3 +115,61 @@ def test_parse_reads_operators_with_or_without_spaces_and_strips_quotes():
     assert (parse("duration>=10").op, parse("duration>=10").value) == (">=", "10")
     assert parse("path GLOB 'a b/*.mp4'").value == "a b/*.mp4" and parse("path GLOB x").op == "glob"
     assert parse("team == red").op == "=" and parse("note = \"it's\"").value == "it's"
+
+
+@pytest.mark.parametrize("where, field", [("duration glob 1*", "duration"), ("width has 320", "width"),
+                                          ("mtime glob 2024*", "mtime"), ("START has 1", "start")])
+def test_glob_and_has_on_a_built_in_number_field_is_one_line_before_any_sql(catalog, where, field):
+    with pytest.raises(FilterError) as raised:
+        parse(where)
+    assert str(raised.value) == (f"--where {where}: {field} is a number field; it takes = != < <= > >= in "
+                                 "(glob and has read text)")
+    with pytest.raises(FilterError, match="is a number field"):
+        allowed_units(catalog, [where])
+
+
+def test_text_fields_keep_glob_and_has(catalog):
+    catalog.tag(["home/cat.mp4"], {"rating": "4"}, [])
+    assert _paths(catalog, "codec glob 'h26*'", "name has match.mp4") == {"sports/match.mp4"}
+    assert _paths(catalog, "rating glob '4*'") == {"home/cat.mp4"}  # a user number field keeps its text
+
+
+def test_a_field_of_numbers_and_text_compares_numbers_where_they_parse(catalog):
+    catalog.tag(["home/cat.mp4"], {"rating": "10"}, [])
+    catalog.tag(["sports/match.mp4"], {"rating": "nan"}, [])
+    assert fields(catalog)["rating"] == "mixed"
+    assert _paths(catalog, "rating >= 4") == {"home/cat.mp4"}  # as text, "nan" >= "4" and "10" < "4"
+    assert _paths(catalog, "rating = 10.0") == {"home/cat.mp4"}
+    assert _paths(catalog, "rating = nan") == {"sports/match.mp4"}
+    assert _paths(catalog, "rating != 10") == {"sports/match.mp4"}
+    assert _paths(catalog, "rating in 10, nan") == {"home/cat.mp4", "sports/match.mp4"}
+    assert filter_notices(catalog, ["rating >= 4", "rating < 100"]) == [
+        "rating: 1 of 2 files holds a value that is not a number; compared as numbers where they parse"]
+    assert filter_notices(catalog, ["rating = nan", "duration > 1"]) == []  # no number compared
+
+
+def test_an_overlong_condition_is_refused_before_it_is_read():
+    text = "name = a" + " " * 50_000 + "b"
+    with pytest.raises(FilterError) as raised:
+        parse(text)
+    assert str(raised.value) == f"--where is {len(text):,} characters; at most {MAX_CONDITION_CHARS:,}"
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: "name = a" + " " * n + "b",  # spaces inside a value: quadratic for the old regular expression
+    lambda n: "a" * n,
+    lambda n: "name" + " " * n + "in" + " " * n + "x",
+    lambda n: "name =" + " x" * (n // 2),
+    lambda n: " " * n,
+])
+def test_reading_a_condition_looks_at_each_character_a_bounded_number_of_times(make):
+    for n in (100, MAX_CONDITION_CHARS // 3):
+        text = make(n)
+        reader = Reader(text)
+        split(reader)
+        assert reader.looked <= len(text) + 8, (n, reader.looked)
+
+
+def test_a_lone_surrogate_in_a_value_is_one_line():
+    with pytest.raises(FilterError, match="not valid Unicode"):
+        parse("name = caf\udce9")

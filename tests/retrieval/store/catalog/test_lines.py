@@ -90,3 +90,23 @@ def test_a_keyword_search_finds_a_unit_by_its_lines(two_clips, tmp_path):
                              [TimedLine("ocr", "rapidocr", 2.5, 2.5, "PS-2 FINAL")])
     found = Engine(index_dir).search(SearchRequest("PS-2", mode="keyword"))
     assert [h.path for h in found.hits] == ["cup.mp4"]
+
+
+def test_a_line_that_cannot_be_stored_costs_that_line_alone(catalog):
+    digest = _hash(catalog, "cup.mp4")
+    lines = [TimedLine("subtitle", "cup.srt", i * 0.1, i * 0.1 + 0.05, f"cue {i}") for i in range(5_000)]
+    lines[7] = TimedLine("subtitle", "cup.srt", 0.7, 0.75, "caf\udce9")  # a lone surrogate: no UTF-8 for it
+    lines[9] = TimedLine("subtitle", "cup.srt", "soon", 1.0, "a time that is no number")
+    assert catalog.replace_lines(digest, "subtitle", "cup.srt", "1:1", lines) == 2
+    stored = catalog.file_lines("cup.mp4", ["subtitle"])
+    assert len(stored) == 4_998 and [x.text for x in stored[:8]] == [f"cue {i}" for i in (0, 1, 2, 3, 4, 5, 6, 8)]
+    assert catalog.line_stamps(digest, "subtitle")["cup.srt"] == "1:1"
+    assert catalog.db.execute("SELECT lines FROM line_runs WHERE origin = 'cup.srt'").fetchone() == (4_998,)
+
+
+def test_a_read_of_many_lines_keeps_every_field_in_order(catalog):
+    digest = _hash(catalog, "box.mp4")
+    lines = [TimedLine("ocr", "rapidocr", i / 100, i / 100, f"SIGN {i}", 0.5, (0.1, 0.2, 0.3, 0.4), "en")
+             for i in range(20_000)]
+    assert catalog.replace_lines(digest, "ocr", "rapidocr", "r1", lines) == 0
+    assert catalog.file_lines("box.mp4", ["ocr"]) == lines
