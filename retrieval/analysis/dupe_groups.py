@@ -134,28 +134,50 @@ def file_pairs(units: Units, pairs: Pairs, cover: float = COVER) -> FilePairs:
     ua, ub = np.where(swap, ub, ua), np.where(swap, ua, ub)
     fa, fb = np.minimum(fa, fb), np.maximum(fa, fb)
     file_length = np.bincount(units.file, weights=units.duration, minlength=int(units.file.max(initial=-1)) + 1)
-    found_a, found_b, found_sim, found_cover, spans = [], [], [], [], {}
-    keys = fa.astype(np.int64) * (len(file_length) + 1) + fb
+    width = len(file_length) + 1
+    keys, pair = np.unique(fa.astype(np.int64) * width + fb, return_inverse=True)  # file pairs in key order
+    first, second = keys // width, keys % width
+    sides = [_side(units, pair.ravel(), side, sim, file_length[file]) for side, file in ((ua, first), (ub, second))]
+    shorter = file_length[first] <= file_length[second]
+    share = np.where(shorter, sides[0].share, sides[1].share)
+    kept = share > cover
+    spans = {**_spans(first, second, sides[0]), **_spans(second, first, sides[1])}
+    return FilePairs(first[kept].astype(np.int64), second[kept].astype(np.int64),
+                     np.where(shorter, sides[0].best, sides[1].best)[kept].astype(np.float32),
+                     share[kept].astype(np.float32), spans)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of each file pair: the share of its file its matched units cover, their mean best similarity, and
+    the span from the first matched start to the last matched end."""
+
+    share: np.ndarray
+    best: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def _spans(file: np.ndarray, other: np.ndarray, side: "_Side") -> dict:
+    keys = zip(file.tolist(), other.tolist(), strict=True)
+    return dict(zip(keys, zip(side.start.tolist(), side.end.tolist(), strict=True), strict=True))
+
+
+def _side(units: Units, pair: np.ndarray, unit: np.ndarray, similarity: np.ndarray, length: np.ndarray) -> _Side:
+    """Per file pair (``pair``: each unit pair's), its side's matched units (``unit``) summed: arrays, not a loop
+    over file pairs, which at a low threshold number as many as the unit pairs."""
+    count = len(length)
+    keys = pair.astype(np.int64) * len(units.duration) + unit
     order = np.argsort(keys, kind="stable")
-    for chunk in np.split(order, np.flatnonzero(np.diff(keys[order])) + 1) if len(order) else []:
-        first, second = int(fa[chunk[0]]), int(fb[chunk[0]])
-        shares, bests = [], []
-        for side, file in ((ua[chunk], first), (ub[chunk], second)):
-            matched, at = np.unique(side, return_inverse=True)
-            best = np.zeros(len(matched), np.float32)
-            np.maximum.at(best, at.ravel(), sim[chunk])
-            shares.append(float(units.duration[matched].sum() / file_length[file]))
-            bests.append(float(best.mean()))
-            spans[(file, second if file == first else first)] = (float(units.start[matched].min()),
-                                                                 float(units.end[matched].max()))
-        shorter = 0 if file_length[first] <= file_length[second] else 1
-        if shares[shorter] > cover:
-            found_a.append(first)
-            found_b.append(second)
-            found_sim.append(bests[shorter])
-            found_cover.append(shares[shorter])
-    return FilePairs(np.array(found_a, np.int64), np.array(found_b, np.int64), np.array(found_sim, np.float32),
-                     np.array(found_cover, np.float32), spans)
+    firsts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]]) if len(order) else order
+    best = np.maximum.reduceat(similarity[order], firsts) if len(order) else similarity[:0]  # each matched unit's
+    matched, owner = unit[order][firsts], pair[order][firsts]
+    start, end = np.full(count, np.inf), np.full(count, -np.inf)
+    np.minimum.at(start, owner, units.start[matched])
+    np.maximum.at(end, owner, units.end[matched])
+    share = np.bincount(owner, weights=units.duration[matched], minlength=count) / np.maximum(length, 1e-12)
+    mean = np.bincount(owner, weights=best, minlength=count) / np.maximum(np.bincount(owner, minlength=count), 1)
+    return _Side(share, mean, start, end)
 
 
 def best_each(count: int, a: np.ndarray, b: np.ndarray, similarity: np.ndarray) -> np.ndarray:
