@@ -62,9 +62,10 @@ class Pairs:
     saturated: int = 0
 
 
-def unit_pairs(vectors: np.ndarray, threshold: float, neighbours: int = NEIGHBOURS) -> Pairs:
+def unit_pairs(vectors: np.ndarray, threshold: float, neighbours: int | None = None) -> Pairs:
     """The pairs of rows of ``vectors`` whose similarity is at least ``threshold``, each once, among each row's
-    ``neighbours`` nearest rows."""
+    ``neighbours`` (default ``NEIGHBOURS``) nearest rows."""
+    neighbours = NEIGHBOURS if neighbours is None else neighbours
     n = len(vectors)
     if n < 2:
         return Pairs(*(np.zeros(0, np.int64),) * 2, np.zeros(0, np.float32))
