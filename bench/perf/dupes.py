@@ -1,5 +1,7 @@
 """``convis dupes`` at scale: 100,000 synthetic units (a smoke run: the first --sizes) grouped into near-duplicate
-files, the range search in the index the policy builds for that many vectors, timed end to end."""
+files, the pair search in the index the policy builds for that many vectors, timed end to end; and 30,000 (smoke:
+the first --sizes) at the lowest threshold there is, where every unit is alike half the others, its peak memory
+measured in a process of its own (each unit is paired with its nearest few only, so it stays bounded)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import time
 import numpy as np
 
 from bench.perf.config import Footage, PerfConfig, Progress
+from bench.perf.measuring import measure
 from bench.perf.sections.dupes import DupesBenchResult
 from retrieval.analysis import dupe_groups
 from retrieval.store.vectors.faiss_index import choose_factory
@@ -18,6 +21,8 @@ DIM = 128  # the fingerprint indexer's
 COPIED = 0.1  # the share of files that have a copy
 NOISE = 0.02  # a copy's vectors: the original's plus this much noise a dimension (similarity about 0.97)
 THRESHOLD = 0.9
+LOWEST_UNITS = 30_000
+LOWEST = float(np.nextafter(0.5, 1))  # the lowest threshold taken: above 0.5
 
 
 def synthetic(units: int, seed: int = 0) -> tuple[dupe_groups.Units, set[tuple[int, int]]]:
@@ -37,16 +42,23 @@ def synthetic(units: int, seed: int = 0) -> tuple[dupe_groups.Units, set[tuple[i
 
 def run_dupes(config: PerfConfig, footage: Footage, progress: Progress) -> list[DupesBenchResult]:
     count = config.sizes[0] if config.smoke else DUPES_UNITS
+    lowest = config.sizes[0] if config.smoke else LOWEST_UNITS
+    progress(f"dupes: {count} x {DIM} units, then {lowest} at threshold {LOWEST}")
+    return [measure(grouped, count, THRESHOLD, isolate=config.isolate),
+            measure(grouped, lowest, LOWEST, isolate=config.isolate)]
+
+
+def grouped(count: int, threshold: float) -> DupesBenchResult:
+    """``count`` synthetic units grouped into copied files at ``threshold``, timed."""
     units, planted = synthetic(count)
-    progress(f"dupes: {count} x {DIM} units, {len(planted)} copied files")
     started = time.perf_counter()
-    pairs = dupe_groups.unit_pairs(units.vectors, THRESHOLD)
+    pairs = dupe_groups.unit_pairs(units.vectors, threshold)
     searched = time.perf_counter()
     found = dupe_groups.file_pairs(units, pairs)
     groups = dupe_groups.components(int(units.file.max()) + 1, found.a, found.b)
     done = time.perf_counter()
     hits = set(zip(found.a.tolist(), found.b.tolist(), strict=True))
-    return [DupesBenchResult(count, DIM, choose_factory(count, DIM), THRESHOLD, len(pairs.a), len(groups),
-                             round(len(hits & planted) / max(len(planted), 1), 4),
-                             round(len(hits & planted) / max(len(hits), 1), 4),
-                             round(searched - started, 2), round(done - started, 2))]
+    return DupesBenchResult(count, DIM, choose_factory(count, DIM), threshold, len(pairs.a), len(groups),
+                            round(len(hits & planted) / max(len(planted), 1), 4),
+                            round(len(hits & planted) / max(len(hits), 1), 4),
+                            round(searched - started, 2), round(done - started, 2), saturated=pairs.saturated)

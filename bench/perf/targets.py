@@ -25,6 +25,7 @@ TARGET_TWO_WORKER_SPEEDUP = 1.8  # one long file, 2 decode workers against 1
 TARGET_WORKER_MB = 1024  # peak RSS of any one decode worker
 TARGET_HEALTH_P99_MS = 50.0  # /health under the serve section's load
 DUPES_SECONDS = 60  # 100k units grouped as near-duplicates
+DUPES_LOWEST_MB = 2048  # peak RSS of 30k units grouped at the lowest threshold
 TARGET_QUERY_SHARE = 1.5  # a query's p50 under load, over its time alone times the queries in flight per core
 
 

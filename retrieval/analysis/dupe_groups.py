@@ -3,9 +3,13 @@
 Everything here works on arrays (unit ids, vectors, each unit's file and times), so the same code groups an
 index's units and the 100k synthetic ones of ``convis bench perf --sections dupes``.
 
-- Unit pairs: a FAISS range search of every unit against all, in the index policy's own index for that many
-  vectors (``VectorIndex.build``: exact ``Flat`` below 100k units, IVF above, probing ``RANGE_NPROBE`` lists), keeping
-  the pairs whose similarity ``(q . s + 1) / 2`` (as queries score) is at least the threshold.
+- Unit pairs: each unit's ``NEIGHBOURS`` nearest units (a FAISS search in the index policy's own index for that
+  many vectors, ``VectorIndex.build``: exact ``Flat`` below 100k units, IVF above, probing ``RANGE_NPROBE`` lists),
+  keeping the pairs whose similarity ``(q . s + 1) / 2`` (as queries score) is at least the threshold.  Nearest
+  neighbours, not a range search: a range search at a low threshold returns every pair, memory quadratic in the
+  units (10k units 2.6 GB), while this holds at most ``NEIGHBOURS`` a unit at any threshold.  A copy has a handful
+  of units that alike, so no pair a sane threshold keeps is left out; a unit with more than that many says the
+  threshold is too low (``Pairs.saturated`` counts them, and ``dupes`` says so).
 - File pairs: two files are copies when the units of the shorter one that match some unit of the other cover
   at least ``COVER`` of its duration: a re-encode matches unit for unit, and a trimmed copy is contained in the
   longer file (its units all match, the longer file's not all).
@@ -23,8 +27,9 @@ import numpy as np
 from retrieval.store.vectors.faiss_index import VectorIndex
 
 COVER = 0.5  # a file pair counts when matched units cover more than this share of the shorter file
-QUERY_CHUNK = 4096  # units searched a call: bounds the result buffers of a range search
-# Inverted lists a range search probes in an IVF index: a copy sits next to its original, in the same list or a
+QUERY_CHUNK = 4096  # units searched a call: bounds the result buffers of a search
+NEIGHBOURS = 64  # the most pairs a unit is in (beside those in which it is another unit's neighbour)
+# Inverted lists a search probes in an IVF index: a copy sits next to its original, in the same list or a
 # neighbouring one. On the bench's 100k units 4 lists found every planted pair, as the 16 that top-100 recall
 # probes did, in a quarter of the time.
 RANGE_NPROBE = 4
@@ -48,15 +53,19 @@ class Units:
 
 @dataclass(frozen=True)
 class Pairs:
-    """Pairs of positions (``a`` < ``b``) and their similarity."""
+    """Pairs of positions (``a`` < ``b``) and their similarity; ``saturated``: the units whose ``NEIGHBOURS``
+    nearest were all within the threshold (more of theirs may be, left out)."""
 
     a: np.ndarray
     b: np.ndarray
     similarity: np.ndarray
+    saturated: int = 0
 
 
-def unit_pairs(vectors: np.ndarray, threshold: float) -> Pairs:
-    """Every pair of rows of ``vectors`` whose similarity is at least ``threshold``, each once."""
+def unit_pairs(vectors: np.ndarray, threshold: float, neighbours: int | None = None) -> Pairs:
+    """The pairs of rows of ``vectors`` whose similarity is at least ``threshold``, each once, among each row's
+    ``neighbours`` (default ``NEIGHBOURS``) nearest rows."""
+    neighbours = NEIGHBOURS if neighbours is None else neighbours
     n = len(vectors)
     if n < 2:
         return Pairs(*(np.zeros(0, np.int64),) * 2, np.zeros(0, np.float32))
@@ -65,17 +74,27 @@ def unit_pairs(vectors: np.ndarray, threshold: float) -> Pairs:
     index = built.index
     if "IVF" in built.factory:
         faiss.ParameterSpace().set_index_parameters(index, f"nprobe={RANGE_NPROBE}")
-    radius = float(2 * threshold - 1)  # inner product of unit vectors: similarity (ip + 1) / 2
-    firsts, seconds, scores = [], [], []
+    radius = np.nextafter(np.float32(2 * threshold - 1), np.float32(-2))  # similarity (ip + 1) / 2, as queries
+    k = min(neighbours + 1, n)  # the unit itself is its own nearest
+    firsts, seconds, scores, saturated = [], [], [], 0
     for start in range(0, n, QUERY_CHUNK):
-        lims, found, ids = index.range_search(matrix[start:start + QUERY_CHUNK], np.nextafter(radius, -2))
-        query = np.repeat(np.arange(start, start + len(lims) - 1), np.diff(lims).astype(np.int64))
-        later = ids > query  # each pair once, never a unit with itself
-        firsts.append(query[later])
-        seconds.append(ids[later])
-        scores.append(found[later])
-    similarity = (np.concatenate(scores) + 1) / 2
-    return Pairs(np.concatenate(firsts), np.concatenate(seconds), similarity.astype(np.float32))
+        found, ids = index.search(matrix[start:start + QUERY_CHUNK], k)
+        query = np.arange(start, start + len(ids))[:, None].repeat(k, axis=1)
+        close = (found >= radius) & (ids >= 0)
+        saturated += int(close.all(axis=1).sum()) if k < n else 0
+        close &= ids != query  # never a unit with itself
+        firsts.append(np.minimum(query, ids)[close])
+        seconds.append(np.maximum(query, ids)[close])
+        scores.append(found[close])
+    return _once(np.concatenate(firsts), np.concatenate(seconds), np.concatenate(scores), saturated)
+
+
+def _once(a: np.ndarray, b: np.ndarray, inner: np.ndarray, saturated: int) -> Pairs:
+    """Each pair once (both units may have found it), ordered by its first unit, then its second."""
+    keys = a.astype(np.int64) * (int(b.max(initial=0)) + 1) + b
+    _, first = np.unique(keys, return_index=True)
+    similarity = (inner[first] + 1) / 2
+    return Pairs(a[first].astype(np.int64), b[first].astype(np.int64), similarity.astype(np.float32), saturated)
 
 
 def components(count: int, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
@@ -116,28 +135,50 @@ def file_pairs(units: Units, pairs: Pairs, cover: float = COVER) -> FilePairs:
     ua, ub = np.where(swap, ub, ua), np.where(swap, ua, ub)
     fa, fb = np.minimum(fa, fb), np.maximum(fa, fb)
     file_length = np.bincount(units.file, weights=units.duration, minlength=int(units.file.max(initial=-1)) + 1)
-    found_a, found_b, found_sim, found_cover, spans = [], [], [], [], {}
-    keys = fa.astype(np.int64) * (len(file_length) + 1) + fb
+    width = len(file_length) + 1
+    keys, pair = np.unique(fa.astype(np.int64) * width + fb, return_inverse=True)  # file pairs in key order
+    first, second = keys // width, keys % width
+    sides = [_side(units, pair.ravel(), side, sim, file_length[file]) for side, file in ((ua, first), (ub, second))]
+    shorter = file_length[first] <= file_length[second]
+    share = np.where(shorter, sides[0].share, sides[1].share)
+    kept = share > cover
+    spans = {**_spans(first, second, sides[0]), **_spans(second, first, sides[1])}
+    return FilePairs(first[kept].astype(np.int64), second[kept].astype(np.int64),
+                     np.where(shorter, sides[0].best, sides[1].best)[kept].astype(np.float32),
+                     share[kept].astype(np.float32), spans)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of each file pair: the share of its file its matched units cover, their mean best similarity, and
+    the span from the first matched start to the last matched end."""
+
+    share: np.ndarray
+    best: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def _spans(file: np.ndarray, other: np.ndarray, side: "_Side") -> dict:
+    keys = zip(file.tolist(), other.tolist(), strict=True)
+    return dict(zip(keys, zip(side.start.tolist(), side.end.tolist(), strict=True), strict=True))
+
+
+def _side(units: Units, pair: np.ndarray, unit: np.ndarray, similarity: np.ndarray, length: np.ndarray) -> _Side:
+    """Per file pair (``pair``: each unit pair's), its side's matched units (``unit``) summed: arrays, not a loop
+    over file pairs, which at a low threshold number as many as the unit pairs."""
+    count = len(length)
+    keys = pair.astype(np.int64) * len(units.duration) + unit
     order = np.argsort(keys, kind="stable")
-    for chunk in np.split(order, np.flatnonzero(np.diff(keys[order])) + 1) if len(order) else []:
-        first, second = int(fa[chunk[0]]), int(fb[chunk[0]])
-        shares, bests = [], []
-        for side, file in ((ua[chunk], first), (ub[chunk], second)):
-            matched, at = np.unique(side, return_inverse=True)
-            best = np.zeros(len(matched), np.float32)
-            np.maximum.at(best, at.ravel(), sim[chunk])
-            shares.append(float(units.duration[matched].sum() / file_length[file]))
-            bests.append(float(best.mean()))
-            spans[(file, second if file == first else first)] = (float(units.start[matched].min()),
-                                                                 float(units.end[matched].max()))
-        shorter = 0 if file_length[first] <= file_length[second] else 1
-        if shares[shorter] > cover:
-            found_a.append(first)
-            found_b.append(second)
-            found_sim.append(bests[shorter])
-            found_cover.append(shares[shorter])
-    return FilePairs(np.array(found_a, np.int64), np.array(found_b, np.int64), np.array(found_sim, np.float32),
-                     np.array(found_cover, np.float32), spans)
+    firsts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]]) if len(order) else order
+    best = np.maximum.reduceat(similarity[order], firsts) if len(order) else similarity[:0]  # each matched unit's
+    matched, owner = unit[order][firsts], pair[order][firsts]
+    start, end = np.full(count, np.inf), np.full(count, -np.inf)
+    np.minimum.at(start, owner, units.start[matched])
+    np.maximum.at(end, owner, units.end[matched])
+    share = np.bincount(owner, weights=units.duration[matched], minlength=count) / np.maximum(length, 1e-12)
+    mean = np.bincount(owner, weights=best, minlength=count) / np.maximum(np.bincount(owner, minlength=count), 1)
+    return _Side(share, mean, start, end)
 
 
 def best_each(count: int, a: np.ndarray, b: np.ndarray, similarity: np.ndarray) -> np.ndarray:

@@ -109,8 +109,12 @@ def run_dupes(request, index_dir: Path) -> DupesResult:
         units, files = _units(catalog, signal, request.where)
         root = str(store.root_of(catalog, index_dir))
     pairs = dupe_groups.unit_pairs(units.vectors, threshold)
+    if pairs.saturated:
+        notices.append(f"{pairs.saturated} units have more than {dupe_groups.NEIGHBOURS} others at least {threshold:g} "
+                       f"alike: only the nearest {dupe_groups.NEIGHBOURS} of each are paired; the threshold is too "
+                       "low to tell copies, raise it (or use --auto)")
     group = _file_groups if request.level == "file" else _unit_groups
-    groups = group(units, files, pairs, request.keep)
+    groups = group(units, files, pairs, Keeper(request.keep, Path(root)))
     return DupesResult(request.level, signal, threshold, chosen, request.keep, groups, root, notices)
 
 
@@ -159,27 +163,43 @@ def _units(catalog: Catalog, signal: str, where) -> tuple[dupe_groups.Units, lis
     return dupe_groups.Units(ids, vectors, file, start, end), files
 
 
-def _keeper(files: list[FileListing], candidates: list[int], length: dict[int, float], keep: str) -> int:
-    """The member to keep: the longest, the most pixels, or the oldest file; ties to the first path."""
-    def key(i: int):
-        f = files[i]
-        if keep == "resolution":
-            return (-((f.width or 0) * (f.height or 0)), f.path)
-        if keep == "oldest":
-            return (f.mtime if f.mtime is not None else math.inf, f.path)
-        return (-length[i], f.path)
+@dataclass(frozen=True)
+class Keeper:
+    """How a group's keeper is chosen: by ``keep`` (the longest, the most pixels, or the oldest file; ties to the
+    first path), never a symlink over a real file: a link to an indexed file is a second name for it, and
+    removing the target would leave the link dangling."""
 
-    return min(candidates, key=key)
+    keep: str
+    root: Path
+
+    def choose(self, files: list[FileListing], candidates: list[int], length: dict[int, float]) -> int:
+        def key(i: int):
+            f = files[i]
+            link = _is_link(self.root / f.path)
+            if self.keep == "resolution":
+                return (link, -((f.width or 0) * (f.height or 0)), f.path)
+            if self.keep == "oldest":
+                return (link, f.mtime if f.mtime is not None else math.inf, f.path)
+            return (link, -length[i], f.path)
+
+        return min(candidates, key=key)
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return path.is_symlink()
+    except OSError:  # unreadable or unmounted: not known to be a link
+        return False
 
 
 def _file_groups(units: dupe_groups.Units, files: list[FileListing], pairs: dupe_groups.Pairs,
-                 keep: str) -> list[Group]:
+                 keeper: Keeper) -> list[Group]:
     found = dupe_groups.file_pairs(units, pairs)
     best = dupe_groups.best_each(len(files), found.a, found.b, found.similarity)
     length = np.bincount(units.file, weights=units.duration, minlength=len(files))
     groups = []
     for members in dupe_groups.components(len(files), found.a, found.b):
-        chosen = _keeper(files, members.tolist(), {i: length[i] for i in members.tolist()}, keep)
+        chosen = keeper.choose(files, members.tolist(), {i: length[i] for i in members.tolist()})
         spans = {i: _span(found.spans, i, members) for i in members.tolist()}
         groups.append(Group([Member(files[i].path, *spans[i], float(best[i]), i == chosen)
                              for i in members.tolist()]))
@@ -193,13 +213,13 @@ def _span(spans: dict, file: int, members: np.ndarray) -> tuple[float, float]:
 
 
 def _unit_groups(units: dupe_groups.Units, files: list[FileListing], pairs: dupe_groups.Pairs,
-                 keep: str) -> list[Group]:
+                 keeper: Keeper) -> list[Group]:
     best = dupe_groups.best_each(len(units.ids), pairs.a, pairs.b, pairs.similarity)
     groups = []
     for members in dupe_groups.components(len(units.ids), pairs.a, pairs.b):
         by_file = {int(units.file[i]): int(i) for i in sorted(members, key=lambda i: units.duration[i])}  # its longest
         length = {f: float(units.duration[u]) for f, u in by_file.items()}
-        chosen = by_file[_keeper(files, list(by_file), length, keep)]
+        chosen = by_file[keeper.choose(files, list(by_file), length)]
         groups.append(Group([Member(files[units.file[i]].path, float(units.start[i]), float(units.end[i]),
                                     float(best[i]), int(i) == chosen) for i in members.tolist()]))
     return groups

@@ -9,8 +9,13 @@
   by the user).  A request with neither header comes from no browser page (curl, a script): no other site can
   have sent it, so it is taken.  Anything that is not a plain serialised origin (``null``, userinfo, a path,
   spaces) is refused.
+- Reads that cost seconds (a model, a search of every unit, decoding or transcoding: ``ORIGIN_CHECKED`` routes)
+  are refused from another origin as writes are: no page elsewhere can make the server do that work
+  (``<img src=".../dupes?threshold=0.50001">``).  The same page's own requests, and clients that are no page, are
+  answered as before.
 - Upload size: refused from the request's declared length, before a byte of the body is read or spooled
-  (a body without a length, or longer than it said, is cut off while it streams: see the upload route).
+  (a body without a length, or longer than it said, is cut off while it streams: see the upload route).  Other
+  bodies: body_limit.py.
 - Upload folders are removed when their server exits, and those of servers that were killed (which run no
   exit code) when the next one starts.
 """
@@ -26,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -70,9 +75,19 @@ def guard(app: FastAPI, hosts: Sequence[str], upload_path: str, max_upload: int)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
 
 
-def cross_origin(scheme: str, headers) -> str | None:
-    """Why a write with these headers, to a server listening with ``scheme``, is refused as another origin's
-    request; None for one from the server's own origin or from no browser page."""
+def same_origin_read(request: Request) -> None:
+    """Refuse a read that costs seconds, from another origin, as a write would be (see the module's doc)."""
+    refused = cross_origin(request.url.scheme, request.headers, "requests that cost seconds")
+    if refused is not None:
+        raise HTTPException(403, refused)
+
+
+ORIGIN_CHECKED = [Depends(same_origin_read)]  # the dependencies of a GET route that costs seconds
+
+
+def cross_origin(scheme: str, headers, what: str = "writes") -> str | None:
+    """Why ``what`` (a write) with these headers, to a server listening with ``scheme``, is refused as another
+    origin's request; None for one from the server's own origin or from no browser page."""
     origin = headers.get("origin")
     if origin is not None:
         own = _origin(scheme, HOST.fullmatch(headers.get("host", "")))
@@ -80,11 +95,11 @@ def cross_origin(scheme: str, headers) -> str | None:
         if own is not None and _origin(None, ORIGIN.fullmatch(origin.strip(OWS))) == own:
             return None
         ours = f"; this server is {own[0]}://{own[1]}:{own[2]}" if own is not None else ""
-        return f"writes from another origin are refused (Origin: {_echo(origin)}{ours})"
+        return f"{what} from another origin are refused (Origin: {_echo(origin)}{ours})"
     site = headers.get("sec-fetch-site")
     if site is None or site.strip(OWS).lower() in SAME_ORIGIN_FETCHES:
         return None
-    return f"writes from another site are refused (Sec-Fetch-Site: {_echo(site)})"
+    return f"{what} from another site are refused (Sec-Fetch-Site: {_echo(site)})"
 
 
 def _origin(scheme: str | None, parts: re.Match | None) -> tuple[str, str, int] | None:

@@ -51,6 +51,7 @@ from retrieval.api import (
     VideoDecoder,
     one_line,
 )
+from retrieval.serve.body_limit import MAX_BODY_BYTES, BodyLimit
 from retrieval.serve.errors import validation_message
 from retrieval.serve.guards import LOOPBACK, allowed_hosts, guard, upload_folder
 from retrieval.serve.health import KeptIndex, KeptListing
@@ -103,6 +104,9 @@ def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str
                   description="Concept-conditioned video retrieval over one index: query by concept, compare "
                               "pairs, browse thumbnails and media.")
     app.state.convis = state
+    # inside guard's middleware (added first): a receive that middleware wraps raises in a task group, which the
+    # route would take for a malformed body
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, own_limit=("/uploads",))  # the upload route counts its own
     guard(app, hosts, "/uploads", max_upload)
     _add_error_handlers(app, state)
     for routes in ROUTES:  # each verb group's routes (routes/), in the order the API lists them

@@ -10,6 +10,7 @@ from retrieval.api import DupesRequest
 from retrieval.api import request_fields as spec
 from retrieval.serve.errors import responses
 from retrieval.serve.fields import WhereText, query_param
+from retrieval.serve.guards import ORIGIN_CHECKED
 from retrieval.serve.playback import media_url
 from retrieval.serve.routes.search import WHERE
 from retrieval.serve.state import ServerState
@@ -25,7 +26,8 @@ def dupes_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/dupes", summary="Near-duplicate files or units in groups, one to keep in each and the rest to "
-                "drop (as `convis dupes --json`)", responses=responses(400, 422, 503))
+                "drop (as `convis dupes --json`)", responses=responses(400, 403, 422, 503),
+                dependencies=ORIGIN_CHECKED)
     async def dupes(level: str = LEVEL, threshold: float | None = THRESHOLD, indexer: str | None = INDEXER,
                     where: list[WhereText] = WHERE, keep: str = KEEP):
         return await state.answer(run_dupes, state, level, threshold, indexer, where, keep)

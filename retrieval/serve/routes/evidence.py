@@ -37,6 +37,7 @@ from retrieval.api import (
 )
 from retrieval.serve.errors import ApiError, responses
 from retrieval.serve.fields import ref_path
+from retrieval.serve.guards import ORIGIN_CHECKED
 from retrieval.serve.state import ServerState
 from retrieval.serve.thumbs import to_jpeg
 
@@ -89,7 +90,8 @@ def evidence_routes(state: ServerState) -> APIRouter:
         return probes.get(_identity(path), lambda: state.decoder.probe(path))
 
     @router.get("/evidence/{ref:path}", summary="What a unit's scores rest on: the frames each signal saw, its "
-                "caption and descriptions", responses=responses(400, 403, 404, 422, 503))
+                "caption and descriptions", responses=responses(400, 403, 404, 422, 503),
+                dependencies=ORIGIN_CHECKED)
     async def evidence(ref: str = REF, segment: int = SEGMENT):
         return await state.workers.run(unit_evidence, ref, segment)
 
@@ -100,7 +102,8 @@ def evidence_routes(state: ServerState) -> APIRouter:
         return evidence_answer(ref, indexed, info, state.public)
 
     @router.get("/frame/{ref:path}", summary="One JPEG frame of a clip, the one nearest a time",
-                responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)})
+                responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)},
+                dependencies=ORIGIN_CHECKED)
     async def frame(ref: str = REF, t: float = SECONDS):
         jpeg = await state.workers.run(frame_jpeg, ref, t)
         return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})

@@ -102,13 +102,8 @@ def write_routes(state: ServerState) -> APIRouter:
             job = jobs.start("add", refs, state.engine.index_dir.resolve(), state.root, include=refs)
         return job.as_dict(state.public)
 
-    @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk): no search or "
-                   "listing shows it, its vectors are kept for POST /files/{ref}/restore",
-                   responses={**UNDO_REMOVE, **write_responses(400, 403, 404, 409, 422, 503, 507)})
-    def remove_file(ref: str = REF_PATH):
-        with writing(state, jobs), refused_by_catalog():
-            return {"removed": state.engine.remove([ref])}
-
+    # before DELETE /files/{ref}: its path would take /restore as part of the ref, and a request that matches no
+    # method is answered by the first route whose path it matches (OPTIONS .../restore would advertise DELETE)
     @router.post("/files/{ref:path}/restore", summary="Put a removed file back in the index: its stored vectors are "
                  "searchable at once, nothing is embedded again (`to_index`: removed before vectors were kept, the "
                  "next run indexes them)", responses=write_responses(400, 403, 404, 409, 422, 503, 507))
@@ -116,6 +111,13 @@ def write_routes(state: ServerState) -> APIRouter:
         with writing(state, jobs), refused_by_catalog():
             done = state.engine.unremove([ref])
         return {"restored": done.restored, "to_index": done.to_index}
+
+    @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk): no search or "
+                   "listing shows it, its vectors are kept for POST /files/{ref}/restore",
+                   responses={**UNDO_REMOVE, **write_responses(400, 403, 404, 409, 422, 503, 507)})
+    def remove_file(ref: str = REF_PATH):
+        with writing(state, jobs), refused_by_catalog():
+            return {"removed": state.engine.remove([ref])}
 
     @router.post("/index/runs", status_code=202, summary="Re-index the folder: new, changed and gone files",
                  responses={**FOLLOW_JOB, **write_responses(400, 403, 409, 422, 503)})

@@ -8,6 +8,7 @@ from fastapi.responses import FileResponse, Response
 from retrieval.api import PreviewError
 from retrieval.serve.errors import ApiError, responses
 from retrieval.serve.fields import ref_path
+from retrieval.serve.guards import ORIGIN_CHECKED
 from retrieval.serve.state import ServerState
 from retrieval.serve.urls import thumb_url
 
@@ -28,7 +29,7 @@ def media_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
-                responses=refused())
+                responses=refused(), dependencies=ORIGIN_CHECKED)
     async def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):
         thumbs = await state.workers.run(state.strip_of, ref, start, end, n)
         frames = [{"time": round(t.time, 3), "width": t.width, "height": t.height,
@@ -36,7 +37,8 @@ def media_routes(state: ServerState) -> APIRouter:
         return {"ref": ref, "start": start, "end": end, "frames": frames}
 
     @router.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip (with n=1: the span's middle "
-                "frame, a result's poster)", responses={200: {"content": {"image/jpeg": {}}}, **refused()})
+                "frame, a result's poster)", responses={200: {"content": {"image/jpeg": {}}}, **refused()},
+                dependencies=ORIGIN_CHECKED)
     async def thumb(ref: str = REF_PATH, i: int = Query(0, ge=0, le=31), start: float = START,
                     end: float | None = END, n: int = STRIP_N):
         thumbs = await state.workers.run(state.strip_of, ref, start, end, n)
@@ -51,7 +53,7 @@ def media_routes(state: ServerState) -> APIRouter:
 
     @router.get("/previews/{ref:path}", summary="The clip as the browser can play it: the file itself, or an H.264 "
                 "preview made with ffmpeg on the first request and kept in the index (`force`: whatever the file "
-                "is)", response_class=FileResponse, responses=refused())
+                "is)", response_class=FileResponse, responses=refused(), dependencies=ORIGIN_CHECKED)
     def preview(ref: str = REF_PATH, force: bool = FORCE_PREVIEW):
         try:
             return FileResponse(state.links.playable_file(state.resolve(ref), force), media_type="video/mp4")

@@ -10,6 +10,7 @@ from retrieval.api import DEFAULT_K, SearchRequest
 from retrieval.api import request_fields as spec
 from retrieval.serve.errors import responses
 from retrieval.serve.fields import WhereText, query_param
+from retrieval.serve.guards import ORIGIN_CHECKED
 from retrieval.serve.routes.query import linked
 from retrieval.serve.state import ServerState
 
@@ -25,7 +26,7 @@ def search_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
     @router.get("/search", summary="Rank indexed clips by how well they match a text, with every signal that "
-                "has a text tower", responses=responses(400, 422, 503))
+                "has a text tower", responses=responses(400, 403, 422, 503), dependencies=ORIGIN_CHECKED)
     async def search(text: str = SEARCH_TEXT, k: int = SEARCH_K, concept: str | None = SEARCH_CONCEPT,
                      where: list[WhereText] = WHERE, mode: str | None = SEARCH_MODE):
         return await state.answer(run_search, state, text, k, concept, where, mode)

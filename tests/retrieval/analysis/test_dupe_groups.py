@@ -82,3 +82,21 @@ def test_auto_threshold_is_at_least_the_high_confidence_cut_and_none_without_spr
         d25, d50, d75 = 1 - q[0.25], 1 - q[0.50], 1 - q[0.75]
         log_rule = 1 - d50 * math.exp(-AUTO_Z * max(math.log(d50 / d75), math.log(d25 / d50)) / 0.6745)
         assert auto_threshold(background(quantiles)) == pytest.approx(min(1.0, max(high, log_rule)))
+
+
+def test_the_lowest_threshold_pairs_each_unit_with_its_nearest_only_and_says_so():
+    vectors = unit_rows(600)  # at 0.5 about half of all 179,700 pairs are in range
+    found = dupe_groups.unit_pairs(vectors, np.nextafter(0.5, 1), neighbours=16)
+    assert len(found.a) <= 600 * 16 and np.all(found.a < found.b)
+    assert found.saturated == 600  # every unit had more than 16 in range
+    assert len(set(zip(found.a.tolist(), found.b.tolist(), strict=True))) == len(found.a)  # each pair once
+    assert found.similarity.min() >= 0.5
+
+
+def test_a_few_units_pair_exactly_as_a_brute_force_product_and_saturate_nothing():
+    vectors = unit_rows(40)  # fewer than the neighbours kept: every pair in range is found
+    found = dupe_groups.unit_pairs(vectors, 0.55)
+    similarity = (vectors.astype(np.float64) @ vectors.T.astype(np.float64) + 1) / 2
+    a, b = np.nonzero(np.triu(similarity >= 0.55, 1))
+    assert set(zip(found.a.tolist(), found.b.tolist(), strict=True)) == set(zip(a.tolist(), b.tolist(), strict=True))
+    assert found.saturated == 0
