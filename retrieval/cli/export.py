@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from retrieval.cli.console import shown
 from retrieval.cli.options import IndexDirOpt, UserError, WhereArg, resolve_index_dir
-from retrieval.cli.present.common import print_json, print_notices
+from retrieval.cli.present.common import print_notices
+from retrieval.cli.present.listing import print_export
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="The folder to write to (made when "
                                       "missing; one that holds anything needs --force).")]
@@ -38,10 +38,4 @@ def export(out: OutOpt, folder: WhereArg = None, fmt: FormatOpt = "parquet", res
     else:
         manifest = Engine(resolve_index_dir(index_dir or folder)).export(out, fmt, force, notices)
     print_notices(notices)
-    if as_json:
-        print_json(manifest)
-        return
-    for table in manifest["tables"]:
-        out.print(f"{table['rows']:>9,} rows  {shown(out / table['file'])}", highlight=False,
-                          soft_wrap=True)
-    out.print(f"{'':>14}{shown(out / 'manifest.json')}", highlight=False, soft_wrap=True)
+    print_export(manifest, out, as_json)

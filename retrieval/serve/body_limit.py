@@ -16,13 +16,20 @@ from fastapi import HTTPException
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from retrieval.api import ConvisError
+
 MAX_BODY_BYTES = 1 << 20  # the largest body the schema takes (concept and statement lists at their caps) is ~100 kB
 
 
-class BodyTooLarge(HTTPException):
+class BodyTooLarge(HTTPException, ConvisError):
+    """A request body over its cap: refused before (a declared length) or while (streamed) it is read.  An
+    HTTPException too: raised while a route reads its body, any other kind reads as "error parsing the body"."""
+
+    exit_code, http_status = 2, 413
+
     def __init__(self, limit: int, declared: int | None = None) -> None:
         said = f" (Content-Length: {declared})" if declared is not None else ""
-        super().__init__(413, f"request body larger than {_size(limit)}{said}")
+        HTTPException.__init__(self, 413, f"request body larger than {_size(limit)}{said}")
 
 
 class BodyLimit:

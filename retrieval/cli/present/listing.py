@@ -1,4 +1,4 @@
-"""What `convis info`, `ls`, `ls --removed`, `remove` and `repair` print, and the JSON of a listed file."""
+"""What `convis info`, `ls`, `ls --removed`, `remove`, `repair` and `export` print, and the JSON of a listed file."""
 
 from __future__ import annotations
 
@@ -53,6 +53,16 @@ def _described_line(row: dict) -> str:
     else:  # captions are the text indexer's own input; another concept unembedded is used by no query
         used = " (the text indexer's input)" if row["concept"] == "caption" else " (not embedded: no query uses them)"
     return f"{row['concept']} descriptions: {by}{used}"
+
+
+def print_export(manifest: dict, folder: Path, as_json: bool) -> None:
+    """The files an export wrote, a line each with its rows, then its manifest (or the manifest as JSON)."""
+    if as_json:
+        print_json(manifest)
+        return
+    for table in manifest["tables"]:
+        out.print(f"{table['rows']:>9,} rows  {shown(folder / table['file'])}", highlight=False, soft_wrap=True)
+    out.print(f"{'':>14}{shown(folder / 'manifest.json')}", highlight=False, soft_wrap=True)
 
 
 def print_repair(where: Path, restored, as_json: bool) -> None:
