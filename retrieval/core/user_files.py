@@ -53,9 +53,9 @@ def read_limited(path: str | Path, what: str, limit: int, error: type[ConvisErro
     a regular file (inside ``root`` when given) of at most ``limit`` bytes; anything else is ``error``."""
     try:
         real = Path(path).resolve(strict=True)
+        _check_regular(os.stat(real).st_mode, what, path, error)
         if root is not None and not real.is_relative_to(Path(root).resolve()):
             raise _refused(error, what, path, "it points outside the indexed folder")
-        _check_regular(os.stat(real).st_mode, what, path, error)
         # O_NONBLOCK: a FIFO put in its place since the check opens at once instead of waiting for a writer
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
