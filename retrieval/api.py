@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # what _LAZY loads on first use, named for readers, type chec
     from retrieval.core.registry import UnknownModelError
     from retrieval.core.sampling import FRAME_RULES, RULE_TEXT, FrameSpec, spoken_frames
     from retrieval.core.signal_kinds import SIGNALS
-    from retrieval.core.user_files import UserFileError, read_json
+    from retrieval.core.user_files import UserFileError, parse_json, read_json, read_limited
     from retrieval.engine import INDEXER, TEXT_TOWER, Engine, WarmStep
     from retrieval.lmm.differences import DiffResult
     from retrieval.media.frames import DecodeError, VideoInfo
@@ -122,6 +122,7 @@ __all__ = [
     "VideoInfo", "DecodeError", "Playback", "PreviewError", "ffmpeg_missing", "playback", "span_clip",
     "content_hash", "CATALOG_NAME", "SNAPSHOT_NAME", "writer_pid", "pid_alive", "CatalogBusy", "has_text_tower",
     "UserFileError", "read_json", "atomic_write", "Hit", "CHANGE_KEY", "CAPTION", "UnknownModelError",
+    "read_limited", "parse_json",
     "FRAME_RULES", "RULE_TEXT", "FrameSpec", "describe_sampling", "frame_time", "nearest_frame", "stored_span",
     "unit_frames", "Description", "IndexerRow", "UnitRecord",
 ]
@@ -186,6 +187,8 @@ _LAZY = {
     "has_text_tower": "indexers.factory",
     "UserFileError": "retrieval.core.user_files",
     "read_json": "retrieval.core.user_files",
+    "read_limited": "retrieval.core.user_files",
+    "parse_json": "retrieval.core.user_files",
     "atomic_write": "retrieval.core.files",
     "Hit": "retrieval.search.results",
     "CHANGE_KEY": "retrieval.search.results",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rerankers.prompts.diff import DiffInputError, check_statement
-from retrieval.core.user_files import parse_json, read_text
+from retrieval.core.user_files import is_unicode, parse_json, read_text
 from retrieval.lmm.differences import DiffResult
 
 
@@ -84,6 +84,9 @@ def read_statements(path: str) -> list[tuple[str | None, str]]:
         [(None, line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if not entries:
         raise DiffInputError(f"{path} holds no difference statements")
+    if not all(is_unicode(f"{key}{statement}") for key, statement in entries):
+        raise DiffInputError(f"{path}: a statement or its key holds half a surrogate pair (a JSON \\ud800 escape "
+                             "alone): not text a model is asked")
     return [(key, check_statement(statement)) for key, statement in entries]
 
 

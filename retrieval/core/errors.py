@@ -30,3 +30,9 @@ def one_line(exc: BaseException, limit: int | None = 200) -> str:
     if limit is not None:
         text = text[:limit]
     return text or type(exc).__name__
+
+
+def some(names: list[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``names`` and how many more: a line naming a million paths is no line at all."""
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

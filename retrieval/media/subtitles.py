@@ -15,6 +15,9 @@ from pathlib import Path
 import av
 import pysubs2
 
+from retrieval.core.defaults import MiB
+from retrieval.core.user_files import UserFileError, decode_lines, read_limited
+
 SIDECAR_FORMATS = {".srt": "srt", ".vtt": "vtt"}
 TEXT_CODECS = ("mov_text", "subrip", "srt", "ass", "ssa", "webvtt", "text")
 # what a read could not take as it came, one report line each (``pipeline.subtitle_lines``)
@@ -24,7 +27,8 @@ PROBLEMS = {
     "overlap": "cue(s) overlapping the one before, kept",
     "unreadable": "unreadable, no cues taken",
 }
-FALLBACK_ENCODINGS = ("cp1252", "latin-1")  # after UTF-8 (with or without its byte-order mark); latin-1 never fails
+# a feature film's subtitles are ~100 KB, a day of speech cued every second ~5 MB; more is not a subtitle file
+SIDECAR_LIMIT = 16 * MiB
 _STAMP = r"(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}"
 _TIMING = re.compile(rf"^\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?$")
 _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")  # en, eng, pt-BR, zh-Hant
@@ -44,6 +48,7 @@ class SubtitleRead:
     cues: list[Cue] = field(default_factory=list)
     problems: dict[str, int] = field(default_factory=dict)
     encoding: str = "utf-8"
+    reason: str | None = None  # why an unreadable file was not read
 
     def problem(self, kind: str, count: int = 1) -> None:
         if count:
@@ -81,29 +86,26 @@ def _listing(folder: Path) -> list[str]:
         return []
 
 
-def read_sidecar(path: Path) -> SubtitleRead:
-    """The cues of a ``.srt``/``.vtt`` file; one it cannot read at all gives none and says so."""
+def read_sidecar(path: Path, root: Path | None = None) -> SubtitleRead:
+    """The cues of a ``.srt``/``.vtt`` file read by ``core.user_files``' rule (a regular file, inside ``root``
+    when given, at most ``SIDECAR_LIMIT`` bytes); one it cannot read gives none and says why."""
     read = SubtitleRead()
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = read_limited(path, "subtitle file", SIDECAR_LIMIT, root=root)
+    except UserFileError as exc:
+        read.reason = getattr(exc, "reason", None)
         read.problem("unreadable")
         return read
     text, read.encoding = decode(raw)
-    if read.encoding not in ("utf-8", "utf-8-sig"):
+    if read.encoding != "utf-8":
         read.problem("encoding")
     return parse(text, SIDECAR_FORMATS[path.suffix.lower()], read)
 
 
 def decode(raw: bytes) -> tuple[str, str]:
-    """(text, the encoding that read it): UTF-8 first, then the fallbacks in order."""
-    for encoding in ("utf-8-sig", *FALLBACK_ENCODINGS):
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        return text, "utf-8" if encoding == "utf-8-sig" and not raw.startswith(b"\xef\xbb\xbf") else encoding
-    raise AssertionError("latin-1 decodes any bytes")
+    """(text, how it was read: "utf-8", else the fallback encodings its lines that are not UTF-8 took)."""
+    text, fallbacks = decode_lines(raw)
+    return text, "+".join(fallbacks) or "utf-8"
 
 
 def parse(text: str, fmt: str, read: SubtitleRead | None = None) -> SubtitleRead:
@@ -190,7 +192,7 @@ def _packet_event(packet, events: list, read: SubtitleRead) -> None:
     if codec == "mov_text":
         data = data[2:2 + int.from_bytes(data[:2], "big")]
     text, encoding = decode(data)
-    if encoding not in ("utf-8", "utf-8-sig"):
+    if encoding != "utf-8":
         read.encoding = encoding
         read.problem("encoding")
     if codec in ("ass", "ssa"):

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retrieval.core.errors import some
 from retrieval.media.subtitles import PROBLEMS, Sidecar, SubtitleRead, read_sidecar, read_streams, sidecars
 from retrieval.pipeline.line_sources import is_current
 from retrieval.store.catalog import Catalog
@@ -36,18 +37,25 @@ class SubtitleProblems:
         self.files += 1
         for kind, count in read.problems.items():
             total, names = self.seen.get(kind, (0, []))
-            self.seen[kind] = (total + count, [*names, name if kind != "encoding" else f"{name}: {read.encoding}"])
+            self.seen[kind] = (total + count, [*names, _named(name, kind, read)])
 
     def notes(self) -> list[str]:
         out = []
         for kind, (count, names) in self.seen.items():
             what = PROBLEMS[kind]
-            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            shown = some(names, 3)
             counted = f"{len(names)} subtitle file(s)" if kind in ("encoding", "unreadable") else f"{count}"
             out.append(f"subtitles: {counted} {what} ({shown})")
         if self.unstored:
             out.append(f"subtitles: {self.unstored} cue(s) the catalog cannot store (not valid Unicode) skipped")
         return out
+
+
+def _named(name: str, kind: str, read: SubtitleRead) -> str:
+    """A file as a problem line names it: with its fallback encoding, or why it was not read."""
+    if kind == "encoding":
+        return f"{name}: {read.encoding}"
+    return f"{name}: {read.reason}" if kind == "unreadable" and read.reason else name
 
 
 @dataclass
@@ -58,6 +66,7 @@ class SubtitleWork:
     video: Path
     sidecars: dict[str, Sidecar]
     stamps: dict[str, str]  # origin -> stamp of each read stored
+    root: Path | None = None  # the indexed folder: a sidecar linked out of it is not read
 
 
 def pending(catalog: Catalog, root: Path) -> list[SubtitleWork]:
@@ -68,7 +77,7 @@ def pending(catalog: Catalog, root: Path) -> list[SubtitleWork]:
     for digest, paths in files_by_bytes(catalog, root).items():
         found = {s.path.name: s for p in paths for s in sidecars(p, _names(listings, p.parent))}
         stamps = catalog.line_stamps(digest, SOURCE)
-        item = SubtitleWork(digest, paths[0], found, stamps)
+        item = SubtitleWork(digest, paths[0], found, stamps, root)
         if _gone(item) or _changed(item) or not is_current(stamps, STREAM, STREAMS_STAMP):
             work.append(item)
     return work
@@ -126,7 +135,7 @@ def _sync_sidecars(catalog: Catalog, item: SubtitleWork, problems: SubtitleProbl
         catalog.forget_lines(item.digest, SOURCE, origin)  # its file is gone
     for sidecar, stamp in _changed(item):
         name = sidecar.path.name
-        read = read_sidecar(sidecar.path)
+        read = read_sidecar(sidecar.path, item.root)
         problems.add(name, read)
         lines = _lines(read, name, sidecar.language)
         problems.unstored += catalog.replace_lines(item.digest, SOURCE, name, stamp, lines)

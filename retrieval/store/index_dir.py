@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from retrieval.core.defaults import INDEX_DIRNAME
-from retrieval.core.errors import ConvisError
+from retrieval.core.errors import ConvisError, some
 from retrieval.core.segmentation import describe as describe_units
 from retrieval.core.segmentation import from_label, segmentation_label
 from retrieval.store.catalog import Catalog, FileListing, list_files
@@ -253,8 +253,8 @@ def check_removable(catalog: Catalog, rels: list[str]) -> None:
     unknown = [r for r in rels if r not in listed]
     if unknown:
         again = [r for r in unknown if r in excluded]
-        hint = f" ({', '.join(again)} removed already)" if again else ""
-        raise NotIndexedError(f"not in the index: {', '.join(unknown)}{hint}")
+        hint = f" ({some(again)} removed already)" if again else ""
+        raise NotIndexedError(f"not in the index: {some(unknown)}{hint}")
 
 
 def check_restorable(catalog: Catalog, rels: list[str]) -> None:
@@ -262,7 +262,7 @@ def check_restorable(catalog: Catalog, rels: list[str]) -> None:
     excluded = set(catalog.excluded())
     unknown = [r for r in rels if r not in excluded]
     if unknown:
-        raise NotIndexedError(f"not removed from the index: {', '.join(unknown)}")
+        raise NotIndexedError(f"not removed from the index: {some(unknown)}")
 
 
 def removed(index_dir: Path, notices: list[str]) -> list[RemovedFile]:

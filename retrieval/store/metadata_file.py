@@ -4,6 +4,9 @@
 Bad rows never stop the rest: each kind of problem (bytes that are not UTF-8, a row that does not parse, a path
 the index does not hold, a path given twice, a field named twice in a row, a field named like a built-in one, a
 value that is not text, a number or a list) is counted and said in one line, and every good row is kept.
+A row is one line: a CSV line parses alone (an unterminated quote or an over-long field costs that line, never
+the lines after it), a JSON line nested deeper than ``JSON_DEPTH_LIMIT`` is not parsed, and text JSON escapes
+into half a surrogate pair (no file or database holds it) is a value skipped.
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from retrieval.core.defaults import MiB
 from retrieval.core.errors import ConvisError
+from retrieval.core.user_files import JSON_DEPTH_LIMIT, is_unicode, json_depth, read_limited
 from retrieval.store.where import BUILTIN, MAX_VALUE_CHARS
 
 FIELD_NAME = re.compile(r"[A-Za-z_][\w.-]{0,63}")
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 EXAMPLES = 3  # of the paths or names a problem line quotes
+# a million videos with a few hundred bytes of fields each; read whole, so more is refused, not swapped for
+METADATA_FILE_LIMIT = 256 * MiB
 
 
 class MetadataFileError(ConvisError, ValueError):
@@ -41,6 +48,8 @@ class MetadataRows:
     def problem(self, kind: str, example: str | None = None) -> None:
         self.problems[kind] += 1
         shown = self.examples.setdefault(kind, [])
+        if example is not None:  # a lone surrogate or a control character shown escaped: a report line is text
+            example = example.encode("unicode_escape").decode("ascii") if not example.isprintable() else example
         if example is not None and len(shown) < EXAMPLES and example not in shown:
             shown.append(example.encode("utf-8", "backslashreplace").decode())  # a lone surrogate prints
 
@@ -58,10 +67,7 @@ def read(path: Path, indexed: set[str]) -> MetadataRows:
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise MetadataFileError(f"--metadata {path.name}: give a .csv or .jsonl file")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise MetadataFileError(f"--metadata {path}: cannot read it ({exc.strerror or exc})") from None
+    raw = read_limited(path, "--metadata", METADATA_FILE_LIMIT, MetadataFileError)
     found = MetadataRows()
     lines = _decoded(raw.splitlines(), found)
     records = _csv_records(lines, found) if kind == "csv" else _jsonl_records(lines, found)
@@ -75,15 +81,16 @@ def _decoded(lines: list[bytes], found: MetadataRows) -> Iterator[str]:
             yield line.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError:
             found.problem("rows not in UTF-8: skipped", f"line {number}")
+            yield ""  # a blank line in its place: the lines after it keep their numbers
 
 
 def _csv_records(lines: Iterable[str], found: MetadataRows) -> Iterator[tuple[str, list[tuple[str, object]]]]:
-    reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader, [])]
+    rows = _csv_rows(lines, found)
+    header = [h.strip() for h in next(rows, [])]
     if "path" not in header:
         raise MetadataFileError("--metadata: the CSV file needs a header row with a 'path' column")
     at = header.index("path")
-    for row in reader:
+    for row in rows:
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
@@ -92,13 +99,26 @@ def _csv_records(lines: Iterable[str], found: MetadataRows) -> Iterator[tuple[st
         yield row[at].strip(), [(h, v) for i, (h, v) in enumerate(zip(header, row, strict=True)) if i != at and v]
 
 
+def _csv_rows(lines: Iterable[str], found: MetadataRows) -> Iterator[list[str]]:
+    """Each line's cells, parsed alone: a quote left open or a field past the csv module's limit costs its line."""
+    for number, line in enumerate(lines, 1):
+        try:
+            yield next(csv.reader((line,), strict=True), [])
+        except csv.Error:
+            found.problem("rows that do not parse as CSV (a quote left open, a field too long): skipped",
+                          f"line {number}")
+
+
 def _jsonl_records(lines: Iterable[str], found: MetadataRows) -> Iterator[tuple[str, list[tuple[str, object]]]]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if json_depth(line) > JSON_DEPTH_LIMIT:
+            found.problem(f"rows nested more than {JSON_DEPTH_LIMIT} levels deep: skipped", f"line {number}")
+            continue
         try:
             pairs = json.loads(line, object_pairs_hook=lambda p: p)
-        except ValueError:
+        except (ValueError, RecursionError):
             found.problem("rows that are not JSON objects: skipped", f"line {number}")
             continue
         if not isinstance(pairs, list) or not pairs or not isinstance(pairs[0], tuple):
@@ -153,7 +173,10 @@ def _text(value: object) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
-        return str(value).strip()
-    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
-        return ",".join(str(v).strip() for v in value)
-    return None
+        text = str(value).strip()
+    elif isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        text = ",".join(str(v).strip() for v in value)
+    else:
+        return None
+    return text if is_unicode(text) else None
+

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from retrieval.core.errors import one_line
 from retrieval.core.user_files import DATA_FILE_LIMIT, read_json
 from retrieval.store.export.files import (
     EXPORT_VERSION,
@@ -79,5 +80,8 @@ def _table(answer: dict) -> pa.Table:
     }
     try:
         return pa.table(columns, schema=RESULTS_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise ExportError(f"a hit's value is not of its column's type: {exc}") from None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:  # OverflowError: a rank of 10**30
+        raise ExportError(f"a hit's value is not of its column's type: {one_line(exc)}") from None
+    except UnicodeEncodeError:  # JSON may escape half a surrogate pair ("\ud800"): text no file can hold
+        raise ExportError("a hit holds text that is not Unicode (half of a surrogate pair): not --json output of "
+                          "convis query or convis search") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import av
 import pytest
@@ -301,3 +302,13 @@ def test_a_bad_action_is_said_before_any_model_is_built(engine, example_videos, 
         engine.diff(DiffRequest(example_videos / BIKES, candidates=[example_videos / BOX], action=action,
                                 statements={"0": "faster"},
                                 reranker="/nowhere/no-such-model"))
+
+
+def test_a_statements_pipe_device_or_half_surrogate_is_one_line(tmp_path):
+    os.mkfifo(tmp_path / "pipe.txt")  # no writer: reading it would wait for ever
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    (tmp_path / "half.json").write_text('["the left arm is higher", "\\ud800 bent"]')
+    for name, says in (("pipe.txt", "it is a pipe, not a file"), ("zero.txt", "it is a device, not a file"),
+                       ("half.json", "half a surrogate pair")):
+        with pytest.raises(DiffInputError, match=says):
+            gather_statements([], str(tmp_path / name))

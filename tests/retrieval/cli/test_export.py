@@ -248,6 +248,10 @@ def test_a_searchs_json_keeps_its_text(index, tmp_path):
     (b'{"anchor": "a", "concepts": [], "scored_by": "x", "hits": [{"rank": 1}]}', "hit 1 lacks"),
     (b'{"anchor": "a", "concepts": [], "scored_by": "x", "hits": [{"rank": "first", "path": "a.mp4", "segment": 0, '
      b'"start": 0, "end": 1, "total": 0.5}]}', "not of its column's type"),
+    (b'{"anchor": "a", "concepts": [], "scored_by": "x", "hits": [{"rank": 1000000000000000000000000000000, '
+     b'"path": "a.mp4", "segment": 0, "start": 0, "end": 1, "total": 0.5}]}', "not of its column's type"),
+    (b'{"anchor": "a", "concepts": [], "scored_by": "x", "hits": [{"rank": 1, "path": "\\ud800.mp4", '
+     b'"segment": 0, "start": 0, "end": 1, "total": 0.5}]}', "half of a surrogate pair"),
 ])
 def test_a_results_file_that_is_not_convis_json_is_one_line(tmp_path, content, says):
     source = tmp_path / "results.json"
@@ -271,3 +275,12 @@ def test_a_signal_without_vectors_is_an_empty_table_of_its_columns(index, tmp_pa
     assert (blank["file"], blank["rows"], blank["dim"]) == ("vectors.blank.parquet", 0, 8)
     read_back = pq.read_table(tmp_path / "out" / blank["file"])
     assert read_back.num_rows == 0 and str(read_back.schema.field("vector").type) == "list<element: float>"
+
+
+def test_a_results_pipe_or_device_is_refused_without_reading(tmp_path):
+    os.mkfifo(tmp_path / "results.json")  # no writer: reading it would wait for ever
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name, says in (("results.json", "it is a pipe, not a file"), ("zero.json", "it is a device, not a file")):
+        line = one_line_error(convis("export", "--results", tmp_path / name, "--out", tmp_path / "out"))
+        assert line.endswith(says)
+    assert not (tmp_path / "out").exists()

@@ -2,6 +2,7 @@
 `--undo` puts their stored vectors back at once."""
 
 import json
+import os
 from datetime import datetime
 
 import pytest
@@ -110,3 +111,34 @@ def test_an_indexed_symlink_is_removed_as_itself_not_its_target(videos):
     undone = invoke("remove", "--undo", videos / "link.mp4", "--json")
     assert undone.exit_code == 0 and json.loads(undone.stdout) == {"restored": ["link.mp4"], "to_index": []}
     assert "link.mp4" in listed(videos)
+
+
+def test_a_list_that_never_ends_or_never_opens_is_one_line_and_changes_nothing(videos, tmp_path):
+    os.mkfifo(tmp_path / "pipe.txt")  # no writer: reading it would wait forever
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    for name, says in (("pipe.txt", "it is a pipe, not a file"), ("zero.txt", "it is a device, not a file")):
+        result = invoke("remove", "--from-file", tmp_path / name, "--index-dir", videos)
+        assert result.exit_code == 2 and result.stderr.strip().endswith(says), result.output
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert "campus_01.mp4" in listed(videos)
+
+
+def test_a_list_read_as_it_comes_is_capped_by_bytes_read(videos, tmp_path, monkeypatch):
+    from retrieval.cli import drop_list
+
+    monkeypatch.setattr(drop_list, "MOST_BYTES", 64)
+    (tmp_path / "long.txt").write_text("campus_01.mp4\n" * 10)
+    result = invoke("remove", "--from-file", tmp_path / "long.txt", "--index-dir", videos)
+    assert result.exit_code == 2 and "is larger than 64 bytes" in result.stderr
+    (tmp_path / "bad.txt").write_bytes(b"campus_01.mp4\ncaf\xe9.mp4\n")
+    result = invoke("remove", "--from-file", tmp_path / "bad.txt", "--index-dir", videos)
+    assert result.exit_code == 2 and "line 2 is not UTF-8" in result.stderr
+    assert "campus_01.mp4" in listed(videos)
+
+
+def test_many_unknown_paths_are_named_five_and_counted(videos, tmp_path):
+    (tmp_path / "list.txt").write_text("".join(f"gone{i:05d}.mp4\n" for i in range(20_000)))
+    result = invoke("remove", "--from-file", tmp_path / "list.txt", "--index-dir", videos)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: not in the index: gone00000.mp4, gone00001.mp4, gone00002.mp4, "
+                                     "gone00003.mp4, gone00004.mp4 and 19,995 more")

@@ -2,6 +2,8 @@
 
 import inspect
 import json
+import os
+import socket
 import sys
 
 import pytest
@@ -15,6 +17,7 @@ from retrieval.core.user_files import (
     JSON_DEPTH_LIMIT,
     TEXT_FILE_LIMIT,
     UserFileError,
+    decode_lines,
     json_depth,
     parse_json,
     read_limited,
@@ -41,9 +44,45 @@ def test_json_at_the_limit_parses_and_deeper_is_one_error():
         parse_json(deep(100_000), "x")
 
 
-def test_a_device_that_never_ends_is_read_up_to_the_limit():
-    with pytest.raises(UserFileError, match="larger than 1 MiB"):
-        read_limited("/dev/zero", "statements file", TEXT_FILE_LIMIT)
+def test_a_device_a_pipe_or_a_socket_is_refused_by_kind_and_never_read(tmp_path):
+    fifo = tmp_path / "list.txt"
+    os.mkfifo(fifo)  # no writer: opening it to read would wait forever
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock.txt"))
+    try:
+        for name, says in (("list.txt", "a pipe"), ("zero.txt", "a device"), ("sock.txt", "a socket")):
+            with pytest.raises(UserFileError, match=f"{name}: it is {says}, not a file") as caught:
+                read_limited(tmp_path / name, "statements file", TEXT_FILE_LIMIT)
+            assert caught.value.reason == f"it is {says}, not a file"
+    finally:
+        server.close()
+
+
+def test_the_limit_counts_bytes_read_not_the_size_the_file_claims():
+    assert os.stat("/proc/self/status").st_size == 0  # a file that says it is empty and is not
+    with pytest.raises(UserFileError, match="larger than 16 bytes") as caught:
+        read_limited("/proc/self/status", "list", 16)
+    assert caught.value.reason == "larger than 16 bytes"
+
+
+def test_a_file_found_under_the_root_may_not_point_outside_it(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "elsewhere.srt"
+    root.mkdir()
+    outside.write_text("words")
+    (root / "inside.srt").write_text("kept")
+    (root / "link.srt").symlink_to(outside)
+    (root / "near.srt").symlink_to(root / "inside.srt")
+    assert read_limited(root / "near.srt", "subtitle file", 100, root=root) == b"kept"
+    with pytest.raises(UserFileError, match="it points outside the indexed folder"):
+        read_limited(root / "link.srt", "subtitle file", 100, root=root)
+    assert read_limited(root / "link.srt", "subtitle file", 100) == b"words"  # named by the user: anywhere
+
+
+def test_each_line_that_is_not_utf8_falls_back_alone():
+    raw = "caf\u00e9 au lait\n".encode() + b"cr\xe8me\r\n" + "na\u00efve\n".encode() + b"\x81\n"
+    assert decode_lines(raw) == ("caf\u00e9 au lait\ncr\u00e8me\r\nna\u00efve\n\x81\n", ("cp1252", "latin-1"))
+    assert decode_lines(b"\xef\xbb\xbfplain") == ("plain", ())
 
 
 def test_a_file_at_the_limit_is_read_and_one_byte_more_is_refused(tmp_path):

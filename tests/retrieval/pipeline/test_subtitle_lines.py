@@ -4,6 +4,7 @@ search at the cue's time, re-read when the sidecar changes, forgotten when it is
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -133,3 +134,40 @@ def test_a_run_killed_between_two_streams_reads_both_the_next_time(tmp_path, vid
         subtitle_lines._sync_streams(cat, "abc", video, subtitle_lines.SubtitleProblems())
         texts = [r[0] for r in cat.db.execute("SELECT text FROM text_lines ORDER BY origin").fetchall()]
     assert texts == ["first stream", "second stream"]
+
+
+def finished(call):
+    """``call()``'s result, run in a thread: a read that blocks for ever fails the test instead of hanging it."""
+    done = {}
+    worker = threading.Thread(target=lambda: done.setdefault("result", call()), daemon=True)
+    worker.start()
+    worker.join(timeout=600)
+    assert not worker.is_alive(), "the index run did not finish"
+    return done["result"]
+
+
+def test_a_pipe_a_device_or_a_link_outside_under_a_sidecar_name_is_one_notice_and_the_run_finishes(
+        engine, video_folder, tmp_path):
+    os.mkfifo(video_folder / "cup.srt")  # no writer: opening it to read would wait for ever
+    (video_folder / "campus_01.en.srt").symlink_to("/dev/zero")  # endless bytes
+    outside = tmp_path / "elsewhere.srt"
+    outside.write_text(cue(1, 1.0, 2.0, "outside words"), encoding="utf-8")
+    (video_folder / "campus_02.srt").symlink_to(outside)
+    (video_folder / "carphone_pristine.srt").write_text(cue(1, 1.0, 2.0, "kept words"), encoding="utf-8")
+    report = finished(lambda: run(engine, video_folder))
+    said = [n for n in report.notes if n.startswith("subtitles:")]
+    assert said == ["subtitles: 3 subtitle file(s) unreadable, no cues taken (campus_01.en.srt: it is a device, "
+                    "not a file, campus_02.srt: it points outside the indexed folder, cup.srt: it is a pipe, "
+                    "not a file)"]
+    assert lines(engine, "cup.mp4") == lines(engine, "campus_01.mp4") == lines(engine, "campus_02.mp4") == []
+    assert [x[3] for x in lines(engine, "carphone_pristine.mp4")] == ["kept words"]
+    again = finished(lambda: run(engine, video_folder))  # refused once: not read again until it changes
+    assert again.subtitle_reads == 0 and not any(n.startswith("subtitles:") for n in again.notes)
+
+
+def test_one_stray_byte_costs_its_line_not_the_files_utf8(engine, video_folder):
+    (video_folder / "cup.srt").write_bytes(cue(1, 1.0, 2.0, "caf\u00e9 cr\u00e8me").encode("utf-8") + b"\n"
+                                           + cue(2, 3.0, 4.0, "na\u00efve").encode("cp1252"))
+    report = run(engine, video_folder)
+    assert [x[3] for x in lines(engine, "cup.mp4")] == ["caf\u00e9 cr\u00e8me", "na\u00efve"]
+    assert "subtitles: 1 subtitle file(s) not UTF-8, read with a fallback encoding (cup.srt: cp1252)" in report.notes

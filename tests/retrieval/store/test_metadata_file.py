@@ -2,6 +2,7 @@
 paths or fields given twice, bytes that are not UTF-8, rows that do not parse; a million rows are read whole."""
 
 import json
+import os
 import time
 
 import numpy as np
@@ -154,3 +155,42 @@ def test_a_tag_past_a_cap_changes_nothing(tmp_path):
 def test_set_refuses_a_lone_surrogate():
     with pytest.raises(FieldError, match="not valid Unicode"):
         parse_assignments(["team=caf\udce9"], [])
+
+
+def test_a_pipe_or_a_device_is_one_line_never_a_wait(tmp_path):
+    os.mkfifo(tmp_path / "meta.csv")  # no writer: reading it would wait for ever
+    (tmp_path / "meta.jsonl").symlink_to("/dev/zero")
+    for name, says in (("meta.csv", "it is a pipe, not a file"), ("meta.jsonl", "it is a device, not a file")):
+        with pytest.raises(metadata_file.MetadataFileError, match=f"{name}: {says}"):
+            metadata_file.read(tmp_path / name, INDEXED)
+
+
+def test_a_file_past_the_limit_is_refused_by_bytes_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(metadata_file, "METADATA_FILE_LIMIT", 32)
+    (tmp_path / "meta.csv").write_text("path,team\n" + "a.mp4,red\n" * 4)
+    with pytest.raises(metadata_file.MetadataFileError, match="larger than 32 bytes"):
+        metadata_file.read(tmp_path / "meta.csv", INDEXED)
+
+
+def test_a_huge_field_or_an_open_quote_costs_its_own_csv_line(tmp_path):
+    path = tmp_path / "meta.csv"
+    path.write_text("path,team\n" f"a.mp4,{'x' * 140_000}\n" 'sub/b.mp4,"red\n' "c.mp4,blue\n")
+    read = metadata_file.read(path, INDEXED)
+    assert read.rows == [("c.mp4", "team", "blue")]
+    assert _lines(read) == ["meta: 2 rows that do not parse as CSV (a quote left open, a field too long): skipped "
+                            "(e.g. line 2, line 3)"]
+
+
+def test_a_deep_line_or_half_a_surrogate_pair_costs_its_own_row(tmp_path):
+    path = tmp_path / "meta.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n"
+                    '{"path": "a.mp4", "team": "\\ud800"}\n'
+                    '{"path": "\\udc00.mp4", "team": "red"}\n'
+                    '{"path": "c.mp4", "team": "blue"}\n')
+    read = metadata_file.read(path, INDEXED)
+    assert read.rows == [("c.mp4", "team", "blue")]
+    assert _lines(read) == [
+        "meta: 1 rows nested more than 64 levels deep: skipped (e.g. line 1)",
+        "meta: 1 values that are not text, a number, true/false or a list of them: skipped (e.g. a.mp4 team)",
+        "meta: 1 rows name a path the index does not hold: skipped (e.g. \\udc00.mp4)",
+    ]
