@@ -18,7 +18,7 @@ FAMILIES = ("pe", "siglip2")
 REAL = {"pe": ("PE-Core-L-14-336", "meta"), "siglip2": ("ViT-SO400M-16-SigLIP2-384", "webli")}
 TINY = {"pe": tiny_pe, "siglip2": tiny_siglip2}
 FRAMES_A_UNIT = 8
-UNITS = {"tiny": 2, "real": 64}  # 16 frames on a CPU; 512 on a GPU (16 batches of 32)
+UNITS = {"tiny": 1, "real": 64}  # 8 frames on a CPU; 512 on a GPU (16 batches of 32)
 
 
 @dataclass(frozen=True)
