@@ -157,37 +157,30 @@ def tag_weights(source: str) -> str:
     return hub_weights(TAG_REPOS.get(source, source.removeprefix("hf-hub:")))
 
 
-def _own_pixels_card(size: str) -> dict[str, dict[str, str]]:
-    card = model_card(OWN_FRAMES, size, IMAGE_TEXT_POOLING, FAST_DTYPE)
-    return {"fast": card, "paper": {**card, "dtype": PAPER_DTYPE, "note": NOT_IN_PAPER}}
+def add_image_text(name: str, default_source: str, squash: str, **fields) -> None:
+    """An open_clip image-text family fed its weights' own pixels (``squash``: its filter and side, in words),
+    with its text tower; Apache-2.0 like both released families, unless ``fields`` say otherwise."""
+    card = model_card(OWN_FRAMES, f"full-size decode, PIL {squash} (no crop), mean/std 0.5 (the weights' "
+                      "preprocess_cfg: open_clip's own transform)", IMAGE_TEXT_POOLING, FAST_DTYPE)
+    INDEXERS.add(name, f"indexers.image_text:build_{name}", default_source=default_source, text_tower=True,
+                 card={"fast": card, "paper": {**card, "dtype": PAPER_DTYPE, "note": NOT_IN_PAPER}},
+                 weights=tag_weights, **{"license": "Apache-2.0", **fields})
 
 
-INDEXERS.add(
-    "pe", "indexers.image_text:build_pe",
-    default_source="PE-Core-L-14-336/meta",  # open_clip tag; weights at hf-hub timm/PE-Core-L-14-336
+add_image_text(
+    "pe", "PE-Core-L-14-336/meta", "bilinear squash to 336x336",  # weights at hf-hub timm/PE-Core-L-14-336
     aliases=("pe-core", "perception-encoder"),
     claims=("pe-core",),
     description="Perception Encoder PE-Core image-text towers (open_clip), mean-pooled, with its text tower",
-    card=_own_pixels_card("full-size decode, PIL bilinear squash to 336x336 (no crop), mean/std 0.5 (the weights' "
-                          "preprocess_cfg: open_clip's own transform)"),
-    text_tower=True,
-    weights=tag_weights,
-    license="Apache-2.0",
     evidence="MSR-VTT text-to-video R@1 50.3 zero-shot for PE-Core-L-14-336 (Perception Encoder paper, arXiv "
              "2504.13181, and its model card); not in ConViS-Bench Table 3",
 )
 
-INDEXERS.add(
-    "siglip2", "indexers.image_text:build_siglip2",
-    default_source="ViT-SO400M-16-SigLIP2-384/webli",  # open_clip tag; weights at hf-hub timm/ViT-SO400M-16-SigLIP2-384
+add_image_text(
+    "siglip2", "ViT-SO400M-16-SigLIP2-384/webli", "bicubic squash to 384x384",  # hf-hub timm/ViT-SO400M-16-SigLIP2-384
     aliases=("siglip-2",),
     claims=("siglip2",),
     description="SigLIP2 image-text towers (open_clip, Gemma tokenizer), mean-pooled, with its text tower",
-    card=_own_pixels_card("full-size decode, PIL bicubic squash to 384x384 (no crop), mean/std 0.5 (the weights' "
-                          "preprocess_cfg: open_clip's own transform)"),
-    text_tower=True,
-    weights=tag_weights,
-    license="Apache-2.0",
     evidence="the strongest open image-text family: SigLIP 2 improves on SigLIP at every size in zero-shot "
              "classification and image-text retrieval (SigLIP 2 paper, arXiv 2502.14786); not in ConViS-Bench "
              "Table 3",

@@ -118,3 +118,21 @@ def test_index_then_search_with_the_tiny_pe(tiny, example_videos, tmp_path):
     result = json.loads(found.stdout)
     assert sorted(h["path"] for h in result["hits"]) == ["bikes.mp4", "box.mp4", "cup.mp4"]
     assert result["signals"] == {"pe": f"pe:{tiny['pe']}"}  # the sentence went through pe's text tower
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_card_names_license_evidence_and_not_the_paper(name):
+    from retrieval.cli.present.models import model_rows
+
+    [row] = [r for r in model_rows("paper") if r["name"] == name]
+    assert row["license"] == "Apache-2.0" and "not in ConViS-Bench Table 3" in row["evidence"]
+    assert row["note"].startswith("not in the paper") and "squash" in row["size"]
+    assert INDEXERS.entry(name).text_tower and INDEXERS.resolve(INDEXERS.entry(name).default_source).entry.name == name
+    assert "R@1 50.3" in INDEXERS.entry("pe").evidence  # the published figure, where one is confirmed
+
+
+def test_a_resize_mode_convis_cannot_follow_is_refused():
+    from indexers.vision import ImageTransform
+
+    with pytest.raises(ValueError, match="resize_mode"):
+        ImageTransform(resize_mode="longest")
