@@ -142,3 +142,21 @@ INDEXERS.add(
     weights=lambda source: BUNDLED if importlib.util.find_spec("rapidocr_onnxruntime") else "missing (pip install "
                                                                                         "rapidocr-onnxruntime)",
 )
+
+QWEN3_VL_EMBEDDING_CARD = model_card(
+    "1 a second, at most 64 a unit (qwen-vl-utils smart_nframes at fps 1), handed over as a frame list: "
+    "padded with the last to an even count, stamped at its assumed 2 a second",
+    "full-size decode; PIL bicubic to multiples of 32, then torchvision bicubic (antialias) within 128 to "
+    "min(768, 7680 * 2 / frames) tokens of 32x32 px a frame (qwen-vl-utils fetch_image and fetch_video)",
+    "the last token's hidden state, L2-normalised; the instruction is the system message",
+    "bf16 on GPU, fp32 on CPU")
+
+INDEXERS.add(
+    "qwen3-vl-embedding", "indexers.qwen3_vl_embedding:build_qwen3_vl_embedding",
+    default_source="Qwen/Qwen3-VL-Embedding-2B",
+    claims=("qwen3-vl-embedding",),
+    description="Qwen3-VL-Embedding (2B; 8B: qwen3-vl-embedding:Qwen/Qwen3-VL-Embedding-8B, Apache-2.0): video and "
+                "text in one space, one vector per unit and instruction (a vector per concept)",
+    card={protocol: QWEN3_VL_EMBEDDING_CARD for protocol in PROTOCOLS},
+    text_tower=True,
+)
