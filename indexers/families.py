@@ -10,6 +10,8 @@ import importlib.util
 
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, PROTOCOLS, model_card
 from indexers.bundled import MINILM, text_weights
+from indexers.conditioned import Instructions
+from indexers.instructions import QWEN3_VL_EMBEDDING
 from retrieval.core.sampling import RULE_TEXT
 from retrieval.core.weights import BUNDLED, hub_weights
 
@@ -143,6 +145,13 @@ INDEXERS.add(
                                                                                         "rapidocr-onnxruntime)",
 )
 
+
+def instruction_card(instructions: Instructions) -> dict:
+    """What an instruction-following family is told, per use, for ``convis models --full`` and its JSON."""
+    return {"generic": instructions.generic, "query": instructions.query, "concepts": dict(instructions.concepts),
+            "template": instructions.template, "version": instructions.version, "source": instructions.source}
+
+
 QWEN3_VL_EMBEDDING_CARD = model_card(
     "1 a second, at most 64 a unit (qwen-vl-utils smart_nframes at fps 1), handed over as a frame list: "
     "padded with the last to an even count, stamped at its assumed 2 a second",
@@ -157,6 +166,7 @@ INDEXERS.add(
     claims=("qwen3-vl-embedding",),
     description="Qwen3-VL-Embedding (2B; 8B: qwen3-vl-embedding:Qwen/Qwen3-VL-Embedding-8B, Apache-2.0): video and "
                 "text in one space, one vector per unit and instruction (a vector per concept)",
-    card={protocol: QWEN3_VL_EMBEDDING_CARD for protocol in PROTOCOLS},
+    card={protocol: {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING)}
+          for protocol in PROTOCOLS},
     text_tower=True,
 )

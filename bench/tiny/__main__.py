@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.tiny.dataset import build_dataset
+from bench.tiny.embedding import build_qwen3_vl_embedding
 from bench.tiny.vision import tiny_open_clip
 from bench.tiny.vlm import build_llava_onevision, build_qwen_vl
 
@@ -21,6 +22,7 @@ def main(out: Path, clips: Path) -> None:
     tiny_open_clip(models / "clip" / "tiny", vocab=OPEN_CLIP_VOCAB)
     build_qwen_vl(models / "qwen2-vl" / "tiny")
     build_llava_onevision(models / "llava-onevision" / "tiny")
+    build_qwen3_vl_embedding(models / "qwen3-vl-embedding" / "tiny")
     print(f"wrote {out / 'dataset'} ({pairs} rated pairs) and tiny models in {models}")
 
 

@@ -132,3 +132,24 @@ def test_a_checkpoint_loads_with_or_without_the_hub_prefix(indexer, qwen3_vl_emb
     save_file({n: t for n, t in state.items() if "visual.merger" not in n}, str(bare / "model.safetensors"))
     with pytest.raises(ModelUnavailableError, match="weights missing"):
         create_indexer(f"qwen3-vl-embedding:{bare}", device="cpu")
+
+
+def test_models_full_shows_the_instructions_and_their_version(capsys):
+    from retrieval.cli.present.models import model_rows, print_instructions
+
+    (row,) = [r for r in model_rows("fast") if r["name"] == "qwen3-vl-embedding"]
+    assert row["instructions"]["version"] == QWEN3_VL_EMBEDDING.version
+    print_instructions(model_rows("paper"))
+    shown = " ".join(capsys.readouterr().out.split())  # as read, whatever width the console wraps at
+    assert f"version {QWEN3_VL_EMBEDDING.version}" in shown and f"query: {QWEN3_VL_EMBEDDING.query}" in shown
+    assert f"location: {LOCATION}" in shown and "any other concept: Represent the {concept}" in shown
+
+
+@pytest.mark.parametrize("name, width", [("qwen3-vl-embedding-2b", 2048), ("qwen3-vl-embedding-8b", 4096)])
+def test_the_real_shape_configs_give_the_published_widths(qwen3_vl_embedding_tiny, name, width):
+    from bench.perf.conditioned_embed import REAL_DIMENSIONS
+    from bench.perf.real_shape import real_config
+
+    config = real_config(qwen3_vl_embedding_tiny, REAL_DIMENSIONS[name])
+    assert config.text_config.hidden_size == config.vision_config.out_hidden_size == width
+    assert sum(config.text_config.rope_parameters["mrope_section"]) * 2 == config.text_config.head_dim
