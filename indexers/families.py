@@ -156,7 +156,7 @@ QWEN3_VL_EMBEDDING_CARD = model_card(
     "1 a second, at most 64 a unit (qwen-vl-utils smart_nframes at fps 1), handed over as a frame list: "
     "padded with the last to an even count, stamped at its assumed 2 a second",
     "full-size decode; PIL bicubic to multiples of 32, then torchvision bicubic (antialias) within 128 to "
-    "min(768, 7680 * 2 / frames) tokens of 32x32 px a frame (qwen-vl-utils fetch_image and fetch_video)",
+    "min(768, 15360 / frames) tokens of 32x32 px a frame (qwen-vl-utils fetch_image and fetch_video)",
     "the last token's hidden state, L2-normalised; the instruction is the system message",
     "bf16 on GPU, fp32 on CPU")
 
