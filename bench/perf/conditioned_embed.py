@@ -22,23 +22,23 @@ from bench.perf.sections.embed import ConditionedEmbedResult
 from bench.tiny.embedding import build_qwen3_vl_embedding, save_as_embedding
 
 _ROPE = {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [24, 20, 20], "mrope_interleaved": True}
+
+
+def _dimensions(width: int, ffn: int, layers: int, heads: int, vision: tuple[int, int, int], taps: list[int]) -> dict:
+    """A Qwen3-VL's dimensions: its Qwen3 text model (8 KV heads of 128) and its ViT (depth, width, MLP width;
+    16 heads; deepstack ``taps``), whose merger gives the text width."""
+    depth, vision_width, vision_ffn = vision
+    return {"text_config": {"hidden_size": width, "intermediate_size": ffn, "num_hidden_layers": layers,
+                            "num_attention_heads": heads, "num_key_value_heads": 8, "head_dim": 128,
+                            "vocab_size": 151936, "max_position_embeddings": 262144, "rope_parameters": _ROPE},
+            "vision_config": {"depth": depth, "hidden_size": vision_width, "intermediate_size": vision_ffn,
+                              "num_heads": 16, "out_hidden_size": width, "num_position_embeddings": 2304,
+                              "deepstack_visual_indexes": taps}}
+
+
 REAL_DIMENSIONS: dict[str, dict[str, dict]] = {
-    "qwen3-vl-embedding-2b": {
-        "text_config": {"hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28,
-                        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
-                        "max_position_embeddings": 262144, "rope_parameters": _ROPE},
-        "vision_config": {"depth": 24, "hidden_size": 1024, "intermediate_size": 4096, "num_heads": 16,
-                          "out_hidden_size": 2048, "num_position_embeddings": 2304,
-                          "deepstack_visual_indexes": [5, 11, 17]},
-    },
-    "qwen3-vl-embedding-8b": {
-        "text_config": {"hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
-                        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
-                        "max_position_embeddings": 262144, "rope_parameters": _ROPE},
-        "vision_config": {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16,
-                          "out_hidden_size": 4096, "num_position_embeddings": 2304,
-                          "deepstack_visual_indexes": [8, 16, 24]},
-    },
+    "qwen3-vl-embedding-2b": _dimensions(2048, 6144, 28, 16, (24, 1024, 4096), [5, 11, 17]),
+    "qwen3-vl-embedding-8b": _dimensions(4096, 12288, 36, 32, (27, 1152, 4304), [8, 16, 24]),
 }
 
 
