@@ -166,7 +166,8 @@ INDEXERS.add(
     claims=("qwen3-vl-embedding",),
     description="Qwen3-VL-Embedding (2B; 8B: qwen3-vl-embedding:Qwen/Qwen3-VL-Embedding-8B, Apache-2.0): video and "
                 "text in one space, one vector per unit and instruction (a vector per concept)",
-    card={protocol: {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING)}
-          for protocol in PROTOCOLS},
+    card={"fast": {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING)},
+          "paper": {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING),
+                    "note": "not in the paper: its own reference's frames, pixels and prompt"}},
     text_tower=True,
 )
