@@ -56,7 +56,7 @@ class OpenClipIndexer(ImageIndexer):
         tokenizer = open_clip_tokenizer(self.tokenizer)
         if tokenizer is None:
             return None
-        return TextGraph(Features(self.model, lambda model, ids: model.encode_text(ids)), tokenizer, ("input_ids",))
+        return TextGraph(Features(self.model, _encode_text), tokenizer, ("input_ids",))
 
 
 class HFClipIndexer(ImageIndexer):
@@ -119,8 +119,14 @@ def open_clip_tokenizer(tokenizer):
     from indexers.text_export import tokenizer_of
 
     context = int(tokenizer.context_length)
-    if isinstance(tokenizer, HFTokenizer):  # padded to the context, as its call pads
-        return tokenizer_of(tokenizer.tokenizer, context, pad_length=context)
+    if isinstance(tokenizer, HFTokenizer):  # cleaned as its call cleans, padded to the context as it pads
+        clean = _clean_normalizer(tokenizer)
+        if clean is None or tokenizer.tokenizer_mode or tokenizer.strip_sep_token:
+            return None
+        backend = tokenizer_of(tokenizer.tokenizer, context, pad_length=context)
+        if backend is not None:
+            backend.normalizer = clean if backend.normalizer is None else _sequence(clean, backend.normalizer)
+        return backend
     if isinstance(tokenizer, SimpleTokenizer):
         from transformers import CLIPTokenizerFast
 
@@ -137,6 +143,43 @@ def open_clip_tokenizer(tokenizer):
         backend.enable_truncation(context)
         return backend
     return None
+
+
+def _encode_text(model, ids):
+    """encode_text as ONNX can record it: an unmasked text tower (SigLIP's) would otherwise take torch's fused
+    attention kernel in inference, which has no ONNX operator; the plain path computes the same."""
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        return model.encode_text(ids)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+
+
+def _clean_normalizer(tokenizer):
+    """open_clip's text cleaning before an HF tokenizer (``whitespace``, or SigLIP's ``canonicalize``: no
+    punctuation, lower case) as a ``tokenizers`` normalizer; None for another kind.  Its ftfy repair and HTML
+    unescaping have no such normalizer: text that needs them (mojibake, ``&amp;``) can tokenize differently in the
+    export, which the export's own check on its probe sentences stands guard over."""
+    import string
+
+    from open_clip import tokenizer as oc
+    from tokenizers import Regex, normalizers
+
+    spaces = [normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
+    if tokenizer.clean_fn is oc._clean_whitespace:
+        return normalizers.Sequence(spaces)
+    if tokenizer.clean_fn is oc._clean_canonicalize:
+        punctuation = "[" + "".join("\\" + c for c in string.punctuation) + "]"
+        return normalizers.Sequence([normalizers.Replace("_", " "), normalizers.Replace(Regex(punctuation), ""),
+                                     normalizers.Lowercase(), *spaces])
+    return None
+
+
+def _sequence(first, then):
+    from tokenizers import normalizers
+
+    return normalizers.Sequence([first, then])
 
 
 def _text_features(model, input_ids, attention_mask):
@@ -183,27 +226,55 @@ def _frames(protocol: str, transform: ImageTransform):
     return paper_frames("every", 1, transform) if protocol == "paper" else None
 
 
-def _build_open_clip(source: str, device: str | None, protocol: str) -> OpenClipIndexer:
+def load_open_clip(family: str, source: str):
+    """(model, tokenizer) of an open_clip ``source``: a tag, ``hf-hub:``, or a local open_clip folder."""
     import open_clip
 
     name, tag, quick_gelu = open_clip_build_args(source)
     local = Path(name.removeprefix("local-dir:"))
     if name.startswith("local-dir:") and not any(any(local.glob(p)) for p in ("*.safetensors", "*.bin", "*.pth")):
         # open_clip would only warn and hand back random weights
-        raise unavailable("clip", source, FileNotFoundError("no weights file in the folder"))
+        raise unavailable(family, source, FileNotFoundError("no weights file in the folder"))
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=tag, force_quick_gelu=quick_gelu)
+        model = open_clip.create_model(name, pretrained=tag, force_quick_gelu=quick_gelu)
+        tokenizer = open_clip.get_tokenizer(name)
     except (RuntimeError, OSError, ValueError) as exc:
-        raise unavailable("clip", source, exc) from None
+        raise unavailable(family, source, exc) from None
+    return model, tokenizer
+
+
+def open_clip_transform(model) -> ImageTransform:
+    """The model's own ``preprocess_cfg`` (what ``create_model_and_transforms`` builds its transform from): size,
+    mean, std, filter and resize mode."""
     size = model.visual.image_size
     crop = size[0] if isinstance(size, (tuple, list)) else size
     cfg = getattr(model.visual, "preprocess_cfg", {}) or {}
-    transform = ImageTransform(resize=crop, crop=crop, mean=tuple(cfg.get("mean", CLIP_MEAN)),
-                               std=tuple(cfg.get("std", CLIP_STD)))
-    dim = model.visual.output_dim
-    indexer = OpenClipIndexer("clip", source, model, transform, dim, device, _frames(protocol, transform), protocol)
-    indexer.tokenizer = open_clip.get_tokenizer(name)
+    return ImageTransform(resize=crop, crop=crop, mean=tuple(cfg.get("mean", CLIP_MEAN)),
+                          std=tuple(cfg.get("std", CLIP_STD)), resample=cfg.get("interpolation", "bicubic"),
+                          resize_mode=cfg.get("resize_mode", "shortest"))
+
+
+def build_open_clip(family: str, source: str, device: str | None, protocol: str,
+                    frames=None) -> OpenClipIndexer:
+    """An open_clip image-text indexer of ``family``; ``frames(transform)`` its FrameSpec (None: the default)."""
+    model, tokenizer = load_open_clip(family, source)
+    transform = open_clip_transform(model)
+    spec = frames(transform) if frames else None
+    indexer = OpenClipIndexer(family, source, model, transform, _image_dim(model, transform), device, spec, protocol)
+    indexer.tokenizer = tokenizer
     return indexer
+
+
+def _image_dim(model, transform: ImageTransform) -> int:
+    dim = getattr(model.visual, "output_dim", None)
+    if dim is None:  # a timm trunk (PE, SigLIP) does not say: one blank image does
+        with torch.inference_mode():
+            dim = model.encode_image(torch.zeros(1, 3, transform.crop, transform.crop)).shape[-1]
+    return int(dim)
+
+
+def _build_open_clip(source: str, device: str | None, protocol: str) -> OpenClipIndexer:
+    return build_open_clip("clip", source, device, protocol, lambda transform: _frames(protocol, transform))
 
 
 def _build_hf_clip(source: str, device: str | None, protocol: str) -> HFClipIndexer:

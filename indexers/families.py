@@ -145,6 +145,49 @@ INDEXERS.add(
                                                                                         "rapidocr-onnxruntime)",
 )
 
+OWN_FRAMES = "8 a unit: " + RULE_TEXT["per-second"]
+IMAGE_TEXT_POOLING = "encode_image per frame (the tower's attention pool), mean over frames"
+NOT_IN_PAPER = "not in the paper: its fast frames and pixels"
+
+
+# open_clip tags -> the hub repos their weights come from (open_clip's pretrained table), for the weights status
+TAG_REPOS = {"PE-Core-L-14-336/meta": "timm/PE-Core-L-14-336",
+             "ViT-SO400M-16-SigLIP2-384/webli": "timm/ViT-SO400M-16-SigLIP2-384"}
+
+
+def tag_weights(source: str) -> str:
+    return hub_weights(TAG_REPOS.get(source, source.removeprefix("hf-hub:")))
+
+
+def add_image_text(name: str, default_source: str, squash: str, **fields) -> None:
+    """An open_clip image-text family fed its weights' own pixels (``squash``: its filter and side, in words),
+    with its text tower; Apache-2.0 like both released families, unless ``fields`` say otherwise."""
+    card = model_card(OWN_FRAMES, f"full-size decode, PIL {squash} (no crop), mean/std 0.5 (the weights' "
+                      "preprocess_cfg: open_clip's own transform)", IMAGE_TEXT_POOLING, FAST_DTYPE)
+    INDEXERS.add(name, f"indexers.image_text:build_{name}", default_source=default_source, text_tower=True,
+                 card={"fast": card, "paper": {**card, "dtype": PAPER_DTYPE, "note": NOT_IN_PAPER}},
+                 weights=tag_weights, **{"license": "Apache-2.0", **fields})
+
+
+add_image_text(
+    "pe", "PE-Core-L-14-336/meta", "bilinear squash to 336x336",  # weights at hf-hub timm/PE-Core-L-14-336
+    aliases=("pe-core", "perception-encoder"),
+    claims=("pe-core",),
+    description="Perception Encoder PE-Core image-text towers (open_clip), mean-pooled, with its text tower",
+    evidence="MSR-VTT text-to-video R@1 50.3 zero-shot for PE-Core-L-14-336 (Perception Encoder paper, arXiv "
+             "2504.13181, and its model card); not in ConViS-Bench Table 3",
+)
+
+add_image_text(
+    "siglip2", "ViT-SO400M-16-SigLIP2-384/webli", "bicubic squash to 384x384",  # hf-hub timm/ViT-SO400M-16-SigLIP2-384
+    aliases=("siglip-2",),
+    claims=("siglip2",),
+    description="SigLIP2 image-text towers (open_clip, Gemma tokenizer), mean-pooled, with its text tower",
+    evidence="the strongest open image-text family: SigLIP 2 improves on SigLIP at every size in zero-shot "
+             "classification and image-text retrieval (SigLIP 2 paper, arXiv 2502.14786); not in ConViS-Bench "
+             "Table 3",
+)
+
 
 def instruction_card(instructions: Instructions) -> dict:
     """What an instruction-following family is told, per use, for ``convis models --full`` and its JSON."""
@@ -164,6 +207,9 @@ INDEXERS.add(
     "qwen3-vl-embedding", "indexers.qwen3_vl_embedding:build_qwen3_vl_embedding",
     default_source="Qwen/Qwen3-VL-Embedding-2B",
     claims=("qwen3-vl-embedding",),
+    license="Apache-2.0",
+    evidence="MMEB-V2 video retrieval 58.7 (8B), 53.9 (2B) (QwenLM/Qwen3-VL-Embedding README); not in ConViS-Bench "
+             "Table 3",
     description="Qwen3-VL-Embedding (2B; 8B: qwen3-vl-embedding:Qwen/Qwen3-VL-Embedding-8B, Apache-2.0): video and "
                 "text in one space, one vector per unit and instruction (a vector per concept)",
     card={"fast": {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING)},

@@ -11,11 +11,12 @@ import torch.nn.functional as F
 
 from indexers.base import Indexer, l2_normalise
 from retrieval.core.device import pick_device
-from retrieval.core.pixels import ShortSideResize
+from retrieval.core.pixels import FixedResize, ShortSideResize
 from retrieval.core.sampling import FrameSpec
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+RESIZE_MODES = ("shortest", "squash")  # open_clip's preprocess_cfg modes convis follows ("longest" pads: not here)
 
 
 def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
@@ -26,7 +27,8 @@ def pick_dtype(device: torch.device, protocol: str = "fast") -> torch.dtype:
 
 @dataclass(frozen=True)
 class ImageTransform:
-    """Resize the short side, centre-crop, scale to [0,1], normalise: the usual ViT/CNN recipe."""
+    """Resize, scale to [0,1], normalise: the short side then a centre crop (the usual ViT/CNN recipe), or, with
+    ``resize_mode="squash"``, the whole frame to ``crop`` x ``crop`` (open_clip's SigLIP and PE configs)."""
 
     resize: int = 256
     crop: int = 224
@@ -34,17 +36,26 @@ class ImageTransform:
     std: tuple[float, ...] = IMAGENET_STD
     sized: bool = False  # frames arrive resized and cropped (at decode time): only scale and normalise
     resample: str = "bicubic"  # the filter of the checkpoint's image processor (its ``resample``), at decode time
+    resize_mode: str = "shortest"  # or "squash": aspect ratio not kept, nothing cropped
+
+    def __post_init__(self):
+        if self.resize_mode not in RESIZE_MODES:
+            raise ValueError(f"resize_mode is one of {', '.join(RESIZE_MODES)}, got {self.resize_mode!r}")
 
     def __call__(self, frames: np.ndarray) -> torch.Tensor:
         """(N, H, W, 3) uint8 -> (N, 3, crop, crop) float32."""
         x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2).float().div_(255.0)
-        if not self.sized:
+        # frames sized at decode are already crop x crop; frames handed in at another size still get resized
+        if not self.sized or tuple(x.shape[-2:]) != (self.crop, self.crop):
             x = self._resize_crop(x)
         mean = torch.tensor(self.mean).view(1, 3, 1, 1)
         std = torch.tensor(self.std).view(1, 3, 1, 1)
         return (x - mean) / std
 
     def _resize_crop(self, x: torch.Tensor) -> torch.Tensor:
+        if self.resize_mode == "squash":  # with the checkpoint's own filter, antialiased as PIL's resize is
+            mode = "bicubic" if self.resample == "bicubic" else "bilinear"
+            return F.interpolate(x, size=(self.crop, self.crop), mode=mode, antialias=True, align_corners=False)
         h, w = x.shape[-2:]
         scale = self.resize / min(h, w)
         size = (max(self.crop, round(h * scale)), max(self.crop, round(w * scale)))
@@ -52,9 +63,11 @@ class ImageTransform:
         top, left = (size[0] - self.crop) // 2, (size[1] - self.crop) // 2
         return x[..., top : top + self.crop, left : left + self.crop]
 
-    def at_decode(self, resample: str | None = None) -> ShortSideResize:
-        """The same resize and crop done per full-size frame while decoding, as HF processors do, with the
-        processor's filter unless ``resample`` names another."""
+    def at_decode(self, resample: str | None = None) -> ShortSideResize | FixedResize:
+        """The same resize (and crop) done per full-size frame with PIL while decoding, as HF processors and
+        open_clip's transforms do, with the processor's filter unless ``resample`` names another."""
+        if self.resize_mode == "squash":
+            return FixedResize(self.crop, self.crop, resample or self.resample)
         return ShortSideResize(self.resize, self.crop, resample or self.resample)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.tiny.dataset import build_dataset
 from bench.tiny.embedding import build_qwen3_vl_embedding
-from bench.tiny.vision import tiny_open_clip
+from bench.tiny.vision import tiny_open_clip, tiny_pe, tiny_siglip2
 from bench.tiny.vlm import build_llava_onevision, build_qwen_vl
 
 OPEN_CLIP_VOCAB = 49408  # open_clip's tokenizer: the text tower must know every id it gives
@@ -20,6 +20,8 @@ def main(out: Path, clips: Path) -> None:
     models = out / "models"
     # each in a folder named "tiny": results name a local model by its family and folder (clip-tiny)
     tiny_open_clip(models / "clip" / "tiny", vocab=OPEN_CLIP_VOCAB)
+    tiny_pe(models / "pe" / "tiny")
+    tiny_siglip2(models / "siglip2" / "tiny")
     build_qwen_vl(models / "qwen2-vl" / "tiny")
     build_llava_onevision(models / "llava-onevision" / "tiny")
     build_qwen3_vl_embedding(models / "qwen3-vl-embedding" / "tiny")

@@ -20,12 +20,15 @@ from retrieval.core.user_files import UserFileError, decode_lines, read_limited
 
 SIDECAR_FORMATS = {".srt": "srt", ".vtt": "vtt"}
 TEXT_CODECS = ("mov_text", "subrip", "srt", "ass", "ssa", "webvtt", "text")
+# a day of speech cued every two seconds is ~43,000 cues; past this a file costs index time and answers for nothing
+MAX_CUES = 50_000
 # what a read could not take as it came, one report line each (``pipeline.subtitle_lines``)
 PROBLEMS = {
     "encoding": "not UTF-8, read with a fallback encoding",
     "malformed": "cue(s) without a readable time skipped",
     "overlap": "cue(s) overlapping the one before, kept",
     "unreadable": "unreadable, no cues taken",
+    "too_many": f"cue(s) past the first {MAX_CUES:,} skipped",
 }
 # a feature film's subtitles are ~100 KB, a day of speech cued every second ~5 MB; more is not a subtitle file
 SIDECAR_LIMIT = 16 * MiB
@@ -125,6 +128,9 @@ def _cues(events, read: SubtitleRead) -> SubtitleRead:
     """Cues from (start, end, text), by start: a backwards one is malformed, an empty one carries nothing."""
     shown = -1.0
     for start, end, text in sorted(events, key=lambda e: e[0]):
+        if len(read.cues) == MAX_CUES:
+            read.problem("too_many")
+            continue
         text = " ".join(text.split())
         if end < start or start < 0:
             read.problem("malformed")

@@ -22,7 +22,7 @@ from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
 
 # PROTOCOL: "fast" or "paper", fixed when the index is first built; CAPTIONER: the last --captioner spec
-from retrieval.store.index_dir import CAPTIONER, PROTOCOL  # noqa: F401  (CAPTIONER: its users import it here)
+from retrieval.store.index_dir import CAPTIONER, PROTOCOL, WRITTEN_IN  # noqa: F401  (CAPTIONER: its users import it here)
 
 ROOT = "root"  # catalog setting: the folder the index covers (catalog paths are relative to it)
 # catalog setting: how units are cut (``retrieval.core.segmentation`` label): "" one unit per file, "10" units of
@@ -52,6 +52,7 @@ def settle_root(catalog: Catalog, folder: Path, found: list[FoundFile], move: bo
     if moved:
         catalog.forget_folder_devices()
     catalog.set_setting(ROOT, str(folder))
+    catalog.set_setting(WRITTEN_IN, str(catalog.path.parent.resolve()))
 
 
 def settle_protocol(catalog: Catalog, wanted: str | None) -> str:

@@ -6,6 +6,15 @@ action, main subjects, main objects and order of actions; CLIP-based scores come
 next.  The table below orders the indexers accordingly; the first one present in
 the index is used.  Override per concept with ``--signal CONCEPT=INDEXER``.
 
+PE-Core (``pe``) and SigLIP2 (``siglip2``) are not in Table 3: nobody has measured them against the
+ConViS human ratings.  They are the same kind of signal as CLIP (contrastive image-text towers,
+frame vectors mean-pooled) with stronger published retrieval: PE-Core-L-14-336 reports MSR-VTT
+text-to-video R@1 50.3 zero-shot (Perception Encoder paper), a video-retrieval figure CLIP
+ViT-L/14 stays well below; SigLIP 2 improves on SigLIP at every size in zero-shot classification
+and image-text retrieval (SigLIP 2 paper) but reports no video figure.  So each takes CLIP's
+measured place, PE first (its evidence is on video), SigLIP2 next, CLIP after them; none moves
+ahead of a signal Table 3 measured as better for that concept.
+
 An indexed signal compares whole clips, not concepts: two concepts scored by the same
 signal get the same score, and free text is scored by whatever the signal measures.
 ``scoring_notices`` says so whenever that happens.
@@ -20,14 +29,15 @@ from retrieval.core.errors import ConvisError
 from retrieval.core.signal_kinds import CLIPSCORE, CLIPSCORE_MODELS, clipscore_parts, is_vqascore
 
 DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
-    "location": ("dinov2", "clip", "efficientnet-lite0", "internvideo", "videomae", "text"),
-    "main-action": ("text", "internvideo", "videomae", "clip", "dinov2", "efficientnet-lite0"),
-    "main-subjects": ("text", "dinov2", "clip", "efficientnet-lite0", "internvideo", "videomae"),
-    "main-objects": ("text", "dinov2", "clip", "efficientnet-lite0", "internvideo", "videomae"),
-    "order-of-actions": ("text", "internvideo", "videomae", "clip", "dinov2", "efficientnet-lite0"),
+    "location": ("dinov2", "pe", "siglip2", "clip", "efficientnet-lite0", "internvideo", "videomae", "text"),
+    "main-action": ("text", "internvideo", "videomae", "pe", "siglip2", "clip", "dinov2", "efficientnet-lite0"),
+    "main-subjects": ("text", "dinov2", "pe", "siglip2", "clip", "efficientnet-lite0", "internvideo", "videomae"),
+    "main-objects": ("text", "dinov2", "pe", "siglip2", "clip", "efficientnet-lite0", "internvideo", "videomae"),
+    "order-of-actions": ("text", "internvideo", "videomae", "pe", "siglip2", "clip", "dinov2", "efficientnet-lite0"),
 }
 # free-text concepts: visual-semantic embeddings first
-FALLBACK_ORDER: tuple[str, ...] = ("clip", "dinov2", "internvideo", "videomae", "efficientnet-lite0", "text")
+FALLBACK_ORDER: tuple[str, ...] = ("pe", "siglip2", "clip", "dinov2", "internvideo", "videomae", "efficientnet-lite0",
+                                   "text")
 
 
 class SignalError(ConvisError, ValueError):

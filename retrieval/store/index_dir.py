@@ -24,6 +24,7 @@ from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapsh
 from retrieval.store.vectors import signals as signal_vectors
 
 PROTOCOL = "protocol"  # the catalog setting: how the index's models embed ("fast" unless set)
+WRITTEN_IN = "written_in"  # catalog setting: the index folder (resolved) its last index run wrote it in
 CAPTIONER = "captioner"  # catalog setting: the last --captioner spec (`convis describe`'s default, a change's editor)
 
 
@@ -121,7 +122,19 @@ def open_catalog(index_dir: Path | None) -> tuple[Catalog, list[str]]:
     catalog, notices = _open_to_read(index_dir)
     if catalog.upgraded_in_memory:
         notices.append(OLDER_RELEASE)
+    notices.extend(_moved_notice(catalog, index_dir))
     return catalog, notices
+
+
+def _moved_notice(catalog: Catalog, index_dir: Path) -> list[str]:
+    """A line when the index is read from another folder than it was written in (a copy, or a move): its files are
+    still read from the folder it covers, which a reader would otherwise take to be the one it now sits in."""
+    written = catalog.setting(WRITTEN_IN)
+    if not written or Path(written) == index_dir.resolve():
+        return []
+    root = catalog.setting("root") or index_dir.parent
+    return [f"this index was written in {written} and is read from {index_dir.resolve()} (a copy or a move): it "
+            f"covers {root}; `convis index FOLDER --index-dir {index_dir} --move-root` points it at FOLDER"]
 
 
 def _open_to_read(index_dir: Path | None) -> tuple[Catalog, list[str]]:

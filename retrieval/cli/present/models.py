@@ -30,13 +30,14 @@ MODEL_COLUMNS = ("kind", "name", "default", "weights")
 
 
 FED_COLUMNS = ("frames", "size", "pooling", "dtype")  # --full: what each model is fed
+WHY_COLUMNS = ("license", "evidence")  # --full: the weights' license and the published figure behind the family
 
 
 def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    fed = FED_COLUMNS if full else ()
+    fed = (*FED_COLUMNS, *WHY_COLUMNS) if full else ()
     table = Table(caption=MODELS_CAPTION, caption_justify="left")
     for col in (*MODEL_COLUMNS, *fed):  # names, ids and weights are never cut; what a model is fed may wrap
         table.add_column(col, no_wrap=col in MODEL_COLUMNS)
@@ -74,4 +75,5 @@ def _signal_row(entry) -> dict:
 
 def _model_row(kind: str, entry, variant: str | None, card: dict) -> dict:
     return {"kind": kind, "name": entry.name, "default": entry.source_for(variant),
-            "weights": entry.weights_for(variant), "description": entry.description, **card}
+            "weights": entry.weights_for(variant), "description": entry.description, "license": entry.license,
+            "evidence": entry.evidence, **card}

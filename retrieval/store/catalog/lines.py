@@ -86,13 +86,17 @@ class LineRows(Connection):
             out.setdefault(r[0], []).append(_line(r[1:]))
         return out
 
-    def file_lines(self, path: str, sources: Sequence[str] = ()) -> list[TimedLine]:
-        """Every line of the file at ``path`` (relative to the index root) by time."""
+    def file_lines(self, path: str, sources: Sequence[str] = (), start: float = 0.0,
+                   limit: int | None = None) -> list[TimedLine]:
+        """The lines of the file at ``path`` (relative to the index root) by time: those starting at ``start``
+        seconds or later, at most ``limit`` of them (None: every one)."""
         only = "AND l.source IN (SELECT unnest(?::VARCHAR[]))" if sources else ""
+        params = [path, float(start), *([list(sources)] if sources else [])]
+        cap = "" if limit is None else f"LIMIT {int(limit)}"
         rows = self.db.execute(
             f"""SELECT {_COLUMNS} FROM files f JOIN text_lines l ON l.content_hash = f.content_hash
-                WHERE f.path = ? {only} ORDER BY l.start_s, l.source, l.origin, l.seq""",
-            [path, list(sources)] if sources else [path]).fetchall()
+                WHERE f.path = ? AND l.start_s >= ? {only} ORDER BY l.start_s, l.source, l.origin, l.seq {cap}""",
+            params).fetchall()
         return [_line(r) for r in rows]
 
     def line_sources(self) -> list[str]:

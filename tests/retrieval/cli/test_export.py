@@ -15,8 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from retrieval.cli.app import app
+from retrieval.store.export import files as export_files
 from retrieval.store.snapshots import CATALOG_NAME
 from tests.locks import writer_holding
+from tests.permissions import convis_as_user, needs_permissions, read_only, writable
 
 runner = CliRunner()
 
@@ -284,3 +286,39 @@ def test_a_results_pipe_or_device_is_refused_without_reading(tmp_path):
         line = one_line_error(convis("export", "--results", tmp_path / name, "--out", tmp_path / "out"))
         assert line.endswith(says)
     assert not (tmp_path / "out").exists()
+
+
+@needs_permissions
+def test_an_out_folder_this_user_cannot_write_is_one_line_and_reads_nothing(index, tmp_path):
+    out = tmp_path / "locked"
+    out.mkdir()
+    read_only(out)
+    try:
+        result = convis_as_user("export", index, "--out", out, "--force")
+    finally:
+        writable(out)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines == [f"error: cannot write into --out {out}: Permission denied"], result.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_a_disk_that_fills_mid_export_says_the_export_is_incomplete_and_leaves_no_manifest(index, tmp_path,
+                                                                                          monkeypatch):
+    out = tmp_path / "out"
+    exported(index, "--out", out)  # an earlier, whole export: its manifest must not vouch for the next one
+    copies = []
+
+    def copy(db, statement):
+        copies.append(statement)
+        if len(copies) == 2:
+            raise duckdb.IOException("Could not write file: No space left on device")
+        return real_copy(db, statement)
+
+    real_copy = export_files._copy
+    monkeypatch.setattr(export_files, "_copy", copy)
+    line = one_line_error(convis("export", index, "--out", out, "--force"), code=1)
+    assert "no space left on device while writing the export" in line
+    assert f"the export in {out} is incomplete (it has no manifest.json); the index is unchanged" in line
+    assert "intact as of its last committed file" not in line
+    assert not (out / "manifest.json").exists()

@@ -125,3 +125,16 @@ def test_info_lists_the_description_signals(demo_index):
     text = runner.invoke(app, ["info", str(demo_index)], env={"COLUMNS": "200"}).stdout
     assert "location descriptions: 9 unit(s) by text files -> text#location" in text
     assert "main-action descriptions: 9 unit(s) by text files -> text#main-action" in text
+
+
+def test_a_copied_index_says_it_was_written_elsewhere_and_which_folder_it_covers(indexed, tmp_path):
+    copy = tmp_path / "elsewhere" / ".convis"
+    shutil.copytree(indexed / "videos" / ".convis", copy)
+    original = runner.invoke(app, ["info", str(indexed / "videos"), "--json"])
+    assert original.exit_code == 0 and "written in" not in original.stderr
+    result = runner.invoke(app, ["info", "--index-dir", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["root"] == str(indexed / "videos")
+    said = [line for line in result.stderr.splitlines() if "written in" in line]
+    assert said and str(indexed / "videos" / ".convis") in said[0] and str(copy) in said[0]
+    assert f"covers {indexed / 'videos'}" in said[0] and "--move-root" in said[0]

@@ -2,6 +2,7 @@
 
 import subprocess
 
+from retrieval.media import subtitles
 from retrieval.media.subtitles import read_sidecar, read_streams, sidecars
 from tests.media import make_clip
 
@@ -80,3 +81,13 @@ def test_text_subtitle_streams_are_read_from_mkv_and_mp4(tmp_path):
         assert [(s.index, s.language) for s in streams] == [(1, "eng")], out
         assert cues(streams[0].read) == [(1.2, 2.4, "quokka sighting"), (6.0, 7.5, "second cue")], out
     assert read_streams(clip) == [] and read_streams(tmp_path / "missing.mkv") == []
+
+
+def test_a_file_of_more_cues_than_a_day_of_speech_keeps_the_first_and_counts_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(subtitles, "MAX_CUES", 100)  # the rule, not the size: 100 stands in for 50,000
+    path = tmp_path / "talk.srt"
+    path.write_text("".join(f"{i + 1}\n00:{i // 60:02d}:{i % 60:02d},000 --> 00:{i // 60:02d}:{i % 60:02d},500\n"
+                            f"cue {i}\n\n" for i in range(130)), encoding="utf-8")
+    read = read_sidecar(path)
+    assert [c.text for c in read.cues] == [f"cue {i}" for i in range(100)]
+    assert read.problems == {"too_many": 30}

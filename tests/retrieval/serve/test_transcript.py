@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
+from retrieval.serve.routes.lines import LINES_PAGE
 from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import TimedLine
@@ -38,9 +39,27 @@ def test_lines_lists_every_source_by_time(index_dir):
             ("subtitle", "cup.en.srt", 0.5, 1.5, "the cup appears", "en"),
             ("ocr", "rapidocr", 2.0, 2.0, "MUG 42", None),
             ("subtitle", "cup.en.srt", 3.0, 4.25, "it turns slowly", "en")]
-        assert client.get("/lines/box.mp4").json() == {"ref": "box.mp4", "lines": []}
+        assert client.get("/lines/box.mp4").json() == {"ref": "box.mp4", "lines": [], "next_start": None}
         assert client.get("/lines/missing.mp4").status_code == 404
         assert client.get("/lines/..%2Fsecret.mp4").status_code in (400, 403, 404, 422)
+
+
+def test_a_long_transcript_comes_a_bounded_page_at_a_time_and_the_pages_hold_every_line_once(index_dir, tmp_path):
+    index = tmp_path / ".convis"
+    shutil.copytree(index_dir, index)
+    # 5,000 lines, three of them at each instant: pages end between instants, never inside one
+    lines = [TimedLine("ocr", "rapidocr", float(i // 3), float(i // 3), f"line {i}") for i in range(5000)]
+    with Catalog(index / "catalog.duckdb") as catalog:
+        catalog.replace_lines(catalog.file_states()["cup.mp4"].content_hash, "ocr", "rapidocr", "r2", lines)
+    seen, start = [], 0.0
+    with TestClient(create_app(index), base_url="http://localhost") as client:
+        assert client.get("/lines/cup.mp4?limit=2001").status_code == 422
+        while start is not None:
+            answer = client.get(f"/lines/cup.mp4?start={start}").json()
+            assert 0 < len(answer["lines"]) <= LINES_PAGE
+            seen += [x["text"] for x in answer["lines"] if x["source"] == "ocr"]
+            start = answer["next_start"]
+    assert sorted(seen) == sorted(x.text for x in lines)
 
 
 @needs_chromium
