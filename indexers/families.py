@@ -10,6 +10,8 @@ import importlib.util
 
 from indexers.base import FAST_DTYPE, INDEXERS, PAPER_DTYPE, PROTOCOLS, model_card
 from indexers.bundled import MINILM, text_weights
+from indexers.conditioned import Instructions
+from indexers.instructions import QWEN3_VL_EMBEDDING
 from retrieval.core.sampling import RULE_TEXT
 from retrieval.core.weights import BUNDLED, hub_weights
 
@@ -184,4 +186,34 @@ add_image_text(
     evidence="the strongest open image-text family: SigLIP 2 improves on SigLIP at every size in zero-shot "
              "classification and image-text retrieval (SigLIP 2 paper, arXiv 2502.14786); not in ConViS-Bench "
              "Table 3",
+)
+
+
+def instruction_card(instructions: Instructions) -> dict:
+    """What an instruction-following family is told, per use, for ``convis models --full`` and its JSON."""
+    return {"generic": instructions.generic, "query": instructions.query, "concepts": dict(instructions.concepts),
+            "template": instructions.template, "version": instructions.version, "source": instructions.source}
+
+
+QWEN3_VL_EMBEDDING_CARD = model_card(
+    "1 a second, at most 64 a unit (qwen-vl-utils smart_nframes at fps 1), handed over as a frame list: "
+    "padded with the last to an even count, stamped at its assumed 2 a second",
+    "full-size decode; PIL bicubic to multiples of 32, then torchvision bicubic (antialias) within 128 to "
+    "min(768, 15360 / frames) tokens of 32x32 px a frame (qwen-vl-utils fetch_image and fetch_video)",
+    "the last token's hidden state, L2-normalised; the instruction is the system message",
+    "bf16 on GPU, fp32 on CPU")
+
+INDEXERS.add(
+    "qwen3-vl-embedding", "indexers.qwen3_vl_embedding:build_qwen3_vl_embedding",
+    default_source="Qwen/Qwen3-VL-Embedding-2B",
+    claims=("qwen3-vl-embedding",),
+    license="Apache-2.0",
+    evidence="MMEB-V2 video retrieval 58.7 (8B), 53.9 (2B) (QwenLM/Qwen3-VL-Embedding README); not in ConViS-Bench "
+             "Table 3",
+    description="Qwen3-VL-Embedding (2B; 8B: qwen3-vl-embedding:Qwen/Qwen3-VL-Embedding-8B, Apache-2.0): video and "
+                "text in one space, one vector per unit and instruction (a vector per concept)",
+    card={"fast": {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING)},
+          "paper": {**QWEN3_VL_EMBEDDING_CARD, "instructions": instruction_card(QWEN3_VL_EMBEDDING),
+                    "note": "not in the paper: its own reference's frames, pixels and prompt"}},
+    text_tower=True,
 )

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.tiny.dataset import build_dataset
+from bench.tiny.embedding import build_qwen3_vl_embedding
 from bench.tiny.vision import tiny_open_clip, tiny_pe, tiny_siglip2
 from bench.tiny.vlm import build_llava_onevision, build_qwen_vl
 
@@ -23,6 +24,7 @@ def main(out: Path, clips: Path) -> None:
     tiny_siglip2(models / "siglip2" / "tiny")
     build_qwen_vl(models / "qwen2-vl" / "tiny")
     build_llava_onevision(models / "llava-onevision" / "tiny")
+    build_qwen3_vl_embedding(models / "qwen3-vl-embedding" / "tiny")
     print(f"wrote {out / 'dataset'} ({pairs} rated pairs) and tiny models in {models}")
 
 

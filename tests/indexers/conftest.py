@@ -38,3 +38,11 @@ def textured_clips(tmp_path_factory) -> dict[tuple[int, int], TexturedClip]:
                                size=(width, height), pixels=textured_pixels((width, height)), gop=4)
         clips[width, height] = TexturedClip(path, decode_every_frame(path))
     return clips
+
+
+@pytest.fixture(scope="session")
+def qwen3_vl_embedding_tiny(tmp_path_factory) -> Path:
+    """A tiny Qwen3-VL-Embedding checkpoint stored as the hub stores the real one, built once a session."""
+    from bench.tiny.embedding import build_qwen3_vl_embedding
+
+    return build_qwen3_vl_embedding(tmp_path_factory.mktemp("qwen3-vl-embedding") / "tiny")

@@ -26,4 +26,5 @@ def test_every_family_builder_resolves_to_a_function_of_its_module():
 
 
 def test_text_towers_are_known_before_building():
-    assert {n for n in available_indexers() if has_text_tower(n)} == {"clip", "internvideo", "pe", "siglip2", "text"}
+    towers = {"clip", "internvideo", "pe", "siglip2", "text", "qwen3-vl-embedding"}
+    assert {n for n in available_indexers() if has_text_tower(n)} == towers

@@ -46,6 +46,22 @@ def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
     print_table(out, table, lambda: (Block(f"[bold]{shown(row['name'])}[/] ({row['kind']})", labelled(
         ("default", "weights", *fed), (shown(str(row.get(c, ""))) for c in ("default", "weights", *fed))))
         for row in rows), MODELS_CAPTION)
+    if full:
+        print_instructions(rows)
+
+
+def print_instructions(rows: list[dict]) -> None:
+    """What each instruction-following family is told: its generic, query and per-concept instructions."""
+    for row in rows:
+        said = row.get("instructions")
+        if not said:
+            continue
+        out.print(f"\n[bold]{shown(row['name'])}[/] instructions (version {shown(said['version'])}; "
+                  f"{shown(said['source'])}):")
+        told = [("generic", said["generic"]), ("query", said["query"]), *said["concepts"].items(),
+                ("any other concept", said["template"])]
+        for use, text in told:
+            out.print(f"  {shown(use)}: {shown(text)}")
 
 
 def _signal_row(entry) -> dict:
