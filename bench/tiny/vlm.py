@@ -293,3 +293,63 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=No
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+# The chat template of the Qwen3-VL Instruct checkpoints (their chat_template.json), without its tool-calling and
+# reasoning branches: no default system message, each image or video as vision start, its pad, vision end.
+QWEN3_VL_CHAT_TEMPLATE = (
+    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
+    "{%- for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{%- if message['content'] is string %}{{ message['content'] }}{%- else %}"
+    "{%- for content in message['content'] %}"
+    "{%- if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{%- set image_count.value = image_count.value + 1 %}{%- if add_vision_id %}Picture {{ image_count.value }}: "
+    "{%- endif %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{%- elif content['type'] == 'video' or 'video' in content %}{%- set video_count.value = video_count.value + 1 %}"
+    "{%- if add_vision_id %}Video {{ video_count.value }}: {%- endif %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{%- elif 'text' in content %}{{ content['text'] }}{%- endif %}{%- endfor %}{%- endif %}<|im_end|>\n"
+    "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+)
+
+
+def build_qwen3_vl(folder: Path, *, seed: int = 0) -> Path:
+    """A tiny Qwen3-VL checkpoint: Qwen3-VL-8B-Instruct's config shrunk (2 text layers of width 32, a 2-block vision
+    tower of width 16 whose both blocks feed deepstack), patch 16, temporal patch 2, merge 2, as the real one."""
+    import transformers
+
+    tokenizer = byte_tokenizer(QWEN3_VL_CHAT_TEMPLATE)
+    image_id, video_id, start_id, end_id, pad_id, eos_id = _ids(
+        tokenizer, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|endoftext|>", "<|im_end|>"
+    )
+    config = transformers.Qwen3VLConfig(
+        text_config={
+            "vocab_size": _vocab_size(tokenizer), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "max_position_embeddings": 4096,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [4, 2, 2],
+                                "mrope_interleaved": True},
+            "bos_token_id": pad_id, "eos_token_id": eos_id, "pad_token_id": pad_id,
+        },
+        vision_config={
+            "depth": 2, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32,
+            "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0, 1],
+        },
+        image_token_id=image_id,
+        video_token_id=video_id,
+        vision_start_token_id=start_id,
+        vision_end_token_id=end_id,
+    )
+    seed_torch(seed)
+    model = transformers.Qwen3VLForConditionalGeneration(config).eval()
+    model.generation_config.pad_token_id = pad_id
+    model.generation_config.eos_token_id = eos_id
+    processor = transformers.Qwen3VLProcessor(
+        image_processor=transformers.Qwen2VLImageProcessor(patch_size=16, merge_size=2, image_mean=[0.5] * 3,
+                                                           image_std=[0.5] * 3),  # as the real one
+        video_processor=transformers.Qwen3VLVideoProcessor(),
+        tokenizer=tokenizer,
+        chat_template=QWEN3_VL_CHAT_TEMPLATE,
+    )
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
