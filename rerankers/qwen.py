@@ -110,9 +110,10 @@ class QwenFilePixels(PerFrameResize):
 
     max_pixels: int
     factor: int = _IMAGE_FACTOR
+    min_pixels: int = _VIDEO_MIN_PIXELS
 
     def steps(self, width: int, height: int) -> list[tuple[int, int]]:
-        new_h, new_w = smart_resize(height, width, self.factor, _VIDEO_MIN_PIXELS, self.max_pixels)
+        new_h, new_w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
         return [(new_w, new_h)]
 
     def apply(self, frame: np.ndarray) -> np.ndarray:

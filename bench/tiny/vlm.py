@@ -70,8 +70,8 @@ def _word_merges(words) -> list[tuple[str, str]]:
     return merges
 
 
-def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = None):
-    """A byte-level BPE tokenizer whose only merges make ``WORD_TOKENS`` single tokens, wrapped for transformers.
+def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = None, words=WORD_TOKENS):
+    """A byte-level BPE tokenizer whose only merges make ``words`` single tokens, wrapped for transformers.
 
     ``named_tokens`` become tokenizer attributes (``tokenizer.video_token`` etc.), as processors
     such as InternVL's read them.
@@ -81,7 +81,7 @@ def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = Non
 
     named_tokens = named_tokens or {}
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    merges = _word_merges(WORD_TOKENS)  # the words are ASCII letters: their byte-level form is themselves
+    merges = _word_merges(words)  # the words are ASCII letters: their byte-level form is themselves
     vocab = {token: i for i, token in enumerate([*alphabet, *(a + b for a, b in merges)])}
     core = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -312,12 +312,13 @@ QWEN3_VL_CHAT_TEMPLATE = (
 )
 
 
-def build_qwen3_vl(folder: Path, *, seed: int = 0) -> Path:
+def build_qwen3_vl(folder: Path, *, seed: int = 0, words=WORD_TOKENS) -> Path:
     """A tiny Qwen3-VL checkpoint: Qwen3-VL-8B-Instruct's config shrunk (2 text layers of width 32, a 2-block vision
-    tower of width 16 whose both blocks feed deepstack), patch 16, temporal patch 2, merge 2, as the real one."""
+    tower of width 16 whose both blocks feed deepstack), patch 16, temporal patch 2, merge 2, as the real one.
+    ``words``: the words its tokenizer keeps whole."""
     import transformers
 
-    tokenizer = byte_tokenizer(QWEN3_VL_CHAT_TEMPLATE)
+    tokenizer = byte_tokenizer(QWEN3_VL_CHAT_TEMPLATE, words=words)
     image_id, video_id, start_id, end_id, pad_id, eos_id = _ids(
         tokenizer, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|endoftext|>", "<|im_end|>"
     )
@@ -353,3 +354,9 @@ def build_qwen3_vl(folder: Path, *, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+def build_qwen3_vl_reranker(folder: Path, *, seed: int = 0) -> Path:
+    """A tiny Qwen3-VL-Reranker checkpoint: a tiny Qwen3-VL whose tokenizer keeps "yes" and "no" whole (the reranker
+    reads P(yes) from those two logits), as Qwen3-VL-Reranker-2B is a Qwen3-VL checkpoint."""
+    return build_qwen3_vl(folder, seed=seed, words=(*WORD_TOKENS, "yes", "no"))
