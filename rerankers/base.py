@@ -21,13 +21,12 @@ from rerankers.prompts.diff import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.prompts.similarity import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from rerankers.prompts.vqascore import VQA_PROMPT_VERSION
 from rerankers.sharing import IdentityCache, anchor_runs
-from retrieval.core.concepts import from_rating
+from retrieval.core.concepts import RATING, from_rating
 from retrieval.core.errors import ConvisError
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
 MODES = ("expected", "greedy")
-RATING = "1-5"  # the paper's answer scale
 YES_PROBABILITY = "P(yes)"  # a yes/no reranker's: the probability of "yes" against "no", in [0, 1]
 
 Pair = tuple[np.ndarray, np.ndarray]
