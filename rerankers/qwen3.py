@@ -110,11 +110,14 @@ class Qwen3VLReranker(QwenReranker):
                               attention_mask=mask, logits_to_keep=1, **kwargs)
 
 
+_LICENSE = "Apache-2.0"
+_EVIDENCE = ("no ConViS-Bench figure published; the Qwen3-VL Technical Report (Qwen Team, 2025) argues for its video "
+             "side: text timestamps, interleaved M-RoPE, DeepStack; score it on your pairs with convis bench run")
 CHECKPOINTS = [
     Release("qwen3-vl", "Qwen/Qwen3-VL-8B-Instruct", aliases=("qwen3-vl-8b",), claims=("qwen3-vl", "qwen3_vl"),
-            params=8.8),
-    Release("qwen3-vl-4b", "Qwen/Qwen3-VL-4B-Instruct", params=4.4),
-    Release("qwen3-vl-2b", "Qwen/Qwen3-VL-2B-Instruct", params=2.1),
+            params=8.77, license=_LICENSE, evidence=_EVIDENCE),
+    Release("qwen3-vl-4b", "Qwen/Qwen3-VL-4B-Instruct", params=4.4, license=_LICENSE, evidence=_EVIDENCE),
+    Release("qwen3-vl-2b", "Qwen/Qwen3-VL-2B-Instruct", params=2.13, license=_LICENSE, evidence=_EVIDENCE),
 ]
 register_checkpoints(Qwen3VLReranker, CHECKPOINTS,
                      description="Qwen3-VL, 8 frames a video with timestamps, concept prompt as the system message "

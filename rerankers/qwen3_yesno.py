@@ -108,8 +108,13 @@ class Qwen3VLYesNoReranker(HFVideoReranker):
         raise RerankerError(f"{self.name} scores pairs only: it does not describe videos")
 
 
+# QwenLM/Qwen3-VL-Embedding README, "Reranking Model": MMEB-v2 video retrieval after reranking
+_EVIDENCE = ("MMEB-v2 video retrieval {video} after reranking, against 53.6 for Qwen3-VL-Embedding-2B alone "
+             "(QwenLM/Qwen3-VL-Embedding README); not in the paper")
 register_checkpoints(Qwen3VLYesNoReranker, [
-    Release("qwen3-vl-reranker", "Qwen/Qwen3-VL-Reranker-2B", aliases=("qwen3-vl-reranker-2b",), params=2.1),
-    Release("qwen3-vl-reranker-8b", "Qwen/Qwen3-VL-Reranker-8B", params=8.8),
+    Release("qwen3-vl-reranker", "Qwen/Qwen3-VL-Reranker-2B", aliases=("qwen3-vl-reranker-2b",), params=2.1,
+            license="Apache-2.0", evidence=_EVIDENCE.format(video=53.2)),
+    Release("qwen3-vl-reranker-8b", "Qwen/Qwen3-VL-Reranker-8B", params=8.8, license="Apache-2.0",
+            evidence=_EVIDENCE.format(video=61.0)),
 ], description="Qwen3-VL-Reranker: P(yes) that the candidate shows the anchor's concept (its own 0-1 scale, "
                "not in the paper)")

@@ -49,6 +49,8 @@ class Entry(Generic[T]):
     weights: Callable[[str], str] = hub_weights
     # the family embeds sentences into the space of its vectors (text search), known before building it
     text_tower: bool = False
+    license: str = ""  # the default weights' license, as their model card states it
+    evidence: str = ""  # the published figure that argues for the family, with its source
 
     def source_for(self, variant: str | None) -> str | None:
         return self.variant_sources.get(variant or "", self.default_source)
@@ -78,7 +80,8 @@ class Registry(Generic[T]):
 
     def register(self, name: str, **fields: Any) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """A decorator: its builder becomes the family ``name``; ``fields`` are the rest of its Entry, by name
-        (default_source, aliases, claims, description, variant_sources, card, weights, text_tower)."""
+        (default_source, aliases, claims, description, variant_sources, card, weights, text_tower, license,
+        evidence)."""
 
         def decorate(builder: Callable[..., T]) -> Callable[..., T]:
             self.add(name, builder, **fields)

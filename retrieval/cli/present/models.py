@@ -29,7 +29,7 @@ MODELS_CAPTION = ("weights: bundled (installed with a package), cached (Hugging 
 MODEL_COLUMNS = ("kind", "name", "default", "weights")
 
 
-FED_COLUMNS = ("frames", "size", "pooling", "dtype")  # --full: what each model is fed
+FED_COLUMNS = ("frames", "size", "pooling", "dtype", "license", "evidence")  # --full: what each model is fed
 
 
 def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
@@ -58,4 +58,5 @@ def _signal_row(entry) -> dict:
 
 def _model_row(kind: str, entry, variant: str | None, card: dict) -> dict:
     return {"kind": kind, "name": entry.name, "default": entry.source_for(variant),
-            "weights": entry.weights_for(variant), "description": entry.description, **card}
+            "weights": entry.weights_for(variant), "description": entry.description,
+            **{k: v for k, v in (("license", entry.license), ("evidence", entry.evidence)) if v}, **card}
