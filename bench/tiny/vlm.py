@@ -103,6 +103,22 @@ def _ids(tokenizer, *tokens: str) -> list[int]:
     return [tokenizer.convert_tokens_to_ids(t) for t in tokens]
 
 
+def _random_model(model_class, config, seed: int, pad_id: int, eos_id: int):
+    """``model_class`` built from ``config`` with seeded random weights, padding and ending as the tokenizer does."""
+    seed_torch(seed)
+    model = model_class(config).eval()
+    model.generation_config.pad_token_id = pad_id
+    model.generation_config.eos_token_id = eos_id
+    return model
+
+
+def _saved(folder: Path, model, processor) -> Path:
+    """The checkpoint folder, written as a hub checkpoint is: weights and config, processor, tokenizer, template."""
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
 def _vocab_size(tokenizer) -> int:
     return len(tokenizer) + (-len(tokenizer) % 8)
 
@@ -171,9 +187,7 @@ def build_qwen_vl(folder: Path, *, model_type: str = "qwen2_vl", seed: int = 0) 
         tokenizer=tokenizer,
         chat_template=QWEN_CHAT_TEMPLATE,
     )
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _saved(folder, model, processor)
 
 
 def _qwen2_text(tokenizer, pad_id: int, eos_id: int, **extra) -> dict:
@@ -278,10 +292,7 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=No
         image_seq_length=seq_length,
         tie_word_embeddings=False,
     )
-    seed_torch(seed)
-    model = transformers.InternVLForConditionalGeneration(config).eval()
-    model.generation_config.pad_token_id = pad_id
-    model.generation_config.eos_token_id = eos_id
+    model = _random_model(transformers.InternVLForConditionalGeneration, config, seed, pad_id, eos_id)
     size = {"height": image_size, "width": image_size}
     processor = transformers.InternVLProcessor(
         image_processor=transformers.GotOcr2ImageProcessor(size=size, **_norm(mean, std)),
@@ -340,10 +351,7 @@ def build_qwen3_vl(folder: Path, *, seed: int = 0, words=WORD_TOKENS) -> Path:
         vision_start_token_id=start_id,
         vision_end_token_id=end_id,
     )
-    seed_torch(seed)
-    model = transformers.Qwen3VLForConditionalGeneration(config).eval()
-    model.generation_config.pad_token_id = pad_id
-    model.generation_config.eos_token_id = eos_id
+    model = _random_model(transformers.Qwen3VLForConditionalGeneration, config, seed, pad_id, eos_id)
     processor = transformers.Qwen3VLProcessor(
         image_processor=transformers.Qwen2VLImageProcessor(patch_size=16, merge_size=2, image_mean=[0.5] * 3,
                                                            image_std=[0.5] * 3),  # as the real one
@@ -351,9 +359,7 @@ def build_qwen3_vl(folder: Path, *, seed: int = 0, words=WORD_TOKENS) -> Path:
         tokenizer=tokenizer,
         chat_template=QWEN3_VL_CHAT_TEMPLATE,
     )
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _saved(folder, model, processor)
 
 
 def build_qwen3_vl_reranker(folder: Path, *, seed: int = 0) -> Path:
