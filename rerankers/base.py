@@ -21,11 +21,13 @@ from rerankers.prompts.diff import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.prompts.similarity import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from rerankers.prompts.vqascore import VQA_PROMPT_VERSION
 from rerankers.sharing import IdentityCache, anchor_runs
+from retrieval.core.concepts import RATING, from_rating
 from retrieval.core.errors import ConvisError
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
 from retrieval.core.sampling import RULE_TEXT, FrameSpec
 
 MODES = ("expected", "greedy")
+YES_PROBABILITY = "P(yes)"  # a yes/no reranker's: the probability of "yes" against "no", in [0, 1]
 
 Pair = tuple[np.ndarray, np.ndarray]
 
@@ -50,6 +52,7 @@ class PairScore:
     ``score`` is 1..5; in ``greedy`` mode it is the parsed answer, None when unreadable (never 0).
     ``raw`` is the decoded greedy next token (kept in both modes, for inspection).
     ``probs`` (``expected`` mode) is P("1")..P("5") renormalised over those five answers.
+    ``scale`` says which of those ``score`` is; a yes/no reranker's is P(yes) in [0, 1], its own scale.
     ``evidence`` says what the model saw: the pixel size it received and, when the frames came
     from a decoder, each video's frame numbers and timestamps.
     """
@@ -59,6 +62,12 @@ class PairScore:
     raw: str = ""
     probs: tuple[float, ...] | None = None
     evidence: dict | None = None
+    scale: str = RATING  # what ``score`` is: a 1-5 rating, or a model's own P(yes) in [0, 1] (YES_PROBABILITY)
+
+    @property
+    def unit_score(self) -> float | None:
+        """The score on the 0-1 scale every search score is on: a rating mapped, a probability as it is."""
+        return self.score if self.scale == YES_PROBABILITY else from_rating(self.score)
 
 
 @dataclass(frozen=True)
@@ -159,6 +168,7 @@ class Reranker(ABC):
     pooling_text: ClassVar[str] = "-"  # how frame features become the model's visual tokens, in words
     # how the family captions (``captioner``), in words: convis's default, then the paper protocol's
     caption_text: ClassVar[str] = "fast: its reranking frames, greedy, 256 new tokens"
+    scale: ClassVar[str] = RATING  # what its pair scores are (PairScore.scale)
     batch_size: int = 4  # pairs per forward pass
     # pairs with one anchor share its vision output and the prompt prefix (``_shared_tokens``); False: every pair
     # is one whole forward pass, as the paper's reference asked (``--protocol paper``, ``--no-share``)

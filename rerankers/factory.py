@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 # importing the family modules registers them (they import transformers only when a model is built)
-from rerankers import internvl, llava, mplug, qwen  # noqa: F401
+from rerankers import internvl, llava, mplug, qwen, qwen3, qwen3_yesno  # noqa: F401
 from rerankers.base import RERANKERS, Reranker, RerankerError, RerankerUnavailable
 from rerankers.hf import FAMILIES, RELEASES, Release, cpu_hint, looks_like_path, unavailable
 from retrieval.core.registry import UnknownModelError

@@ -639,6 +639,8 @@ class Release:
     pooling: str | None = None  # the card's pooling line where this checkpoint's differs from its family's
     # why --protocol paper cannot run this checkpoint as the paper did, in one line (None: it can)
     paper_refusal: str | None = None
+    license: str = ""  # the weights' license, as their model card states it
+    evidence: str = ""  # the published figure that argues for it, with its source
 
 
 RELEASES: list[Release] = []  # every registered checkpoint, in registration order
@@ -652,7 +654,8 @@ def register_checkpoints(family: type[HFVideoReranker], checkpoints: list[Releas
         if c.paper_refusal:  # the paper protocol does not build it: its precision is the usual one only
             card["dtype"] = family.dtype_text
         RERANKERS.register(c.name, default_source=c.default, aliases=c.aliases, claims=c.claims,
-                           description=c.description or description, card=card)(_builder(family, c.name))
+                           description=c.description or description, card=card, license=c.license,
+                           evidence=c.evidence)(_builder(family, c.name))
         RELEASES.append(c)
         FAMILIES[c.name] = family
 

@@ -110,9 +110,10 @@ class QwenFilePixels(PerFrameResize):
 
     max_pixels: int
     factor: int = _IMAGE_FACTOR
+    min_pixels: int = _VIDEO_MIN_PIXELS
 
     def steps(self, width: int, height: int) -> list[tuple[int, int]]:
-        new_h, new_w = smart_resize(height, width, self.factor, _VIDEO_MIN_PIXELS, self.max_pixels)
+        new_h, new_w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
         return [(new_w, new_h)]
 
     def apply(self, frame: np.ndarray) -> np.ndarray:
@@ -140,7 +141,7 @@ class PairLayout:
     positions: Any  # (3, 1, length)
     video_start: int
     video_stop: int
-    prefix: int
+    prefix: int  # one past video 1's last video token (timestamps between frames, where a family has them, count)
 
 
 class QwenReranker(HFVideoReranker):
@@ -218,11 +219,15 @@ class QwenReranker(HFVideoReranker):
         positions, _ = rope_index(ids, **{k: v for k, v in asked.items() if k in accepted and k != "input_ids"})
         where = (ids[0] == self.model.config.video_token_id).nonzero().flatten().tolist()
         half = self._vision([anchor])[0].shape[0]  # video 1's tokens: its vision output, one token a row
-        return PairLayout(ids, positions, where[0], where[-1] + 1, where[0] + half)
+        return PairLayout(ids, positions, where[0], where[-1] + 1, where[half - 1] + 1)
 
     def _vision(self, videos: list[np.ndarray]) -> list[Any]:
-        """Each video's vision-tower output (its tokens, one a row), kept by the frames' identity: a video already
-        encoded (the anchor, a candidate asked under another concept) is not encoded again."""
+        """Each video's vision-tower output (its tokens, one a row)."""
+        return self._encoded(videos)
+
+    def _encoded(self, videos: list[np.ndarray]) -> list[Any]:
+        """Each video's kept vision-tower output, kept by the frames' identity: a video already encoded (the
+        anchor, a candidate asked under another concept) is not encoded again."""
         import torch
 
         cache = self._shared_cache("qwen-vision")
@@ -233,11 +238,14 @@ class QwenReranker(HFVideoReranker):
                                                                     **video_kwargs))
             with torch.inference_mode():
                 out = self.model.get_video_features(inputs["pixel_values_videos"], inputs["video_grid_thw"])
-            embeds = getattr(out, "pooler_output", out)  # a tuple of per-video outputs in either transformers
             self.work["vision_calls"] += len(missing)
-            for video, embed in zip(missing, embeds, strict=True):
-                cache.get(video, self.dtype, lambda e=embed: e)
+            for video, value in zip(missing, self._per_video(out), strict=True):
+                cache.get(video, self.dtype, lambda e=value: e)
         return [cache.peek(v, self.dtype) for v in videos]
+
+    def _per_video(self, out) -> list[Any]:
+        """What is kept of one ``get_video_features`` call, a value per video."""
+        return list(getattr(out, "pooler_output", out))  # a tuple of per-video outputs in either transformers
 
     def _prefix_cache(self, layout: PairLayout, anchor: np.ndarray):
         """One forward pass over the prefix (system prompt, request, vision start, video 1's tokens) at the pair
@@ -245,12 +253,8 @@ class QwenReranker(HFVideoReranker):
         import torch
 
         stop = layout.prefix
-        with torch.inference_mode():
-            embeds = self.model.get_input_embeddings()(layout.input_ids[:, :stop]).clone()
-            embeds[0, layout.video_start:stop] = self._vision([anchor])[0].to(embeds.dtype)
-            out = self.model(inputs_embeds=embeds, position_ids=layout.positions[:, :, :stop],
-                             attention_mask=torch.ones_like(layout.input_ids[:, :stop]), use_cache=True,
-                             logits_to_keep=1)
+        ids = layout.input_ids[:, :stop]
+        out = self._video_forward(ids, [anchor], layout.positions[:, :, :stop], torch.ones_like(ids), use_cache=True)
         self.work["prefix_passes"] += 1
         return returned_cache(out)
 
@@ -260,19 +264,25 @@ class QwenReranker(HFVideoReranker):
         import torch
 
         rows, stop = len(candidates), layout.prefix
-        features = torch.stack(self._vision(candidates))
         ids = layout.input_ids.expand(rows, -1)
-        with torch.inference_mode():
-            embeds = self.model.get_input_embeddings()(ids[:, stop:]).clone()
-            embeds[:, :layout.video_stop - stop] = features.to(embeds.dtype)
-            mask = torch.ones_like(ids)
-            out = self.model(inputs_embeds=embeds, position_ids=layout.positions[:, :, stop:].expand(-1, rows, -1),
-                             attention_mask=mask, use_cache=True, logits_to_keep=1,
-                             **{cache_argument(self.model): expanded_cache(prefix, rows)})
-            answers = self._answers(out.logits[:, -1], ids, mask)
+        mask = torch.ones_like(ids)  # the prefix's positions and the rest
+        out = self._video_forward(ids[:, stop:], candidates, layout.positions[:, :, stop:].expand(-1, rows, -1), mask,
+                                  use_cache=True, **{cache_argument(self.model): expanded_cache(prefix, rows)})
+        answers = self._answers(out.logits[:, -1], ids, mask)
         self.work["pair_passes"] += rows
         return answers
 
+    def _video_forward(self, ids, videos: list[np.ndarray], positions, mask, **kwargs):
+        """A forward pass over ``ids`` (one row per video) whose video tokens take each video's kept vision output,
+        at the given positions, ``mask`` covering any cached tokens too; the last position's logits only."""
+        import torch
+
+        with torch.inference_mode():
+            embeds = self.model.get_input_embeddings()(ids).clone()
+            where = ids == self.model.config.video_token_id
+            embeds[where] = torch.cat(self._vision(videos)).to(embeds.dtype)  # row after row, as the ids hold them
+            return self.model(inputs_embeds=embeds, position_ids=positions, attention_mask=mask, logits_to_keep=1,
+                              **kwargs)
 
 CHECKPOINTS = [
     Release("qwen2.5-vl", "Qwen/Qwen2.5-VL-7B-Instruct", aliases=("qwen2.5-vl-7b",),

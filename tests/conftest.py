@@ -59,6 +59,8 @@ def tiny_folders(tmp_path_factory) -> dict[str, Path]:
         "qwen2_5_vl": tiny_vlm.build_qwen_vl(root / "tiny-qwen25", model_type="qwen2_5_vl"),
         "llava": tiny_vlm.build_llava_onevision(root / "tiny-llava"),
         "internvl": tiny_vlm.build_internvl(root / "tiny-internvl"),
+        "qwen3_vl": tiny_vlm.build_qwen3_vl(root / "tiny-qwen3"),
+        "qwen3_vl_reranker": tiny_vlm.build_qwen3_vl_reranker(root / "tiny-qwen3-reranker"),
     }
 
 

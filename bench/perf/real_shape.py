@@ -24,6 +24,8 @@ SHAPES = ("tiny", "7b")
 #     window attention, full attention in blocks 7, 15, 23, 31)
 #   LLaVA-OneVision 7B: llava-hf/llava-onevision-qwen2-7b-ov-hf (text: Qwen2-7B; vision: SigLIP so400m-patch14-384)
 #   InternVL 8B: OpenGVLab/InternVL3-8B-hf (text: Qwen2.5-7B; vision: InternViT-300M-448px)
+#   Qwen3-VL 8B: Qwen/Qwen3-VL-8B-Instruct (text: 36 layers of 4096, 128-wide heads, interleaved M-RoPE 24/20/20;
+#     vision: the 27-block, 1152-wide ViT, patches of 16, deepstack from blocks 8, 16, 24)
 _QWEN2_7B_TEXT = {"hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
                   "num_attention_heads": 28, "num_key_value_heads": 4, "max_position_embeddings": 32768,
                   "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}
@@ -45,6 +47,16 @@ REAL_DIMENSIONS: dict[str, dict[str, dict]] = {
         "vision_config": {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
                           "num_attention_heads": 16, "image_size": [448, 448], "patch_size": [14, 14]},
     },
+    "qwen3-vl-8b": {
+        "text_config": {"hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
+                        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                        "max_position_embeddings": 262144, "vocab_size": 151936,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0,
+                                            "mrope_section": [24, 20, 20], "mrope_interleaved": True}},
+        "vision_config": {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16,
+                          "out_hidden_size": 4096, "num_position_embeddings": 2304,
+                          "deepstack_visual_indexes": [8, 16, 24]},
+    },
 }
 
 # family -> (the tiny builder at the family's real frame size, the shape's name in REAL_DIMENSIONS)
@@ -52,6 +64,7 @@ _BUILDERS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "qwen2.5-vl": (lambda folder: vlm.build_qwen_vl(folder, model_type="qwen2_5_vl"), "qwen2.5-vl-7b"),
     "llava-onevision": (lambda folder: vlm.build_llava_onevision(folder, image_size=384), "llava-onevision-7b"),
     "internvl": (lambda folder: vlm.build_internvl(folder, image_size=448), "internvl-8b"),
+    "qwen3-vl": (vlm.build_qwen3_vl, "qwen3-vl-8b"),
 }
 FAMILIES = tuple(_BUILDERS)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from bench.tiny.dataset import build_dataset
 from bench.tiny.embedding import build_qwen3_vl_embedding
 from bench.tiny.vision import tiny_open_clip, tiny_pe, tiny_siglip2
-from bench.tiny.vlm import build_llava_onevision, build_qwen_vl
+from bench.tiny.vlm import build_llava_onevision, build_qwen3_vl, build_qwen3_vl_reranker, build_qwen_vl
 
 OPEN_CLIP_VOCAB = 49408  # open_clip's tokenizer: the text tower must know every id it gives
 
@@ -25,6 +25,8 @@ def main(out: Path, clips: Path) -> None:
     build_qwen_vl(models / "qwen2-vl" / "tiny")
     build_llava_onevision(models / "llava-onevision" / "tiny")
     build_qwen3_vl_embedding(models / "qwen3-vl-embedding" / "tiny")
+    build_qwen3_vl(models / "qwen3-vl" / "tiny")
+    build_qwen3_vl_reranker(models / "qwen3-vl-reranker" / "tiny")
     print(f"wrote {out / 'dataset'} ({pairs} rated pairs) and tiny models in {models}")
 
 

@@ -70,8 +70,8 @@ def _word_merges(words) -> list[tuple[str, str]]:
     return merges
 
 
-def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = None):
-    """A byte-level BPE tokenizer whose only merges make ``WORD_TOKENS`` single tokens, wrapped for transformers.
+def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = None, words=WORD_TOKENS):
+    """A byte-level BPE tokenizer whose only merges make ``words`` single tokens, wrapped for transformers.
 
     ``named_tokens`` become tokenizer attributes (``tokenizer.video_token`` etc.), as processors
     such as InternVL's read them.
@@ -81,7 +81,7 @@ def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = Non
 
     named_tokens = named_tokens or {}
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    merges = _word_merges(WORD_TOKENS)  # the words are ASCII letters: their byte-level form is themselves
+    merges = _word_merges(words)  # the words are ASCII letters: their byte-level form is themselves
     vocab = {token: i for i, token in enumerate([*alphabet, *(a + b for a, b in merges)])}
     core = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -101,6 +101,22 @@ def byte_tokenizer(chat_template: str, named_tokens: dict[str, str] | None = Non
 
 def _ids(tokenizer, *tokens: str) -> list[int]:
     return [tokenizer.convert_tokens_to_ids(t) for t in tokens]
+
+
+def _random_model(model_class, config, seed: int, pad_id: int, eos_id: int):
+    """``model_class`` built from ``config`` with seeded random weights, padding and ending as the tokenizer does."""
+    seed_torch(seed)
+    model = model_class(config).eval()
+    model.generation_config.pad_token_id = pad_id
+    model.generation_config.eos_token_id = eos_id
+    return model
+
+
+def _saved(folder: Path, model, processor) -> Path:
+    """The checkpoint folder, written as a hub checkpoint is: weights and config, processor, tokenizer, template."""
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
 
 
 def _vocab_size(tokenizer) -> int:
@@ -171,9 +187,7 @@ def build_qwen_vl(folder: Path, *, model_type: str = "qwen2_vl", seed: int = 0) 
         tokenizer=tokenizer,
         chat_template=QWEN_CHAT_TEMPLATE,
     )
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _saved(folder, model, processor)
 
 
 def _qwen2_text(tokenizer, pad_id: int, eos_id: int, **extra) -> dict:
@@ -278,10 +292,7 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=No
         image_seq_length=seq_length,
         tie_word_embeddings=False,
     )
-    seed_torch(seed)
-    model = transformers.InternVLForConditionalGeneration(config).eval()
-    model.generation_config.pad_token_id = pad_id
-    model.generation_config.eos_token_id = eos_id
+    model = _random_model(transformers.InternVLForConditionalGeneration, config, seed, pad_id, eos_id)
     size = {"height": image_size, "width": image_size}
     processor = transformers.InternVLProcessor(
         image_processor=transformers.GotOcr2ImageProcessor(size=size, **_norm(mean, std)),
@@ -293,3 +304,65 @@ def build_internvl(folder: Path, *, seed: int = 0, image_size: int = 28, mean=No
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+# The chat template of the Qwen3-VL Instruct checkpoints (their chat_template.json), without its tool-calling and
+# reasoning branches: no default system message, each image or video as vision start, its pad, vision end.
+QWEN3_VL_CHAT_TEMPLATE = (
+    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
+    "{%- for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{%- if message['content'] is string %}{{ message['content'] }}{%- else %}"
+    "{%- for content in message['content'] %}"
+    "{%- if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{%- set image_count.value = image_count.value + 1 %}{%- if add_vision_id %}Picture {{ image_count.value }}: "
+    "{%- endif %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{%- elif content['type'] == 'video' or 'video' in content %}{%- set video_count.value = video_count.value + 1 %}"
+    "{%- if add_vision_id %}Video {{ video_count.value }}: {%- endif %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{%- elif 'text' in content %}{{ content['text'] }}{%- endif %}{%- endfor %}{%- endif %}<|im_end|>\n"
+    "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+)
+
+
+def build_qwen3_vl(folder: Path, *, seed: int = 0, words=WORD_TOKENS) -> Path:
+    """A tiny Qwen3-VL checkpoint: Qwen3-VL-8B-Instruct's config shrunk (2 text layers of width 32, a 2-block vision
+    tower of width 16 whose both blocks feed deepstack), patch 16, temporal patch 2, merge 2, as the real one.
+    ``words``: the words its tokenizer keeps whole."""
+    import transformers
+
+    tokenizer = byte_tokenizer(QWEN3_VL_CHAT_TEMPLATE, words=words)
+    image_id, video_id, start_id, end_id, pad_id, eos_id = _ids(
+        tokenizer, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|endoftext|>", "<|im_end|>"
+    )
+    config = transformers.Qwen3VLConfig(
+        text_config={
+            "vocab_size": _vocab_size(tokenizer), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "max_position_embeddings": 4096,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [4, 2, 2],
+                                "mrope_interleaved": True},
+            "bos_token_id": pad_id, "eos_token_id": eos_id, "pad_token_id": pad_id,
+        },
+        vision_config={
+            "depth": 2, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32,
+            "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0, 1],
+        },
+        image_token_id=image_id,
+        video_token_id=video_id,
+        vision_start_token_id=start_id,
+        vision_end_token_id=end_id,
+    )
+    model = _random_model(transformers.Qwen3VLForConditionalGeneration, config, seed, pad_id, eos_id)
+    processor = transformers.Qwen3VLProcessor(
+        image_processor=transformers.Qwen2VLImageProcessor(patch_size=16, merge_size=2, image_mean=[0.5] * 3,
+                                                           image_std=[0.5] * 3),  # as the real one
+        video_processor=transformers.Qwen3VLVideoProcessor(),
+        tokenizer=tokenizer,
+        chat_template=QWEN3_VL_CHAT_TEMPLATE,
+    )
+    return _saved(folder, model, processor)
+
+
+def build_qwen3_vl_reranker(folder: Path, *, seed: int = 0) -> Path:
+    """A tiny Qwen3-VL-Reranker checkpoint: a tiny Qwen3-VL whose tokenizer keeps "yes" and "no" whole (the reranker
+    reads P(yes) from those two logits), as Qwen3-VL-Reranker-2B is a Qwen3-VL checkpoint."""
+    return build_qwen3_vl(folder, seed=seed, words=(*WORD_TOKENS, "yes", "no"))

@@ -154,6 +154,7 @@ def combine(scores: dict[str, float | None], concepts: list[Concept]) -> float |
 # that Eq. 2 never adds a 1-5 score to a 0-1 one. Being linear, the map keeps a reranked query's order and
 # the paper's 1-5 answers stay recoverable (r = 1 + 4 s).
 RATING_SPAN = 4.0  # 5 - 1
+RATING = "1-5"  # the scale of the paper's answers (a reranker with its own, P(yes), names it instead)
 
 
 def from_rating(rating: float | None) -> float | None:

@@ -36,8 +36,7 @@ class PairScorer:
 
     def _directional(self, pairs: list[tuple[ClipRef, ClipRef]], concept: Concept) -> list[PairScore]:
         tag = self.reranker.cache_tag
-        found = [self.cache.get(tag, concept.words, self.mode, a.key, b.key) if self.cache else None
-                 for a, b in pairs]
+        found = [self._cached(tag, concept, a, b) for a, b in pairs]
         missing = [i for i, score in enumerate(found) if score is None]
         if missing:
             spec = self.reranker.frame_spec  # the family's frames, decoded at its size
@@ -50,6 +49,12 @@ class PairScorer:
                 if self.cache:
                     self.cache.put(tag, concept.words, self.mode, pairs[i][0].key, pairs[i][1].key, found[i])
         return found
+
+
+    def _cached(self, tag: str, concept: Concept, a: ClipRef, b: ClipRef) -> PairScore | None:
+        """A kept answer, on the reranker's scale (a store keeps the number; the tag says whose it is)."""
+        found = self.cache.get(tag, concept.words, self.mode, a.key, b.key) if self.cache else None
+        return None if found is None else replace(found, scale=self.reranker.scale)
 
 
 Candidate = TypeVar("Candidate", bound="Rerankable")

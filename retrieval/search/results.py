@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rerankers.base import PairScore
-from retrieval.core.concepts import Concept, combine, from_rating
+from retrieval.core.concepts import RATING, Concept, combine, from_rating
 from retrieval.search.calibration import NO_MATCH, Calibration
 from retrieval.search.confidence import Spread
 from retrieval.search.signals import scorer_label
@@ -67,6 +67,7 @@ class Hit:
     composed: dict[str, float | None] = field(default_factory=dict)  # a change: its stay, change and weight
     keyword: dict = field(default_factory=dict)  # keyword/hybrid search: its keyword and vector ranks, matched terms
     lines: tuple[dict, ...] = ()  # text search: the unit's timed lines that hold a query word (``hit_lines``)
+    rating_scale: str = RATING  # what ``ratings`` are: 1-5 answers, or a yes/no reranker's own P(yes)
 
     @classmethod
     def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept],
@@ -78,8 +79,10 @@ class Hit:
     def reranked(self, answers: Mapping[str, PairScore], concepts: list[Concept]) -> Hit:
         """This hit scored by the reranker's 1-5 answers (concept key -> answer), mapped to 0-1; the answers
         and the recall scores kept beside."""
-        scores = {key: from_rating(answer.score) for key, answer in answers.items()}
-        return replace(self, scores=scores, total=combine(scores, concepts), recall_scores=dict(self.scores),
+        scores = {key: answer.unit_score for key, answer in answers.items()}
+        scale = next((answer.scale for answer in answers.values()), RATING)
+        return replace(self, scores=scores, rating_scale=scale, total=combine(scores, concepts),
+                       recall_scores=dict(self.scores),
                        ratings={key: answer.score for key, answer in answers.items()}, recall_total=self.total,
                        seen={key: answer.evidence for key, answer in answers.items() if answer.evidence})
 
@@ -114,6 +117,7 @@ class Hit:
                                   for c, parts in self.contributions.items()}} if self.contributions else {}),
             **({"seen": self.seen} if self.seen else {}),
             **({"ratings": _rounded(self.ratings)} if self.ratings else {}),
+            **({"rating_scale": self.rating_scale} if self.ratings and self.rating_scale != RATING else {}),
             **({"inputs": {c: _rounded(values) for c, values in self.inputs.items()}} if self.inputs else {}),
             **({"evidence": {c: _rounded(parts) for c, parts in self.evidence.items()}} if self.evidence else {}),
             **({"recalled_by": list(self.recalled_by)} if self.recalled_by else {}),
@@ -230,11 +234,12 @@ class ConceptScore:
     rating: float | None = None
     signal: str | None = None
     scored_by: str = ""  # the model id, or the signals the score is the mean of (``QueryResult.scored_by``)
+    scale: str = RATING  # what ``rating`` is: a 1-5 answer, or a yes/no reranker's own P(yes)
 
     @classmethod
     def answered(cls, concept: Concept, answer: PairScore, reranker: str) -> ConceptScore:
-        return cls(concept, from_rating(answer.score), answer.raw, answer.probs, answer.evidence, answer.score,
-                   scored_by=reranker)
+        return cls(concept, answer.unit_score, answer.raw, answer.probs, answer.evidence, answer.score,
+                   scored_by=reranker, scale=answer.scale)
 
     @property
     def label(self) -> str:
@@ -244,8 +249,9 @@ class ConceptScore:
         by = {"scored_by": self.scored_by, "scored_by_label": self.label}
         if self.signal is not None:
             return {**_concept_dict(self.concept), "score": _round(self.score), "signal": self.signal, **by}
-        return {**_concept_dict(self.concept), "score": _round(self.score), "rating": self.rating, "raw": self.raw,
-                "probs": self.probs, "seen": self.seen, **by}
+        scale = {"rating_scale": self.scale} if self.scale != RATING else {}
+        return {**_concept_dict(self.concept), "score": _round(self.score), "rating": self.rating, **scale,
+                "raw": self.raw, "probs": self.probs, "seen": self.seen, **by}
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,23 @@ from rerankers.factory import create_for_protocol
 from rerankers.frames import concat_pair
 from tests.tiny_rerankers import TOLERANCE, build, noise
 
-QWENS = ["qwen2_vl", "qwen2_5_vl"]
+QWENS = ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"]
 SIZES = [(84, 56), (56, 112), (112, 84), (56, 84)]  # (height, width) of video 2: other shapes, and video 1's own
+GRID = {"qwen3_vl": 32}  # a family's pixel grid where it is not 28
+
+
+def on_grid(size: tuple[int, int], grid: int) -> tuple[int, int]:
+    """A 28-px-grid size moved to ``grid`` (Qwen3-VL's patches of 16 merged 2x2 make a 32-px grid)."""
+    return size[0] // 28 * grid, size[1] // 28 * grid
 
 
 def pairs_of(reranker, n: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:
     """One anchor (the same array in every pair, as FrameCache hands it out) and ``n`` candidates of other sizes,
-    as prepared frames are: on the 28-pixel grid (small, so the tests run quickly)."""
-    anchor = noise(reranker.frames_per_video, 56, 84, seed=0)
-    return [(anchor, noise(reranker.frames_per_video, *SIZES[i % len(SIZES)], seed=1 + i)) for i in range(n)]
+    as prepared frames are: on the family's pixel grid (small, so the tests run quickly)."""
+    grid = GRID.get(reranker.model.config.model_type, 28)
+    anchor = noise(reranker.frames_per_video, *on_grid((56, 84), grid), seed=0)
+    return [(anchor, noise(reranker.frames_per_video, *on_grid(SIZES[i % len(SIZES)], grid), seed=1 + i))
+            for i in range(n)]
 
 
 def whole_clips(reranker, pairs) -> list[np.ndarray]:

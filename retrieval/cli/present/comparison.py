@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from retrieval.api import CANT_TELL, CANT_TELL_MARGIN, format_span
+from retrieval.api import CANT_TELL, CANT_TELL_MARGIN, RATING, format_span
 from retrieval.cli.console import err, out, shown
 from retrieval.cli.layout import Block, labelled, print_table
 from retrieval.cli.present.common import print_json, print_notices, score
@@ -20,7 +20,9 @@ def print_comparison(result: CompareResult) -> None:
     lmm = result.reranker is not None
     how = f"{result.reranker}, {result.mode}" if lmm else "the index's signals"
     table = Table(title=f"{shown(result.a)} vs {shown(result.b)}  ({how})", title_justify="left")
-    columns = ("concept", "weight", "score", "LMM 1-5", "answer") if lmm else ("concept", "weight", "score", "signal")
+    scale = next((row.scale for row in result.concepts), RATING)
+    columns = ("concept", "weight", "score", f"LMM {scale}", "answer") if lmm else \
+        ("concept", "weight", "score", "signal")
     for col in columns:  # a model's free answer may wrap; numbers and signal names are never cut
         table.add_column(col, no_wrap=col not in ("concept", "answer"))
     rows = [(shown(row.concept.words), f"{row.concept.weight:.2f}", score(row.score),
@@ -31,7 +33,8 @@ def print_comparison(result: CompareResult) -> None:
     table.add_row("total", "", score(result.total), *[""] * (len(columns) - 3), style="bold")
     print_table(out, table, lambda: [Block(f"[bold]{row[0]} {row[2]}[/]", labelled(columns[3:], row[3:]) + [
         f"weight: {row[1]}"]) for row in rows] + [Block(f"[bold]total {score(result.total)}[/]")])
-    detail = "an LMM's 1-5 answer r scored (r - 1) / 4" if lmm else \
+    answer = "an LMM's 1-5 answer r scored (r - 1) / 4" if scale == RATING else f"the reranker's {scale}, as it is"
+    detail = answer if lmm else \
         f"B's unit {format_span(result.b_start, result.b_end)}, rank {result.rank} in a query for A"
     out.print(f"[dim]scored by {shown(result.scored_by)}; {detail}[/]", highlight=False)
 

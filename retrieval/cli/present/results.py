@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from retrieval.api import format_span
+from retrieval.api import RATING, format_span
 from retrieval.cli.console import out, shown
 from retrieval.cli.layout import Block, fits, print_blocks
 from retrieval.cli.present.common import print_json, print_notices, score
@@ -77,6 +77,8 @@ def print_hits(result: QueryResult) -> None:
             out.print(f"[dim]{shown(change['footnote'])}[/]", highlight=False)
     how = result.reranker or result.fusion
     scale = "; 1-5 ratings r scored (r - 1) / 4, --json keeps them" if how else ""
+    if result.reranker and any(hit.rating_scale != RATING for hit in result.hits):
+        scale = f"; the reranker's {result.hits[0].rating_scale} as it is (its own scale, not 1-5)"
     out.print(f"[dim]scored by {shown(result.how_scored)}{scale}[/]", highlight=False)
     if getattr(result, "mode", None) == "hybrid":
         out.print("[dim]hybrid: ranked by reciprocal rank fusion of the keyword and vector ranks, 1/(60 + rank) "

@@ -79,9 +79,11 @@ def test_the_7b_shape_without_cuda_is_refused_in_one_line(tmp_path, monkeypatch)
     assert bad.exit_code == 2 and "--shape takes tiny or 7b" in bad.output
 
 
-@pytest.mark.parametrize("family, billions", [("qwen2.5-vl", 8.29), ("llava-onevision", 8.03), ("internvl", 7.94)])
+@pytest.mark.parametrize("family, billions", [("qwen2.5-vl", 8.29), ("llava-onevision", 8.03), ("internvl", 7.94),
+                                             ("qwen3-vl", 8.77)])
 def test_the_real_shapes_have_the_released_models_parameter_counts(tmp_path, family, billions):
-    """Qwen2.5-VL-7B-Instruct has 8.29 B parameters, llava-onevision-qwen2-7b-ov-hf 8.03 B, InternVL3-8B-hf 7.94 B
+    """Qwen2.5-VL-7B-Instruct has 8.29 B parameters, llava-onevision-qwen2-7b-ov-hf 8.03 B, InternVL3-8B-hf 7.94 B,
+    Qwen3-VL-8B-Instruct 8.77 B
     (their safetensors indices); a dimension off in the table moves the count."""
     builder, real = real_shape._BUILDERS[family]
     config = real_shape.real_config(builder(tmp_path / family), real_shape.REAL_DIMENSIONS[real])
