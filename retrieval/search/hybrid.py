@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 VECTOR, KEYWORD, HYBRID = "vector", "keyword", "hybrid"
 MODES = (VECTOR, KEYWORD, HYBRID)
 LIFT = 0.45  # how much of its gap to 1 a unit whose text covers the whole query closes (measured: docs/text-search.md)
+RULE = (f"hybrid: total = v + {LIFT} c (1 - v), the vector score v lifted by the unit's IDF-weighted coverage c of the "
+        "query's words; it orders the list and confidence reads it")  # what a result's reader is told
 KEYWORD_SIGNAL = "bm25"  # how results name the keyword index as a signal
 
 
