@@ -1,11 +1,16 @@
-"""Keyword and hybrid text search: the keyword index's ranks, alone or fused with the vector ranks.
+"""Keyword and hybrid text search: the keyword index's hits, alone or fused with the vector scores.
 
 * ``vector``: the text towers' similarities (``text_query``), as before.
 * ``keyword``: BM25 over each unit's stored text (``retrieval.store.keyword.index``); no model is built.
-* ``hybrid``: both, fused by reciprocal rank fusion (Cormack et al., 2009): a unit scores
-  sum(1 / (RRF_K + rank)) over the two lists it is ranked in, with RRF_K = 60 as in that paper. Its vector rank is
-  its place among every candidate either list proposed, scored from the stored vectors; a unit the keyword
-  index does not find has no keyword rank and adds nothing from it. Ties go to the better vector rank.
+* ``hybrid``: the vector score lifted toward 1 by how much of the query the unit's text holds:
+  total = v + LIFT * c * (1 - v), with v the unit's vector score and c its keyword coverage (the IDF-weighted share
+  of the query's terms its text holds, in [0, 1]; 0 when the keyword index does not find it). A unit whose text
+  holds every term of the query, or its one rare term, closes most of its gap to 1; one common word of a long
+  paraphrase lifts it by a sliver, so it does not pass the unit the vector side ranked first by far. Reciprocal
+  rank fusion, which this replaces, gave keyword rank 1 for one matched word as much weight as vector rank 1, and
+  lost to vector search on paraphrases (``convis bench text-search`` measures both sides and the fusion).
+  The fused score is the hit's ``total``: it orders the list and is what confidence reads; the vector score stays
+  as ``recall_total`` and ``keyword["vector_score"]``. Ties go to the better vector rank.
 
 The default is hybrid when some unit has a stored description (a caption or a concept's), else vector.
 """
@@ -27,7 +32,9 @@ if TYPE_CHECKING:
 
 VECTOR, KEYWORD, HYBRID = "vector", "keyword", "hybrid"
 MODES = (VECTOR, KEYWORD, HYBRID)
-RRF_K = 60  # reciprocal rank fusion's constant, the value of Cormack et al. (2009)
+LIFT = 0.45  # how much of its gap to 1 a unit whose text covers the whole query closes (measured: docs/text-search.md)
+RULE = (f"hybrid: total = v + {LIFT} c (1 - v), the vector score v lifted by the unit's IDF-weighted coverage c of the "
+        "query's words; it orders the list and confidence reads it")  # what a result's reader is told
 KEYWORD_SIGNAL = "bm25"  # how results name the keyword index as a signal
 
 
@@ -51,18 +58,28 @@ def chosen_mode(mode: str | None, concept: str | None, catalog: Catalog) -> str:
     return HYBRID if stamp(catalog).described else VECTOR
 
 
-def fused(by_vector: Sequence[Hit], found: Sequence[KeywordHit]) -> list[Hit]:
-    """``by_vector`` (every candidate, best vector score first) reordered by reciprocal rank fusion with the
-    keyword hits ``found`` (best first), each hit carrying both ranks and its matched terms."""
-    keyword = {h.unit_id: (rank, h.matched) for rank, h in enumerate(found, 1)}
-    marked = [_marked(hit, rank, *keyword.get(hit.unit_id, (None, ()))) for rank, hit in enumerate(by_vector, 1)]
-    return sorted(marked, key=lambda h: (-h.keyword["rrf"], h.keyword["vector_rank"]))
+def fused_score(vector: float, coverage: float, lift: float = LIFT) -> float:
+    """The hybrid score of a unit: its vector score lifted toward 1 by ``lift`` times its keyword coverage."""
+    return vector + lift * coverage * (1.0 - vector)
 
 
-def _marked(hit: Hit, vector_rank: int | None, keyword_rank: int | None, matched: tuple[str, ...]) -> Hit:
-    rrf = sum(1 / (RRF_K + r) for r in (vector_rank, keyword_rank) if r is not None)
-    return replace(hit, keyword={"keyword_rank": keyword_rank, "vector_rank": vector_rank,
-                                 "matched_terms": list(matched), "rrf": rrf})
+def fused(by_vector: Sequence[Hit], found: Sequence[KeywordHit], lift: float = LIFT) -> list[Hit]:
+    """``by_vector`` (every candidate, best vector score first) scored and reordered by ``fused_score`` with the
+    keyword hits ``found`` (best first); each hit carries both ranks, its matched words, its coverage and its
+    vector score. A hit without a vector score (a reranker's unread answer) stays without a total, last."""
+    keyword = {h.unit_id: (rank, h) for rank, h in enumerate(found, 1)}
+    marked = [_marked(hit, rank, *keyword.get(hit.unit_id, (None, None)), lift=lift)
+              for rank, hit in enumerate(by_vector, 1)]
+    return sorted(marked, key=lambda h: (h.total is None, -(h.total or 0.0), h.keyword["vector_rank"]))
+
+
+def _marked(hit: Hit, vector_rank: int, keyword_rank: int | None, found: KeywordHit | None, lift: float) -> Hit:
+    coverage = 0.0 if found is None else found.coverage
+    total = None if hit.total is None else fused_score(hit.total, coverage, lift)
+    return replace(hit, total=total, recall_total=hit.total,
+                   keyword={"keyword_rank": keyword_rank, "vector_rank": vector_rank,
+                            "matched_terms": list(found.matched if found else ()), "coverage": round(coverage, 4),
+                            "vector_score": hit.total})
 
 
 def keyword_hits(found: Sequence[KeywordHit], units: dict[int, UnitRow]) -> list[Hit]:

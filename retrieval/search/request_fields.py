@@ -70,9 +70,9 @@ CONCEPT = FieldSpec("Search only this concept's descriptions (written at index t
                     "describe`), e.g. location.", metavar="CONCEPT", max_chars=200)
 SEARCH_MODE = FieldSpec(
     "vector: the text towers' similarity; keyword: BM25 over each unit's stored captions, descriptions, timed lines "
-    "(on screen, subtitles, speech) and path (exact words: names, numbers); hybrid: both, fused by reciprocal rank "
-    "fusion, 1/(60 + rank) summed (k = 60). Default: hybrid when the index holds captions, descriptions or timed "
-    "lines, else vector; a concept's descriptions are searched by vector.",
+    "(on screen, subtitles, speech) and path (exact words: names, numbers); hybrid: the vector score v lifted toward "
+    "1 by the unit's IDF-weighted coverage c of the query's words, v + 0.45 c (1 - v). Default: hybrid when the "
+    "index holds captions, descriptions or timed lines, else vector; a concept's descriptions are searched by vector.",
     metavar="vector|keyword|hybrid", choices=("vector", "keyword", "hybrid"))
 
 LEVEL = FieldSpec("file: copies of whole files (a trimmed copy counts when its matching units cover most of it); "

@@ -59,7 +59,7 @@ class TextResult(QueryResult):
     mode: str = hybrid.VECTOR  # vector, keyword or hybrid (retrieval/search/hybrid.py)
 
     def as_dict(self) -> dict:
-        fusion = {"rrf_k": hybrid.RRF_K} if self.mode == hybrid.HYBRID else {}
+        fusion = {"lift": hybrid.LIFT} if self.mode == hybrid.HYBRID else {}
         return {**super().as_dict(), "text": self.text, "mode": self.mode, **fusion}
 
 
@@ -195,10 +195,11 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
     hits = ranking.rank(ranking.evidence(candidates, vectors, exact, signal_of), units, concepts,
                         keep=lambda _: True, recalled_by=found_by)
     root = catalog.setting("root")
-    final = ranking.ranked(hits[:query.k]) if found is None else _numbered(hybrid.fused(hits, found)[:query.k])
+    ordered = hits if found is None else hybrid.fused(hits, found)  # hybrid: by the fused score, its total
+    final = ranking.ranked(ordered[:query.k]) if found is None else _numbered(ordered[:query.k])
     return TextResult(text, concepts, signal_of, final, notices, root=root, mode=mode,
                       empty_reason=None if hits else _why_empty(candidates, signal_of, query.where), text=text,
-                      spread=Spread.of(h.total for h in hits),
+                      spread=Spread.of(h.total for h in ordered),
                       ranges=concept_ranges([h.scores for h in hits], [c.key for c in concepts]),
                       calibration=_calibration(catalog, final, concepts, vectors, notices))
 

@@ -12,7 +12,7 @@ import typer
 
 @cache
 def _app() -> typer.Typer:
-    from retrieval.cli.bench import captions, covr, fusion, paper, perf, viddiff
+    from retrieval.cli.bench import captions, covr, fusion, paper, perf, text_search, viddiff
 
     app = typer.Typer(
         name="bench",
@@ -20,7 +20,7 @@ def _app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
-    for module in (fusion, perf, captions, paper, covr, viddiff):  # typer lists commands, then groups
+    for module in (fusion, perf, captions, text_search, paper, covr, viddiff):  # typer lists commands, then groups
         module.register(app)
     return app
 

@@ -2,8 +2,9 @@
 
 Runs that change what units say (index, describe, remove, restore) call ``refresh`` as they publish what is derived
 from the catalog (``retrieval.store.publish``). A search calls ``current``: a saved index whose stamp is not the
-catalog's (a run stopped early, an older convis, a damaged or missing folder) is rebuilt from the catalog in memory,
-saved when the folder can be written, and said in a notice; the search goes on either way.
+catalog's, or written by another tokeniser (a run stopped early, an older convis, a damaged or missing folder), is
+rebuilt from the catalog in memory, saved when the folder can be written, and said in a notice; the search goes on
+either way.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from retrieval.core.errors import one_line
 from retrieval.store.catalog import Catalog
-from retrieval.store.keyword.index import KEYWORD_DIR, KeywordIndex
+from retrieval.store.keyword.index import KEYWORD_DIR, KeywordIndex, OlderFormat
 from retrieval.store.keyword.unit_texts import stamp
 
 _UNREADABLE = (OSError, EOFError, ValueError, KeyError, TypeError)  # a damaged saved copy, on load
@@ -24,6 +25,8 @@ def _saved(index_dir: Path) -> tuple[KeywordIndex | None, str | None]:
         return None, "missing"
     try:
         return KeywordIndex.load(index_dir), None
+    except OlderFormat:
+        return None, "of an older format (a changed tokeniser)"
     except _UNREADABLE as exc:
         return None, f"unreadable ({one_line(exc, 120)})"
 

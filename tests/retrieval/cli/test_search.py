@@ -33,9 +33,9 @@ def test_search_json_is_a_querys_json_plus_the_text(demo_index, example_videos):
                      demo_index, "-k", "3", "--json")
     assert searched.exit_code == 0 and queried.exit_code == 0, searched.output + queried.output
     found, asked = json.loads(searched.stdout), json.loads(queried.stdout)
-    assert set(found) == set(asked) | {"text", "mode", "rrf_k"} and found["mode"] == "hybrid"
+    assert set(found) == set(asked) | {"text", "mode", "lift"} and found["mode"] == "hybrid"
     assert found["text"] == found["anchor"] == CUP and found["hits"][0]["path"] == "cup.mp4"
-    ranks = {"keyword_rank", "vector_rank", "matched_terms", "rrf"}  # a hybrid search's, beside a query's keys
+    ranks = {"keyword_rank", "vector_rank", "matched_terms", "coverage", "vector_score"}  # a hybrid hit's own keys
     assert {tuple(sorted(set(h) - ranks)) for h in found["hits"]} == {tuple(sorted(h)) for h in asked["hits"]}
     assert [c["key"] for c in found["concepts"]] == ["text"] and found["signals"]["text"].startswith("text:")
     assert [h["rank"] for h in found["hits"]] == [1, 2, 3]

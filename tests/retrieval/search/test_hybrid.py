@@ -1,8 +1,10 @@
-"""Keyword and hybrid text search: BM25 over each unit's stored text, alone or fused with the vector ranks by
-reciprocal rank fusion (k = 60), the keyword index kept in step with the catalog."""
+"""Keyword and hybrid text search: BM25 over each unit's stored text, alone or fused with the vector scores (the
+vector score lifted by the unit's IDF-weighted coverage of the query), the keyword index kept in step with the
+catalog."""
 
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -10,9 +12,10 @@ from typer.testing import CliRunner
 from retrieval.api import Engine, SearchRequest
 from retrieval.cli.app import app
 from retrieval.search import hybrid
+from retrieval.search.results import Hit
 from retrieval.search.signals import SignalError
 from retrieval.store.catalog import Catalog
-from retrieval.store.keyword.index import KEYWORD_DIR, KeywordIndex, terms
+from retrieval.store.keyword.index import KEYWORD_DIR, KeywordHit, KeywordIndex, terms
 from retrieval.store.keyword.unit_texts import stamp
 from tests.indexes import CAPTIONS, indexed_copies
 
@@ -54,22 +57,52 @@ def test_a_rare_term_ranks_its_unit_first(rare_index, stem, mode):
         assert _paths(result) == [f"{stem}.mp4"] and result.signals == {"bm25": "bm25"}
 
 
-def test_hybrid_ranks_by_reciprocal_rank_fusion_with_k_60(rare_index):
+def test_hybrid_total_is_the_fused_score_that_orders_the_list(rare_index):
     engine = Engine(rare_index)
-    fused = engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode="hybrid"))
-    by_vector = _paths(engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode="vector")))
-    by_keyword = _paths(engine.search(SearchRequest("a hand holds a box labelled PS-2", k=5, mode="keyword")))
-
-    def rrf(path):  # Cormack et al. 2009, computed here from the two lists
-        return sum(1 / (60 + ranks.index(path) + 1) for ranks in (by_vector, by_keyword) if path in ranks)
-
-    want = sorted(by_vector, key=lambda p: (-rrf(p), by_vector.index(p)))
-    assert _paths(fused) == want
+    text = "a hand holds a box labelled PS-2"
+    fused = engine.search(SearchRequest(text, k=5, mode="hybrid"))
+    by_vector = {h.path: h.total for h in engine.search(SearchRequest(text, k=5, mode="vector")).hits}
+    coverage = {h.path: h.keyword["coverage"] for h in fused.hits}
+    assert coverage["box.mp4"] == max(coverage.values()) > 0.5 and _paths(fused)[0] == "box.mp4"  # all but "labelled"
     for hit in fused.hits:
-        assert hit.keyword["vector_rank"] == by_vector.index(hit.path) + 1
-        assert hit.keyword["keyword_rank"] == (by_keyword.index(hit.path) + 1 if hit.path in by_keyword else None)
-        assert hit.keyword["rrf"] == pytest.approx(rrf(hit.path))
-    assert fused.as_dict()["rrf_k"] == 60 and fused.as_dict()["mode"] == "hybrid"
+        assert hit.keyword["vector_score"] == pytest.approx(by_vector[hit.path]) == pytest.approx(hit.recall_total)
+        assert hit.total == pytest.approx(hybrid.fused_score(by_vector[hit.path], coverage[hit.path]), abs=1e-4)
+    totals = [h["total"] for h in fused.as_dict()["hits"]]
+    assert totals == sorted(totals, reverse=True)  # the printed score is the one that ordered the list
+    assert fused.as_dict()["lift"] == hybrid.LIFT and fused.as_dict()["mode"] == "hybrid"
+
+
+def _hit(unit_id: int, total: float) -> Hit:
+    return Hit(unit_id, f"{unit_id}.mp4", 0, 0.0, 10.0, {"text": total}, total)
+
+
+def test_one_common_word_does_not_lift_a_clip_above_the_vector_sides_first():
+    # a long paraphrase: the vector side's first holds none of its words; the second holds one common word, which
+    # makes it keyword rank 1 (reciprocal rank fusion put it first)
+    by_vector = [_hit(1, 0.78), _hit(2, 0.70), _hit(3, 0.66)]
+    found = [KeywordHit(2, 1.9, ("back",), coverage=0.12)]
+    assert [h.unit_id for h in hybrid.fused(by_vector, found)] == [1, 2, 3]
+    # the whole query held by a clip the vector side ranks second: it comes first
+    assert [h.unit_id for h in hybrid.fused(by_vector, [KeywordHit(2, 5.0, ("f-16",), coverage=1.0)])][0] == 2
+
+
+def test_a_clip_without_a_vector_score_stays_last_without_a_total():
+    out = hybrid.fused([_hit(1, 0.7), replace(_hit(2, 0.0), total=None)], [KeywordHit(2, 3.0, ("cup",), 1.0)])
+    assert [(h.unit_id, h.total is None) for h in out] == [(1, False), (2, True)]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_singular_word_finds_the_clip_whose_caption_holds_its_plural(demo_index, mode):
+    result = Engine(demo_index).search(SearchRequest("bicycle", k=3, mode=mode))
+    assert _paths(result)[0] == "bikes.mp4" and result.hits[0].keyword["matched_terms"] == ["bicycle"]
+    assert not result.as_dict()["no_match"]
+
+
+def test_hybrid_confidence_reads_the_printed_score(demo_index):
+    result = Engine(demo_index).search(SearchRequest("a hand holds a cardboard box", k=9, mode="hybrid"))
+    labels = [r.get("confidence") for r in result.as_dict()["hits"]]
+    runs = [label for n, label in enumerate(labels) if n == 0 or label != labels[n - 1]]
+    assert labels[0] and len(runs) == len(set(runs))  # one cut read on the ordering score: a label never comes back
 
 
 def test_keyword_recall_keeps_only_the_allowed_units(rare_index):

@@ -52,7 +52,8 @@ def test_captions_answer_a_sentence_and_rank_the_clip_they_describe_first(captio
     assert any("efficientnet-lite0" in n and "no text tower" in n for n in result.notices)
     for hit in result.hits:  # the score is the caption similarity itself, on the 0-1 scale
         assert hit.scores["text"] == pytest.approx(_minilm_similarity(CUP, captions[hit.path[:-4]]), abs=1e-4)
-        assert hit.total == pytest.approx(hit.scores["text"])
+        assert hit.keyword["vector_score"] == pytest.approx(hit.scores["text"])  # hybrid, the default here
+        assert hit.total >= hit.keyword["vector_score"]  # the words the caption holds only lift it
     assert [h.total for h in result.hits] == sorted((h.total for h in result.hits), reverse=True)
 
 
@@ -70,14 +71,14 @@ def test_every_signal_with_a_text_tower_answers_with_equal_weights(text_and_clip
     assert [(c.key, c.weight) for c in result.concepts] == [("clip", 0.5), ("text", 0.5)]
     assert len(result.hits) == 3
     for hit in result.hits:
-        assert hit.total == pytest.approx((hit.scores["clip"] + hit.scores["text"]) / 2)
+        assert hit.recall_total == pytest.approx((hit.scores["clip"] + hit.scores["text"]) / 2)  # the vector total
 
 
 def test_weights_pick_and_weigh_the_signals(text_and_clip_index):
     engine = Engine(text_and_clip_index)
     weighted = engine.search(SearchRequest(CUP, k=3, weights={"text": 3, "clip": 1}))
     for hit in weighted.hits:
-        assert hit.total == pytest.approx(0.75 * hit.scores["text"] + 0.25 * hit.scores["clip"])
+        assert hit.recall_total == pytest.approx(0.75 * hit.scores["text"] + 0.25 * hit.scores["clip"])
     alone = engine.search(SearchRequest(CUP, k=3, weights={"text": 1}))
     assert list(alone.signals) == ["text"] and alone.hits[0].path == "cup.mp4"
     with pytest.raises(SignalError, match="efficientnet-lite0"):
