@@ -118,7 +118,7 @@ __all__ = [
     "TimeFormatError", "is_damage", "one_line",
     # serving an index: each request field's declaration, its files, uploads, previews, the catalog's state, what
     # pages and evidence show (the server reads these; a script rarely needs them)
-    "request_fields", "FieldSpec", "MAX_TEXT_CHARS", "OPERATORS", "Concept", "VIDEO_EXTENSIONS", "VideoDecoder",
+    "request_fields", "FieldSpec", "MAX_TEXT_CHARS", "OPERATORS", "Concept", "CONVIS_CONCEPTS", "VIDEO_EXTENSIONS", "VideoDecoder",
     "VideoInfo", "DecodeError", "Playback", "PreviewError", "ffmpeg_missing", "playback", "span_clip",
     "content_hash", "CATALOG_NAME", "SNAPSHOT_NAME", "writer_pid", "pid_alive", "CatalogBusy", "has_text_tower",
     "UserFileError", "read_json", "atomic_write", "Hit", "CHANGE_KEY", "CAPTION", "UnknownModelError",
@@ -169,6 +169,7 @@ _LAZY = {
     "AnchorSpanError": "retrieval.search.anchor",
     "is_damage": "retrieval.store.errors",
     "Concept": "retrieval.core.concepts",
+    "CONVIS_CONCEPTS": "retrieval.core.concepts",
     "VIDEO_EXTENSIONS": "retrieval.media.scan",
     "VideoDecoder": "retrieval.media.video_decoder",
     "VideoInfo": "retrieval.media.frames",

@@ -58,6 +58,7 @@ class Recalled:
     request: QueryRequest | None = None  # the request as scored: a change's touched concepts left out of stay
     reading: ChangeReading | None = None
     backgrounds: dict = field(default_factory=dict)  # signal -> its unit-pair background (search/calibration.py)
+    described: dict = field(default_factory=dict)  # concept -> its description signal (search/signals.py)
 
 
 def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: str | None = None,
@@ -88,7 +89,8 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
         notices += fusion_notices
     if request.reranker is None:
         alone = [c for c in request.concepts if not any(c.key in hit.contributions for hit in shortlist)]
-        notices += signals.scoring_notices(alone, found.recalled.signal_of, found.indexed, found.beside.signal_of)
+        notices += signals.scoring_notices(alone, found.recalled.signal_of, found.indexed, found.beside.signal_of,
+                                           found.described)
     if short_reasons:
         notices += _short_reasons(request.k, hits, found, clip)
     return replace(_result(request, found, shortlist, hits, pair, model, notices), work=work)
@@ -147,7 +149,7 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     if wanted is not None:
         found.wanted = wanted
         found.changed = wanted.scores(candidates, ranking.stored_vectors(catalog, wanted.text_vectors, candidates))
-    found.request, found.reading = request, reading
+    found.request, found.reading, found.described = request, reading, described
     found.backgrounds = catalog.backgrounds()
     if request.pair_overrides:
         found.captions = catalog.chosen_texts(CAPTION)
@@ -237,7 +239,8 @@ def _result(request: QueryRequest, found: Recalled, shortlist: list[Hit], hits: 
                        most_different=request.most_different,
                        spread=Spread.of((h.total for h in pool), descending=not request.most_different),
                        ranges=concept_ranges([h.scores for h in pool], [c.key for c in concepts]),
-                       calibration=calibration)
+                       calibration=calibration,
+                       change_spread=None if change is None else Spread.of(h.composed.get("change") for h in pool))
 
 
 def _calibration(request: QueryRequest, found: Recalled, hits: list[Hit], rescored: bool,
