@@ -174,9 +174,12 @@ class QueryResult:
         return "recall similarity (" + ", ".join(f"{c.key}: {self.label(c.key)}" for c in self.concepts) + ")"
 
     def as_dict(self) -> dict:
+        text = getattr(self, "text", None)  # a search: the sentence is no anchor clip
         return {
             "root": self.root,
-            "anchor": self.anchor,
+            # the key stays (convis export reads results written before "query"), null for a search
+            "anchor": None if text else self.anchor,
+            "query": text or self.anchor,
             "start": _round(self.start, 3),
             "end": _round(self.end, 3),
             "concepts": [{**_concept_dict(c), "signal": self.signals[c.key],
