@@ -169,6 +169,14 @@ def relative_notice(why: str) -> str:
             f"index's background: {why}")
 
 
-def no_background(signals: list[str]) -> str:
+def no_background(signals: list[str], backgrounds: Mapping[str, BackgroundRow] | None = None) -> str:
+    """Why the labels stay relative, in the cause's own words: too few units (indexing again changes nothing),
+    or an index made before backgrounds were kept (indexing again draws one)."""
+    rows = [(backgrounds or {}).get(s) for s in signals]
+    if rows and all(row is not None and row.pairs < MIN_SAMPLE for row in rows):
+        units = max(row.units for row in rows)
+        return relative_notice(f"{', '.join(signals)} {'has' if len(signals) == 1 else 'have'} too few units "
+                               f"({units}) for a background worth reading ({MIN_SAMPLE} pairs at least); the "
+                               "labels read the index's background once it holds more clips")
     return relative_notice(f"this index keeps no background of {', '.join(signals)} (indexed before backgrounds "
-                           "were kept, or too few units); run `convis index` again to draw one")
+                           "were kept); run `convis index` again to draw one")

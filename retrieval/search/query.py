@@ -258,7 +258,7 @@ def _calibration(request: QueryRequest, found: Recalled, hits: list[Hit], rescor
     used = {s for hit in hits for parts in hit.evidence.values() for s in parts}
     lacking = calibration.missing(used, found.backgrounds)
     if lacking:
-        notices.append(calibration.no_background(lacking))
+        notices.append(calibration.no_background(lacking, found.backgrounds))
         return None
     cuts, references = calibration.stored_cuts(used, found.backgrounds)
     return calibration.calibrate(hits, request.concepts, cuts, references, request.most_different)
