@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from retrieval.core.concepts import parse_concepts
+from retrieval.core.concepts import CONVIS_CONCEPTS, parse_concepts
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.segmentation import (
     DEFAULT_SHOT_MAX_SECONDS,
@@ -97,7 +97,7 @@ __all__ = [
     "Engine", "WarmStep", "TEXT_TOWER", "INDEXER", "export_results",
     # requests and what builds them from text
     "QueryRequest", "SearchRequest", "CompareRequest", "DiffRequest", "DupesRequest", "IndexSettings", "Change",
-    "ShotRule", "parse_concepts", "parse_segment", "parse_time", "parse_overrides", "parse_weights",
+    "ShotRule", "CONVIS_CONCEPTS", "parse_concepts", "parse_segment", "parse_time", "parse_overrides", "parse_weights",
     "gather_statements",
     # the defaults and limits a request takes (what the faces' help texts name)
     "DEFAULT_K", "DEFAULT_DIFF_MODEL", "MAX_K", "MIN_CONCEPT_WEIGHT", "MAX_CONCEPT_WEIGHT", "MIN_SEGMENT_SECONDS",
@@ -118,7 +118,7 @@ __all__ = [
     "TimeFormatError", "is_damage", "one_line",
     # serving an index: each request field's declaration, its files, uploads, previews, the catalog's state, what
     # pages and evidence show (the server reads these; a script rarely needs them)
-    "request_fields", "FieldSpec", "MAX_TEXT_CHARS", "OPERATORS", "Concept", "CONVIS_CONCEPTS", "VIDEO_EXTENSIONS", "VideoDecoder",
+    "request_fields", "FieldSpec", "MAX_TEXT_CHARS", "OPERATORS", "Concept", "VIDEO_EXTENSIONS", "VideoDecoder",
     "VideoInfo", "DecodeError", "Playback", "PreviewError", "ffmpeg_missing", "playback", "span_clip",
     "content_hash", "CATALOG_NAME", "SNAPSHOT_NAME", "writer_pid", "pid_alive", "CatalogBusy", "has_text_tower",
     "UserFileError", "read_json", "atomic_write", "Hit", "CHANGE_KEY", "CAPTION", "UnknownModelError",
@@ -169,7 +169,6 @@ _LAZY = {
     "AnchorSpanError": "retrieval.search.anchor",
     "is_damage": "retrieval.store.errors",
     "Concept": "retrieval.core.concepts",
-    "CONVIS_CONCEPTS": "retrieval.core.concepts",
     "VIDEO_EXTENSIONS": "retrieval.media.scan",
     "VideoDecoder": "retrieval.media.video_decoder",
     "VideoInfo": "retrieval.media.frames",

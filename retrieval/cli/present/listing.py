@@ -40,7 +40,8 @@ def print_info(summary: dict, as_json: bool) -> None:
     for row in summary.get("descriptions", []):
         out.print(f"  {shown(_described_line(row))}", highlight=False, soft_wrap=True)
     for failure in summary["failures"]:
-        out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False, soft_wrap=True)
+        out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False,
+                  soft_wrap=True)
 
 
 def _described_line(row: dict) -> str:
