@@ -143,3 +143,22 @@ def test_ls_shows_resolution_fps_codec_size_and_tags(demo_index):
 def test_info_in_a_pipe_keeps_each_line_whole(demo_index):
     text = convis("info", "--index-dir", demo_index, columns="40").stdout
     assert any(line.strip().startswith("text:") and line.rstrip().endswith("faiss Flat") for line in text.splitlines())
+
+
+@pytest.mark.parametrize("command", ["index", "query"])
+def test_help_is_short_and_ends_with_examples(command):
+    text = convis(command, "--help", columns="100").stdout
+    assert len(text.splitlines()) <= 80 and f"Examples:\n  convis {command} " in text
+    options = text.split("Options:")[1].split("Examples:")[0]
+    assert "e.g.\n" not in options  # an option's help is cut at a sentence's end, not at an abbreviation
+
+
+def test_a_removed_file_as_anchor_is_said_to_be_removed_not_new(tmp_path):
+    from tests.indexes import indexed_copies
+
+    videos = indexed_copies(tmp_path, ("cup.mp4", "campus_01.mp4", "campus_02.mp4", "box.mp4"),
+                            ["efficientnet-lite0"], captions=CAPTIONS)
+    assert convis("remove", "--index-dir", videos, videos / "box.mp4").exit_code == 0
+    found = as_json("query", "--anchor", videos / "box.mp4", "-c", "location", "--index-dir", videos)
+    said = " ".join(found["notices"])
+    assert "the anchor is box.mp4, removed from the index (convis remove)" in said and "a new file" not in said
