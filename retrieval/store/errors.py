@@ -50,17 +50,14 @@ class IndexSettingsError(ConvisError, ValueError):
     exit_code, http_status = 2, 400
 
 
-INTACT = "the index is intact as of its last committed file"  # what a full disk leaves of an index run
-
-
 class DiskFull(ConvisError, OSError):
     """No space left on the index's device; what was committed before stays whole."""
 
     exit_code, http_status = 1, 507
 
-    def __init__(self, doing: str, filename: str | Path | None = None, after: str = INTACT):
-        super().__init__(errno.ENOSPC, f"no space left on device while {doing}; {after}",
-                         None if filename is None else str(filename))
+    def __init__(self, doing: str, filename: str | Path | None = None):
+        super().__init__(errno.ENOSPC, f"no space left on device while {doing}; the index is intact as of its "
+                                       "last committed file", None if filename is None else str(filename))
 
     def public(self, remedies: Mapping[str, str] | None = None) -> str:
         """What the system refused and where, as for any refusal of the system (without OSError's errno)."""

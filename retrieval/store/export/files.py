@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,27 +67,7 @@ def prepare_out(out: Path, force: bool, inside: Path | None = None) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ExportError(f"cannot make --out {out}: {exc.strerror or exc}") from None
-    _check_writable(out)
-    # an earlier export's manifest would vouch for files this one has not finished replacing
-    (out / MANIFEST_NAME).unlink(missing_ok=True)
     return out
-
-
-def _check_writable(out: Path) -> None:
-    """Refuse a folder this process cannot write into, before a table is read: by making a file there (permission
-    bits, a read-only mount and a root without its override all answer this the same way)."""
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".convis-export-", dir=out)
-    except OSError as exc:
-        raise ExportError(f"cannot write into --out {out}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
-
-
-def incomplete(out: Path) -> str:
-    """What a disk that filled mid-export leaves: said instead of the index's own words (the index is only read)."""
-    return (f"the export in {out} is incomplete (it has no {MANIFEST_NAME}); the index is unchanged: free some "
-            "space and export again")
 
 
 def file_name(name: str, fmt: str) -> str:
@@ -101,10 +80,10 @@ def copy_query(db: duckdb.DuckDBPyConnection, query: str, out: Path, name: str, 
     described = db.execute(f"DESCRIBE {query}").fetchall()
     dest = out / file_name(name, fmt)
     try:
-        rows = _copy(db, f"COPY ({query}) TO '{_sql_text(dest)}' {FORMATS[fmt][1]}")
-    except (duckdb.Error, OSError) as exc:
+        rows = db.execute(f"COPY ({query}) TO '{_sql_text(dest)}' {FORMATS[fmt][1]}").fetchone()[0]
+    except duckdb.Error as exc:
         if is_disk_full(exc):
-            raise DiskFull("writing the export", dest, incomplete(out)) from None
+            raise DiskFull("writing the export", dest) from None
         raise
     return Written(name, dest.name, int(rows), [(r[0], r[1]) for r in described], about or {})
 
@@ -118,11 +97,6 @@ def copy_arrow(stream: pa.RecordBatchReader, out: Path, name: str, fmt: str, abo
         return copy_query(db, f"SELECT {columns} FROM rows", out, name, fmt, about)
 
 
-def _copy(db: duckdb.DuckDBPyConnection, statement: str) -> int:
-    """Run one ``COPY ... TO``: the rows it wrote."""
-    return int(db.execute(statement).fetchone()[0])
-
-
 def write_manifest(out: Path, manifest: dict) -> None:
     """``manifest.json``, written last: an export whose manifest is there is whole."""
     tmp = out / f".{MANIFEST_NAME}.tmp"
@@ -132,7 +106,7 @@ def write_manifest(out: Path, manifest: dict) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         if is_disk_full(exc):
-            raise DiskFull("writing the export", out / MANIFEST_NAME, incomplete(out)) from None
+            raise DiskFull("writing the export", out / MANIFEST_NAME) from None
         raise
 
 
