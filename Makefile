@@ -17,9 +17,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
+# box.mp4 by location, then by main objects: the bundled descriptions of each concept give two rankings
 demo: install
 	$(CONVIS) index examples/videos --captions examples/captions --index-dir $(DEMO)
 	$(CONVIS) query --anchor examples/videos/campus_01.mp4 --concept location --index-dir $(DEMO) -k 5
+	$(CONVIS) query --anchor examples/videos/box.mp4 --concept location --index-dir $(DEMO) -k 3
+	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-objects --index-dir $(DEMO) -k 3
 	$(CONVIS) query --anchor examples/videos/box.mp4 --concept main-action=0.6 --concept main-objects=0.4 \
 		--index-dir $(DEMO) -k 5
 	$(CONVIS) query --anchor examples/videos/box.mp4 --change "a cup instead of a box" --index-dir $(DEMO) -k 3
@@ -29,7 +32,8 @@ demo: install
 
 # Every Table 3 family from one `bench run`, on a ConViS-Bench-shaped folder of the example clips, with tiny
 # random models (offline): it shows the files and tables, not model quality
-bench-demo: install
+bench-# box.mp4 by location, then by main objects: the bundled descriptions of each concept give two rankings
+demo: install
 	$(PY) -m bench.tiny out/bench-demo
 	$(CONVIS) bench run --dataset out/bench-demo/dataset --out out/bench-demo/run --protocol paper \
 		-i efficientnet-lite0 -i clip:out/bench-demo/models/clip/tiny \

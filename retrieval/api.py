@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from retrieval.core.concepts import RATING, parse_concepts
+from retrieval.core.concepts import CONVIS_CONCEPTS, RATING, parse_concepts
 from retrieval.core.errors import ConvisError, one_line
 from retrieval.core.segmentation import (
     DEFAULT_SHOT_MAX_SECONDS,
@@ -97,7 +97,8 @@ __all__ = [
     "Engine", "WarmStep", "TEXT_TOWER", "INDEXER", "export_results",
     # requests and what builds them from text
     "QueryRequest", "SearchRequest", "CompareRequest", "DiffRequest", "DupesRequest", "IndexSettings", "Change",
-    "ShotRule", "RATING", "parse_concepts", "parse_segment", "parse_time", "parse_overrides", "parse_weights",
+    "ShotRule", "RATING", "CONVIS_CONCEPTS", "parse_concepts", "parse_segment", "parse_time", "parse_overrides",
+    "parse_weights",
     "gather_statements",
     # the defaults and limits a request takes (what the faces' help texts name)
     "DEFAULT_K", "DEFAULT_DIFF_MODEL", "MAX_K", "MIN_CONCEPT_WEIGHT", "MAX_CONCEPT_WEIGHT", "MIN_SEGMENT_SECONDS",

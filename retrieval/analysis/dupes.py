@@ -84,10 +84,30 @@ class DupesResult:
     groups: list[Group]
     root: str
     notices: list[str] = field(default_factory=list)
+    semantic: bool = False  # grouped by a semantic embedding: alike footage, not only copies
+    drop_asked: bool = False  # a semantic grouping proposes a drop list only when asked (``--drop``)
+
+    @property
+    def proposes_drop(self) -> bool:
+        """Whether the groups come with a drop list: always for copies (a fingerprint), for a semantic signal only
+        when asked, since three takes of one scene are alike without being copies."""
+        return not self.semantic or self.drop_asked
+
+    @property
+    def withheld(self) -> str | None:
+        """Why no drop list is proposed, when it is not."""
+        if self.proposes_drop or not self.groups:
+            return None
+        return (f"no drop list: {self.signal.split(':')[0]} is a semantic embedding, so a group may be distinct "
+                "footage of one scene rather than copies; check the groups, then ask for the list with --drop (or "
+                "index with `-i fingerprint`, which groups copies only)")
 
     @property
     def drop(self) -> list[str]:
-        """What to remove: every member but each group's keeper (file level: paths; unit level: path@start-end)."""
+        """What to remove: every member but each group's keeper (file level: paths; unit level: path@start-end);
+        none for a semantic grouping nobody asked to drop from."""
+        if not self.proposes_drop:
+            return []
         if self.level == "file":
             return [m.path for g in self.groups for m in g.members if not m.keep]
         return [f"{m.path}@{m.start:g}-{m.end:g}" for g in self.groups for m in g.members if not m.keep]
@@ -96,7 +116,8 @@ class DupesResult:
         return {"level": self.level, "signal": self.signal, "threshold": round(self.threshold, 4),
                 "threshold_by": self.chosen, **({"rule": AUTO_RULE} if self.chosen == "auto" else {}),
                 "keep_by": self.keep_by, "root": self.root, "groups": [g.as_dict() for g in self.groups],
-                "drop": self.drop, "notices": self.notices}
+                "drop": self.drop, "semantic": self.semantic, "drop_withheld": self.withheld,
+                "notices": self.notices}
 
 
 def run_dupes(request, index_dir: Path) -> DupesResult:
@@ -115,7 +136,8 @@ def run_dupes(request, index_dir: Path) -> DupesResult:
                        "low to tell copies, raise it (or use --auto)")
     group = _file_groups if request.level == "file" else _unit_groups
     groups = group(units, files, pairs, Keeper(request.keep, Path(root)))
-    return DupesResult(request.level, signal, threshold, chosen, request.keep, groups, root, notices)
+    semantic = not signal.startswith(f"{FINGERPRINT}:") and signal != FINGERPRINT
+    return DupesResult(request.level, signal, threshold, chosen, request.keep, groups, root, notices, semantic)
 
 
 def _signal(catalog: Catalog, wanted: str | None, notices: list[str]) -> str:

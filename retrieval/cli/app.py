@@ -102,9 +102,26 @@ app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Concept-conditioned video retrieval: find clips like this one, in terms of a concept.",
                   epilog=EXIT_CODES)
+# what `--help` ends with: a few commands to copy (options say one sentence each; docs/ holds the rest)
+EXAMPLES = {
+    "index": ("Examples:\n"
+              "  convis index videos/                              # EfficientNet-Lite0, one unit a file\n"
+              "  convis index videos/ --captions captions/         # + captions and <clip>.<concept>.txt\n"
+              "  convis index videos/ -i dinov2 -i text --segment 10s --captioner qwen2.5-vl\n"
+              "  convis index videos/ -i fingerprint                # for `convis dupes`\n"
+              "Guides: docs/indexing.md"),
+    "query": ("Examples:\n"
+              "  convis query --anchor box.mp4 -c location\n"
+              "  convis query --anchor box.mp4 -c main-action=0.6 -c main-objects=0.4 -k 5\n"
+              "  convis query --anchor box.mp4 --change \"a cup instead of a box\"\n"
+              "  convis query --anchor long.mp4 --start 1:00 --end 1:20 -c \"camera angle\" --free-text\n"
+              "  convis query --anchor box.mp4 -c location --where \"width >= 1280\" --json\n"
+              "Concepts: location, main-action, main-subjects, main-objects, order-of-actions, or free text.\n"
+              "Guides: docs/querying.md"),
+}
 for command in (index.index, index.describe, query.query, query.search, compare.compare, compare.diff, pages.serve,
                 admin.info, admin.repair, admin.remove, tag.tag, export.export, dupes.dupes):
-    app.command(cls=PlainUsage)(command)
+    app.command(cls=PlainUsage, epilog=EXAMPLES.get(command.__name__))(command)
 app.command("ls", cls=PlainUsage)(admin.list_files)
 app.command(cls=PlainUsage)(admin.models)
 

@@ -44,7 +44,7 @@ PairSignalOpt = Annotated[List[str], typer.Option(metavar="CONCEPT=INDEXER", hel
                                                   "concept.")]
 
 
-def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt = False,
+def compare(a: AArg, b: BArg, concept: PairConceptsOpt = None, free_text: FreeTextOpt = False,
             reranker: PairRerankerOpt = None, signal: PairSignalOpt = None, mode: PairModeOpt = "expected",
             symmetric: PairSymmetricOpt = False, rerank_batch: RerankBatchOpt = None,
             index_dir: CompareIndexDirOpt = None, filters: FilterOpt = None, device: DeviceOpt = None,
@@ -52,10 +52,10 @@ def compare(a: AArg, b: BArg, concept: PairConceptsOpt, free_text: FreeTextOpt =
     """How similar are A and B in terms of each concept, from 0 (different) to 1 (the same)? Scored by the
     index's signals, or by an LMM's 1-5 answer (shown as 0-1) with --reranker. With --where, B's rank is its
     place among the units the filter keeps (B must be one of them)."""
-    from retrieval.api import CompareRequest, Engine, parse_overrides
+    from retrieval.api import CONVIS_CONCEPTS, CompareRequest, Engine, parse_overrides
 
     check_page(html)
-    concepts = concepts_to_score(concept, mode, free_text)
+    concepts = concepts_to_score(concept or list(CONVIS_CONCEPTS), mode, free_text)
     engine = Engine(_compare_index(index_dir, a, reranker), device=device, rerank_batch=rerank_batch)
     result = engine.compare(CompareRequest(a, b, concepts, reranker, mode, symmetric,
                                            signal_overrides=parse_overrides(signal or [], free_text),

@@ -33,7 +33,7 @@ class PlainUsage(TyperCommand):
         return pieces
 
     def format_options(self, ctx, formatter) -> None:
-        records = [(param, param.get_help_record(ctx)) for param in self.get_params(ctx)]
+        records = [(param, _brief(param.get_help_record(ctx))) for param in self.get_params(ctx)]
         args = [((param.metavar or param.name.upper()) + ("..." if param.nargs != 1 else ""), record[1])
                 for param, record in records if record and param.param_type_name == "argument"]
         opts = [(_TYPE_TAG.sub(" " + (param.name or "").upper(), record[0]), record[1])
@@ -44,7 +44,38 @@ class PlainUsage(TyperCommand):
                     formatter.write_dl(rows)
 
 
+    def format_epilog(self, ctx, formatter) -> None:
+        """Examples as written (one a line, never rewrapped), then the rest of the epilog."""
+        if self.epilog:
+            formatter.write_paragraph()
+            for line in self.epilog.splitlines():
+                formatter.write(f"{line}\n")
+
+
 _TYPE_TAG = re.compile(r" <[^>]+>")  # what typer shows for an option without a metavar
+_SENTENCE_END = re.compile(r"[.;:](?=\s|$)")
+_DEFAULT = re.compile(r"\s*(\[(?:default|env var|required)[^\]]*\])\s*$")
+
+
+def _brief(record: tuple[str, str] | None) -> tuple[str, str] | None:
+    """An option's help cut to its first sentence, keeping its ``[default: ...]``: the list reads at a glance; the
+    documentation pages hold the rest."""
+    if record is None:
+        return None
+    name, text = record
+    default = _DEFAULT.search(text)
+    body = text[:default.start()] if default else text
+    short = _first_sentence(body)
+    return name, f"{short} {default.group(1)}" if default else short
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first ``.``, ``;`` or ``:`` that ends a sentence outside parentheses (not ``e.g.``)."""
+    for end in _SENTENCE_END.finditer(text):
+        head = text[:end.start()]
+        if head.count("(") == head.count(")") and not head.endswith(("e.g", "i.e")):
+            return head + "."
+    return text
 
 # Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts a sequence that can clear the
 # screen or retitle the window, CR overwrites the line) and the line and bidirectional overrides that reorder it.

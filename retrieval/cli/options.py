@@ -127,7 +127,8 @@ QueryConceptsOpt = Annotated[List[str], typer.Option(
     "--concept", "-c", metavar="CONCEPT[=WEIGHT]", help=CONCEPT_HELP + " Required unless --change is given (then: "
     "what must stay the same; without it, the five ConViS concepts equally).")]
 PairConceptsOpt = Annotated[List[str], typer.Option("--concept", "-c", metavar="CONCEPT[=WEIGHT]",
-                                                    help="Concept(s), optionally weighted, read as in query.")]
+                                                    help="Concept(s), optionally weighted, read as in query "
+                                                    "(default: the five ConViS concepts, equally).")]
 FreeTextOpt = Annotated[bool, request_option(spec.FREE_TEXT, "--free-text")]
 ChangeWeightOpt = Annotated[float, request_option(spec.CHANGE_WEIGHT, "--change-weight")]
 MostDifferentOpt = Annotated[bool, request_option(spec.MOST_DIFFERENT, "--most-different")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
@@ -13,7 +14,8 @@ BUNDLED = "bundled"  # installed with a Python package: works offline
 LOCAL = "local folder"
 CACHED = "cached"  # in the Hugging Face cache: works offline
 DOWNLOAD = "download on first use"
-MISSING = "missing (offline)"  # HF_HUB_OFFLINE is set and nothing is cached
+MISSING = "missing (hub offline: HF_HUB_OFFLINE is set)"  # and nothing is cached
+UNREACHABLE = "missing (hub unreachable)"  # the hub does not answer and nothing is cached
 HUB_TIMEOUT = 1.0  # seconds a probe of the hub waits: an unreachable hub must cost a moment, not a retry storm
 
 
@@ -41,12 +43,28 @@ def hub_cached(repo_id: str, filename: str = "config.json") -> bool:
 
 
 def hub_weights(source: str) -> str:
-    """For a hub id or local folder: LOCAL, CACHED, DOWNLOAD or MISSING."""
+    """For a hub id or local folder: LOCAL, CACHED, DOWNLOAD, or MISSING / UNREACHABLE when it could not be
+    downloaded now (offline, or the hub does not answer: one probe serves a whole listing)."""
     if Path(source).expanduser().is_dir():
         return LOCAL
     if hub_cached(source):
         return CACHED
-    return MISSING if hub_offline() else DOWNLOAD
+    if hub_offline():
+        return MISSING
+    return DOWNLOAD if hub_answers() else UNREACHABLE
+
+
+_ANSWERS: dict[str, tuple[float, bool]] = {}  # hub host -> (when probed, whether it answered)
+ANSWER_TTL = 30.0  # seconds a probe's answer stands for: a listing of many models probes once
+
+
+def hub_answers() -> bool:
+    """``hub_reachable()``, probed at most once per ``ANSWER_TTL`` seconds per hub host."""
+    host, now = hub_host(), time.monotonic()
+    probed = _ANSWERS.get(host)
+    if probed is None or now - probed[0] > ANSWER_TTL:
+        probed = _ANSWERS[host] = (now, hub_reachable())
+    return probed[1]
 
 
 def hub_host() -> str:

@@ -138,12 +138,25 @@ class AnchorVectors:
         if not self.anchor.whole:
             return f"the anchor is a time window, and the index keeps a {what} per indexed unit"
         if self.stored_path is None:
+            removed = self.removed_as()
+            if removed is not None:  # its rows are kept aside, out of every search, until an undo
+                return (f"the anchor is {removed}, removed from the index (convis remove); its kept {what} and "
+                        f"vectors come back with `convis remove --undo {removed}`")
             return "the anchor is a new file, not in the index"
         units = len(self.catalog.unit_ids(self.stored_path))
         if units > 1:
             return (f"it holds {self.anchor.path.name} as {units} units (segments or shots) with a {what} each, "
                     "and the anchor is the whole file")
         return f"the anchor's unit has no {what} yet"
+
+    def removed_as(self) -> str | None:
+        """The anchor's path in the index when it is a file removed from it (``convis remove``), else None."""
+        root = self.catalog.setting("root")
+        try:
+            path = self.anchor.path.resolve().relative_to(Path(root).resolve()).as_posix() if root else None
+        except ValueError:  # outside the indexed folder
+            return None
+        return path if path in set(self.catalog.excluded()) else None
 
     def caption(self, captions: dict[int, str]) -> str | None:
         """The anchor's caption from ``captions`` (unit id -> caption), when it is indexed whole as one unit."""

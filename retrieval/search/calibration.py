@@ -12,7 +12,7 @@ The reference (the *background*) depends on what the query compares:
   scores would not do: its best hit always stands out among them ("a hand holding a cup" puts box.mp4 far above
   the street scenes, though box's caption is no closer to the sentence than two random captions are to each
   other).  Short queries score a little lower against captions than captions against each other, so this errs
-  towards "low", never towards "high".
+  towards "weak", never towards "strong".
 - A sentence with video vectors (a CLIP-family text tower against its image vectors): text and video vectors sit
   far apart in that space (its modality gap), so video-video pairs say nothing about where a sentence's scores lie.
   The background is the sentence's own similarity to a seeded random sample of up to ``SENTENCE_SAMPLE`` units
@@ -22,11 +22,12 @@ Cut points.  Random pairs include related ones (two takes of one scene, neighbou
 example clips 6 of 36 pairs are one camera's four takes of a square, and they make the background's upper
 quantiles (its 90th percentile is 0.986 for EfficientNet).  So the cuts are read from the background's bulk,
 which stays the unrelated pairs' while fewer than a quarter of pairs are related: centre ``q50``, scale
-``(q75 - q50) / 0.6745`` (a normal's upper quartile in sigmas), **high** from ``q50 + 2.326 sigma`` (where a
-normal's 99th percentile lies: above 99 in 100 unrelated pairs), **medium** from ``q50 + 1.282 sigma`` (its 90th),
-**low** below.  A query whose best hit is low gets ``no_match``: "no clip matches this well; closest shown".  A
-most-different query reads the lower side the same way (scale ``(q50 - q25) / 0.6745``): **far** at or below the
-1st percentile, **unlike** at or below the 10th, **alike** from the medium cut up, **typical** between.
+``(q75 - q50) / 0.6745`` (a normal's upper quartile in sigmas), **strong** from ``q50 + 2.326 sigma`` (where a
+normal's 99th percentile lies: above 99 in 100 unrelated pairs), **likely** from ``q50 + 1.282 sigma`` (its 90th),
+**weak** below: the words of ``confidence.WORDS``, shared by every mode.  A query whose best hit is weak gets
+``no_match``: "no clip matches this well; closest shown".  A most-different query reads the lower side the same
+way (scale ``(q50 - q25) / 0.6745``): **strong** (as different as 99 in 100 unrelated pairs are not) at or below
+the 1st percentile, **likely** at or below the 10th, **weak** above.
 
 A total combines concepts (Eq. 2 weights) and a concept's signals (their mean); its cuts are the same combination
 of each signal's cuts: where the total would sit if every signal sat at its own cut.
@@ -40,25 +41,26 @@ unusual one pair is, not how many such pairs to expect.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from retrieval.core.concepts import Concept
+from retrieval.search.confidence import NOTHING_GOOD, word
 from retrieval.store.catalog.records import BackgroundRow
 
 Z90, Z99 = 1.2816, 2.3263  # a normal's 90th and 99th percentiles, in sigmas
 QUARTILE_SIGMA = 0.6745  # a normal's upper quartile, in sigmas
 MIN_SAMPLE = 10  # fewer pairs (or sampled units) than this give no quartiles worth reading
 SENTENCE_SAMPLE = 2000  # units a sentence is compared with for its own background
-NO_MATCH = "no clip matches this well; closest shown"
-RULE = ("against the index's background (what unrelated clips score): high from its median + 2.326 sigma (above "
-        "99 in 100 unrelated pairs), medium from median + 1.282 sigma (90 in 100), else low; sigma from its upper "
+NO_MATCH = NOTHING_GOOD
+RULE = ("against the index's background (what unrelated clips score): strong from its median + 2.326 sigma (above "
+        "99 in 100 unrelated pairs), likely from median + 1.282 sigma (90 in 100), else weak; sigma from its upper "
         "quartile")
-RULE_DIFFERENT = ("against the index's background (what unrelated clips score): far at or below its median - "
-                  "2.326 sigma (below 99 in 100 unrelated pairs), unlike at or below median - 1.282 sigma, "
-                  "alike from median + 1.282 sigma, else typical; sigma from its quartiles")
+RULE_DIFFERENT = ("against the index's background (what unrelated clips score), as different: strong at or below "
+                  "its median - 2.326 sigma (below 99 in 100 unrelated pairs), likely at or below median - 1.282 "
+                  "sigma, else weak; sigma from its lower quartile")
 
 
 @dataclass(frozen=True)
@@ -91,14 +93,14 @@ class Cuts:
         return cls.of(*(float(q) for q in np.quantile(similarities, (0.25, 0.50, 0.75))))
 
     def label(self, score: float, most_different: bool = False) -> str:
-        if most_different:  # a clip as alike as a medium match is no "typical" pair either
-            return "far" if score <= self.far else "unlike" if score <= self.unlike else \
-                "alike" if score >= self.medium else "typical"
-        return "high" if score >= self.high else "medium" if score >= self.medium else "low"
+        if most_different:  # standing out as different: below the background's lower cuts
+            return word(2 if score <= self.far else 1 if score <= self.unlike else 0)
+        return word(2 if score >= self.high else 1 if score >= self.medium else 0)
 
     def shown(self, most_different: bool) -> dict[str, float]:
-        wanted = ("far", "unlike") if most_different else ("high", "medium")
-        return {k: round(v, 4) for k, v in asdict(self).items() if k in wanted}
+        """The cut of each word: from where a hit is strong, and likely (at or below, for most-different)."""
+        cut = (self.far, self.unlike) if most_different else (self.high, self.medium)
+        return {"strong": round(cut[0], 4), "likely": round(cut[1], 4)}
 
 
 def mixed(parts: Sequence[tuple[float, Cuts]]) -> Cuts:
@@ -119,8 +121,9 @@ class Calibration:
         return None if cuts is None or total is None else cuts.label(total, self.most_different)
 
     def no_match(self, best: tuple[int, float | None] | None) -> bool:
-        """Whether the best hit (unit id, total) is background-level; a most-different query ranks the other way."""
-        return best is not None and not self.most_different and self.label(*best) == "low"
+        """Whether the best hit (unit id, total) is weak: background-level, or (most-different) no more
+        different than unrelated clips are."""
+        return best is not None and self.label(*best) == word(0)
 
     def hit_dict(self, unit_id: int, total: float | None) -> dict:
         label = self.label(unit_id, total)
@@ -166,6 +169,14 @@ def relative_notice(why: str) -> str:
             f"index's background: {why}")
 
 
-def no_background(signals: list[str]) -> str:
+def no_background(signals: list[str], backgrounds: Mapping[str, BackgroundRow] | None = None) -> str:
+    """Why the labels stay relative, in the cause's own words: too few units (indexing again changes nothing),
+    or an index made before backgrounds were kept (indexing again draws one)."""
+    rows = [(backgrounds or {}).get(s) for s in signals]
+    if rows and all(row is not None and row.pairs < MIN_SAMPLE for row in rows):
+        units = max(row.units for row in rows)
+        return relative_notice(f"{', '.join(signals)} {'has' if len(signals) == 1 else 'have'} too few units "
+                               f"({units}) for a background worth reading ({MIN_SAMPLE} pairs at least); the "
+                               "labels read the index's background once it holds more clips")
     return relative_notice(f"this index keeps no background of {', '.join(signals)} (indexed before backgrounds "
-                           "were kept, or too few units); run `convis index` again to draw one")
+                           "were kept); run `convis index` again to draw one")

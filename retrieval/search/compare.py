@@ -64,6 +64,8 @@ def _by_signals(request: CompareRequest, index_dir: Path | None, models: ModelCa
                                   "keeps, so it has no rank among them")
     if hit is None:
         raise signals.SignalError(f"{Path(b).name} is not an indexed clip other than the anchor")
+    meanings = tuple(signals.meaning_notices(list(request.concepts), result.signals, result.beside))
+    result = replace(result, notices=[*result.notices, *meanings])
     compared = CompareResult.from_query(result.anchor, shown_path(b, result.root), result, hit)
     return replace(compared, rank=None) if asks_model else compared  # ranked among b's units only
 

@@ -24,6 +24,23 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+# The one confidence vocabulary of every answer (query, --change, search of each mode, compare, most-different)
+# and every surface (CLI, HTML page, web app, JSON): how far a hit stands out, whichever rule measured it.
+WORDS = ("strong", "likely", "weak")
+GRADE = {word: len(WORDS) - 1 - i for i, word in enumerate(WORDS)}  # strong 2, likely 1, weak 0
+NOTHING_GOOD = "no clip matches this well; closest shown"  # the best hit is weak: every mode says so
+
+
+def word(grade: int) -> str:
+    """The word for a grade (2 strong, 1 likely, 0 weak)."""
+    return WORDS[len(WORDS) - 1 - grade]
+
+
+def weaker(*labels: str | None) -> str | None:
+    """The lowest of the readable labels (a change's hit is no stronger than its change score)."""
+    known = [label for label in labels if label is not None]
+    return min(known, key=GRADE.__getitem__) if known else None
+
 STRONG = 3.5  # Iglewicz & Hoaglin's outlier cut for the modified z-score
 LIKELY = 2.0
 MIN_POOL = 5  # fewer scores than this say nothing about their spread
@@ -71,7 +88,7 @@ class Spread:
         z = self.z(score)
         if z is None:
             return None
-        return "strong" if z >= STRONG else "likely" if z >= LIKELY else "weak"
+        return word(2 if z >= STRONG else 1 if z >= LIKELY else 0)
 
     def as_dict(self) -> dict:
         return {"n": self.n, "median": round(self.median, 4), "scale": round(self.scale, 4),

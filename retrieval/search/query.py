@@ -58,6 +58,7 @@ class Recalled:
     request: QueryRequest | None = None  # the request as scored: a change's touched concepts left out of stay
     reading: ChangeReading | None = None
     backgrounds: dict = field(default_factory=dict)  # signal -> its unit-pair background (search/calibration.py)
+    described: dict = field(default_factory=dict)  # concept -> its description signal (search/signals.py)
 
 
 def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: str | None = None,
@@ -69,6 +70,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     with catalog:
         notices += unavailable_notice(catalog) + filters.notices(catalog, request.where)
         found = _recall(request, clip, catalog, index_dir, models, notices)
+        notices += _copy_notice(clip, catalog.files_by_hash(clip.content_hash), Path(found.root_path))
     request = found.request or request  # a change's touched concepts left the stay term
     notices += [*found.recalled.notices, *found.beside.notices]
     hits = _ranked(request, clip, found, only)
@@ -88,9 +90,10 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
         notices += fusion_notices
     if request.reranker is None:
         alone = [c for c in request.concepts if not any(c.key in hit.contributions for hit in shortlist)]
-        notices += signals.scoring_notices(alone, found.recalled.signal_of, found.indexed, found.beside.signal_of)
+        notices += signals.scoring_notices(alone, found.recalled.signal_of, found.indexed, found.beside.signal_of,
+                                           found.described)
     if short_reasons:
-        notices += _short_reasons(request.k, hits, found, clip)
+        notices += _short_reasons(request.k, hits, found, clip, tuple(request.where))
     return replace(_result(request, found, shortlist, hits, pair, model, notices), work=work)
 
 
@@ -147,7 +150,7 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     if wanted is not None:
         found.wanted = wanted
         found.changed = wanted.scores(candidates, ranking.stored_vectors(catalog, wanted.text_vectors, candidates))
-    found.request, found.reading = request, reading
+    found.request, found.reading, found.described = request, reading, described
     found.backgrounds = catalog.backgrounds()
     if request.pair_overrides:
         found.captions = catalog.chosen_texts(CAPTION)
@@ -237,7 +240,8 @@ def _result(request: QueryRequest, found: Recalled, shortlist: list[Hit], hits: 
                        most_different=request.most_different,
                        spread=Spread.of((h.total for h in pool), descending=not request.most_different),
                        ranges=concept_ranges([h.scores for h in pool], [c.key for c in concepts]),
-                       calibration=calibration)
+                       calibration=calibration,
+                       change_spread=None if change is None else Spread.of(h.composed.get("change") for h in pool))
 
 
 def _calibration(request: QueryRequest, found: Recalled, hits: list[Hit], rescored: bool,
@@ -254,18 +258,30 @@ def _calibration(request: QueryRequest, found: Recalled, hits: list[Hit], rescor
     used = {s for hit in hits for parts in hit.evidence.values() for s in parts}
     lacking = calibration.missing(used, found.backgrounds)
     if lacking:
-        notices.append(calibration.no_background(lacking))
+        notices.append(calibration.no_background(lacking, found.backgrounds))
         return None
     cuts, references = calibration.stored_cuts(used, found.backgrounds)
     return calibration.calibrate(hits, request.concepts, cuts, references, request.most_different)
 
 
-def _short_reasons(k: int, hits: list[Hit], found: Recalled, clip: Anchor) -> list[str]:
+def _copy_notice(clip: Anchor, same_bytes: list[str], root: Path) -> list[str]:
+    """An anchor from outside the index with the bytes of indexed files: those files are the anchor itself to a
+    query, which never returns its own anchor, so they are missing from the results; say so."""
+    here = clip.path.resolve()
+    others = [path for path in same_bytes if (root / path).resolve() != here]
+    if not others or len(others) < len(same_bytes):  # the anchor is one of them: hidden as itself, as expected
+        return []
+    return [f"the anchor has the same bytes as {', '.join(others)} in the index: a query never returns its own "
+            f"anchor, so {'that file is' if len(others) == 1 else 'those files are'} left out of the results"]
+
+
+def _short_reasons(k: int, hits: list[Hit], found: Recalled, clip: Anchor, where: tuple[str, ...] = ()
+                   ) -> list[str]:
     """Why a query gives fewer than ``k`` results, when it does and there are any (none: ``_why_empty``)."""
     if not hits or len(hits) >= k:
         return []
     own = sum(1 for u in found.candidates if u in found.units and clip.overlaps(found.units[u]))
-    why = f"{len(hits)} results, not {k}: "
+    why = f"{len(hits)} result{'' if len(hits) == 1 else 's'}, not {k}: "
     if own and clip.whole:
         return [why + f"{own} unit(s) are the anchor itself (the whole file {clip.path.name}) and a query never "
                       "returns its own anchor; give the anchor a time window to search the rest of that file"]
@@ -277,6 +293,9 @@ def _short_reasons(k: int, hits: list[Hit], found: Recalled, clip: Anchor) -> li
             return [said]
         return [said + "; a unit is left out whole, so to search the rest of that file index it in shorter units "
                        "(convis index --segment 10s)"]
+    if where:
+        return [why + f"the filter ({' and '.join(where)}) keeps only {len(hits)} unit"
+                f"{'' if len(hits) == 1 else 's'} besides the anchor"]
     return [why + "that is every unit the index could recall"]
 
 

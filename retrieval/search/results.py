@@ -18,7 +18,7 @@ from typing import Mapping
 from rerankers.base import PairScore
 from retrieval.core.concepts import RATING, Concept, combine, from_rating
 from retrieval.search.calibration import NO_MATCH, Calibration
-from retrieval.search.confidence import Spread
+from retrieval.search.confidence import Spread, weaker, word
 from retrieval.search.signals import scorer_label
 from retrieval.store.catalog.records import UnitRow
 
@@ -147,6 +147,7 @@ class QueryResult:
     spread: Spread | None = None  # the totals of the pool the final scores were given to (search/confidence.py)
     ranges: dict[str, list[float]] = field(default_factory=dict)  # concept key -> [low, high] over that pool
     calibration: Calibration | None = None  # the index's background per hit (search/calibration.py); None: relative
+    change_spread: Spread | None = None  # a change query's change scores over the pool: a hit is no stronger
     work: dict[str, int] | None = None  # the reranker's work for this query (vision calls, prefix passes, pair rows)
 
     def scored_by(self, key: str) -> str:
@@ -177,9 +178,12 @@ class QueryResult:
         return "recall similarity (" + ", ".join(f"{c.key}: {self.label(c.key)}" for c in self.concepts) + ")"
 
     def as_dict(self) -> dict:
+        text = getattr(self, "text", None)  # a search: the sentence is no anchor clip
         return {
             "root": self.root,
-            "anchor": self.anchor,
+            # the key stays (convis export reads results written before "query"), null for a search
+            "anchor": None if text else self.anchor,
+            "query": text or self.anchor,
             "start": _round(self.start, 3),
             "end": _round(self.end, 3),
             "concepts": [{**_concept_dict(c), "signal": self.signals[c.key],
@@ -205,9 +209,9 @@ class QueryResult:
 
     @property
     def no_match(self) -> bool:
-        """The best hit scores as unrelated clips do (only with the index's background to tell)."""
-        best = (self.hits[0].unit_id, self.hits[0].total) if self.hits else None
-        return self.calibration is not None and self.calibration.no_match(best)
+        """The best hit is weak: it scores as unrelated clips do (against the index's background), or stands out
+        from nothing (the relative rule; a change query: its change score does not)."""
+        return bool(self.hits) and self.confidence(self.hits[0]) == word(0)
 
     def confidence(self, hit: Hit) -> str | None:
         """``hit``'s label: against the index's background when there is one, else the relative rule's."""
@@ -217,7 +221,12 @@ class QueryResult:
         if self.calibration is not None:
             return self.calibration.hit_dict(hit.unit_id, hit.total)
         z = None if self.spread is None else self.spread.z(hit.total)
-        return {} if z is None else {"confidence": self.spread.label(hit.total), "z": round(z, 2)}
+        if z is None:
+            return {}
+        label = self.spread.label(hit.total)
+        if self.change_spread is not None:  # staying alike alone is no match for a change nothing shows
+            label = weaker(label, self.change_spread.label(hit.composed.get("change")))
+        return {"confidence": label, "z": round(z, 2)}
 
 
 @dataclass(frozen=True)
@@ -283,6 +292,7 @@ class CompareResult:
     b_end: float | None = None
     root: str | None = None  # the index's folder when there is one: a and b inside it are relative to it
     signals_by: str | None = None  # by signals: the query's ``how_scored``, word for word
+    confidence: str | None = None  # by signals: b's label in the query for a (search/confidence.py's words)
 
     @classmethod
     def answered(cls, a: str, b: str, by: Answerer, concepts: list[Concept], answers: Mapping[str, PairScore],
@@ -298,7 +308,7 @@ class CompareResult:
         rows = tuple(ConceptScore(c, hit.scores[c.key], signal=result.pair_signals.get(c.key, result.signals[c.key]),
                                   scored_by=result.scored_by(c.key)) for c in result.concepts)
         return cls(a, b, None, None, False, rows, hit.total, 0, tuple(result.notices), hit.rank, hit.start, hit.end,
-                   result.root, result.how_scored)
+                   result.root, result.how_scored, result.confidence(hit))
 
     @property
     def scored_by(self) -> str:
@@ -312,4 +322,5 @@ class CompareResult:
             "scored_by": self.scored_by, "concepts": [row.as_dict() for row in self.concepts],
             "total": _round(self.total), "model_pairs": self.model_pairs, "notices": list(self.notices),
             "rank": self.rank, "b_start": _round(self.b_start, 3), "b_end": _round(self.b_end, 3),
+            "confidence": self.confidence,
         }

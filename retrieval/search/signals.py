@@ -168,14 +168,54 @@ def describe(model_id: str) -> str:
 
 
 def scoring_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str],
-                    beside: dict[str, str] | None = None) -> list[str]:
+                    beside: dict[str, str] | None = None, described: dict[str, str] | None = None) -> list[str]:
     """What to know about ``concepts`` when indexed signals alone score them (no reranker, no fusion): free
-    text measured by a whole-clip signal, and concepts whose scores are equal because they share a signal (a
-    concept scored by its own descriptions too, ``beside``, shares nothing)."""
+    text measured by a whole-clip signal, concepts whose scores are equal because they share a signal (a
+    concept scored by its own descriptions too, ``beside``, shares nothing), and a concept asked alone on its
+    signal that another ConViS concept would be scored by as well (``described``: the index's description
+    signals, which give a concept a signal of its own)."""
     beside = beside or {}
     free = [_free_text_notice(c, signal_of[c.key], available) for c in concepts
             if c.key not in CONVIS_CONCEPTS and c.key not in beside]
-    return free + _shared_notices([c for c in concepts if c.key not in beside], signal_of, available)
+    alone = [c for c in concepts if c.key not in beside]
+    return (free + _shared_notices(alone, signal_of, available)
+            + _collapse_notices(concepts, alone, signal_of, available, described or {}))
+
+
+def _collapse_notices(concepts: list[Concept], alone: list[Concept], signal_of: dict[str, str],
+                      available: dict[str, str], described: dict[str, str]) -> list[str]:
+    """A ConViS concept alone on its signal in this query, when other ConViS concepts would be scored by that
+    signal too: asking for any of them would print the same ranking, and the user should know before trusting
+    the concept's name."""
+    asked = {c.key for c in concepts}
+    notes = []
+    for c in alone:
+        model_id = signal_of[c.key]
+        if c.key not in CONVIS_CONCEPTS or sum(signal_of[o.key] == model_id for o in alone) > 1:
+            continue  # free text has its own notice; concepts asked together on one signal have theirs
+        alike = [key for key in CONVIS_CONCEPTS if key != c.key and key not in asked
+                 and key not in described and choose(key, available) == model_id]
+        if alike:
+            notes.append(collapse_line([c.key, *alike], model_id))
+    return notes
+
+
+def collapse_line(keys: list[str], model_id: str) -> str:
+    """One line: these concepts would rank the same, and why."""
+    every = "both" if len(keys) == 2 else "all"
+    return (f"{_and(keys)} would rank the same here: {every} are scored by {describe(model_id)}, which does not "
+            f"tell them apart; index a description of each concept (<clip>.<concept>.txt beside --captions, or "
+            f"--captioner) or rerank with an LMM (--reranker) to separate them")
+
+
+def meaning_notices(concepts: list[Concept], signal_of: dict[str, str], beside: dict[str, str] | None = None
+                    ) -> list[str]:
+    """What each ConViS concept scored by a signal that measures whole clips (no description of its own)
+    means here: ``main-objects`` scored by caption similarity says how alike the captions are, not the objects."""
+    return [f"{c.key} here means {describe(signal_of[c.key])}: it compares the whole clips, not their "
+            f"{c.words.lower()} alone (index a {c.key} description of each clip to score it by itself)"
+            for c in concepts if c.key in CONVIS_CONCEPTS and c.key not in (beside or {})
+            and "#" not in short_name(signal_of[c.key])]
 
 
 def _free_text_notice(concept: Concept, model_id: str, available: dict[str, str]) -> str:

@@ -30,7 +30,8 @@ def print_comparison(result: CompareResult) -> None:
             for row in result.concepts]
     for row in rows:
         table.add_row(*row)
-    table.add_row("total", "", score(result.total), *[""] * (len(columns) - 3), style="bold")
+    said = f" ({result.confidence})" if getattr(result, "confidence", None) else ""
+    table.add_row("total", "", score(result.total) + said, *[""] * (len(columns) - 3), style="bold")
     print_table(out, table, lambda: [Block(f"[bold]{row[0]} {row[2]}[/]", labelled(columns[3:], row[3:]) + [
         f"weight: {row[1]}"]) for row in rows] + [Block(f"[bold]total {score(result.total)}[/]")])
     answer = "an LMM's 1-5 answer r scored (r - 1) / 4" if scale == RATING else f"the reranker's {scale}, as it is"

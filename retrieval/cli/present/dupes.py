@@ -14,8 +14,11 @@ def print_groups(result) -> None:
         out.print(f"group {number}: {len(group.members)} {result.level}s, similarity >= "
                   f"{group.similarity:.4f}", highlight=False, markup=False)
         for m in sorted(group.members, key=lambda m: not m.keep):
-            out.print(f"  {'keep' if m.keep else 'drop'}  {printable(m.path)}  "
-                      f"{m.start:.1f}-{m.end:.1f} s  {m.similarity:.4f}", highlight=False, markup=False)
+            role = ("keep" if m.keep else "drop") if result.proposes_drop else "alike"
+            out.print(f"  {role}  {printable(m.path)}  {m.start:.1f}-{m.end:.1f} s  similarity {m.similarity:.4f} "
+                      "(to its nearest member)", highlight=False, markup=False)
     if result.drop:
         out.print(f"drop list ({len(result.drop)}): save with --json, then `convis remove --from-file`",
                   highlight=False, markup=False)
+    elif result.withheld:
+        out.print(result.withheld, highlight=False, markup=False)

@@ -16,30 +16,32 @@ def print_info(summary: dict, as_json: bool) -> None:
     if as_json:
         print_json(summary)
         return
+    # soft wrap: a line is never broken mid-field (a pipe gets 80 columns from rich, not the reader's width)
     out.print(f"index {shown(summary['index_dir'])} of {shown(summary['root'])} (protocol {summary['protocol']})",
-              highlight=False)
+              highlight=False, soft_wrap=True)
     unavailable, removed = summary.get("files_unavailable"), summary.get("files_removed")
     out.print(f"files ok {summary['files_ok']}, failed {summary['files_failed']}"
               + (f", unavailable {unavailable} (folder missing or not mounted; kept, not searched)" if unavailable
                  else "") + (f", removed {removed} (convis ls --removed)" if removed else "")
-              + f", units {summary['units']} ({summary['units_by']})", highlight=False)
+              + f", units {summary['units']} ({summary['units_by']})", highlight=False, soft_wrap=True)
     if summary.get("shots"):
         shots = summary["shots"]
         confidence = shots["mean_cut_confidence"]
         out.print(f"  shots: {shots['cuts']} cut(s) (mean confidence "
                   f"{'n/a' if confidence is None else f'{confidence:.2f}'}), {shots['splits']} split(s) of long "
-                  f"shots, mean unit {shots['mean_unit_seconds']} s", highlight=False)
+                  f"shots, mean unit {shots['mean_unit_seconds']} s", highlight=False, soft_wrap=True)
     for row in summary["indexers"]:
         count = summary["vectors"].get(row["indexer"], 0)
         out.print(f"  {shown(row['indexer'])}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss "
                   f"{shown(row['faiss'])}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     for signal in summary["cross_modal_signals"]:
-        out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False)
+        out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False, soft_wrap=True)
     for row in summary.get("descriptions", []):
-        out.print(f"  {shown(_described_line(row))}", highlight=False)
+        out.print(f"  {shown(_described_line(row))}", highlight=False, soft_wrap=True)
     for failure in summary["failures"]:
-        out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False)
+        out.print(f"  [red]failed[/] {shown(failure['path'])}: {shown(failure['error'] or '')}", highlight=False,
+                  soft_wrap=True)
 
 
 def _described_line(row: dict) -> str:
@@ -119,14 +121,30 @@ def print_listing(root: Path, files: list, as_json: bool) -> None:
         print_json({"root": str(root), "files": [listing_record(f) for f in files]})
         return
     table = Table(title=f"{len(files)} file(s) in {shown(str(root))}", title_justify="left")
-    columns = ("path", "duration", "units", "status", "caption")
-    for col in columns:  # a status's reason may wrap; names and numbers are never cut
-        table.add_column(col, no_wrap=col != "status", justify="right" if col in ("duration", "units") else "left")
-    rows = [(shown(f.path), format_time(f.duration) if f.duration is not None else "", str(len(f.units)),
-             _shown_status(f), "yes" if f.captioned else "") for f in files]
+    columns = ("path", "duration", "resolution", "fps", "codec", "size", "units", "status", "caption", "tags")
+    for col in columns:  # a status's reason and the tags may wrap; names and numbers are never cut
+        table.add_column(col, no_wrap=col not in ("status", "tags"), justify="right" if col in RIGHT else "left")
+    rows = [(shown(f.path), format_time(f.duration) if f.duration is not None else "", *_media_cells(f),
+             str(len(f.units)), _shown_status(f), "yes" if f.captioned else "", _tags(f)) for f in files]
     for row in rows:
         table.add_row(*row)
     print_table(out, table, lambda: (Block(row[0], labelled(columns[1:], row[1:])) for row in rows))
+
+
+RIGHT = ("duration", "resolution", "fps", "size", "units")
+
+
+def _media_cells(f) -> tuple[str, str, str, str]:
+    """Resolution, frame rate, codec and size as a person reads them: ``1280x720``, ``25``, ``h264``, ``1.0 MB``."""
+    resolution = f"{f.width}x{f.height}" if f.width and f.height else ""
+    fps = f"{f.fps:.4g}" if f.fps else ""
+    size = f"{f.size / 1e6:.1f} MB" if f.size else ""
+    return resolution, fps, shown(f.codec or ""), size
+
+
+def _tags(f) -> str:
+    """The file's fields (`convis tag`, --metadata) as ``name=value``, comma separated."""
+    return shown(", ".join(f"{name}={value}" for name, value in sorted(f.fields.items())))
 
 
 def _shown_status(f) -> str:

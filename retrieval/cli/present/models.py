@@ -23,7 +23,8 @@ def model_rows(protocol: str) -> list[dict]:
 
 
 MODELS_CAPTION = ("weights: bundled (installed with a package), cached (Hugging Face cache), local folder, download "
-                  "on first use, missing (offline and not cached), or unsupported (convis cannot run that model)")
+                  "on first use (the hub answers), missing (not cached, and the hub is offline or unreachable), or "
+                  "unsupported (convis cannot run that model)")
 
 
 MODEL_COLUMNS = ("kind", "name", "default", "weights")

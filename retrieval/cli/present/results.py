@@ -50,15 +50,17 @@ def print_hits(result: QueryResult) -> None:
     weights = ", ".join(f"{c.key}={c.weight:.2f}" for c in result.concepts)
     change = result.change
     changed = f', changed: "{shown(change["text"])}" (weight {change["weight"]:g})' if change else ""
-    like = "clips least like" if getattr(result, "most_different", False) else "clips like"
+    like = "clips matching" if getattr(result, "text", None) else \
+        "clips least like" if getattr(result, "most_different", False) else "clips like"
     title = f"{like} {shown(_anchor_title(result))}  ({shown(weights)}){changed}"
     ranked = any(hit.keyword for hit in result.hits)  # a keyword or hybrid search: each list's rank, the words
     full, short = _hits_table(result, title, True, ranked), _hits_table(result, title, False, ranked)
     narrow = _hits_table(result, title, False, False)
+    compact = _compact_table(result, title)
     if fits(out, full):
         out.print(full)
-    elif fits(out, short) or fits(out, narrow):  # the signals under each concept's name did not fit: said below
-        out.print(short if fits(out, short) else narrow)
+    elif fits(out, short) or fits(out, narrow) or fits(out, compact):  # what scored each column: said below
+        out.print(next(t for t in (short, narrow, compact) if fits(out, t)))
         out.print(f"[dim]columns scored by: {shown(_scorers(result))}[/]", highlight=False)
         if ranked and not fits(out, short):  # nor each hit's ranks: one line a hit
             for hit in result.hits:
@@ -102,9 +104,8 @@ def _hits_table(result: QueryResult, title: str, scorers: bool, ranked: bool = F
     table.add_column("clip", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True)
     for c in result.concepts:
-        signals = "\n+ ".join(map(shown, result.label(c.key).split(" + ")))  # one a line
-        header = f"{shown(c.key)}\n[dim]{signals}[/]" if scorers else shown(c.key)
-        table.add_column(header, justify="right", no_wrap=True)
+        table.add_column(concept_header(c.key, result.label(c.key)) if scorers else shown(c.key), justify="right",
+                         no_wrap=True)
     parts = _parts(result)
     for part in parts:  # a composed query: what of the total came from staying alike, what from the change
         table.add_column(part, justify="right", no_wrap=True)
@@ -120,7 +121,30 @@ def _hits_table(result: QueryResult, title: str, scorers: bool, ranked: bool = F
     return table
 
 
+def _compact_table(result: QueryResult, title: str) -> Table:
+    """The same table for a terminal too narrow for a column a concept: the concepts' scores share one column
+    that may wrap, so many concepts (or a change's stay and change) keep the table's shape."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("rank", justify="right", no_wrap=True)
+    table.add_column("clip", no_wrap=True)
+    table.add_column("scores")
+    table.add_column("total", justify="right", style="bold", no_wrap=True)
+    table.add_column("confidence", no_wrap=True)
+    for hit in result.hits:
+        scores = [f"{shown(c.key)} {score(hit.scores[c.key])}" for c in result.concepts]
+        scores += [f"{part} {score(hit.composed.get(part))}" for part in _parts(result)]
+        table.add_row(str(hit.rank), shown(hit.path), ", ".join(scores), score(hit.total),
+                      result.confidence(hit) or "")
+    return table
+
+
 KEYWORD_COLUMNS = ("kw rank", "vec rank", "matched")
+
+
+def concept_header(key: str, label: str) -> str:
+    """A concept's column named with what scored it, on one line: ``main-objects (text)``; a column named after
+    its own signal (a search's ``text#location``) says it once."""
+    return shown(key) if label == key else f"{shown(key)} [dim]({shown(label)})[/]"
 
 
 def _print_best_lines(out, hits) -> None:

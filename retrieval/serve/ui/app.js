@@ -5,7 +5,7 @@ const $ = (sel) => document.querySelector(sel);
 const $$ = (sel) => [...document.querySelectorAll(sel)];
 const CONCEPTS = ["location", "main-action", "main-subjects", "main-objects", "order-of-actions"];
 const PAGE = 60;  // units on a collection page
-const RANK_OF = {strong: 2, likely: 1, weak: 0, high: 2, medium: 1, low: 0, far: 2, unlike: 1, typical: 0, alike: 0};
+const RANK_OF = {strong: 2, likely: 1, weak: 0};  // the one confidence vocabulary (search/confidence.py WORDS)
 const MODES = ["vector", "keyword", "hybrid"];  // text search's (GET /search's mode); none: the server's default
 const SYNC_SLACK_S = 0.25;  // players this close are in sync: closer seeks would chase each other
 let health = {};

@@ -119,7 +119,7 @@ def test_a_folder_that_cannot_hold_the_pointer_gets_a_note_and_the_index_is_made
 def test_info_lists_the_description_signals(demo_index):
     data = info_json(demo_index)
     described = {row["concept"]: row for row in data["descriptions"]}
-    assert set(described) == {"caption", "location", "main-action"}
+    assert set(described) == {"caption", "location", "main-action", "main-subjects", "main-objects", "order-of-actions"}
     assert described["location"]["described_by"] == {"file": 9}
     assert [s.split("#")[-1] for s in described["location"]["signals"]] == ["location"]
     text = runner.invoke(app, ["info", str(demo_index)], env={"COLUMNS": "200"}).stdout

@@ -23,7 +23,7 @@ def test_search_ranks_the_clip_its_caption_describes_first(demo_index):
     assert result.exit_code == 0, result.output
     rows = [line.split("│")[1:3] for line in result.stdout.splitlines() if line.startswith("│")]
     assert [(rank.strip(), clip.strip()) for rank, clip in rows][0] == ("1", "cup.mp4") and len(rows) == 3
-    assert f'clips like "{CUP}"' in result.stdout
+    assert f'clips matching "{CUP}"' in result.stdout and 'clips like' not in result.stdout
     assert "efficientnet-lite0 cannot compare text with clips" in " ".join(result.stderr.split())
 
 
@@ -34,7 +34,7 @@ def test_search_json_is_a_querys_json_plus_the_text(demo_index, example_videos):
     assert searched.exit_code == 0 and queried.exit_code == 0, searched.output + queried.output
     found, asked = json.loads(searched.stdout), json.loads(queried.stdout)
     assert set(found) == set(asked) | {"text", "mode", "lift"} and found["mode"] == "hybrid"
-    assert found["text"] == found["anchor"] == CUP and found["hits"][0]["path"] == "cup.mp4"
+    assert found["text"] == found["query"] == CUP and found["anchor"] is None and found["hits"][0]["path"] == "cup.mp4"
     ranks = {"keyword_rank", "vector_rank", "matched_terms", "coverage", "vector_score"}  # a hybrid hit's own keys
     assert {tuple(sorted(set(h) - ranks)) for h in found["hits"]} == {tuple(sorted(h)) for h in asked["hits"]}
     assert [c["key"] for c in found["concepts"]] == ["text"] and found["signals"]["text"].startswith("text:")
@@ -98,11 +98,12 @@ def test_a_concept_search_scores_each_unit_by_its_description_as_the_text_indexe
 
 
 def test_a_concept_without_descriptions_or_with_weights_is_one_line_and_a_failure(demo_index):
-    missing = convis("search", "--concept", "main-objects", "a cup", "--index-dir", demo_index)
+    missing = convis("search", "--concept", "camera angle", "--free-text", "a cup", "--index-dir", demo_index)
     assert missing.exit_code == 2 and not missing.stdout
     assert missing.stderr.strip() == (
-        "error: this index holds no descriptions of main-objects (described concepts: location, main-action); "
-        "index with --captioner, or run `convis describe --concept \"main-objects\"`")
+        "error: this index holds no descriptions of camera-angle (described concepts: location, main-action, "
+        "main-objects, main-subjects, order-of-actions); index with --captioner, or run `convis describe --concept "
+        "\"camera-angle\"`")
     both = convis("search", "--concept", "location", "a cup", "--signal", "text=1", "--index-dir", demo_index)
     assert both.exit_code == 2 and "--signal and --concept do not go together" in both.stderr
 
@@ -114,4 +115,5 @@ def test_a_typo_of_a_concept_is_a_did_you_mean_as_in_a_query_not_a_paid_describe
                                    "for it as written)")
     as_written = convis("search", "--concept", "locaton", "--free-text", "x", "--index-dir", demo_index)
     assert as_written.exit_code == 2 and "convis describe" not in as_written.stderr
-    assert "did you mean location? (described concepts: location, main-action)" in as_written.stderr
+    assert ("did you mean location? (described concepts: location, main-action, main-objects, main-subjects, "
+            "order-of-actions)") in as_written.stderr

@@ -26,8 +26,20 @@ def test_hub_ids_are_missing_offline_cached_once_cached_and_downloadable_online(
     fake_cached(empty_cache, "facebook/dinov2-large")
     assert weights.hub_weights("facebook/dinov2-large") == weights.CACHED
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(weights, "hub_answers", lambda: True)
     assert weights.hub_weights("facebook/dinov2-small") == weights.DOWNLOAD
     assert weights.hub_weights(str(tmp_path)) == weights.LOCAL
+
+
+def test_an_unreachable_hub_is_said_not_a_download(empty_cache, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    probes = []
+    monkeypatch.setattr(weights, "hub_reachable", lambda: probes.append(1) or False)
+    monkeypatch.setattr(weights, "_ANSWERS", {})
+    assert weights.hub_weights("facebook/dinov2-small") == weights.UNREACHABLE == "missing (hub unreachable)"
+    assert weights.hub_weights("facebook/dinov2-base") == weights.UNREACHABLE and len(probes) == 1  # probed once
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert weights.hub_weights("facebook/dinov2-small") == weights.MISSING and "offline" in weights.MISSING
 
 
 def test_models_shows_each_models_weights(empty_cache, monkeypatch):

@@ -1,7 +1,6 @@
-"""Confidence against the index's background: the unit-pair quantiles kept at index time, high / medium / low
+"""Confidence against the index's background: the unit-pair quantiles kept at index time, strong / likely / weak
 that mean the same across queries, no_match, --most-different's labels, and the relative rule for old indexes."""
 
-import json
 import shutil
 
 import duckdb
@@ -59,7 +58,7 @@ def test_a_sentence_nothing_matches_says_so_and_labels_by_the_background(demo_in
     answer = result.as_dict()
     assert result.no_match and answer["no_match"] and answer["no_match_note"] == "no clip matches this well; " \
                                                                                   "closest shown"
-    assert {h["confidence"] for h in answer["hits"]} == {"low"}
+    assert {h["confidence"] for h in answer["hits"]} == {"weak"}
 
 
 def test_labels_follow_the_background_not_the_querys_own_scores(demo_index):
@@ -67,9 +66,9 @@ def test_labels_follow_the_background_not_the_querys_own_scores(demo_index):
     rule = cuts(demo_index, text_signal(demo_index))
     labels = {h.path: result.confidence(h) for h in result.hits}
     for hit in result.hits:
-        want = "high" if hit.total >= rule["high"] else "medium" if hit.total >= rule["medium"] else "low"
+        want = "strong" if hit.total >= rule["high"] else "likely" if hit.total >= rule["medium"] else "weak"
         assert labels[hit.path] == want, hit.path
-    assert labels["box.mp4"] != "high"  # a hand and a box: no closer to the sentence than unrelated captions
+    assert labels["box.mp4"] != "strong"  # a hand and a box: no closer to the sentence than unrelated captions
     assert result.no_match == (result.hits[0].total < rule["medium"])
 
 
@@ -81,11 +80,12 @@ def test_most_different_labels_what_it_ranks(demo_index, example_videos):
     rule = {k: float(np.mean([c[k] for c in signal_cuts])) for k in signal_cuts[0]}
     for hit in result.hits:
         assert set(hit.evidence["location"]) == set(evidence)
-        want = "far" if hit.total <= rule["far"] else "unlike" if hit.total <= rule["unlike"] else \
-            "alike" if hit.total >= rule["medium"] else "typical"
+        want = "strong" if hit.total <= rule["far"] else "likely" if hit.total <= rule["unlike"] else "weak"
         assert result.confidence(hit) == want, hit.path
-    assert {result.confidence(h) for h in result.hits if h.path.startswith("campus_")} == {"alike"}
-    assert not result.no_match and "strong" not in json.dumps(result.as_dict()["hits"])
+    assert {result.confidence(h) for h in result.hits if h.path.startswith("campus_")} == {"weak"}
+    assert result.no_match == (result.confidence(result.hits[0]) == "weak")
+    labels = {h.get("confidence") for h in result.as_dict()["hits"]}
+    assert labels <= {"strong", "likely", "weak"}  # one vocabulary: no far, unlike, alike or typical
 
 
 @pytest.fixture
@@ -114,9 +114,19 @@ def test_the_table_page_and_explain_show_the_label_and_the_no_match_note(demo_in
     shown = CliRunner().invoke(app, ["search", KAYAKS, "--index-dir", str(demo_index), "-k", "3", "--explain",
                                      "--html", str(page)], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
-    assert "confidence" in shown.stdout and "│ low" in shown.stdout
+    assert "confidence" in shown.stdout and "│ weak" in shown.stdout
     assert "no clip matches this well; closest shown" in shown.stdout
     assert "random pairs of its units (36 pairs of 9 units)" in shown.stdout  # --explain
     html = page.read_text()
     assert 'class="note no-match"' in html and '<details class="confidence">' in html
-    assert html.count('<span class="badge low">low</span>') == 3
+    assert html.count('<span class="badge weak">weak</span>') == 3
+
+
+def test_too_few_units_for_a_background_says_so_rather_than_to_index_again():
+    from retrieval.search.calibration import no_background
+    from retrieval.store.catalog.records import BackgroundRow
+
+    few = {"efficientnet-lite0:x": BackgroundRow("efficientnet-lite0:x", 3, 3, (0.5,) * 8, 1)}
+    said = no_background(["efficientnet-lite0:x"], few)
+    assert "too few units (3)" in said and "convis index" not in said
+    assert "run `convis index` again" in no_background(["efficientnet-lite0:x"], {})

@@ -19,6 +19,8 @@ from tests.paths import EXAMPLES
 
 CHANGE = "a cup instead of a box"
 
+FIVE = ("location", "main-action", "main-objects", "main-subjects", "order-of-actions")  # sorted
+
 
 @pytest.fixture(scope="module", params=["open_clip", "transformers"])
 def clip_index(request, tmp_path_factory, tiny_models):
@@ -82,7 +84,7 @@ def test_a_composed_query_recalls_by_text_and_composed_vectors_scores_both_parts
         models = {r.name: r.indexer for r in catalog.indexers()}
         clip_id, text_id = models["clip"], models["text"]
         described = sorted(described_concepts(catalog.description_signals(), models).values())
-        assert described == [f"{text_id}#location", f"{text_id}#main-action"]  # the captions folder's concept files
+        assert described == [f"{text_id}#{c}" for c in FIVE]  # the captions folder's concept files
         assert {k: result.change[k] for k in ("text", "weight", "signals", "composed")} == {
             "text": CHANGE, "weight": 2.0, "signals": sorted([clip_id, text_id, *described]), "composed": [clip_id]}
         # -c named the concept: it stays although the change touches it (the box and the cup are objects)
@@ -94,9 +96,13 @@ def test_a_composed_query_recalls_by_text_and_composed_vectors_scores_both_parts
         wanted = ChangeQuery.prepare(Change(CHANGE, 2.0), models, engine.indexer, lambda m: anchor_clip)
         expected = _unit(_unit(anchor_clip) + 2.0 * text[clip_id])
         np.testing.assert_allclose(wanted.composed[clip_id], expected, atol=1e-5)
+        # a touched concept's description, edited as the change says (box -> cup), joins the change score
+        touched = {t["concept"] for t in result.change["touched"]}
+        edits = [(f"{text_id}#{c}", _unit(built[text_id].embed_texts([said])[0]))
+                 for c, said in result.change["edited"].items() if c in touched]
         for hit in result.hits:
             stay, change = hit.composed["stay"], hit.composed["change"]
-            sims = [(float(_unit(vectors[0]) @ text[m]) + 1) / 2 for m in text
+            sims = [(float(_unit(vectors[0]) @ t) + 1) / 2 for m, t in [*text.items(), *edits]
                     if len(vectors := catalog.unit_vectors(hit.path, m))]
             assert change == pytest.approx(np.mean(sims), abs=1e-4)
             assert hit.total == pytest.approx((stay + 2.0 * change) / 3.0, abs=1e-6)
@@ -112,9 +118,9 @@ def test_with_captions_and_the_real_minilm_a_cup_instead_of_a_box_ranks_the_cup_
     data = json.loads(result.stdout)
     assert [h["path"] for h in data["hits"]][0] == "cup.mp4"
     assert "box.mp4" not in [h["path"] for h in data["hits"]]
-    # captions and the location and main-action descriptions read the change; no -c: the five concepts but the
-    # one the change touches (a box and a cup are objects)
-    assert data["change"]["signals"] == [f"text:{MINILM}", f"text:{MINILM}#location", f"text:{MINILM}#main-action"]
+    # captions and each concept's descriptions read the change; no -c: the five concepts but the one the change
+    # touches (a box and a cup are objects)
+    assert data["change"]["signals"] == [f"text:{MINILM}", *(f"text:{MINILM}#{c}" for c in FIVE)]
     assert [c["key"] for c in data["concepts"]] == ["main-action", "main-subjects", "location", "order-of-actions"]
     assert data["change"]["left"] == ["main-objects"]
     first = data["hits"][0]

@@ -21,7 +21,9 @@ def test_concepts_sharing_a_signal_are_named_with_the_signal_and_what_would_sepa
 
 def test_concepts_on_signals_of_their_own_need_no_notice():
     concepts = parse_concepts(["main-action", "location"])
-    assert scoring_notices(concepts, choose_all(concepts, INDEXED), INDEXED) == []
+    # the other concepts have descriptions of their own: nothing else is scored as main-action is
+    described = {c: f"text:minilm#{c}" for c in ("main-subjects", "main-objects", "order-of-actions")}
+    assert scoring_notices(concepts, choose_all(concepts, INDEXED), INDEXED, described=described) == []
 
 
 def test_with_one_signal_only_the_reranker_is_suggested():
@@ -46,3 +48,13 @@ def test_an_override_for_a_concept_the_query_lacks_is_an_error():
     assert choose_all(concepts, INDEXED, {"location": "text"}) == {"location": "text:minilm"}
     with pytest.raises(SignalError, match="--signal main-action: not a concept of this query"):
         choose_all(concepts, INDEXED, {"main-action": "text"})
+
+
+def test_one_concept_alone_on_a_signal_other_concepts_share_is_told_they_would_rank_the_same():
+    concepts = parse_concepts(["main-subjects"])
+    [notice] = scoring_notices(concepts, choose_all(concepts, INDEXED), INDEXED,
+                               described={"location": "text:minilm#location", "main-action": "text:minilm#main-action"})
+    assert notice.startswith("main-subjects, main-objects and order-of-actions would rank the same here: all are "
+                             "scored by the caption similarity (text), which does not tell them apart")
+    described = {c: f"text:minilm#{c}" for c in ("location", "main-action", "main-objects", "order-of-actions")}
+    assert scoring_notices(concepts, choose_all(concepts, INDEXED), INDEXED, described=described) == []
