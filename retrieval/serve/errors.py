@@ -91,7 +91,8 @@ def validation_message(errors: Sequence[dict]) -> str:
     or equal to 0.001", not pydantic's dotted locations and its union branches' names."""
     said = []
     for error in _one_branch_each(errors):
-        where = _where([part for part in error.get("loc", ())[1:] if not _branch(part)]) or "the body"
+        where = ("the request body" if error.get("type") == "json_invalid"  # its location: a character offset
+                 else _where([part for part in error.get("loc", ())[1:] if not _branch(part)]) or "the body")
         said.append(f"{where} {_what(error)}")
     return "; ".join(dict.fromkeys(said)) or "invalid request"
 
@@ -143,7 +144,11 @@ def _where(parts: Sequence) -> str:
 def _what(error: dict) -> str:
     kind, message = error.get("type"), str(error.get("msg", "invalid"))
     if kind == "string_pattern_mismatch":
-        return f"is {REF_RULE}"
+        return _not_matching(str((error.get("ctx") or {}).get("pattern", "")))
+    if kind == "json_invalid":
+        at = [part for part in error.get("loc", ()) if isinstance(part, int)]
+        return (f"is not valid JSON: {(error.get('ctx') or {}).get('error', message)}"
+                + (f" (character {at[-1] + 1})" if at else ""))
     if kind == "union_type":
         return "must be a text or an object as the schema says"
     if kind == "missing":
@@ -151,6 +156,24 @@ def _what(error: dict) -> str:
     if kind == "extra_forbidden":
         return "is not a field this request takes"
     return re.sub(r"^(?:Input|String|List|Value|Dictionary) should ", "must ", message)
+
+
+def _not_matching(pattern: str) -> str:
+    """Why a text did not match ``pattern``: a ref's rule, or the choices a choice field takes."""
+    choices = CHOICES.fullmatch(pattern)
+    if choices:
+        return "must be one of " + ", ".join(re.sub(r"\\(.)", r"\1", c) for c in choices.group(1).split("|"))
+    return f"is {REF_RULE}"
+
+
+CHOICES = re.compile(r"\^\(((?:[\w\\.-]+\|)*[\w\\.-]+)\)\$")  # FieldSpec.pattern: ^(a|b|c)$
+# a request option as the CLI spells it, in a message from below the server: HTTP names it as the API does
+CLI_OPTION = re.compile(r"(?<![\w-])--(where|concept|mode|rerank-top|free-text|change-weight|most-different|k)\b")
+
+
+def http_words(message: str) -> str:
+    """``message`` with the request options named as the API's fields (``where``), not the CLI's (``--where``)."""
+    return CLI_OPTION.sub(lambda m: m.group(1).replace("-", "_"), message)
 
 
 def without_paths(message: str, named: Iterable[tuple[Path, str]]) -> str:
