@@ -167,15 +167,6 @@ def _not_matching(pattern: str) -> str:
 
 
 CHOICES = re.compile(r"\^\(((?:[\w\\.-]+\|)*[\w\\.-]+)\)\$")  # FieldSpec.pattern: ^(a|b|c)$
-# a request option as the CLI spells it, in a message from below the server: HTTP names it as the API does
-CLI_OPTION = re.compile(r"(?<![\w-])--(where|concept|mode|rerank-top|free-text|change-weight|most-different|k)\b")
-
-
-def http_words(message: str) -> str:
-    """``message`` with the request options named as the API's fields (``where``), not the CLI's (``--where``)."""
-    return CLI_OPTION.sub(lambda m: m.group(1).replace("-", "_"), message)
-
-
 def without_paths(message: str, named: Iterable[tuple[Path, str]]) -> str:
     """``message`` with each folder in ``named`` shown by its public name and any other absolute path by its
     last part."""

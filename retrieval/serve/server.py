@@ -52,7 +52,7 @@ from retrieval.api import (
     one_line,
 )
 from retrieval.serve.body_limit import MAX_BODY_BYTES, BodyLimit
-from retrieval.serve.errors import http_words, validation_message
+from retrieval.serve.errors import validation_message
 from retrieval.serve.guards import LOOPBACK, allowed_hosts, guard, upload_folder
 from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.playback import PREVIEWS_DIRNAME, PlaybackLinks
@@ -116,7 +116,7 @@ def create_app(index_dir: Path, reranker: str | None = None, hosts: Sequence[str
 
 def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
     def error(status: int, message: str, headers: dict | None = None, **extra) -> JSONResponse:
-        return JSONResponse({"error": http_words(state.public(message)), **extra}, status_code=status, headers=headers)
+        return JSONResponse({"error": state.public(message), **extra}, status_code=status, headers=headers)
 
     async def refused(_request, exc: ConvisError):  # each says what it means: its status, its line, when to retry
         message = exc.public({"free_text": FREE_TEXT_OPT_IN})
