@@ -67,6 +67,7 @@ def test_browse_more_like_this_group_evidence_compare(app_url, page, tmp_path):
 
     # more like this on the second unit of campus_01: the anchor is that span, the file's other unit can be a result
     page.click("#grid li.unit[data-path='campus_01.mp4'][data-start='10'] button.more")
+    page.click("#grid li.unit[data-path='campus_01.mp4'][data-start='10'] .chooser button[type=submit]")  # location
     page.wait_for_selector(HITS)
     assert "anchor=campus_01.mp4" in page.url and "start=10" in page.url and "end=20" in page.url
     assert page.input_value("#start") == "10" and page.input_value("#end") == "20"
