@@ -35,8 +35,13 @@ def empty_cache(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def example_videos() -> Path:
-    return EXAMPLES
+def example_videos(tmp_path_factory) -> Path:
+    """A session copy of examples/ (videos and captions; the videos folder returned): indexing a folder writes
+    into it (its .convis-index pointer), and tests never write into the repository."""
+    examples = tmp_path_factory.mktemp("examples")
+    shutil.copytree(EXAMPLES.parent, examples, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".convis", ".convis-index"))
+    return examples / EXAMPLES.name
 
 
 @pytest.fixture(scope="session")

@@ -91,7 +91,8 @@ def validation_message(errors: Sequence[dict]) -> str:
     or equal to 0.001", not pydantic's dotted locations and its union branches' names."""
     said = []
     for error in _one_branch_each(errors):
-        where = _where([part for part in error.get("loc", ())[1:] if not _branch(part)]) or "the body"
+        where = ("the request body" if error.get("type") == "json_invalid"  # its location: a character offset
+                 else _where([part for part in error.get("loc", ())[1:] if not _branch(part)]) or "the body")
         said.append(f"{where} {_what(error)}")
     return "; ".join(dict.fromkeys(said)) or "invalid request"
 
@@ -143,7 +144,11 @@ def _where(parts: Sequence) -> str:
 def _what(error: dict) -> str:
     kind, message = error.get("type"), str(error.get("msg", "invalid"))
     if kind == "string_pattern_mismatch":
-        return f"is {REF_RULE}"
+        return _not_matching(str((error.get("ctx") or {}).get("pattern", "")))
+    if kind == "json_invalid":
+        at = [part for part in error.get("loc", ()) if isinstance(part, int)]
+        return (f"is not valid JSON: {(error.get('ctx') or {}).get('error', message)}"
+                + (f" (character {at[-1] + 1})" if at else ""))
     if kind == "union_type":
         return "must be a text or an object as the schema says"
     if kind == "missing":
@@ -153,6 +158,15 @@ def _what(error: dict) -> str:
     return re.sub(r"^(?:Input|String|List|Value|Dictionary) should ", "must ", message)
 
 
+def _not_matching(pattern: str) -> str:
+    """Why a text did not match ``pattern``: a ref's rule, or the choices a choice field takes."""
+    choices = CHOICES.fullmatch(pattern)
+    if choices:
+        return "must be one of " + ", ".join(re.sub(r"\\(.)", r"\1", c) for c in choices.group(1).split("|"))
+    return f"is {REF_RULE}"
+
+
+CHOICES = re.compile(r"\^\(((?:[\w\\.-]+\|)*[\w\\.-]+)\)\$")  # FieldSpec.pattern: ^(a|b|c)$
 def without_paths(message: str, named: Iterable[tuple[Path, str]]) -> str:
     """``message`` with each folder in ``named`` shown by its public name and any other absolute path by its
     last part."""

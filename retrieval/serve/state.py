@@ -22,6 +22,7 @@ from retrieval.serve.playback import PlaybackLinks
 from retrieval.serve.thumbs import THUMB_SHORT_SIDE, Thumb, strip
 from retrieval.serve.uploads import UPLOAD_REF, UploadStore
 from retrieval.serve.warmup import Warmup
+from retrieval.serve.wording import http_words
 from retrieval.serve.workers import Workers
 
 STRIP_CACHE_SIZE = 256  # strips of ~8 small JPEGs: a few MB at most
@@ -74,7 +75,7 @@ class ServerState:
         named = [(self.uploads.folder, ".uploads")]
         if self._root is not None:  # not looked up here: an error may come from a busy catalog
             named.append((self._root, ""))
-        return without_paths(message, named)
+        return http_words(without_paths(message, named))
 
     def playing(self, ref: str) -> dict:
         """``media`` (a URL the browser plays, or None) and ``playback`` (how, or why not) for a ref; a file gone

@@ -95,9 +95,25 @@ def locate_index(given: Path | None, *near: Path) -> Path:
     found = find_index_dir(*near)
     if found is not None:
         return found
+    stale = _stale_pointer(*near)
+    if stale is not None:
+        raise NoIndexError(stale)
     below = sorted(str(p.parent.parent) for start in near[-1:] for p in start.glob(f"*/{INDEX_DIRNAME}/{CATALOG_NAME}"))
     hint = f"; found {', '.join(below)}: pass one of them" if below else "; run `convis index FOLDER` first"
     raise NoIndexError(f"no {INDEX_DIRNAME} index in {near[-1] if near else Path.cwd()} or above{hint}")
+
+
+def _stale_pointer(*starts: Path) -> str | None:
+    """The line for the nearest ``.convis-index`` at or above ``starts`` whose index folder is gone, if any."""
+    for start in starts:
+        for folder in [start.resolve(), *start.resolve().parents]:
+            try:
+                named = (folder / POINTER_NAME).read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                continue
+            return (f"{folder / POINTER_NAME} names {named}, which no longer holds an index; run "
+                    f"`convis index {folder}` (with --index-dir to keep it elsewhere) to index it again")
+    return None
 
 
 def has_index(index_dir: Path | None) -> bool:

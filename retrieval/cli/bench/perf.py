@@ -1,4 +1,5 @@
-"""`convis bench perf`: measure indexing, recall and reranking speed and memory; write a markdown table."""
+"""`convis bench perf`: measure indexing, recall and reranking speed and memory; print a markdown page (written to
+a file, e.g. a docs page, only when ``--out`` names one)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from retrieval.cli.console import PlainUsage
 if TYPE_CHECKING:
     from bench.perf import PerfReport
 
-DEFAULT_OUT = Path("docs/performance.md")
 # from the registry, which imports none of the harness (FAISS, DuckDB, the decoders): each section's runner is
 # imported when it runs
 SECTION_NAMES = section_names()
@@ -93,7 +93,8 @@ def perf(
         "--from-json", metavar="FILE", help="Measure nothing: write the markdown from reports saved with --json "
                                             "(repeat to combine runs; a later run's part replaces an earlier one's).")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = DEFAULT_OUT,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Also write the markdown to this file, e.g. "
+                                                "docs/performance.md (default: printed only).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="A seconds-long run on tiny inputs (CI).")] = False,
 ) -> None:
@@ -122,13 +123,14 @@ def perf(
     _write(report, out, as_json)
 
 
-def _write(report: PerfReport, out: Path, as_json: bool) -> None:
+def _write(report: PerfReport, out: Path | None, as_json: bool) -> None:
     from bench.perf.markdown import markdown
 
     text = markdown(report)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    typer.echo(f"wrote {out}", err=True)
+    if out is not None:  # a page is written only where asked: a run never replaces the committed docs by itself
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        typer.echo(f"wrote {out}", err=True)
     typer.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else text)
 
 

@@ -207,10 +207,26 @@ function searchWords() {
 }
 
 // a unit of the index becomes the anchor, with its time span, and the query runs again
-function moreLikeThis(unit) {
+// a collection card has no query yet: "more like this" asks in which respect, the five ConViS concepts to choose
+function chooseConcept(button, unit) {
+  const open = button.parentElement.querySelector(".chooser");
+  if (open) { open.remove(); return; }
+  const pick = el("select", {class: "chooser-concept", "aria-label": "like this in"},
+                  ...CONCEPTS.map((c) => el("option", {value: c}, c.replace(/-/g, " "))));
+  const chooser = el("form", {class: "chooser"}, el("span", {class: "meta"}, "like this in"), pick,
+                     el("button", {type: "submit", class: "primary"}, "Find"));
+  chooser.addEventListener("submit", (event) => {
+    event.preventDefault();
+    moreLikeThis(unit, [{name: pick.value, weight: 1}]);
+  });
+  button.after(chooser);
+  pick.focus();
+}
+
+function moreLikeThis(unit, chosen = null) {
   const whole = unit.start === 0 && (unit.duration === null || unit.duration === undefined ||
                                      Math.abs(unit.end - unit.duration) < 0.05);
-  const concepts = formConcepts().length ? formConcepts() : [{name: "location", weight: 1}];
+  const concepts = chosen || (formConcepts().length ? formConcepts() : [{name: "location", weight: 1}]);
   navigate({...formState(), text: "", anchor: unit.path, start: whole ? null : unit.start,
             end: whole ? null : unit.end, concepts, change: ""});
 }
@@ -407,7 +423,7 @@ function scoreRows(rows) {
   const [low, high] = cardScale(rows);
   for (const {label, weight, value, by} of rows) {
     const fraction = value === null ? 0 : high > low ? (value - low) / (high - low) : 1;
-    box.append(el("span", {}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)} · ${by}`)),
+    box.append(el("span", {class: "label"}, label, " ", el("span", {class: "meta"}, `w ${weight.toFixed(2)} · ${by}`)),
                el("span", {class: "bar", title: `${fmtScore(value)} on a bar from ${low.toFixed(3)} to ${high.toFixed(3)}`},
                   el("span", {style: `width:${(100 * Math.min(1, Math.max(0, fraction))).toFixed(1)}%`})),
                el("span", {class: "value"}, fmtScore(value)));
@@ -617,8 +633,11 @@ function renderResults() {
   const rule = result.calibration ? result.calibration.rule : result.spread && `relative to this query's own scores: ${result.spread.rule}`;
   $("#confidence-rule").hidden = !rule;
   $("#confidence-text").textContent = rule ? `Labels ${rule}.` : "";
-  $("#notices").replaceChildren(...(result.no_match ? [el("p", {class: "note no-match"}, result.no_match_note)] : []),
-                                ...result.notices.map((n) => el("p", {class: "note"}, `note: ${n}`)));
+  const empty = !result.hits.length && result.empty_reason;  // why nothing came back, as the answer says it
+  $("#notices").replaceChildren(...(empty ? [el("p", {class: "card empty-reason", id: "empty-reason"},
+                                                 `No results: ${result.empty_reason}`)] : []),
+                                ...(result.no_match ? [el("p", {class: "note no-match"}, result.no_match_note)] : []),
+                                ...foldedNotes(result.notices));
   $("#hits").replaceChildren(...(state.group === "video" ? byVideo(result.hits, result)
                                                           : result.hits.map((h) => hitCard(h, result))));
   $("#hits").className = `hits results-grid ${state.group === "video" ? "grouped" : ""}`;
@@ -627,6 +646,14 @@ function renderResults() {
   filterCards();
   collapseForm(state);
   firstPaint();
+}
+
+// the notes on how an answer was scored: one line above the results, opened for the sentences
+function foldedNotes(notices) {
+  if (!notices.length) return [];
+  const label = `${notices.length} note${notices.length > 1 ? "s" : ""} on how these were scored`;
+  return [el("details", {class: "notes", id: "notes-box"}, el("summary", {class: "meta"}, label),
+             ...notices.map((n) => el("p", {class: "note"}, `note: ${n}`)))];
 }
 
 // the time from Search to the first result card drawn: the browser's User Timing entries, for anyone measuring
@@ -923,7 +950,8 @@ function unitCard(unit) {
     el("div", {class: "unit-head"}, el("span", {class: "path"}, unit.path),
        el("span", {class: "time"}, segmented ? fmtSpan(unit.start, unit.end) : `${fmtTime(unit.duration || unit.end)}`)),
     el("div", {class: "actions"},
-       el("button", {type: "button", class: "more", onclick: () => moreLikeThis(unit)}, "More like this"),
+       el("button", {type: "button", class: "more", onclick: (event) => chooseConcept(event.target, unit)},
+          "More like this"),
        health.allow_writes ? el("button", {type: "button", class: "remove-file", onclick: () => removeFile(unit.path)},
                                 "Remove from index") : null));
   fillStrip(stripBox, unit.strip, unit.path, true);
@@ -933,6 +961,7 @@ function unitCard(unit) {
 // -- index management (`convis serve --allow-writes`) ----------------------------------------------
 function setupManage() {
   const allowed = !!health.allow_writes;
+  $("#manage").hidden = !allowed;  // a read-only server has nothing to manage: no panel of disabled controls
   $("#manage-note").textContent = allowed ? "changes are written to the index on this machine"
     : "read-only: start the server with `convis serve --allow-writes` to add, remove or re-index files";
   for (const id of ["#add-files", "#add-folder", "#reindex", "#retry-failed"]) $(id).disabled = !allowed;

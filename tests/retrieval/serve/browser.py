@@ -20,8 +20,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 FFMPEG = shutil.which("ffmpeg")
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
-                                    reason="needs the Debian chromium package (apt-get install -y chromium)")
+CHROMIUM_MISSING = "needs Chromium at /usr/bin/chromium: run `make browser` as root (apt-get install chromium)"
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=CHROMIUM_MISSING)
 needs_ffmpeg = pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg tool (apt-get install -y ffmpeg)")
 
 ALL_LOADED = """(selector) => {

@@ -3,7 +3,7 @@ tab a test."""
 
 import pytest
 
-from tests.retrieval.serve.browser import CHROMIUM, CHROMIUM_ARGS, FFMPEG, collection
+from tests.retrieval.serve.browser import CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MISSING, FFMPEG, collection
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +17,7 @@ def app_videos(tmp_path_factory):
 @pytest.fixture
 def browser():
     if not CHROMIUM.exists():
-        pytest.skip("needs the Debian chromium package (apt-get install -y chromium)")
+        pytest.skip(CHROMIUM_MISSING)
     from playwright.sync_api import sync_playwright  # playwright: a test extra, needed only with chromium
 
     with sync_playwright() as playwright:

@@ -128,3 +128,18 @@ def test_a_body_off_the_schema_is_refused_in_plain_words(scratch, body, error):
     client, _ = scratch
     response = client.post("/query", json=body)
     assert response.status_code == 422 and response.json()["error"] == error
+
+
+def test_api_refusals_speak_http_words_not_cli_flags(scratch):
+    client, _ = scratch
+    mode = client.get("/search", params={"text": "cup", "mode": "fuzzy"})
+    assert (mode.status_code, mode.json()["error"]) == (422, "mode must be one of vector, keyword, hybrid")
+    truncated = client.post("/query", content=b'{"anchor": "cup.mp4", "conc',
+                            headers={"content-type": "application/json"})
+    assert truncated.status_code == 422
+    assert truncated.json()["error"].startswith("the request body is not valid JSON: ")
+    for response in (client.get("/search", params={"text": "cup", "where": "nosuch = 3"}),
+                     client.post("/query", json={"anchor": "cup.mp4", "concepts": ["location"],
+                                                 "where": ["width >>= 3"]})):
+        error = response.json()["error"]
+        assert response.status_code == 400 and error.startswith("where") and "--" not in error, error

@@ -89,3 +89,21 @@ def test_the_ocr_section_reports_frames_per_second_and_renders_again(tmp_path):
     again = tmp_path / "again.md"
     assert CliRunner().invoke(app, ["perf", "--from-json", str(saved), "--out", str(again)]).exit_code == 0
     assert again.read_text() == out.read_text()
+
+
+def test_a_run_prints_its_page_and_writes_no_file_unless_asked(tmp_path, monkeypatch):
+    from bench.perf import PerfReport
+    from bench.perf.measuring import machine_info
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(PerfReport(machine_info(), {}).as_dict(), default=str))
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    monkeypatch.chdir(where)
+    result = CliRunner().invoke(app, ["perf", "--from-json", str(saved)])
+    assert result.exit_code == 0, result.output
+    assert list(where.iterdir()) == [] and "wrote" not in result.output
+    assert result.stdout.startswith("#")  # the page, printed
