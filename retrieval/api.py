@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # what _LAZY loads on first use, named for readers, type chec
     from retrieval.search.compose import Change
     from retrieval.search.fusion import RERANKER_PREFIX
     from retrieval.search.hit_lines import as_dict as line_as_dict
+    from retrieval.search.hybrid import RULE as HYBRID_RULE
     from retrieval.search.requests import CompareRequest, DiffRequest, DupesRequest, QueryRequest, SearchRequest
     from retrieval.search.results import CHANGE_KEY, CompareResult, Hit, QueryResult
     from retrieval.search.signals import parse_overrides, scorer_label
@@ -97,8 +98,8 @@ __all__ = [
     "Engine", "WarmStep", "TEXT_TOWER", "INDEXER", "export_results",
     # requests and what builds them from text
     "QueryRequest", "SearchRequest", "CompareRequest", "DiffRequest", "DupesRequest", "IndexSettings", "Change",
-    "ShotRule", "RATING", "CONVIS_CONCEPTS", "parse_concepts", "parse_segment", "parse_time", "parse_overrides",
-    "parse_weights",
+    "ShotRule", "RATING", "CONVIS_CONCEPTS", "HYBRID_RULE", "parse_concepts", "parse_segment", "parse_time",
+    "parse_overrides", "parse_weights",
     "gather_statements",
     # the defaults and limits a request takes (what the faces' help texts name)
     "DEFAULT_K", "DEFAULT_DIFF_MODEL", "MAX_K", "MIN_CONCEPT_WEIGHT", "MAX_CONCEPT_WEIGHT", "MIN_SEGMENT_SECONDS",
@@ -137,6 +138,7 @@ _LAZY = {
     "IndexSettings": "retrieval.pipeline.settings",
     "Change": "retrieval.search.compose",
     "parse_overrides": "retrieval.search.signals",
+    "HYBRID_RULE": "retrieval.search.hybrid:RULE",
     "scorer_label": "retrieval.search.signals",
     "parse_weights": "retrieval.search.text_query",
     "gather_statements": "retrieval.analysis.diff",

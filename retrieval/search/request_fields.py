@@ -69,10 +69,10 @@ TEXT = FieldSpec(f"What to look for, in words (at most {MAX_TEXT_CHARS:,} charac
 CONCEPT = FieldSpec("Search only this concept's descriptions (written at index time by --captioner or `convis "
                     "describe`), e.g. location.", metavar="CONCEPT", max_chars=200)
 SEARCH_MODE = FieldSpec(
-    "vector: the text towers' similarity; keyword: BM25 over each unit's stored captions, descriptions, timed lines "
-    "(on screen, subtitles, speech) and path (exact words: names, numbers); hybrid: the vector score v lifted toward "
-    "1 by the unit's IDF-weighted coverage c of the query's words, v + 0.45 c (1 - v). Default: hybrid when the "
-    "index holds captions, descriptions or timed lines, else vector; a concept's descriptions are searched by vector.",
+    "vector (the text towers' similarity), keyword (BM25 over the stored captions, descriptions, timed lines and "
+    "path) or hybrid (the vector score v lifted by the unit's IDF-weighted coverage c of the query's words, "
+    "v + 0.45 c (1 - v)), by default hybrid when the index holds captions, descriptions or timed lines, else vector. "
+    "A concept's descriptions are searched by vector.",
     metavar="vector|keyword|hybrid", choices=("vector", "keyword", "hybrid"))
 
 LEVEL = FieldSpec("file: copies of whole files (a trimmed copy counts when its matching units cover most of it); "

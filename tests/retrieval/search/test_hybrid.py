@@ -231,7 +231,8 @@ def test_cli_table_and_json_show_both_ranks_and_the_matched_terms(rare_index):
 
 def test_search_help_states_the_modes_their_default_and_k():
     text = " ".join(CliRunner().invoke(app, ["search", "--help"], env={"COLUMNS": "200"}).stdout.split())
-    assert "vector|keyword|hybrid" in text and "k = 60" in text and "Default: hybrid when the index holds" in text
+    assert "vector|keyword|hybrid" in text and "v + 0.45 c (1 - v)" in text
+    assert "by default hybrid when the index holds" in text
 
 
 def test_the_api_search_takes_a_mode(rare_index):
