@@ -95,9 +95,22 @@ def build_toy(source: str | None = None, **kwargs) -> ToyConditioned:
 def toy_registered():
     """``toy-conditioned`` in the indexer registry for the block's length (its builder is this module's)."""
     INDEXERS.add(NAME, build_toy, default_source="toy", description="a test's concept-conditioned indexer",
-                 weights=lambda source: "none: computed from the pixels")
+                 weights=lambda source: "none: computed from the pixels", text_tower=True)
     ToyConditioned.calls.clear()
     try:
         yield ToyConditioned
     finally:
         INDEXERS._entries.pop(NAME, None)  # the registry has no removal of its own: tests alone take one away
+
+
+def index_cli(folder, index_dir, *extra: str):
+    """``convis index FOLDER -i toy-conditioned --json`` and more options: (exit code, report or output)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from retrieval.cli.app import app
+
+    result = CliRunner().invoke(app, ["index", str(folder), "-i", NAME, "--workers", "1", "--index-dir",
+                                      str(index_dir), "--json", *extra])
+    return result.exit_code, (json.loads(result.stdout) if result.exit_code == 0 else result.output)
