@@ -97,6 +97,11 @@ DecodeDeviceOpt = Annotated[Optional[str], typer.Option(
     metavar="cpu|cuda|cuda:N", help="Decode on the GPU with torchcodec (NVDEC); without one, decoding stays on the "
     "CPU and a notice says why.")]
 
+IndexConceptOpt = Annotated[List[str], typer.Option(
+    "--concept", "-c", metavar="CONCEPT", help="A concept (ConViS or your own: 'camera angle') each "
+    "concept-conditioned indexer (qwen3-vl-embedding) embeds every unit under, one vector a unit, beside the five "
+    "ConViS concepts it embeds anyway; repeatable; kept for later runs. Needs such an indexer in the index.")]
+
 
 MetadataOpt = Annotated[Optional[Path], typer.Option(
     "--metadata", metavar="FILE", help="User fields per video for --where filters: a CSV file with a 'path' column "
@@ -111,7 +116,8 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
           faiss_index: FaissIndexOpt = None, faiss_params: FaissParamsOpt = None, protocol: ProtocolOpt = None,
           move_root: MoveRootOpt = False, prune: PruneOpt = False, retry_failed: RetryFailedOpt = False,
           captioner: CaptionerOpt = None, captioner_backend: CaptionerBackendOpt = "hf",
-          decode_device: DecodeDeviceOpt = None, metadata: MetadataOpt = None, as_json: RunJsonOpt = False):
+          decode_device: DecodeDeviceOpt = None, metadata: MetadataOpt = None, concept: IndexConceptOpt = None,
+          as_json: RunJsonOpt = False):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
     from retrieval.api import Engine, IndexSettings, remember_index
 
@@ -123,7 +129,8 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
     settings = IndexSettings(segment_seconds=seconds, shots=shots, captions=captions, workers=workers,
                              timeout=timeout, publish_every=publish_every, ray_address=ray, faiss_index=faiss_index,
                              faiss_params=faiss_params, protocol=protocol, move_root=move_root, prune=prune,
-                             retry_failed=retry_failed, captioner=captioner, decode_device=decode_device)
+                             retry_failed=retry_failed, captioner=captioner, decode_device=decode_device,
+                             concepts=tuple(concept or ()))
     engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code,
                     captioner_backend=captioner_backend)
     notices: list[str] = []

@@ -81,7 +81,8 @@ def sync(catalog: Catalog, indexers: Sequence[Indexer], prefer: Sequence[Describ
             counts.notes.append(f"{ix.model_id} cannot embed the captions, so it gives no CLIPScore: "
                                 f"{one_line(exc, 200)}")
     rows = catalog.description_signals()
-    counts.signals = [row.signal for row in rows if row.concept != CAPTION]
+    text = {row.indexer for row in catalog.indexers() if row.kind == "text"}  # not a conditioned model's concepts
+    counts.signals = [row.signal for row in rows if row.concept != CAPTION and row.indexer in text]
     counts.caption_signals = [row.signal for row in rows if row.concept == CAPTION]
     return counts
 

@@ -78,6 +78,7 @@ class _Run:
         self.protocol = "fast"
 
     def index(self, folder: Path, scan: Scan, indexers: Sequence[str], executor: Executor) -> IndexReport:
+        from retrieval.pipeline import concept_index
         from retrieval.pipeline.models import run_indexers
         from retrieval.pipeline.run import IndexRun
 
@@ -94,6 +95,7 @@ class _Run:
             specs = asked or [r.indexer for r in rows] + line_sources.frame_reader_specs(catalog) or \
                 [self._default_spec()]
             models = run_indexers(specs, rows, self.protocol, self._indexer)
+            concept_index.settle_concepts(catalog, models, settings.concepts)
             line_sources.remember(catalog, line_sources.asked_of(specs, models, sources))
             if (settings.captions is not None or settings.captioner) and not any(m.kind == "text" for m in models):
                 # captions and descriptions are only searchable with a text indexer

@@ -50,11 +50,11 @@ class LazyIndexer(Indexer):
     def protocol(self) -> str:
         return self.model.protocol
 
-    def embed_units(self, units: Sequence[np.ndarray]) -> np.ndarray:
-        return self.model.embed_units(units)
+    def embed_units(self, units: Sequence[np.ndarray], *instruction: str | None) -> np.ndarray:
+        return self.model.embed_units(units, *instruction)  # a conditioned model's instruction, when given
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
-        return self.model.embed_texts(texts)
+    def embed_texts(self, texts: Sequence[str], *instruction: str | None) -> np.ndarray:
+        return self.model.embed_texts(texts, *instruction)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):  # attributes of this proxy itself, asked for before __init__ set them

@@ -26,7 +26,7 @@ from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, find_videos
 from retrieval.media.shots import choose_detector
-from retrieval.pipeline import availability
+from retrieval.pipeline import availability, concept_index
 from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
@@ -208,6 +208,7 @@ class IndexRun:
             if getattr(ix, "built", True):  # an unbuilt one's row is in the catalog already, as it last ran
                 self.catalog.register_indexer(IndexerRow(ix.model_id, ix.name, ix.source, ix.kind, ix.dim,
                                                          ix.frames_per_unit, None))
+        concept_index.remember_conditioned(self.catalog, self.visual)
 
     def _embed(self, jobs: list[FileJob]) -> None:
         if not jobs:

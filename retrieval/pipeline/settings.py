@@ -38,7 +38,9 @@ class IndexSettings:
     videos are decoded, "cuda" or "cuda:N" for NVDEC through torchcodec (None or "cpu": the CPU; an unusable GPU
     falls back to the CPU, said once), passed to ``retrieval.media.video_decoder.VideoDecoder(device=...)``;
     ``shots``: units follow shots (``retrieval.core.segmentation.ShotRule``; detector "auto": TransNetV2 on a
-    CUDA GPU, PySceneDetect's content detector otherwise), kept for later runs as a unit length is.
+    CUDA GPU, PySceneDetect's content detector otherwise), kept for later runs as a unit length is;
+    ``concepts``: concepts beyond the ConViS five that every concept-conditioned indexer embeds each unit under
+    (``pipeline.concept_index``), kept for later runs.
     """
 
     segment_seconds: float | None = None
@@ -57,6 +59,7 @@ class IndexSettings:
     captioner: str | None = None
     decode_device: str | None = None
     shots: ShotRule | None = None
+    concepts: tuple[str, ...] = ()  # concepts (free text allowed) each conditioned indexer adds a vector per unit of
 
     def __post_init__(self) -> None:
         if self.shots is not None and self.segment_seconds:

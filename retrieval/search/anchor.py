@@ -8,6 +8,7 @@ by the text signal falls back to its best visual signal.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from retrieval.media.frames import DecodeError, SpanError
 from retrieval.media.scan import content_hash
 from retrieval.media.video_decoder import VideoDecoder
 from retrieval.search import signals
-from retrieval.store.catalog import Catalog
+from retrieval.store.catalog import Catalog, concept_settings
 from retrieval.store.catalog.records import UnitRow
 from retrieval.store.vectors import signals as signal_vectors
 
@@ -126,6 +127,11 @@ class AnchorVectors:
         # what each signal reads, from the catalog: asking a built model would build it, cache hit or not
         self.kinds = {**{r.indexer: r.kind for r in catalog.indexers()},
                       **{s.signal: "text" for s in catalog.description_signals()}}
+        # a concept-conditioned indexer's signal of one concept: (its model id, the concept's words)
+        conditioned, added = set(concept_settings.conditioned_ids(catalog)), concept_settings.added_concepts(catalog)
+        self.concepts = {s.signal: (s.indexer, added.get(s.concept, s.concept)) for s in catalog.description_signals()
+                         if s.indexer in conditioned}
+        self.kinds.update({signal: "video" for signal in self.concepts})
 
     def stored(self, model_id: str) -> np.ndarray | None:
         if self.stored_path is None:
@@ -169,11 +175,24 @@ class AnchorVectors:
         return vector if vector is not None else self.embedded(model_id)
 
     def embedded(self, model_id: str) -> np.ndarray:
+        if model_id in self.concepts:
+            return self._embedded_for_concept(model_id)
+
         def embed() -> np.ndarray:
             model = self.indexer(model_id)
             return model.embed_units([self.anchor.pixels(model.frame_spec)])[0]
 
         return self.cached(model_id, embed)
+
+    def _embedded_for_concept(self, signal: str) -> np.ndarray:
+        """The anchor embedded as the units of a concept-conditioned signal were: under its concept's instruction
+        (cached under that instruction's digest, so a changed wording embeds again)."""
+        indexer, words = self.concepts[signal]
+        model = self.indexer(indexer)
+        instruction = model.instructions.for_concept(signal.rpartition("#")[2], words)
+        digest = hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:16]
+        return self.cached(f"{signal}@{digest}", lambda: model.embed_units([self.anchor.pixels(model.frame_spec)],
+                                                                           instruction)[0])
 
     def per_concept(self, chosen: dict[str, str], indexed: dict[str, str]) -> ConceptSignals:
         """The vector of each concept's chosen signal (``indexed``: indexer name -> model id)."""

@@ -59,6 +59,7 @@ class Recalled:
     reading: ChangeReading | None = None
     backgrounds: dict = field(default_factory=dict)  # signal -> its unit-pair background (search/calibration.py)
     described: dict = field(default_factory=dict)  # concept -> its description signal (search/signals.py)
+    conditioned: dict = field(default_factory=dict)  # concept -> its concept-conditioned signal (search/signals.py)
 
 
 def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: str | None = None,
@@ -91,7 +92,7 @@ def run_query(request: QueryRequest, index_dir: Path, models: ModelCache, only: 
     if request.reranker is None:
         alone = [c for c in request.concepts if not any(c.key in hit.contributions for hit in shortlist)]
         notices += signals.scoring_notices(alone, found.recalled.signal_of, found.indexed, found.beside.signal_of,
-                                           found.described)
+                                           found.described, found.conditioned)
     if short_reasons:
         notices += _short_reasons(request.k, hits, found, clip, tuple(request.where))
     return replace(_result(request, found, shortlist, hits, pair, model, notices), work=work)
@@ -121,8 +122,9 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
     reading, request = (None, request) if request.change is None else \
         read_anchor_change(request, catalog, vectors, indexed, described, tower, notices,
                            _editor(request, catalog, clip, index_dir, models, notices))
+    conditioned = signals.conditioned_concepts(catalog.description_signals(), indexed)
     chosen = signals.choose_all(list(request.concepts), indexed, request.vector_overrides, described,
-                                signals.clipscore_names(clipscores))
+                                signals.clipscore_names(clipscores), conditioned)
     recalled = vectors.per_concept(chosen, indexed)
     # a concept with descriptions is recalled and scored by them too, beside its visual signal
     beside = vectors.descriptions(signals.beside(recalled.signal_of, described, request.vector_overrides))
@@ -151,7 +153,7 @@ def _recall(request: QueryRequest, clip: Anchor, catalog: Catalog, index_dir: Pa
         found.wanted = wanted
         found.changed = wanted.scores(candidates, ranking.stored_vectors(catalog, wanted.text_vectors, candidates))
     found.request, found.reading, found.described = request, reading, described
-    found.backgrounds = catalog.backgrounds()
+    found.backgrounds, found.conditioned = catalog.backgrounds(), conditioned
     if request.pair_overrides:
         found.captions = catalog.chosen_texts(CAPTION)
         found.anchor_caption = vectors.caption(found.captions)

@@ -18,6 +18,10 @@ ahead of a signal Table 3 measured as better for that concept.
 An indexed signal compares whole clips, not concepts: two concepts scored by the same
 signal get the same score, and free text is scored by whatever the signal measures.
 ``scoring_notices`` says so whenever that happens.
+
+A concept-conditioned indexer (``indexers.conditioned``) stores a vector per unit and concept, embedded under an
+instruction that names the concept (``<model id>#location``): such a signal measures the concept itself, so a
+concept that has one is scored by it before any signal of the table (``conditioned_concepts``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Iterable
 
 from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept
 from retrieval.core.errors import ConvisError
-from retrieval.core.signal_kinds import CLIPSCORE, CLIPSCORE_MODELS, clipscore_parts, is_vqascore
+from retrieval.core.signal_kinds import CAPTION, CLIPSCORE, CLIPSCORE_MODELS, clipscore_parts, is_vqascore
 
 DEFAULT_ORDER: dict[str, tuple[str, ...]] = {
     "location": ("dinov2", "pe", "siglip2", "clip", "efficientnet-lite0", "internvideo", "videomae", "text"),
@@ -69,11 +73,13 @@ def short_name(model_id: str) -> str:
 
 
 def choose_all(concepts: list[Concept], available: dict[str, str], overrides: dict[str, str] | None = None,
-               described: dict[str, str] | None = None, cross: dict[str, str] | None = None) -> dict[str, str]:
+               described: dict[str, str] | None = None, cross: dict[str, str] | None = None,
+               conditioned: dict[str, str] | None = None) -> dict[str, str]:
     """Each concept's indexer (model id); an override for a concept the query does not have is an error, not
-    silently unused. ``cross``: the index's CLIPScore signals (``clipscore_names``)."""
+    silently unused. ``cross``: the index's CLIPScore signals (``clipscore_names``); ``conditioned``: its
+    concept-conditioned signals (``conditioned_concepts``)."""
     check_concepts(overrides or {}, concepts)
-    return {c.key: choose(c.key, available, overrides, described, cross) for c in concepts}
+    return {c.key: choose(c.key, available, overrides, described, cross, conditioned) for c in concepts}
 
 
 def check_concepts(overrides: dict[str, str], concepts: list[Concept]) -> None:
@@ -99,6 +105,18 @@ def split_pair_signals(overrides: dict[str, str]) -> tuple[dict[str, str], dict[
     return {key: spec for key, spec in overrides.items() if key not in pair}, pair
 
 
+def conditioned_concepts(rows: Iterable, available: dict[str, str]) -> dict[str, str]:
+    """concept key -> its concept-conditioned signal (a visual indexer's vectors of the units embedded under that
+    concept's instruction), for the indexers the index has (``rows``: the catalog's ``description_signals()``;
+    the first model's in name order when several have one)."""
+    visual = {model_id: name for name, model_id in available.items() if name != "text"}
+    out: dict[str, str] = {}
+    for row in sorted(rows, key=lambda r: (visual.get(r.indexer, ""), r.signal)):
+        if row.indexer in visual and row.concept != CAPTION:
+            out.setdefault(row.concept, row.signal)
+    return out
+
+
 def described_concepts(rows: Iterable, available: dict[str, str]) -> dict[str, str]:
     """concept key -> its description signal (a text indexer's vectors of that concept's descriptions), for
     the text indexer the index has (``rows``: the catalog's ``description_signals()``)."""
@@ -120,13 +138,24 @@ def description_names(described: dict[str, str] | None) -> dict[str, str]:
 
 
 def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str] | None = None,
-           described: dict[str, str] | None = None, cross: dict[str, str] | None = None) -> str:
+           described: dict[str, str] | None = None, cross: dict[str, str] | None = None,
+           conditioned: dict[str, str] | None = None) -> str:
     """Pick the indexer (model id) for a concept. ``available`` maps indexer name -> model id; ``described``
     maps concept key -> its description signal: a concept that has one is scored by it beside its best visual
-    signal, which is the one picked here (an override may name a description signal, ``text#location``)."""
+    signal, which is the one picked here (an override may name a description signal, ``text#location``).
+    ``conditioned`` maps concept key -> its concept-conditioned signal: first, before any other; a free-text
+    concept without one is scored by the conditioned model's generic vectors (``scoring_notices`` says how to
+    store its own)."""
     wanted = (overrides or {}).get(concept_key)
+    if not wanted and conditioned:
+        if concept_key in conditioned:
+            return conditioned[concept_key]
+        generic = conditioned_model(conditioned)
+        if concept_key not in CONVIS_CONCEPTS and generic in available.values():
+            return generic
     if wanted:
-        for name, model_id in {**available, **description_names(described), **(cross or {})}.items():
+        names = {short_name(signal): signal for signal in (conditioned or {}).values()}
+        for name, model_id in {**available, **description_names(described), **(cross or {}), **names}.items():
             if wanted in (name, model_id):
                 return model_id
         if wanted.split(":")[0] == CLIPSCORE:
@@ -147,6 +176,11 @@ def choose(concept_key: str, available: dict[str, str], overrides: dict[str, str
     raise SignalError("nothing is indexed yet: run `convis index FOLDER` first")
 
 
+def conditioned_model(conditioned: dict[str, str]) -> str:
+    """The model id of the indexer whose concept signals ``conditioned`` holds (the first, when several)."""
+    return next(iter(conditioned.values())).rpartition("#")[0] if conditioned else ""
+
+
 def _known(cross: dict[str, str] | None) -> str:
     return f" (it has: {', '.join(sorted(cross))})" if cross else ""
 
@@ -162,24 +196,32 @@ def describe(model_id: str) -> str:
     indexer = short_name(model_id)
     if indexer.startswith("text#"):
         return f"the similarity of the clips' {indexer.partition('#')[2]} descriptions ({indexer})"
+    if "#" in indexer:  # a concept-conditioned indexer's vectors of one concept
+        name, _, concept = indexer.partition("#")
+        return f"{name}'s vectors of the clips under its {concept} instruction ({indexer})"
     if indexer.startswith(f"{CLIPSCORE}:"):
         return f"each clip against the other's caption ({indexer})"
     return "the caption similarity (text)" if indexer == "text" else f"the whole-clip similarity of {indexer}"
 
 
 def scoring_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str],
-                    beside: dict[str, str] | None = None, described: dict[str, str] | None = None) -> list[str]:
+                    beside: dict[str, str] | None = None, described: dict[str, str] | None = None,
+                    conditioned: dict[str, str] | None = None) -> list[str]:
     """What to know about ``concepts`` when indexed signals alone score them (no reranker, no fusion): free
     text measured by a whole-clip signal, concepts whose scores are equal because they share a signal (a
-    concept scored by its own descriptions too, ``beside``, shares nothing), and a concept asked alone on its
-    signal that another ConViS concept would be scored by as well (``described``: the index's description
-    signals, which give a concept a signal of its own)."""
-    beside = beside or {}
-    free = [_free_text_notice(c, signal_of[c.key], available) for c in concepts
-            if c.key not in CONVIS_CONCEPTS and c.key not in beside]
+    concept scored by its own descriptions too, ``beside``, or by its concept-conditioned vectors, shares
+    nothing), and a concept asked alone on its signal that another ConViS concept would be scored by as well
+    (``described`` and ``conditioned``: the index's description and concept-conditioned signals, which give a
+    concept a signal of its own)."""
+    beside, conditioned = beside or {}, conditioned or {}
+    own = {key for key, signal in signal_of.items() if conditioned.get(key) == signal}
+    free = [_unstored_notice(c, signal_of[c.key]) if conditioned else
+            _free_text_notice(c, signal_of[c.key], available) for c in concepts
+            if c.key not in CONVIS_CONCEPTS and c.key not in beside and c.key not in own]
+    concepts = [c for c in concepts if c.key not in own]
     alone = [c for c in concepts if c.key not in beside]
     return (free + _shared_notices(alone, signal_of, available)
-            + _collapse_notices(concepts, alone, signal_of, available, described or {}))
+            + _collapse_notices(concepts, alone, signal_of, available, {**(described or {}), **conditioned}))
 
 
 def _collapse_notices(concepts: list[Concept], alone: list[Concept], signal_of: dict[str, str],
@@ -223,6 +265,12 @@ def _free_text_notice(concept: Concept, model_id: str, available: dict[str, str]
     same = f", as {_and(alike)} {'is' if len(alike) == 1 else 'are'} by default" if alike else ""
     return (f"'{concept.words}' is free text: no indexed signal measures it, so it is scored by "
             f"{describe(model_id)}{same}; rerank with an LMM (--reranker) to ask about '{concept.words}' itself")
+
+
+def _unstored_notice(concept: Concept, model_id: str) -> str:
+    return (f"'{concept.words}' has no stored vectors of its own: the index embeds each unit per concept for the "
+            f"ConViS concepts and those added to it, so it is scored by {describe(model_id)}; to store its own, "
+            f"run `convis index FOLDER --concept \"{concept.words}\"`")
 
 
 def _shared_notices(concepts: list[Concept], signal_of: dict[str, str], available: dict[str, str]) -> list[str]:

@@ -8,7 +8,12 @@ the concepts of a query (Eq. 2): equal weights unless weights are given (normali
 
 With a concept (``--concept location "a beach"``), only that concept's descriptions answer: the text
 indexer embeds the sentence and compares it with each unit's description of the concept, written at
-index time (``--captioner``, ``convis describe``, or ``<stem>.<concept>.txt`` files).
+index time (``--captioner``, ``convis describe``, or ``<stem>.<concept>.txt`` files).  An index without
+descriptions of the concept answers with a concept-conditioned indexer's vectors of it, when it has them
+(``qwen3-vl-embedding#location``): the sentence embedded under the model's query instruction.
+
+A concept-conditioned indexer answers a search without a concept as a CLIP model does: its query instruction
+embeds the sentence, its generic vectors answer.
 
 Each signal's FAISS index proposes candidates; their scores come from the catalog's vectors, as in a query.
 The cost is one text-tower forward pass per answering signal; no LMM is asked.
@@ -34,7 +39,7 @@ from retrieval.search.confidence import Spread, concept_ranges
 from retrieval.search.hit_lines import with_lines
 from retrieval.search.request_fields import MAX_TEXT_CHARS
 from retrieval.search.results import QueryResult
-from retrieval.search.signals import SignalError, described_concepts, short_name
+from retrieval.search.signals import SignalError, conditioned_concepts, described_concepts, short_name
 from retrieval.store.catalog import Catalog
 from retrieval.store.index_dir import open_catalog, protocol_of, unavailable_notice
 from retrieval.store.vectors import signals as signal_vectors
@@ -282,12 +287,17 @@ def _description_signal(query: TextQuery, catalog: Catalog, indexed: dict[str, s
     if query.weights:
         raise SignalError("--signal and --concept do not go together: a concept's descriptions are one signal")
     described = described_concepts(catalog.description_signals(), indexed)
-    signal = described.get(query.concept)
+    signal, name, embedder = described.get(query.concept), f"text#{query.concept}", indexed.get("text", "")
+    conditioned = conditioned_concepts(catalog.description_signals(), indexed)
+    if signal is None and query.concept in conditioned:
+        # no descriptions of it: the units' vectors under the concept's instruction, the sentence under the model's
+        # query instruction (``embed_texts``' default)
+        signal = conditioned[query.concept]
+        name, embedder = short_name(signal), signal.rpartition("#")[0]
     if signal is None:
-        raise NoTextSignal(_not_described(query.concept, sorted(described)))
-    name = f"text#{query.concept}"
+        raise NoTextSignal(_not_described(query.concept, sorted({*described, *conditioned})))
     try:
-        model = build(indexed["text"])
+        model = build(embedder)
     except ModelUnavailableError as exc:
         raise NoTextSignal(f"{name} cannot be searched: {one_line(exc, 200)}") from None
     return [Concept(name, name, 1.0)], {name: signal}, {signal: model}, []

@@ -15,7 +15,7 @@ from retrieval.store.catalog import Catalog
 from tests.media import make_clip
 from tests.retrieval.pipeline.sample_pass import PREFIX, UnitTally
 
-BUILT_IN = ["subtitles", "speech", "captions", "descriptions", "description_vectors"]
+BUILT_IN = ["subtitles", "speech", "captions", "descriptions", "description_vectors", "concept_vectors"]
 
 
 @pytest.fixture
@@ -79,6 +79,6 @@ def test_a_pass_registers_once_and_where_it_is_asked_to_run(tally):
     unregister(UnitTally.name)
     register(UnitTally, before="captions")
     assert [p.name for p in registered()] == ["subtitles", "speech", "unit_tally", "captions", "descriptions",
-                                              "description_vectors"]
+                                              "description_vectors", "concept_vectors"]
     with pytest.raises(ValueError, match="no index pass"):
         register(type("Late", (UnitTally,), {"name": "late"}), before="nowhere")
