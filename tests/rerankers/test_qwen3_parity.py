@@ -9,8 +9,9 @@ there. The expected values come from the processor given the full-size 16-frame 
 frames then video 2's, so the prompt's ``<t seconds>`` come from the processor's own timestamp rule.
 
 Sizes are Qwen3-VL's (patch 16 merged 2x2: a 32-px grid), not the 28-px sizes of the Qwen2.5-VL tests; each is
-checked under the tiny checkpoint's video processor (the class defaults: the 16-frame share of ``longest_edge``
-binds) and under Qwen3-VL-8B-Instruct's ``size`` (4096..25165824 px: the 768-token frame cap binds for HD).
+checked under the tiny checkpoint's video processor (the class defaults: the per-frame floor, 1.05 x
+``shortest_edge``, binds) and under Qwen3-VL-8B-Instruct's ``size`` (4096..25165824 px: the 768-token frame cap
+binds for HD).
 """
 
 from __future__ import annotations
