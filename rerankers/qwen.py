@@ -103,6 +103,17 @@ def file_max_pixels(n_frames: int, asked: int = _CAPTION_MAX_PIXELS) -> int:
     return int(min(asked, budget))
 
 
+def torchvision_bicubic(frame: np.ndarray, height: int, width: int, functional) -> np.ndarray:
+    """A uint8 (H, W, 3) frame resized by ``functional.resize`` (torchvision's v1 or v2 functional API: on uint8
+    their antialiased bicubics round differently), bicubic with antialiasing."""
+    import torch
+    from torchvision.transforms import InterpolationMode
+
+    image = torch.from_numpy(np.ascontiguousarray(frame)).permute(2, 0, 1)
+    resized = functional.resize(image, [height, width], interpolation=InterpolationMode.BICUBIC, antialias=True)
+    return np.ascontiguousarray(resized.permute(1, 2, 0).numpy())
+
+
 @dataclass(frozen=True)
 class QwenFilePixels(PerFrameResize):
     """qwen-vl-utils' resize of a video file's frames: ``smart_resize`` into [128*28*28, ``max_pixels``] on the
@@ -117,14 +128,10 @@ class QwenFilePixels(PerFrameResize):
         return [(new_w, new_h)]
 
     def apply(self, frame: np.ndarray) -> np.ndarray:
-        import torch
-        from torchvision.transforms import InterpolationMode
-        from torchvision.transforms import functional as tvf
+        from torchvision.transforms import functional as tvf  # qwen-vl-utils' resize (torchvision's v1 API)
 
         ((width, height),) = self.steps(frame.shape[1], frame.shape[0])
-        image = torch.from_numpy(np.ascontiguousarray(frame)).permute(2, 0, 1)
-        resized = tvf.resize(image, [height, width], interpolation=InterpolationMode.BICUBIC, antialias=True)
-        return np.ascontiguousarray(resized.permute(1, 2, 0).numpy())
+        return torchvision_bicubic(frame, height, width, tvf)
 
     def describe(self) -> str:
         return (f"full-size decode, torchvision bicubic (antialiased) to at most {self.max_pixels} px "

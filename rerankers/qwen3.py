@@ -8,7 +8,9 @@ metadata and ``do_resize=False``):
 
 * pixels: patches of 16, merged 2x2 (a 32-px grid), frames paired in time (temporal patch 2); the clip is sized
   by the processor's ``smart_resize`` over all its frames (area within the checkpoint's ``size`` bounds, per frame
-  capped at ``max_video_tokens`` tokens as qwen-vl-utils caps it), then torchvision bicubic (antialiased);
+  capped at ``max_video_tokens`` tokens as qwen-vl-utils caps it), then resized as the processor resizes
+  (torchvision's v2 bicubic, antialiased: on uint8 it rounds differently from the v1 call qwen-vl-utils makes), so
+  the processor, handed the full-size clip with ``cap_pixels_per_frame=True``, gives the same pixels;
 * timestamps: the processor writes ``<t seconds>`` before each temporal patch's tokens, t the mean time of its two
   frames, from the metadata's frame indices and fps. The frames come 1 a second (the per-second rule), so the clip
   is described at 1 fps: video 1's patches at 0.5 s, 2.5 s, ..., video 2's after them;
@@ -28,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rerankers.hf import HFVideoReranker, Release, register_checkpoints
-from rerankers.qwen import QwenFilePixels, QwenReranker
+from rerankers.qwen import QwenFilePixels, QwenReranker, torchvision_bicubic
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,16 @@ class Qwen3ClipPixels(QwenFilePixels):
                                     min_pixels=self.min_pixels, max_pixels=self.max_pixels)
         return [(new_w, new_h)]
 
+    def apply(self, frame: np.ndarray) -> np.ndarray:
+        from torchvision.transforms.v2 import functional as tvf  # the video processor's resize (TorchvisionBackend)
+
+        ((width, height),) = self.steps(frame.shape[1], frame.shape[0])
+        return torchvision_bicubic(frame, height, width, tvf)
+
     def describe(self) -> str:
-        return (f"full-size decode, torchvision bicubic (antialiased) to the processor's smart_resize of a "
-                f"{self.frames}-frame clip ({self.min_pixels}..{self.max_pixels} px in all, {self.factor}-px grid)")
+        return (f"full-size decode, the video processor's resize (torchvision v2 bicubic, antialiased) to its "
+                f"smart_resize of a {self.frames}-frame clip ({self.min_pixels}..{self.max_pixels} px in all, "
+                f"{self.factor}-px grid)")
 
 
 def clip_pixel_bounds(video_processor, frames: int) -> tuple[int, int]:
@@ -65,9 +74,10 @@ def clip_pixel_bounds(video_processor, frames: int) -> tuple[int, int]:
 class Qwen3VLReranker(QwenReranker):
     model_classes = {"qwen3_vl": "Qwen3VLForConditionalGeneration"}
     video_fps = 1.0  # the per-second rule's clock: the timestamps the processor writes
-    size_text = ("full-size decode, torchvision bicubic to the processor's smart_resize of the 16-frame pair clip "
-                 "(32-px grid, area within its size bounds, per-frame cap as qwen-vl-utils); video 2 at video 1's "
-                 "size; a <t seconds> timestamp before each pair of frames")
+    size_text = ("full-size decode, the video processor's own resize (torchvision v2 bicubic, antialiased) to its "
+                 "smart_resize of the 16-frame pair clip (32-px grid, area within its size bounds, per-frame cap as "
+                 "qwen-vl-utils); video 2 then PIL bicubic to video 1's size; the clip clocked at 1 fps, each pair of "
+                 "frames told its mean time (<0.5 seconds>, <2.5 seconds>, ...; video 2's from 8.5 s)")
     paper_dtype = "bf16"
     paper_dtype_source = "not in the paper: as the Qwen3-VL README loads it"
     caption_text: ClassVar[str] = ("fast and paper: its 8 reranking frames at its pixel rule, greedy, 256 new "

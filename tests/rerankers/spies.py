@@ -7,6 +7,9 @@ import copy
 import torch
 
 FAMILIES = ["qwen2_vl", "qwen2_5_vl", "llava", "internvl"]
+# the families whose batches must score as their rows one by one (Qwen3-VL's video placeholder carries timestamps,
+# so it is not among the FAMILIES whose chats are checked against PLACEHOLDER)
+BATCHED = [*FAMILIES, "qwen3_vl"]
 # what each family's chat template puts where a video goes
 PLACEHOLDER = {"qwen2_vl": "<|vision_start|><|video_pad|><|vision_end|>",
                "qwen2_5_vl": "<|vision_start|><|video_pad|><|vision_end|>",

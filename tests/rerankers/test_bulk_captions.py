@@ -20,7 +20,7 @@ from rerankers.prompts.describe import describe_requests
 from retrieval.lmm.captioning import describe_units
 from tests import media
 
-FOLDERS = {"qwen": "qwen2_5_vl", "llava": "llava", "internvl": "internvl"}
+FOLDERS = {"qwen": "qwen2_5_vl", "llava": "llava", "internvl": "internvl", "qwen3": "qwen3_vl"}
 # small budgets keep the tiny models fast; the caption's stays larger than the concepts', as in the real requests
 QUESTIONS = [(request, 12 if tokens > 64 else 5) for request, tokens in describe_requests().values()]
 

@@ -34,7 +34,7 @@ from tests import media
 from tests.rerankers.spies import GenerationConfigSpy, ProcessorSpy
 from tests.rerankers.test_frame_parity import PER_VIDEO, reference_indices, reference_size
 
-FOLDERS = {"qwen": "qwen2_5_vl", "llava": "llava", "internvl": "internvl"}
+FOLDERS = {"qwen": "qwen2_5_vl", "llava": "llava", "internvl": "internvl", "qwen3": "qwen3_vl"}
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def test_the_answer_is_greedy_text_of_at_most_the_token_budget(captioners, famil
         model.describe(clip, CAPTION_REQUEST, 0)
 
 
-@pytest.mark.parametrize("family", ["qwen", "llava", "internvl"])
+@pytest.mark.parametrize("family", list(FOLDERS))
 def test_several_clips_are_described_in_one_generation_as_each_alone(captioners, family):
     model = captioners[family]
     rng = np.random.default_rng(2)

@@ -30,7 +30,7 @@ from rerankers.frames import concat_pair
 from rerankers.hf import answer_token_ids, revision_of
 from rerankers.prompts.similarity import PROMPT_VERSION, build_chat, parse_score, system_prompt
 from rerankers.qwen import reference_target_size, snap_to_grid
-from tests.rerankers.spies import FAMILIES, ProcessorSpy
+from tests.rerankers.spies import BATCHED, FAMILIES, ProcessorSpy
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -417,7 +417,7 @@ def test_expected_and_greedy_scores_from_known_logits(tiny_folders, family):
     assert expected.score == pytest.approx(55 / 15, abs=1e-5) and expected.raw == "a"
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", BATCHED)
 def test_batching_gives_the_same_scores_as_one_by_one(tiny_folders, family):
     # 2 frames a video keeps the Qwen clips (at the reference's pixel budget) quick to run
     reranker = create_reranker(str(tiny_folders[family]), batch_size=3, frames_per_video=2)

@@ -25,7 +25,7 @@ from rerankers.prompts.vqascore import (
     pair_questions,
     pair_score,
 )
-from tests.rerankers.spies import FAMILIES, PLACEHOLDER, KnownHead, ProcessorSpy
+from tests.rerankers.spies import BATCHED, FAMILIES, PLACEHOLDER, KnownHead, ProcessorSpy
 
 SYSTEM = {"qwen2_vl": "You are a helpful assistant.", "qwen2_5_vl": "You are a helpful assistant.",
           "llava": "You are a helpful assistant.", "internvl": "你是书生·万象"}
@@ -172,7 +172,7 @@ def test_yes_probability_from_known_logits(tiny_folders, family):
     assert got == pytest.approx([expected, expected], abs=1e-6)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", BATCHED)
 def test_a_batch_answers_as_each_video_alone(tiny_folders, family):
     reranker = build(tiny_folders, family, frames_per_video=2, batch_size=3)
     sharpen(reranker)
