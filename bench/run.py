@@ -16,12 +16,11 @@ with a reranker, and writes
     OUT/computed_conditioned_similarities/<Concept>/<model>/<model>_<Concept>_similarities.json
     OUT/computed_retrieval_scores/<Concept>/<model>/<model>_<Concept>_ranking.json
 
-where a concept-conditioned indexer (``qwen3-vl-embedding``) adds, beside its generic vectors' cosine, the cosine
-of its per-concept vectors as a conditioned model of its own, ``<model>-concepts`` (``bench.per_concept``),
-
-in the release's layout (cross-modal folders carry the caption set's name, as the release's do), which
+the release's layout (cross-modal folders carry the caption set's name, as the release's do), which
 ``convis bench correlation`` / ``retrieval`` (and this command) then evaluate. Unreadable greedy
-answers are written as 0.0, the release's convention; the metrics treat them as the paper does.
+answers are written as 0.0, the release's convention; the metrics treat them as the paper does. A
+concept-conditioned indexer (``qwen3-vl-embedding``) adds, beside its generic vectors' cosine, the cosine of its
+per-concept vectors as a conditioned model of its own, ``<model>-concepts`` (``bench.per_concept``).
 
 A folder has the paper's name only for a run as the paper's: its protocol, its weights (transformers' ports
 and other checkpoints are named apart, as the release names its own run of the LLaVA port, ``-HF``), and for
