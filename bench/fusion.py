@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
+from bench import per_concept
 from bench.fusion_train import ALPHAS, KINDS, PairTable, fit_fusion, make_folds
 from bench.loaders import BenchDataError, GtPair, PairKey, ScoreFile, gt_concepts, load_pair_scores
 from bench.metrics import UNPARSEABLE
@@ -46,9 +47,14 @@ RELEASE_CONDITIONED = {
 
 def signal_name(f: ScoreFile) -> str:
     """Stable signal name of a score file; unknown folders keep their name (LMM answers get the prefix). A
-    concept's file named ``descriptions`` is that concept's description similarity, not an LMM's answer."""
+    concept's file named ``descriptions`` is that concept's description similarity, not an LMM's answer; one of
+    a model's per-concept vectors (``<model>-concepts``, ``bench.per_concept``) is their cosine, named as the
+    index names those vectors: ``<model>#<concept>``."""
     if f.concept is None or f.model == DESCRIPTIONS:
         return RELEASE_GLOBAL.get(f.model, f.model)
+    generic = per_concept.generic_of(f.model)
+    if generic is not None:
+        return f"{RELEASE_GLOBAL.get(generic, generic)}#{f.concept}"
     return RELEASE_CONDITIONED.get(f.model, reranker_signal(f.model))
 
 
@@ -70,8 +76,9 @@ def build_table(files: Iterable[ScoreFile], gt: Mapping[PairKey, GtPair],
                 keep: set[str] | None = None) -> PairTable:
     """One row per rated pair (ordered base names, as the reference matches them).
 
-    A global file is a column of every concept, an LMM file of its own concept. An LMM's 0.0 ("could not
-    parse") becomes missing: the fused score then comes from the other signals, not from a made-up 3.
+    A global file is a column of every concept, a conditioned file (an LMM's, a model's per-concept vectors) of
+    its own concept. An LMM's 0.0 ("could not parse") becomes missing: the fused score then comes from the other
+    signals, not from a made-up 3; a cosine's 0.0 is a value.
     """
     pairs = list(gt)
     concepts = gt_concepts(gt)
@@ -81,7 +88,7 @@ def build_table(files: Iterable[ScoreFile], gt: Mapping[PairKey, GtPair],
         name = signal_name(f)
         if keep is not None and name not in keep:
             continue
-        values = _column(load_pair_scores(f.path), pairs, unparseable=f.concept is not None)
+        values = _column(load_pair_scores(f.path), pairs, unparseable=is_reranker(name))
         for concept in concepts if f.concept is None else [f.concept]:
             if concept in columns:
                 _add_column(columns[concept], name, values, f)

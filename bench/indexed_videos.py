@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from bench.loaders import base_name
 from retrieval.core.signal_kinds import CAPTION
 from retrieval.store.catalog import Catalog
+from retrieval.store.catalog.concept_settings import conditioned_ids
 from retrieval.store.catalog.records import IndexerRow
 
 
@@ -17,15 +18,31 @@ class IndexedVideos:
     rows: list[IndexerRow]  # the index's indexers
     vectors: dict[str, dict[str, np.ndarray]]  # signal id -> video base name -> its vector (one unit a video)
     captions: dict[str, str]  # video base name -> the caption its text signals were made from
+    # a concept-conditioned indexer's model id -> concept key -> the signal of its vectors made under that concept
+    concepts: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, catalog: Catalog) -> IndexedVideos:
         rows = catalog.indexers()
-        signals = [r.indexer for r in rows] + [r.signal for r in catalog.description_signals() if r.concept == CAPTION]
+        described = catalog.description_signals()
+        concepts = per_concept_signals(catalog, described)
+        signals = [r.indexer for r in rows] + [r.signal for r in described if r.concept == CAPTION]
+        signals += [s for by_concept in concepts.values() for s in by_concept.values()]
         paths = ok_paths(catalog)
         vectors = {signal: {base_name(p): v[0] for p in paths if len(v := catalog.unit_vectors(p, signal))}
                    for signal in signals}
-        return cls(rows, vectors, captions_by_video(catalog))
+        return cls(rows, vectors, captions_by_video(catalog), concepts)
+
+
+def per_concept_signals(catalog: Catalog, described) -> dict[str, dict[str, str]]:
+    """model id -> concept key -> signal, of the index's concept-conditioned indexers' per-concept vectors
+    (stored as description signals of that indexer; a text indexer's descriptions are not among them)."""
+    conditioned = set(conditioned_ids(catalog))
+    out: dict[str, dict[str, str]] = {}
+    for row in described:
+        if row.indexer in conditioned and row.concept != CAPTION:
+            out.setdefault(row.indexer, {})[row.concept] = row.signal
+    return out
 
 
 def ok_paths(catalog: Catalog) -> list[str]:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from bench import paper
+from bench import paper, per_concept
 from bench.evaluate import ALL_ANCHORS, PAPER_SPLIT, RANDOM_MODEL, CorrelationRow, RetrievalRow
 from bench.metrics import NDCG_LABEL, NDCG_VARIANT
 from retrieval.core.concepts import CONVIS_CONCEPTS
@@ -44,9 +44,18 @@ def correlation_tables(rows: Sequence[CorrelationRow], side_by_side: bool = Fals
         return [_model_table(rows)]
     if side_by_side:
         return [_side_by_side_table(rows), _footer(_pairs_note(rows))]
-    tables = [_correlation_table(c, [r for r in rows if r.concept == c]) for c in _concepts_of(rows)]
+    shown = per_concept.shown_names(r.model for r in rows)
+    tables = [_correlation_table(c, [r for r in rows if r.concept == c], shown) for c in _concepts_of(rows)]
     return [*tables, _footer(["concept-conditioned answers first, then global signals; "
-                             "model = paper's name when it has one", *_release_note(rows)])]
+                             "model = paper's name when it has one", *_per_concept_note(shown), *_release_note(rows)])]
+
+
+def _per_concept_note(shown: dict[str, str]) -> list[str]:
+    paired = [name for model, name in shown.items() if name != model]
+    if not paired:
+        return []
+    return [f"{per_concept.SHOWN.strip()} = the model's vectors embedded under each concept's instruction, scored by "
+            "their cosine; the same model among the global signals = its generic vectors"]
 
 
 def _footer(lines: Sequence[str]) -> Text:
@@ -58,8 +67,9 @@ def _release_note(rows: Sequence[CorrelationRow]) -> list[str]:
     return [paper.RELEASE_NOTE] if any(r.paper_source == paper.RELEASE for r in rows) else []
 
 
-def _name(r: CorrelationRow) -> str:
-    return escape(paper.label(r.paper_name, r.paper_source) if r.paper_name else r.model)
+def _name(r: CorrelationRow, shown: dict[str, str] | None = None) -> str:
+    """The paper's name of the row's model, else how ``shown`` (``per_concept.shown_names``) names its folder."""
+    return escape(paper.label(r.paper_name, r.paper_source) if r.paper_name else (shown or {}).get(r.model, r.model))
 
 
 def _model_table(rows: Sequence[CorrelationRow]) -> Table:
@@ -143,7 +153,7 @@ def _pairs_note(rows: Sequence[CorrelationRow]) -> list[str]:
             *_release_note(rows)]
 
 
-def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
+def _correlation_table(concept: str, rows: list[CorrelationRow], shown: dict[str, str]) -> Table:
     t = Table(title=f"{CONVIS_CONCEPTS[concept]}: correlation with human ratings (x100)", title_justify="left")
     t.add_column("model")
     _add_correlation_columns(t)
@@ -152,7 +162,7 @@ def _correlation_table(concept: str, rows: list[CorrelationRow]) -> Table:
         if group and t.row_count:
             t.add_section()
         for r in group:
-            t.add_row(_name(r), *_correlation_cells(r))
+            t.add_row(_name(r, shown), *_correlation_cells(r))
     return t
 
 
@@ -161,14 +171,15 @@ def retrieval_tables(rows: Sequence[RetrievalRow]) -> list[RenderableType]:
     NDCG; then one note on the anchors and on the paper's values.
     """
     tables = []
+    shown = per_concept.shown_names(r.model for r in rows)
     for concept in _concepts_of(rows):
         mine = [r for r in rows if r.concept == concept]
         for label in dict.fromkeys(r.anchor_set for r in mine):
-            tables.append(_retrieval_table(concept, label, [r for r in mine if r.anchor_set == label]))
+            tables.append(_retrieval_table(concept, label, [r for r in mine if r.anchor_set == label], shown))
     return [*tables, _footer(_retrieval_notes(rows))]
 
 
-def _retrieval_table(concept: str, label: str, rows: list[RetrievalRow]) -> Table:
+def _retrieval_table(concept: str, label: str, rows: list[RetrievalRow], shown: dict[str, str]) -> Table:
     title = f"{CONVIS_CONCEPTS[concept]}: retrieval at 1 (x100)"
     t = Table(title=title if label == ALL_ANCHORS else f"{title}, {label} only", title_justify="left")
     t.add_column("model")
@@ -177,7 +188,7 @@ def _retrieval_table(concept: str, label: str, rows: list[RetrievalRow]) -> Tabl
     for r in rows:
         m, theirs = r.scores, r.paper or (None, None, None)
         t.add_row(
-            escape(r.model),
+            escape(shown.get(r.model, r.model)),
             *(_with_paper(ours, paper_value)
               for ours, paper_value in zip((m.recall, m.precision, m.f1), theirs, strict=False)),
             _fmt(m.tau), _fmt(m.ndcg),

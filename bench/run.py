@@ -18,7 +18,9 @@ with a reranker, and writes
 
 the release's layout (cross-modal folders carry the caption set's name, as the release's do), which
 ``convis bench correlation`` / ``retrieval`` (and this command) then evaluate. Unreadable greedy
-answers are written as 0.0, the release's convention; the metrics treat them as the paper does.
+answers are written as 0.0, the release's convention; the metrics treat them as the paper does. A
+concept-conditioned indexer (``qwen3-vl-embedding``) adds, beside its generic vectors' cosine, the cosine of its
+per-concept vectors as a conditioned model of its own, ``<model>-concepts`` (``bench.per_concept``).
 
 A folder has the paper's name only for a run as the paper's: its protocol, its weights (transformers' ports
 and other checkpoints are named apart, as the release names its own run of the LLaVA port, ``-HF``), and for
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from bench import per_concept
 from bench.indexed_videos import IndexedVideos, captions_by_video
 from bench.loaders import (
     BenchDataError,
@@ -231,6 +234,8 @@ class BenchRun:
         videos = self._read_index()
         for row in videos.rows:
             self._write_global(row, videos)
+            if row.indexer in videos.concepts:
+                self._write_per_concept(row, videos)
         if self.vqascore and self.caption_set:
             self._write_vqascore(videos.captions)
         elif self.vqascore:
@@ -289,6 +294,26 @@ class BenchRun:
         overridden = self.frames is not None and takes_frame_count(indexer)  # the run's --frames applied to it
         return model_folder(INDEXERS, row.name, row.source, row.frames, -1 if overridden else row.frames,
                             self._suffix())
+
+    def _write_per_concept(self, row: IndexerRow, videos: IndexedVideos) -> None:
+        """A concept-conditioned indexer's per-concept vectors: each ConViS concept scored by the cosine of the
+        vectors made under its instruction, a conditioned file (and ranking) beside the generic vectors' file."""
+        folder = per_concept.folder(self._indexer_label(row))
+        for key, signal in videos.concepts[row.indexer].items():
+            by_video = videos.vectors[signal]
+            if key in CONVIS_CONCEPTS and by_video:  # a concept added with --concept has no human ratings
+                self._write_concept_cosine(folder, key, by_video)
+
+    def _write_concept_cosine(self, folder: str, concept: str, by_video: dict) -> None:
+        def sim(a: str, b: str) -> float:
+            return float(unit_similarity(by_video[a] @ by_video[b]))
+
+        pairs = [(g, sim(*k)) for k, g in self.dataset.pairs.items() if k[0] in by_video and k[1] in by_video]
+        self._note_missing(len(pairs), f"{folder} ({concept})")
+        self._write_concept_file(folder, concept, pairs)
+        if concept in self.dataset.human:
+            self._write_ranking(folder, concept, {a: {c: sim(a, c) for c in cands if c in by_video}
+                                                  for a, cands in self.dataset.split.items() if a in by_video})
 
     def _write_vqascore(self, captions: dict[str, str]) -> None:
         """VQAScore of every rated pair and split candidate whose videos both have a caption (batched, cached)."""
@@ -351,12 +376,8 @@ class BenchRun:
             pairs = [(g, (clips[k[0]], clips[k[1]])) for k, g in self.dataset.pairs.items()
                      if k[0] in clips and k[1] in clips]
             scores = scorer.score([p for _, p in pairs], concept)
-            cfolder = CONCEPT_FOLDERS[key]
-            path = (self.out / "computed_conditioned_similarities" / cfolder / folder
-                    / f"{folder}_{cfolder}_similarities.json")
-            _write(path, [{"video1": g.video1, "video2": g.video2, "similarity": self._released(s)}
-                          for (g, _), s in zip(pairs, scores, strict=True)])
-            self.result.files.append(ScoreFile(path, folder, key))
+            self._write_concept_file(folder, key, [(g, self._released(s))
+                                                   for (g, _), s in zip(pairs, scores, strict=True)])
             if key in self.dataset.human:
                 self._write_ranking(folder, key, self._rank_scores(scorer, clips, concept))
         self._note_batch(folder, scorer.cache)
@@ -420,6 +441,14 @@ class BenchRun:
         return {base_name(p): ClipRef(str(root / p), s.content_hash) for p, s in states.items() if s.status == "ok"}
 
     # -- output -------------------------------------------------------------
+    def _write_concept_file(self, folder: str, concept: str, pairs: list[tuple[GtPair, float]]) -> None:
+        """One concept's scores of the rated pairs, as the release writes an LMM's."""
+        cfolder = CONCEPT_FOLDERS[concept]
+        path = (self.out / "computed_conditioned_similarities" / cfolder / folder
+                / f"{folder}_{cfolder}_similarities.json")
+        _write(path, [{"video1": g.video1, "video2": g.video2, "similarity": s} for g, s in pairs])
+        self.result.files.append(ScoreFile(path, folder, concept))
+
     def _write_ranking(self, folder: str, concept: str, ranking: dict) -> None:
         cfolder = CONCEPT_FOLDERS[concept]
         path = self.out / "computed_retrieval_scores" / cfolder / folder / f"{folder}_{cfolder}_ranking.json"
