@@ -54,28 +54,40 @@ class PlainUsage(TyperCommand):
 
 _TYPE_TAG = re.compile(r" <[^>]+>")  # what typer shows for an option without a metavar
 _SENTENCE_END = re.compile(r"[.;:](?=\s|$)")
+_LABEL_WORDS = 4  # a colon ends a sentence only after this many words: "Reranker scoring:" labels what follows
 _DEFAULT = re.compile(r"\s*(\[(?:default|env var|required)[^\]]*\])\s*$")
 
 
 def _brief(record: tuple[str, str] | None) -> tuple[str, str] | None:
-    """An option's help cut to its first sentence, keeping its ``[default: ...]``: the list reads at a glance; the
+    """An option's help as ``brief`` gives it, keeping its ``[default: ...]``: the list reads at a glance; the
     documentation pages hold the rest."""
     if record is None:
         return None
     name, text = record
     default = _DEFAULT.search(text)
-    body = text[:default.start()] if default else text
-    short = _first_sentence(body)
+    short = brief(text[:default.start()] if default else text)
     return name, f"{short} {default.group(1)}" if default else short
 
 
+def brief(text: str) -> str:
+    """What an option's help says in a list: its first sentence, and the sentence that states its default."""
+    first = _first_sentence(text)
+    rest = text[len(first):].lstrip() if text.startswith(first[:-1]) else ""
+    at = rest.find("Default")
+    return f"{first} {_first_sentence(rest[at:])}" if at >= 0 else first
+
+
 def _first_sentence(text: str) -> str:
-    """Up to the first ``.``, ``;`` or ``:`` that ends a sentence outside parentheses (not ``e.g.``)."""
+    """Up to the first ``.``, ``;`` or ``:`` that ends a sentence outside parentheses (not ``e.g.``; a colon only
+    after a clause, not after a label such as "vector:")."""
     for end in _SENTENCE_END.finditer(text):
         head = text[:end.start()]
+        if end.group() == ":" and len(head.split()) < _LABEL_WORDS:
+            continue
         if head.count("(") == head.count(")") and not head.endswith(("e.g", "i.e")):
             return head + "."
     return text
+
 
 # Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts a sequence that can clear the
 # screen or retitle the window, CR overwrites the line) and the line and bidirectional overrides that reorder it.

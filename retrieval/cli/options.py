@@ -112,10 +112,10 @@ NoShareOpt = Annotated[bool, typer.Option(
     "--no-share", help="Score every pair as one whole clip: no vision output or prompt prefix shared between the "
     "pairs of one anchor (slower; the scores are the same up to rounding).")]
 ModeOpt = Annotated[str, request_option(spec.RERANK_MODE)]
-PairModeOpt = Annotated[str, typer.Option(metavar=spec.RERANK_MODE.metavar, help="With --reranker. "
-                                          + spec.RERANK_MODE.help)]
+PairModeOpt = Annotated[str, typer.Option(metavar=spec.RERANK_MODE.metavar, help=spec.RERANK_MODE.help
+                                          + " With --reranker.")]
 SymmetricOpt = Annotated[bool, request_option(spec.SYMMETRIC)]
-PairSymmetricOpt = Annotated[bool, typer.Option(help="With --reranker. " + spec.SYMMETRIC.help)]
+PairSymmetricOpt = Annotated[bool, typer.Option(help=spec.SYMMETRIC.help + " With --reranker.")]
 
 # -- concepts ---------------------------------------------------------------------------------
 CONCEPT_HELP = (f"Concept, optionally weighted by a number from {MIN_CONCEPT_WEIGHT:g} to {MAX_CONCEPT_WEIGHT:g}: "

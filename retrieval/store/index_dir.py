@@ -138,13 +138,13 @@ def open_catalog(index_dir: Path | None) -> tuple[Catalog, list[str]]:
     catalog, notices = _open_to_read(index_dir)
     if catalog.upgraded_in_memory:
         notices.append(OLDER_RELEASE)
-    notices.extend(_moved_notice(catalog, index_dir))
     return catalog, notices
 
 
 def _moved_notice(catalog: Catalog, index_dir: Path) -> list[str]:
-    """A line when the index is read from another folder than it was written in (a copy, or a move): its files are
-    still read from the folder it covers, which a reader would otherwise take to be the one it now sits in."""
+    """A line for ``convis info`` when the index is read from another folder than it was written in (a copy, or a
+    move): its files are still read from the folder it covers, which a reader would otherwise take to be the one it
+    now sits in. Said by ``info`` only: answers of a server must not name its folders."""
     written = catalog.setting(WRITTEN_IN)
     if not written or Path(written) == index_dir.resolve():
         return []
@@ -217,6 +217,7 @@ def protocol_of(catalog: Catalog) -> str:
 def info(index_dir: Path, notices: list[str]) -> dict:
     """What ``convis info`` shows of the index."""
     with reading(index_dir, notices) as catalog:
+        notices.extend(_moved_notice(catalog, index_dir))
         summary = catalog.summary()
         summary["indexers"] = [
             {"indexer": r.indexer, "kind": r.kind, "dim": r.dim, "frames": r.frames, "faiss": r.faiss_factory}

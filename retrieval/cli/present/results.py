@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from retrieval.api import HYBRID_RULE, RATING, format_span
+from retrieval import api
+from retrieval.api import RATING, format_span
 from retrieval.cli.console import out, shown
 from retrieval.cli.layout import Block, fits, print_blocks
 from retrieval.cli.present.common import print_json, print_notices, score
@@ -83,7 +84,7 @@ def print_hits(result: QueryResult) -> None:
         scale = f"; the reranker's {result.hits[0].rating_scale} as it is (its own scale, not 1-5)"
     out.print(f"[dim]scored by {shown(result.how_scored)}{scale}[/]", highlight=False)
     if getattr(result, "mode", None) == "hybrid":
-        out.print(f"[dim]{shown(HYBRID_RULE)}[/]", highlight=False)
+        out.print(f"[dim]{shown(api.HYBRID_RULE)}[/]", highlight=False)  # read here: loading it loads search
     if result.beside and not how:
         out.print("[dim]a concept with two signals scores the mean of their similarities (--json: each hit's "
                   "evidence)[/]", highlight=False)

@@ -40,7 +40,8 @@ def run_compare(state: ServerState, body: CompareIn) -> dict:
     data.update(root=state.root.name, a=body.a, b=body.b, a_media=a_plays["media"], b_media=b_plays["media"],
                 a_playback=a_plays["playback"], b_playback=b_plays["playback"],
                 a_strip=strip_url(body.a, body.a_start, body.a_end),
-                b_strip=strip_url(body.b, data["b_start"], data["b_end"]))
+                b_strip=strip_url(body.b, data["b_start"], data["b_end"]),
+                notices=[state.public(n) for n in data["notices"]])
     return data
 
 

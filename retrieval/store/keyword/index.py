@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Collection
 
 import numpy as np
 
+from retrieval.core.errors import ConvisError
 from retrieval.store.catalog import Catalog
 from retrieval.store.keyword.stem import stem
 from retrieval.store.keyword.unit_texts import Stamp, stamp, unit_texts
@@ -43,7 +44,7 @@ _STOP = frozenset((  # English stop words: bm25s's list (importing bm25s for it 
     "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "would", "you", "your"))
 
 
-class OlderFormat(ValueError):
+class OlderFormat(ConvisError, ValueError):
     """A saved index written by another tokeniser or file layout (``FORMAT``): rebuilt, never read."""
 
 

@@ -94,12 +94,13 @@ def test_a_filter_that_keeps_one_unit_says_it_is_why_in_the_singular(demo_index)
         " ".join(ran.stderr.split())
 
 
-def test_an_outside_copy_of_an_indexed_file_as_anchor_says_the_original_is_left_out(demo_index, tmp_path):
+def test_an_outside_copy_of_an_indexed_file_as_anchor_says_the_original_is_left_out(demo_index, example_videos,
+                                                                                   tmp_path):
     copy = shutil.copy(EXAMPLES / "box.mp4", tmp_path / "mine.mp4")
     found = as_json("query", "--anchor", copy, "-c", "location", "--index-dir", demo_index)
     assert "box.mp4" not in [h["path"] for h in found["hits"]]
     assert any(n.startswith("the anchor has the same bytes as box.mp4 in the index") for n in found["notices"])
-    own = as_json("query", "--anchor", EXAMPLES / "box.mp4", "-c", "location", "--index-dir", demo_index)
+    own = as_json("query", "--anchor", example_videos / "box.mp4", "-c", "location", "--index-dir", demo_index)
     assert not any("same bytes" in n for n in own["notices"])
 
 

@@ -218,7 +218,7 @@ def test_cli_table_and_json_show_both_ranks_and_the_matched_terms(rare_index):
                           env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
     assert "kw rank" in shown.stdout and "vec rank" in shown.stdout and "f-16" in shown.stdout
-    assert "1/(60 + rank)" in shown.stdout
+    assert "v + 0.45 c (1 - v)" in shown.stdout
     found = json.loads(runner.invoke(app, ["search", "F-16", "--mode", "keyword", "--index-dir", str(rare_index),
                                            "--json"]).stdout)
     assert found["mode"] == "keyword" and found["hits"][0]["path"] == "bikes.mp4"
