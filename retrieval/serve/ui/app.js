@@ -485,7 +485,7 @@ function hitCard(hit, result) {
                          "data-path": hit.path, "data-start": hit.start, "data-confidence": hit.confidence || "",
                          "aria-label": `result ${hit.rank}: ${hit.path} ${fmtSpan(hit.start, hit.end)}`,
                          "aria-keyshortcuts": canCompare ? "Enter Space" : "Space"},
-    poster(hit), head, listRanks(hit), scoreRows(hitRows(hit, result)),
+    poster(hit), head, tagRow(hit.path, hit.tags || []), listRanks(hit), scoreRows(hitRows(hit, result)),
     el("div", {class: "actions"},
        el("button", {type: "button", class: "more", tabindex: "-1", onclick: () => moreLikeThis(hit)}, "More like this"),
        canCompare ? el("button", {type: "button", class: "compare-button", tabindex: "-1",
@@ -949,6 +949,7 @@ function unitCard(unit) {
     stripBox,
     el("div", {class: "unit-head"}, el("span", {class: "path"}, unit.path),
        el("span", {class: "time"}, segmented ? fmtSpan(unit.start, unit.end) : `${fmtTime(unit.duration || unit.end)}`)),
+    tagRow(unit.path, unit.tags || []),
     el("div", {class: "actions"},
        el("button", {type: "button", class: "more", onclick: (event) => chooseConcept(event.target, unit)},
           "More like this"),
@@ -956,6 +957,36 @@ function unitCard(unit) {
                                 "Remove from index") : null));
   fillStrip(stripBox, unit.strip, unit.path, true);
   return card;
+}
+
+// a file's tags (the user field `tags`, which `where: tags has X` filters read) as chips; a server that takes
+// writes lets each be removed and new ones added here, for every card of that file at once
+function tagRow(path, tags) {
+  const row = el("div", {class: "tags", "data-path": path});
+  fillTags(row, path, tags);
+  return row;
+}
+
+function fillTags(row, path, tags) {
+  const chips = tags.map((tag) => el("span", {class: "tag"}, tag,
+    health.allow_writes ? el("button", {type: "button", class: "untag", title: `remove the tag ${tag}`,
+                                        "aria-label": `remove the tag ${tag}`, onclick: () => changeTags(path, {remove: [tag]})}, "×") : null));
+  const input = health.allow_writes ? el("input", {type: "text", class: "add-tag", placeholder: "+ tag", maxlength: 64,
+                                                    "aria-label": `add a tag to ${path}`}) : null;
+  input?.addEventListener("keydown", (event) => {
+    const tag = input.value.replace(/,/g, " ").trim();
+    if (event.key === "Enter" && tag) changeTags(path, {add: [tag]});
+  });
+  row.replaceChildren(...chips, input || "");
+  row.hidden = !tags.length && !input;
+}
+
+async function changeTags(path, change) {
+  try {
+    const data = await send("POST", `/files/${encodePath(path)}/tags`, change);
+    for (const row of $$(".tags")) if (row.dataset.path === path) fillTags(row, path, data.tags);
+    for (const hit of current?.result?.hits || []) if (hit.path === path) hit.tags = data.tags;
+  } catch (error) { status(`tagging failed: ${error.message}`, true); }
 }
 
 // -- index management (`convis serve --allow-writes`) ----------------------------------------------

@@ -1,0 +1,60 @@
+"""Tags on the web app's cards: a tag added on a collection card shows on that file's result cards, a filter
+`tags has X` keeps the file, and a chip's x takes it off again; a read-only server shows tags without editors."""
+
+import pytest
+
+from tests.retrieval.serve.browser import needs_chromium, needs_ffmpeg, serving
+
+pytestmark = [needs_chromium, needs_ffmpeg]
+UNIT = "#grid li.unit[data-path='cup.mp4']"
+QUERY = "/?anchor=campus_01.mp4&c=location%3D1&k=20"
+
+
+@pytest.fixture
+def writable(app_videos, tmp_path):
+    from tests.indexes import copied_index
+
+    return copied_index(app_videos, tmp_path / "videos")
+
+
+def chips(page, selector: str) -> list[str]:
+    return page.eval_on_selector_all(f"{selector} .tags .tag", "tags => tags.map((t) => t.firstChild.textContent)")
+
+
+def test_a_tag_added_on_a_card_shows_filters_and_comes_off(writable, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    with serving(writable / ".convis", allow_writes=True) as url:
+        page.goto(url + "/?view=collection")
+        page.fill(f"{UNIT} input.add-tag", "kitchen")
+        page.press(f"{UNIT} input.add-tag", "Enter")
+        page.wait_for_selector(f"{UNIT} .tags .tag")
+        assert chips(page, UNIT) == ["kitchen"]
+
+        page.goto(url + QUERY + "&where=tags%20has%20kitchen")
+        page.wait_for_selector("#hits li.hit")
+        hits = "#hits li.hit"
+        assert page.eval_on_selector_all(hits, "items => items.map((li) => li.dataset.path)") == ["cup.mp4"]
+        assert chips(page, hits) == ["kitchen"]
+        page.click(f"{hits} .tags button.untag")
+        page.wait_for_function("() => !document.querySelector('#hits li.hit .tags .tag')")
+
+        page.goto(url + "/?view=collection")
+        page.wait_for_selector(UNIT)
+        assert chips(page, UNIT) == []
+    assert not errors, errors
+
+
+def test_a_read_only_server_shows_tags_without_editors(writable, browser):
+    from retrieval.api import Engine
+
+    Engine(writable / ".convis").tag(["cup.mp4"], ["tags=kitchen,red"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    with serving(writable / ".convis") as url:
+        page.goto(url + "/?view=collection")
+        page.wait_for_selector(f"{UNIT} .tags .tag")
+        assert chips(page, UNIT) == ["kitchen", "red"]
+        assert page.query_selector(f"{UNIT} input.add-tag") is None and page.query_selector(f"{UNIT} .untag") is None
