@@ -274,7 +274,25 @@ async function loadFields() {
       $("#filter-op").replaceChildren(...data.operators.map((op) => el("option", {value: op}, op)));
     }
     fieldChosen();
+    renderFacets(data.fields);
   } catch (error) { filterError(`fields unavailable: ${error.message}`); }
+}
+
+// each field's most common values with how many files hold each: a click adds (or takes off) its condition
+function renderFacets(fields) {
+  const shown = fields.filter((f) => f.values?.length);
+  $("#facets").hidden = !shown.length;
+  $("#facet-list").replaceChildren(...shown.map((f) => el("div", {class: "facet", "data-field": f.name},
+    el("span", {class: "facet-name"}, f.name),
+    ...f.values.map((v) => el("button", {type: "button", class: "facet-value", "data-where": v.where,
+                                         "aria-pressed": filters.includes(v.where) ? "true" : "false",
+                                         title: `only files where ${v.where}`,
+                                         onclick: () => toggleFilter(v.where)},
+      f.kind === "number" ? String(+Number(v.value).toFixed(2)) : v.value, el("span", {class: "count"}, String(v.count)))))));
+}
+
+function toggleFilter(text) {
+  setFilters(filters.includes(text) ? filters.filter((w) => w !== text) : [...filters, text]);
 }
 
 function fieldChosen() {
@@ -295,6 +313,7 @@ function conditionParts(text) {
 
 function renderFilters(where) {
   filters = [...where];
+  for (const chip of $$("#facet-list .facet-value")) chip.setAttribute("aria-pressed", filters.includes(chip.dataset.where));
   $("#filter-chips").replaceChildren(...filters.map((text, i) => {
     const [field, op, value] = conditionParts(text);
     return el("li", {class: "chip", "data-where": text},
@@ -986,6 +1005,7 @@ async function changeTags(path, change) {
     const data = await send("POST", `/files/${encodePath(path)}/tags`, change);
     for (const row of $$(".tags")) if (row.dataset.path === path) fillTags(row, path, data.tags);
     for (const hit of current?.result?.hits || []) if (hit.path === path) hit.tags = data.tags;
+    loadFields();  // the tags' counts changed
   } catch (error) { status(`tagging failed: ${error.message}`, true); }
 }
 

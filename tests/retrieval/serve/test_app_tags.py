@@ -1,5 +1,6 @@
-"""Tags on the web app's cards: a tag added on a collection card shows on that file's result cards, a filter
-`tags has X` keeps the file, and a chip's x takes it off again; a read-only server shows tags without editors."""
+"""Tags and value chips in the web app: a tag added on a collection card shows on that file's result cards, a filter
+`tags has X` keeps the file, and a chip's x takes it off again; a read-only server shows tags without editors; a
+value chip of the filter panel, with its count of files, filters the results."""
 
 import pytest
 
@@ -58,3 +59,20 @@ def test_a_read_only_server_shows_tags_without_editors(writable, browser):
         page.wait_for_selector(f"{UNIT} .tags .tag")
         assert chips(page, UNIT) == ["kitchen", "red"]
         assert page.query_selector(f"{UNIT} input.add-tag") is None and page.query_selector(f"{UNIT} .untag") is None
+
+
+def test_a_value_chip_filters_the_results_and_counts_its_files(app_videos, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    with serving(app_videos / ".convis") as url:
+        page.goto(url + QUERY)
+        page.wait_for_selector("#hits li.hit")
+        assert page.is_hidden("#facet-list")  # folded: the results stay where they were
+        page.click("#facets summary")
+        chip = "#facet-list .facet[data-field='codec'] .facet-value[data-where='codec = msmpeg4']"
+        assert page.inner_text(f"{chip} .count") == "1"
+        page.click(chip)
+        page.wait_for_function("() => document.querySelectorAll('#hits li.hit').length === 1")
+        assert page.eval_on_selector("#hits li.hit", "li => li.dataset.path") == "more/bikes_old.avi"
+        assert "where=codec" in page.url and page.get_attribute(chip, "aria-pressed") == "true"
+        assert page.query_selector("#filter-chips li.chip[data-where='codec = msmpeg4']")
