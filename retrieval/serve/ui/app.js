@@ -231,6 +231,18 @@ function moreLikeThis(unit, chosen = null) {
             end: whole ? null : unit.end, concepts, change: ""});
 }
 
+// the moment a result shows (its player's frame when one plays, else its poster's) as a new query's anchor: the
+// second around it, in the concepts asked
+const FRAME_SPAN_S = 1;
+function frameQuery(hit) {
+  const video = $(`#hit-${hit.rank} video`);
+  const t = video ? video.currentTime : (hit.start + hit.end) / 2;
+  const last = hit.duration ?? hit.end;
+  const start = Math.max(0, Math.min(t - FRAME_SPAN_S / 2, last - FRAME_SPAN_S));
+  moreLikeThis({path: hit.path, start: +start.toFixed(3), end: +Math.min(start + FRAME_SPAN_S, last).toFixed(3),
+                duration: hit.duration});
+}
+
 async function upload() {
   const file = $("#upload").files[0];
   if (!file) return;
@@ -507,6 +519,8 @@ function hitCard(hit, result) {
     poster(hit), head, tagRow(hit.path, hit.tags || []), listRanks(hit), scoreRows(hitRows(hit, result)),
     el("div", {class: "actions"},
        el("button", {type: "button", class: "more", tabindex: "-1", onclick: () => moreLikeThis(hit)}, "More like this"),
+       el("button", {type: "button", class: "frame-query", tabindex: "-1", title: "find clips like the moment shown: " +
+                     "the frame playing, else the poster's (a second around it)", onclick: () => frameQuery(hit)}, "Query this frame"),
        canCompare ? el("button", {type: "button", class: "compare-button", tabindex: "-1",
                                   onclick: () => openCompare(hit)}, "Compare") : null),
     evidence);

@@ -1,6 +1,6 @@
 """Tags and value chips in the web app: a tag added on a collection card shows on that file's result cards, a filter
 `tags has X` keeps the file, and a chip's x takes it off again; a read-only server shows tags without editors; a
-value chip of the filter panel, with its count of files, filters the results."""
+value chip of the filter panel, with its count of files, filters the results; a result's frame is a new query."""
 
 import pytest
 
@@ -76,3 +76,25 @@ def test_a_value_chip_filters_the_results_and_counts_its_files(app_videos, brows
         assert page.eval_on_selector("#hits li.hit", "li => li.dataset.path") == "more/bikes_old.avi"
         assert "where=codec" in page.url and page.get_attribute(chip, "aria-pressed") == "true"
         assert page.query_selector("#filter-chips li.chip[data-where='codec = msmpeg4']")
+
+
+def test_a_results_frame_is_a_new_query(app_videos, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    with serving(app_videos / ".convis") as url:
+        page.goto(url + QUERY)
+        page.wait_for_selector("#hit-1")
+        hit = page.eval_on_selector("#hit-1", "li => [li.dataset.path, +li.dataset.start]")
+        page.click("#hit-1 button.frame-query")
+        page.wait_for_function("() => new URLSearchParams(location.search).get('end') !== null")
+        params = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
+        assert params["anchor"] == hit[0] and float(params["end"]) - float(params["start"]) == pytest.approx(1)
+        assert hit[1] <= float(params["start"]) <= hit[1] + 10
+        # the results on screen are the new query's: its anchor is that second of the result
+        page.wait_for_function("(start) => current && current.state.start === start && current.result?.hits.length",
+                               arg=float(params["start"]))
+        assert not page.evaluate("() => document.querySelector('#status').className === 'error'"), \
+            page.inner_text("#status")
+    assert not errors, errors
