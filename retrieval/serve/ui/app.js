@@ -325,6 +325,8 @@ function conditionParts(text) {
 
 function renderFilters(where) {
   filters = [...where];
+  // on a phone the filter bar folds behind its toggle: the toggle says how many filters are in use meanwhile
+  $("#tools-toggle").textContent = `Filters and tools${filters.length ? ` (${filters.length} in use)` : ""}`;
   for (const chip of $$("#facet-list .facet-value")) chip.setAttribute("aria-pressed", filters.includes(chip.dataset.where));
   $("#filter-chips").replaceChildren(...filters.map((text, i) => {
     const [field, op, value] = conditionParts(text);
@@ -1156,6 +1158,10 @@ function wire() {
   $("#reindex").addEventListener("click", reindex);
   $("#filter-field").addEventListener("change", fieldChosen);
   $("#filter-add").addEventListener("click", addFilter);
+  $("#tools-toggle").addEventListener("click", () => {
+    const open = document.body.classList.toggle("tools-open");
+    $("#tools-toggle").setAttribute("aria-expanded", open);
+  });
   $("#filter-value").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); addFilter(); } });
   window.addEventListener("popstate", () => apply(stateFrom(location.search)));
 }
