@@ -2,15 +2,13 @@
 proposed drops taken out of the index with an undo that puts them back; a read-only server offers neither."""
 
 import json
-import shutil
 import urllib.request
 
 import pytest
 
 from retrieval.api import Engine
 from retrieval.pipeline.settings import IndexSettings
-from tests.paths import EXAMPLES
-from tests.retrieval.serve.browser import needs_chromium, needs_ffmpeg, serving
+from tests.retrieval.serve.browser import example_folder, needs_chromium, needs_ffmpeg, serving
 
 pytestmark = [needs_chromium, needs_ffmpeg]
 PAGE = "/ui/dupes.html?threshold=0.95"
@@ -20,11 +18,7 @@ GROUP = "#groups section.dupe-group"
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory):
     """cup.mp4, a byte copy of it and box.mp4, indexed by pixel fingerprints: one group, its copy to drop."""
-    videos = tmp_path_factory.mktemp("dupes") / "videos"
-    videos.mkdir()
-    for name in ("cup.mp4", "box.mp4"):
-        shutil.copy(EXAMPLES / name, videos / name)
-    shutil.copy(EXAMPLES / "cup.mp4", videos / "cup copy.mp4")
+    videos = example_folder(tmp_path_factory.mktemp("dupes"), ("cup.mp4", "box.mp4"), {"cup copy.mp4": "cup.mp4"})
     Engine(videos / ".convis").index(videos, ["fingerprint"], IndexSettings(workers=1))
     return videos
 
