@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from retrieval.serve.errors import responses
 from retrieval.serve.fields import MAX_REF_CHARS
 from retrieval.serve.state import ServerState
+from retrieval.serve.tags import tags_of
 from retrieval.serve.urls import strip_url
 
 REMOVED = "removed"  # the files taken out of the index, read once for each state of it like the listing
@@ -83,7 +84,7 @@ def collection_page(files, folder: str | None, status: str, name: str | None, of
     else:
         items = [{"path": f.path, "folder": folder_of(f.path), "segment": seg, "start": round(start, 3),
                   "end": round(end, 3), "duration": f.duration, "units": len(f.units),
-                  "strip": strip_url(f.path, start, end, 4)}
+                  "strip": strip_url(f.path, start, end, 4), "tags": tags_of(f.fields)}
                  for f in inside if f.status == "ok" for seg, start, end in f.units]
     return {"folders": folders, "counts": counts, "total": len(items), "offset": offset, "limit": limit,
             "items": items[offset:offset + limit]}

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from retrieval.api import OPERATORS, FileListing, has_text_tower
 from retrieval.serve.errors import responses
+from retrieval.serve.facets import facets
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.playback import media_url
 from retrieval.serve.state import ServerState
@@ -59,7 +60,8 @@ def index_routes(state: ServerState) -> APIRouter:
         return Response(body, media_type="application/json")
 
     @router.get("/fields", summary="The fields a `where` filter may name in this index (built-in, then the user's "
-                "from `convis tag` and --metadata), each one's kind, and the operators", responses=responses(503))
+                "from `convis tag` and --metadata), each one's kind and its most common values with how many files "
+                "hold each, and the operators", responses=responses(503))
     async def fields():
         return await state.answer(fields_answer, state)
 
@@ -105,5 +107,9 @@ def list_videos(files: Sequence[FileListing], public=str) -> list[dict]:
 
 
 def fields_answer(state: ServerState) -> dict:
+    """Each field with its kind and, where the files hold values of it, the most common ones with their counts
+    (``values``: what a filter chip offers, each with its condition)."""
     kinds = state.engine.fields()
-    return {"fields": [{"name": name, "kind": kind} for name, kind in kinds.items()], "operators": list(OPERATORS)}
+    found = facets(state.files(), list(kinds))
+    return {"fields": [{"name": name, "kind": kind, "values": found.get(name, [])} for name, kind in kinds.items()],
+            "operators": list(OPERATORS)}

@@ -16,6 +16,7 @@ from retrieval.serve.gallery import write_query_html
 from retrieval.serve.guards import MULTIPART_SLACK
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.state import ServerState
+from retrieval.serve.tags import tags_of
 from retrieval.serve.uploads import UPLOADS
 from retrieval.serve.urls import poster_url, strip_url
 
@@ -110,8 +111,10 @@ def gallery_page(state: ServerState, body: GalleryIn) -> str:
 
 def linked(state: ServerState, hits: list[dict], files) -> None:
     """Each hit with what the app shows it by: its media (or why none plays), its strip, its poster (the unit's
-    middle frame) and its file's duration (a timeline)."""
-    durations = {f.path: f.duration for f in files}
+    middle frame), its file's duration (a timeline) and its file's tags."""
+    by_path = {f.path: f for f in files}
     for hit in hits:
+        file = by_path.get(hit["path"])
         hit.update(**state.playing(hit["path"]), strip=strip_url(hit["path"], hit["start"], hit["end"]),
-                   poster=poster_url(hit["path"], hit["start"], hit["end"]), duration=durations.get(hit["path"]))
+                   poster=poster_url(hit["path"], hit["start"], hit["end"]),
+                   duration=file.duration if file else None, tags=tags_of(file.fields) if file else [])

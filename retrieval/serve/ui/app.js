@@ -231,6 +231,18 @@ function moreLikeThis(unit, chosen = null) {
             end: whole ? null : unit.end, concepts, change: ""});
 }
 
+// the moment a result shows (its player's frame when one plays, else its poster's) as a new query's anchor: the
+// second around it, in the concepts asked
+const FRAME_SPAN_S = 1;
+function frameQuery(hit) {
+  const video = $(`#hit-${hit.rank} video`);
+  const t = video ? video.currentTime : (hit.start + hit.end) / 2;
+  const last = hit.duration ?? hit.end;
+  const start = Math.max(0, Math.min(t - FRAME_SPAN_S / 2, last - FRAME_SPAN_S));
+  moreLikeThis({path: hit.path, start: +start.toFixed(3), end: +Math.min(start + FRAME_SPAN_S, last).toFixed(3),
+                duration: hit.duration});
+}
+
 async function upload() {
   const file = $("#upload").files[0];
   if (!file) return;
@@ -274,7 +286,25 @@ async function loadFields() {
       $("#filter-op").replaceChildren(...data.operators.map((op) => el("option", {value: op}, op)));
     }
     fieldChosen();
+    renderFacets(data.fields);
   } catch (error) { filterError(`fields unavailable: ${error.message}`); }
+}
+
+// each field's most common values with how many files hold each: a click adds (or takes off) its condition
+function renderFacets(fields) {
+  const shown = fields.filter((f) => f.values?.length);
+  $("#facets").hidden = !shown.length;
+  $("#facet-list").replaceChildren(...shown.map((f) => el("div", {class: "facet", "data-field": f.name},
+    el("span", {class: "facet-name"}, f.name),
+    ...f.values.map((v) => el("button", {type: "button", class: "facet-value", "data-where": v.where,
+                                         "aria-pressed": filters.includes(v.where) ? "true" : "false",
+                                         title: `only files where ${v.where}`,
+                                         onclick: () => toggleFilter(v.where)},
+      f.kind === "number" ? String(+Number(v.value).toFixed(2)) : v.value, el("span", {class: "count"}, String(v.count)))))));
+}
+
+function toggleFilter(text) {
+  setFilters(filters.includes(text) ? filters.filter((w) => w !== text) : [...filters, text]);
 }
 
 function fieldChosen() {
@@ -295,6 +325,9 @@ function conditionParts(text) {
 
 function renderFilters(where) {
   filters = [...where];
+  // on a phone the filter bar folds behind its toggle: the toggle says how many filters are in use meanwhile
+  $("#tools-toggle").textContent = `Filters and tools${filters.length ? ` (${filters.length} in use)` : ""}`;
+  for (const chip of $$("#facet-list .facet-value")) chip.setAttribute("aria-pressed", filters.includes(chip.dataset.where));
   $("#filter-chips").replaceChildren(...filters.map((text, i) => {
     const [field, op, value] = conditionParts(text);
     return el("li", {class: "chip", "data-where": text},
@@ -485,9 +518,11 @@ function hitCard(hit, result) {
                          "data-path": hit.path, "data-start": hit.start, "data-confidence": hit.confidence || "",
                          "aria-label": `result ${hit.rank}: ${hit.path} ${fmtSpan(hit.start, hit.end)}`,
                          "aria-keyshortcuts": canCompare ? "Enter Space" : "Space"},
-    poster(hit), head, listRanks(hit), scoreRows(hitRows(hit, result)),
+    poster(hit), head, tagRow(hit.path, hit.tags || []), listRanks(hit), scoreRows(hitRows(hit, result)),
     el("div", {class: "actions"},
        el("button", {type: "button", class: "more", tabindex: "-1", onclick: () => moreLikeThis(hit)}, "More like this"),
+       el("button", {type: "button", class: "frame-query", tabindex: "-1", title: "find clips like the moment shown: " +
+                     "the frame playing, else the poster's (a second around it)", onclick: () => frameQuery(hit)}, "Query this frame"),
        canCompare ? el("button", {type: "button", class: "compare-button", tabindex: "-1",
                                   onclick: () => openCompare(hit)}, "Compare") : null),
     evidence);
@@ -949,6 +984,7 @@ function unitCard(unit) {
     stripBox,
     el("div", {class: "unit-head"}, el("span", {class: "path"}, unit.path),
        el("span", {class: "time"}, segmented ? fmtSpan(unit.start, unit.end) : `${fmtTime(unit.duration || unit.end)}`)),
+    tagRow(unit.path, unit.tags || []),
     el("div", {class: "actions"},
        el("button", {type: "button", class: "more", onclick: (event) => chooseConcept(event.target, unit)},
           "More like this"),
@@ -956,6 +992,37 @@ function unitCard(unit) {
                                 "Remove from index") : null));
   fillStrip(stripBox, unit.strip, unit.path, true);
   return card;
+}
+
+// a file's tags (the user field `tags`, which `where: tags has X` filters read) as chips; a server that takes
+// writes lets each be removed and new ones added here, for every card of that file at once
+function tagRow(path, tags) {
+  const row = el("div", {class: "tags", "data-path": path});
+  fillTags(row, path, tags);
+  return row;
+}
+
+function fillTags(row, path, tags) {
+  const chips = tags.map((tag) => el("span", {class: "tag"}, tag,
+    health.allow_writes ? el("button", {type: "button", class: "untag", title: `remove the tag ${tag}`,
+                                        "aria-label": `remove the tag ${tag}`, onclick: () => changeTags(path, {remove: [tag]})}, "×") : null));
+  const input = health.allow_writes ? el("input", {type: "text", class: "add-tag", placeholder: "+ tag", maxlength: 64,
+                                                    "aria-label": `add a tag to ${path}`}) : null;
+  input?.addEventListener("keydown", (event) => {
+    const tag = input.value.replace(/,/g, " ").trim();
+    if (event.key === "Enter" && tag) changeTags(path, {add: [tag]});
+  });
+  row.replaceChildren(...chips, input || "");
+  row.hidden = !tags.length && !input;
+}
+
+async function changeTags(path, change) {
+  try {
+    const data = await send("POST", `/files/${encodePath(path)}/tags`, change);
+    for (const row of $$(".tags")) if (row.dataset.path === path) fillTags(row, path, data.tags);
+    for (const hit of current?.result?.hits || []) if (hit.path === path) hit.tags = data.tags;
+    loadFields();  // the tags' counts changed
+  } catch (error) { status(`tagging failed: ${error.message}`, true); }
 }
 
 // -- index management (`convis serve --allow-writes`) ----------------------------------------------
@@ -1091,6 +1158,10 @@ function wire() {
   $("#reindex").addEventListener("click", reindex);
   $("#filter-field").addEventListener("change", fieldChosen);
   $("#filter-add").addEventListener("click", addFilter);
+  $("#tools-toggle").addEventListener("click", () => {
+    const open = document.body.classList.toggle("tools-open");
+    $("#tools-toggle").setAttribute("aria-expanded", open);
+  });
   $("#filter-value").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); addFilter(); } });
   window.addEventListener("popstate", () => apply(stateFrom(location.search)));
 }

@@ -62,6 +62,18 @@ def make_avi(source: Path, out: Path, seconds: float = 10) -> Path:
     return out
 
 
+def example_folder(base: Path, names, copies: dict[str, str] | None = None) -> Path:
+    """``base/videos`` holding the example clips ``names``, and each of ``copies`` (new name -> example) as a byte
+    copy under another name."""
+    videos = base / "videos"
+    videos.mkdir()
+    for name in names:
+        shutil.copy(EXAMPLES / name, videos / name)
+    for name, source in (copies or {}).items():
+        shutil.copy(EXAMPLES / source, videos / name)
+    return videos
+
+
 def collection(base: Path) -> Path:
     """campus_01/02 (20 s), box (15 s), cup (8 s), more/bikes_old.avi (10 s) and a broken file, in 10 s units,
     with the example captions."""

@@ -44,7 +44,8 @@ READS = ["GET /health", "GET /videos", "GET /collection", "POST /uploads", "POST
          "GET /search", "GET /strips/{ref}", "GET /thumbs/{ref}", "GET /media/{ref}", "GET /previews/{ref}",
          "GET /evidence/{ref}", "GET /frame/{ref}", "POST /export/gallery", "GET /fields",
          "GET /dupes", "GET /lines/{ref}"]
-CHANGES = ["POST /index/files", "DELETE /files/{ref}", "POST /files/{ref}/restore", "POST /index/runs"]
+CHANGES = ["POST /index/files", "DELETE /files/{ref}", "POST /files/{ref}/restore", "POST /files/{ref}/tags",
+           "POST /index/runs"]
 WRITES = ["GET /index/job", *CHANGES]
 OPERATIONS = READS + WRITES
 LOCAL = "http://localhost"  # the app answers loopback host names only (see guards.py)

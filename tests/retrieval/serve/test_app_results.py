@@ -121,6 +121,7 @@ def test_a_phone_shows_result_one_plays_on_tap_and_groups_by_video(app_url, brow
     assert page.is_visible("#query-form") and page.is_hidden("#query-summary")
 
     # by video: one card a file with its best hit's poster, ranked 1, 2, 3 ...; the anchor's span on its file
+    page.click("#tools-toggle")  # a phone folds the results' tools behind it
     page.check("#group-video")
     page.wait_for_selector("#hits > li.video-group")
     ranks = page.eval_on_selector_all("#hits > li.video-group > .hit-head .rank", "r => r.map((e) => e.textContent)")

@@ -8,7 +8,8 @@ from retrieval.serve.routes.collection import collection_page
 
 
 def listed(path, status, error=None):
-    return SimpleNamespace(path=path, status=status, error=error, duration=4.0, units=[(None, 0.0, 4.0)])
+    return SimpleNamespace(path=path, status=status, error=error, duration=4.0, units=[(None, 0.0, 4.0)],
+                           fields={})
 
 
 FILES = [listed("a.mp4", "ok"), listed("bad.mp4", "failed", "not a video file"),

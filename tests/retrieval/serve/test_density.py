@@ -1,7 +1,8 @@
 """The web app at a glance, on a desktop (1400x1000) and a phone (390x844): the results come first, every score
 bar is drawn, an empty answer says why, "why this result" fits its card, a collection card asks in which respect
-before "more like this", and a read-only server shows no index panel. The screenshots in docs/images are these
-pages: CONVIS_SCREENSHOTS=docs/images writes them there (by default into the test's own folder)."""
+before "more like this", a read-only server shows no index panel, and a phone folds the filters and tools behind a
+toggle. The screenshots in docs/images are these pages: CONVIS_SCREENSHOTS=docs/images writes them there (by
+default into the test's own folder)."""
 
 import os
 import struct
@@ -14,7 +15,7 @@ from tests.retrieval.serve.browser import ALL_LOADED, needs_chromium, needs_ffmp
 
 pytestmark = [needs_chromium, needs_ffmpeg]
 SIZES = {"desktop": (1400, 1000), "phone": (390, 844)}
-TOP_OF_FIRST = {"desktop": 0.5, "phone": 1.0}  # where result #1 starts, at most, as a share of the window's height
+TOP_OF_FIRST = {"desktop": 0.5, "phone": 0.6}  # where result #1 starts, at most, as a share of the window's height
 QUERY = "/?anchor=box.mp4&c=main-action%3D0.6&c=main-objects%3D0.4&k=6"
 BARS = """() => [...document.querySelectorAll('#hits li.hit .bar')].map((bar) => bar.getBoundingClientRect().width)"""
 FIRST_TOP = "() => document.querySelector('#hits li.hit').getBoundingClientRect().top + window.scrollY"
@@ -55,6 +56,22 @@ def test_results_come_first_with_every_score_bar_drawn(browser, app_url, size, t
     assert poster >= min(220, width - 60)  # a frame one can read, not a thumbnail
     assert page.is_hidden("#query-form") and page.is_visible("#query-summary")
     assert not page.errors, page.errors
+
+
+def test_a_phone_folds_the_filters_and_tools_behind_a_toggle(browser, app_url):
+    page = tab(browser, "phone")
+    page.goto(app_url + QUERY + "&where=duration%20%3E%201")
+    page.wait_for_selector("#hits li.hit")
+    assert page.is_hidden("#filter-bar") and page.is_hidden("#results-tools")
+    assert page.inner_text("#tools-toggle") == "Filters and tools (1 in use)"  # a folded filter still says so
+    page.click("#tools-toggle")
+    assert page.is_visible("#filter-bar") and page.is_visible("#results-tools")
+    assert page.get_attribute("#tools-toggle", "aria-expanded") == "true"
+    desktop = tab(browser, "desktop")
+    desktop.goto(app_url + QUERY)
+    desktop.wait_for_selector("#hits li.hit")
+    assert desktop.is_hidden("#tools-toggle") and desktop.is_visible("#filter-bar")
+    assert not page.errors and not desktop.errors, page.errors + desktop.errors
 
 
 def test_why_this_result_fits_its_card(browser, app_url):

@@ -12,18 +12,14 @@ from retrieval.serve.routes.lines import LINES_PAGE
 from retrieval.serve.server import create_app
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import TimedLine
-from tests.paths import EXAMPLES
-from tests.retrieval.serve.browser import needs_chromium, needs_ffmpeg, serving
+from tests.retrieval.serve.browser import example_folder, needs_chromium, needs_ffmpeg, serving
 
 SRT = "1\n00:00:00,500 --> 00:00:01,500\nthe cup appears\n\n2\n00:00:03,000 --> 00:00:04,250\nit turns slowly\n"
 
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
-    videos = tmp_path_factory.mktemp("transcript") / "videos"
-    videos.mkdir()
-    for name in ("cup.mp4", "box.mp4"):
-        shutil.copy(EXAMPLES / name, videos / name)
+    videos = example_folder(tmp_path_factory.mktemp("transcript"), ("cup.mp4", "box.mp4"))
     (videos / "cup.en.srt").write_text(SRT, encoding="utf-8")
     Engine(videos / ".convis").index(videos, ["efficientnet-lite0"], IndexSettings(workers=1))
     with Catalog(videos / ".convis" / "catalog.duckdb") as catalog:

@@ -1,0 +1,38 @@
+"""Tags as the app shows and edits them: the user field ``tags``, a comma-separated list (``convis tag FILE --set
+tags=goal,corner``; a filter ``tags has goal`` matches one item), one list of short words per file."""
+
+from __future__ import annotations
+
+from typing import Annotated, Iterable
+
+from pydantic import Field, StringConstraints
+
+from retrieval.serve.errors import RequestBody
+
+TAGS = "tags"  # the user field the app reads and writes
+MAX_TAG_CHARS = 64
+MAX_TAGS_CHANGED = 32  # tags one request adds or removes
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG_CHARS, pattern=r"^[^,\s](?:[^,]*[^,\s])?$")]
+
+
+class TagsIn(RequestBody):
+    add: list[Tag] = Field([], max_length=MAX_TAGS_CHANGED, description="Tags to give the file (no comma).",
+                           examples=[["goal"]])
+    remove: list[Tag] = Field([], max_length=MAX_TAGS_CHANGED, description="Tags to take from it.")
+
+
+def tags_of(fields: dict) -> list[str]:
+    """The file's tags, in the order given, each once."""
+    text = fields.get(TAGS)
+    return list(dict.fromkeys(t.strip() for t in str(text).split(",") if t.strip())) if text else []
+
+
+def changed(tags: Iterable[str], add: Iterable[str], remove: Iterable[str]) -> list[str]:
+    """``tags`` with ``add`` appended (those not there yet) and ``remove`` taken out."""
+    gone = set(remove)
+    return [t for t in dict.fromkeys([*tags, *add]) if t not in gone]
+
+
+def tag_change(tags: list[str]) -> tuple[list[str], list[str]]:
+    """The ``Engine.tag`` assignments and unsets that store ``tags`` (none: the field is removed)."""
+    return ([f"{TAGS}={','.join(tags)}"], []) if tags else ([], [TAGS])
