@@ -36,3 +36,11 @@ def changed(tags: Iterable[str], add: Iterable[str], remove: Iterable[str]) -> l
 def tag_change(tags: list[str]) -> tuple[list[str], list[str]]:
     """The ``Engine.tag`` assignments and unsets that store ``tags`` (none: the field is removed)."""
     return ([f"{TAGS}={','.join(tags)}"], []) if tags else ([], [TAGS])
+
+
+def retag(state, ref: str, body: TagsIn) -> dict:
+    """Change the tags of the file ``ref`` as ``body`` asks (``state``: the server's); its tags after the change."""
+    held = next((f.fields for f in state.files() if f.path == ref), {})
+    tags = changed(tags_of(held), body.add, body.remove)
+    state.engine.tag([ref], *tag_change(tags))
+    return {"path": ref, "tags": tags}

@@ -36,7 +36,7 @@ from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
 from retrieval.serve.links import answer_links, link
 from retrieval.serve.state import ServerState
-from retrieval.serve.tags import TagsIn, changed, tag_change, tags_of
+from retrieval.serve.tags import TagsIn, retag
 from retrieval.serve.uploads import UPLOAD_REF
 
 READ_ONLY = "this server is read-only: start it with `convis serve --allow-writes` to add, remove or re-index files"
@@ -88,9 +88,8 @@ def write_routes(state: ServerState) -> APIRouter:
 
     @router.get("/index/job", summary="The index run the app started last, and whether this server takes writes")
     def index_job():
-        job = jobs.last
-        return {**(job.as_dict(state.public) if job is not None else {"state": "idle"}),
-                "allow_writes": state.allow_writes}
+        job = jobs.last  # read once: it is read from the index folder each time
+        return {**(job.as_dict(state.public) if job else {"state": "idle"}), "allow_writes": state.allow_writes}
 
     @router.post("/index/files", status_code=202, summary="Add uploaded clips to the folder and index them",
                  responses={**FOLLOW_JOB, **write_responses(400, 403, 404, 409, 422, 503)})
@@ -111,17 +110,14 @@ def write_routes(state: ServerState) -> APIRouter:
     def restore_file(ref: str = REF_PATH):
         with writing(state, jobs), refused_by_catalog():
             done = state.engine.unremove([ref])
-        return {"restored": done.restored, "to_index": done.to_index}
+            return {"restored": done.restored, "to_index": done.to_index}
 
     @router.post("/files/{ref:path}/tags", summary="Add tags to a file or remove some (the user field `tags`, as "
                  "`convis tag FILE --set tags=...` sets it; `where` filters read it: `tags has goal`); the file's "
                  "tags after the change", responses=write_responses(400, 403, 404, 409, 422, 503, 507))
     def tag_file(body: TagsIn, ref: str = REF_PATH):
         with writing(state, jobs), refused_by_catalog():
-            held = next((f.fields for f in state.files() if f.path == ref), {})
-            tags = changed(tags_of(held), body.add, body.remove)
-            state.engine.tag([ref], *tag_change(tags))
-        return {"path": ref, "tags": tags}
+            return retag(state, ref, body)
 
     @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk): no search or "
                    "listing shows it, its vectors are kept for POST /files/{ref}/restore",

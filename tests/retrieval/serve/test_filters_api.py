@@ -47,8 +47,11 @@ def test_fields_lists_the_built_in_fields_and_operators(client):
     answer = client.get("/fields")
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    assert data["fields"][:4] == [{"name": "path", "kind": "text"}, {"name": "folder", "kind": "text"},
-                                  {"name": "name", "kind": "text"}, {"name": "duration", "kind": "number"}]
+    # each field also lists its most common values with their counts (GET /fields' facets)
+    assert [{k: f[k] for k in ("name", "kind")} for f in data["fields"][:4]] == [
+        {"name": "path", "kind": "text"}, {"name": "folder", "kind": "text"}, {"name": "name", "kind": "text"},
+        {"name": "duration", "kind": "number"}]
+    assert all(isinstance(f["values"], list) for f in data["fields"])
     assert data["operators"] == ["=", "!=", "<", "<=", ">", ">=", "in", "glob", "has"]
 
 
