@@ -32,8 +32,7 @@ demo: install
 
 # Every Table 3 family from one `bench run`, on a ConViS-Bench-shaped folder of the example clips, with tiny
 # random models (offline): it shows the files and tables, not model quality
-bench-# box.mp4 by location, then by main objects: the bundled descriptions of each concept give two rankings
-demo: install
+bench-demo: install
 	$(PY) -m bench.tiny out/bench-demo
 	$(CONVIS) bench run --dataset out/bench-demo/dataset --out out/bench-demo/run --protocol paper \
 		-i efficientnet-lite0 -i clip:out/bench-demo/models/clip/tiny \
