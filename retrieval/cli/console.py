@@ -71,8 +71,8 @@ def _brief(record: tuple[str, str] | None) -> tuple[str, str] | None:
 
 def brief(text: str) -> str:
     """What an option's help says in a list: its first sentence, and the sentence that states its default."""
-    first = _first_sentence(text)
-    rest = text[len(first):].lstrip() if text.startswith(first[:-1]) else ""
+    first = _first_sentence(text)  # text up to its sentence's end, that end written as "."
+    rest = text[len(first):]
     at = rest.find("Default")
     return f"{first} {_first_sentence(rest[at:])}" if at >= 0 else first
 

@@ -14,7 +14,6 @@ A unit's frames are decoded once, as its indexer samples them, for all the conce
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,26 +27,19 @@ from retrieval.core.concepts import CONVIS_CONCEPTS, Concept, parse_concept
 from retrieval.core.errors import one_line
 from retrieval.media.frames import DecodeError
 from retrieval.media.video_decoder import VideoDecoder
+
+# named as description signals are ("qwen3-vl-embedding:Qwen/...#location"); a vector stores its instruction's digest
+from retrieval.pipeline.description_index import digest, signal_id
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.concept_settings import ADDED, CONDITIONED, added_concepts, conditioned_ids
 from retrieval.store.catalog.records import DescriptionSignal, UnitRow
 from retrieval.store.errors import IndexSettingsError
 
-SEPARATOR = "#"  # as in description signals: "qwen3-vl-embedding:Qwen/...#location"
 CHUNK = 16  # units decoded, embedded and committed together: a killed run loses at most one chunk
 
 
 class ConceptVectorError(IndexSettingsError):
     """``--concept`` asked of an index that has no concept-conditioned indexer."""
-
-
-def signal_id(indexer: str, concept: str) -> str:
-    return f"{indexer}{SEPARATOR}{concept}"
-
-
-def digest(instruction: str) -> str:
-    """What a concept vector stores of the instruction it was made under."""
-    return hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:16]
 
 
 def remember_conditioned(catalog: Catalog, indexers: Sequence[Indexer]) -> None:
