@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.core.concepts import CONVIS_CONCEPTS, RATING, parse_concepts
 from retrieval.core.errors import ConvisError, one_line
+from retrieval.core.files import too_long
 from retrieval.core.segmentation import (
     DEFAULT_SHOT_MAX_SECONDS,
     DEFAULT_SHOT_MIN_SECONDS,
@@ -117,7 +118,7 @@ __all__ = [
     "INDEX_DIRNAME", "find_index_dir", "locate_index", "remember_index",
     # errors: one base, each kind with its exit code and HTTP status
     "ConvisError", "AnchorError", "AnchorSpanError", "NoIndexError", "NotIndexedError", "SegmentationError",
-    "TimeFormatError", "is_damage", "one_line",
+    "TimeFormatError", "is_damage", "one_line", "too_long",
     # serving an index: each request field's declaration, its files, uploads, previews, the catalog's state, what
     # pages and evidence show (the server reads these; a script rarely needs them)
     "request_fields", "FieldSpec", "MAX_TEXT_CHARS", "OPERATORS", "Concept", "VIDEO_EXTENSIONS", "VideoDecoder",

@@ -56,3 +56,21 @@ def atomic_write_bytes(path: str | Path, write: Callable) -> None:
             write(fh)
 
     atomic_write(path, to_file)
+
+
+def too_long(path: Path) -> str:
+    """Why a path the system refuses as too long is skipped, with the limit it is over: the kernel refuses a path
+    of PATH_MAX bytes or more, or a part over NAME_MAX, whatever its parts' folders hold."""
+    limit = _limit("PC_PATH_MAX", 4096)
+    size = len(os.fsencode(str(path)))
+    if size >= limit:
+        return (f"path too long for this system ({size:,} bytes; the limit is {limit:,}): move or rename a folder "
+                "above it to index it")
+    return f"a name in the path is too long for this filesystem (over {_limit('PC_NAME_MAX', 255)} bytes)"
+
+
+def _limit(name: str, default: int) -> int:
+    try:
+        return os.pathconf("/", name)
+    except (OSError, ValueError, AttributeError):  # not on this system (Windows has no pathconf)
+        return default

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from retrieval.core.files import too_long
 
 VIDEO_EXTENSIONS = frozenset({
     ".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".mts",
@@ -30,7 +33,7 @@ def find_videos(root: Path, skip: Path | None = None) -> tuple[list[FoundFile], 
     root = root.resolve()
     found, problems = [], []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=lambda e: problems.append(
-            (shown_name(str(e.filename)), f"cannot list folder: {e.strerror}"))):
+            _unlisted(root, e))):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and (skip is None or here / d != skip))
         for name in sorted(filenames):
@@ -52,10 +55,21 @@ def _inspect(root: Path, path: Path) -> FoundFile | tuple[str, str]:
             return rel, "symlink points outside the indexed folder"
         stat = real.stat()
     except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on some Pythons
+        if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+            return rel, too_long(path)
         return rel, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
     if not os.access(real, os.R_OK):
         return rel, "cannot read: permission denied"
     return FoundFile(str(path), rel, stat.st_size, stat.st_mtime)
+
+
+def _unlisted(root: Path, error: OSError) -> tuple[str, str]:
+    """A folder os.walk could not list, by its path relative to ``root`` (the problem list's key) and why."""
+    folder = Path(str(error.filename))
+    shown = shown_name(folder.relative_to(root).as_posix() if folder.is_relative_to(root) else str(folder))
+    if error.errno == errno.ENAMETOOLONG:
+        return shown, too_long(folder)
+    return shown, f"cannot list folder: {error.strerror}"
 
 
 def _is_text(name: str) -> bool:

@@ -6,6 +6,7 @@ index root (or bare file names), so the server's folders stay private.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Iterable, Mapping, Sequence
@@ -14,15 +15,20 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from retrieval.api import ConvisError
 
-# a ref: a path relative to the index root whose parts are neither hidden nor "..", with no backslash or NUL
-# (not absolute, not a drive), or an upload's ref; safe_path checks it again, and that it stays inside the root
-# (no look-ahead: pydantic's regex engine has none, so the first part spells out "not a drive letter and ':'")
-RELATIVE = (r"(?:[^./\\\x00A-Za-z][^/\\\x00]*|[A-Za-z](?:[^:/\\\x00][^/\\\x00]*)?)"
-            r"(?:/[^./\\\x00][^/\\\x00]*)*")
+# a ref: a path relative to the index root whose parts are neither hidden nor "..", without NUL, or an upload's ref;
+# safe_path checks it again, and that it stays inside the root. On Windows a backslash separates parts and "c:"
+# names a drive, so neither may appear there (no look-ahead: pydantic's regex engine has none, so the first part
+# spells out "not a drive letter and ':'"); on POSIX both are ordinary characters of a file name ("a:b.mp4").
+WINDOWS = os.name == "nt"
+if WINDOWS:
+    RELATIVE = (r"(?:[^./\\\x00A-Za-z][^/\\\x00]*|[A-Za-z](?:[^:/\\\x00][^/\\\x00]*)?)"
+                r"(?:/[^./\\\x00][^/\\\x00]*)*")
+else:
+    RELATIVE = r"[^./\x00][^/\x00]*(?:/[^./\x00][^/\x00]*)*"
 REF_PATTERN = rf"^(?:\.uploads/[0-9a-f]{{32}}\.[a-z0-9]{{1,5}}|{RELATIVE})$"
 FOLDER_PATTERN = f"^{RELATIVE}$"  # a folder inside the root, by the same rule
-REF_RULE = ("not a servable path: give a path relative to the index root, without '..', hidden parts, "
-            "backslashes or a drive")
+REF_RULE = ("not a servable path: give a path relative to the index root, without '..' or hidden parts"
+            + (", backslashes or a drive" if WINDOWS else ""))
 # a path of two or more parts from the filesystem root; not a URL ("http://a/b") nor a relative "a/b"
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])(?:/[^\s/'\"()\[\],;:]+){2,}")
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import Path as PathParam
 from fastapi import Query
 from pydantic import Field, StringConstraints
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from retrieval.api import FieldSpec, request_fields
 from retrieval.serve.errors import REF_PATTERN
@@ -50,6 +51,16 @@ def body_field(spec: FieldSpec, default: Any, **override: Any) -> Any:
     return Field(default, **_constraints(spec, True, override))
 
 
+class RefConvertor(PathConvertor):
+    """A route's ``{ref:ref}``: Starlette's ``path`` without its one gap, a newline (its ``.*`` stops there, and a
+    POSIX file name may hold one); the ref's own rule is ``REF_PATTERN``."""
+
+    regex = "(?s:.*)"
+
+
+register_url_convertor("ref", RefConvertor())
+
+
 def ref_path(description: str) -> Any:
-    """A route's ``{ref:path}``: a ref as bodies take them (``Ref``)."""
+    """A route's ``{ref:ref}``: a ref as bodies take them (``Ref``)."""
     return PathParam(..., max_length=MAX_REF_CHARS, pattern=REF_PATTERN, description=description)

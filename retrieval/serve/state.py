@@ -15,7 +15,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, Response
 
 from retrieval.api import VIDEO_EXTENSIONS, Engine, VideoDecoder
-from retrieval.serve.errors import ApiError, without_paths
+from retrieval.serve.errors import WINDOWS, ApiError, without_paths
 from retrieval.serve.fields import MAX_REF_CHARS
 from retrieval.serve.health import KeptIndex, KeptListing
 from retrieval.serve.playback import PlaybackLinks
@@ -122,9 +122,9 @@ class ServerState:
 
 def safe_path(root: Path, ref: str) -> Path:
     """``root / ref`` if it is a video file really inside ``root``; ApiError otherwise."""
-    if not ref or len(ref) > MAX_REF_CHARS or "\x00" in ref or "\\" in ref:
+    if not ref or len(ref) > MAX_REF_CHARS or "\x00" in ref or (WINDOWS and "\\" in ref):
         raise ApiError(400, f"not a valid path: {ref!r}")
-    if ref.startswith("/") or re.match(r"[A-Za-z]:", ref):
+    if ref.startswith("/") or (WINDOWS and re.match(r"[A-Za-z]:", ref)):
         raise ApiError(400, "absolute paths are not served; give a path relative to the index root")
     parts = ref.split("/")  # not PurePosixPath: it drops "." and "" parts, and refs must be canonical
     if any(p.startswith(".") for p in parts):  # "..", "." and hidden files (the index itself lives in .convis)

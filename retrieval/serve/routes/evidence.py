@@ -89,7 +89,7 @@ def evidence_routes(state: ServerState) -> APIRouter:
     def probe(path: Path) -> VideoInfo:
         return probes.get(_identity(path), lambda: state.decoder.probe(path))
 
-    @router.get("/evidence/{ref:path}", summary="What a unit's scores rest on: the frames each signal saw, its "
+    @router.get("/evidence/{ref:ref}", summary="What a unit's scores rest on: the frames each signal saw, its "
                 "caption and descriptions", responses=responses(400, 403, 404, 422, 503),
                 dependencies=ORIGIN_CHECKED)
     async def evidence(ref: str = REF, segment: int = SEGMENT):
@@ -101,7 +101,7 @@ def evidence_routes(state: ServerState) -> APIRouter:
         info = probe(path)
         return evidence_answer(ref, indexed, info, state.public)
 
-    @router.get("/frame/{ref:path}", summary="One JPEG frame of a clip, the one nearest a time",
+    @router.get("/frame/{ref:ref}", summary="One JPEG frame of a clip, the one nearest a time",
                 responses={200: {"content": {"image/jpeg": {}}}, **responses(400, 403, 404, 422, 503)},
                 dependencies=ORIGIN_CHECKED)
     async def frame(ref: str = REF, t: float = SECONDS):

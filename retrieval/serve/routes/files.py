@@ -17,6 +17,7 @@ queries meanwhile read the snapshot the run publishes, and once it is done they 
 
 from __future__ import annotations
 
+import errno
 import filecmp
 import os
 import re
@@ -29,8 +30,8 @@ from typing import Annotated, Iterator
 from fastapi import APIRouter
 from pydantic import Field, StringConstraints
 
-from retrieval.api import CatalogBusy, NotIndexedError, writer_pid
-from retrieval.serve.errors import FOLDER_PATTERN, WHY, ApiError, ErrorOut, RequestBody
+from retrieval.api import CatalogBusy, NotIndexedError, too_long, writer_pid
+from retrieval.serve.errors import FOLDER_PATTERN, REF_RULE, WHY, WINDOWS, ApiError, ErrorOut, RequestBody
 from retrieval.serve.fields import ref_path
 from retrieval.serve.health import note_change
 from retrieval.serve.index_job import IndexJobs
@@ -104,7 +105,7 @@ def write_routes(state: ServerState) -> APIRouter:
 
     # before DELETE /files/{ref}: its path would take /restore as part of the ref, and a request that matches no
     # method is answered by the first route whose path it matches (OPTIONS .../restore would advertise DELETE)
-    @router.post("/files/{ref:path}/restore", summary="Put a removed file back in the index: its stored vectors are "
+    @router.post("/files/{ref:ref}/restore", summary="Put a removed file back in the index: its stored vectors are "
                  "searchable at once, nothing is embedded again (`to_index`: removed before vectors were kept, the "
                  "next run indexes them)", responses=write_responses(400, 403, 404, 409, 422, 503, 507))
     def restore_file(ref: str = REF_PATH):
@@ -112,14 +113,14 @@ def write_routes(state: ServerState) -> APIRouter:
             done = state.engine.unremove([ref])
             return {"restored": done.restored, "to_index": done.to_index}
 
-    @router.post("/files/{ref:path}/tags", summary="Add tags to a file or remove some (the user field `tags`, as "
+    @router.post("/files/{ref:ref}/tags", summary="Add tags to a file or remove some (the user field `tags`, as "
                  "`convis tag FILE --set tags=...` sets it; `where` filters read it: `tags has goal`); the file's "
                  "tags after the change", responses=write_responses(400, 403, 404, 409, 422, 503, 507))
     def tag_file(body: TagsIn, ref: str = REF_PATH):
         with writing(state, jobs), refused_by_catalog():
             return retag(state, ref, body)
 
-    @router.delete("/files/{ref:path}", summary="Remove a file from the index (never from disk): no search or "
+    @router.delete("/files/{ref:ref}", summary="Remove a file from the index (never from disk): no search or "
                    "listing shows it, its vectors are kept for POST /files/{ref}/restore",
                    responses={**UNDO_REMOVE, **write_responses(400, 403, 404, 409, 422, 503, 507)})
     def remove_file(ref: str = REF_PATH):
@@ -173,19 +174,33 @@ def writing(state: ServerState, jobs: IndexJobs):
 def target_folder(root: Path, index_dir: Path, folder: str) -> Path:
     """The folder inside ``root`` that ``folder`` names, created if needed; ApiError for any other."""
     parts = folder.split("/")
-    if ("\x00" in folder or "\\" in folder or folder.startswith("/") or re.match(r"[A-Za-z]:", folder)
-            or any(not p or p.startswith(".") for p in parts)):
-        raise ApiError(400, "folder: give a folder relative to the index root, without '..', hidden parts, "
-                            "backslashes or a drive")
-    real = (root / folder).resolve()
+    if ("\x00" in folder or folder.startswith("/") or any(not p or p.startswith(".") for p in parts)
+            or (WINDOWS and ("\\" in folder or re.match(r"[A-Za-z]:", folder)))):
+        raise ApiError(400, REF_RULE.replace("not a servable path", "folder", 1))
+    try:
+        real = (root / folder).resolve()
+    except OSError as exc:  # a part over the filesystem's limit
+        raise _unmade(folder, root / folder, exc) from None
     if not real.is_relative_to(root):
         raise ApiError(403, "that folder leads outside the index root")
     if real.is_relative_to(index_dir.resolve()):
         raise ApiError(400, "that folder is the index's own: clips there are never indexed")
-    if real.exists() and not real.is_dir():  # the request is well formed: the folder's name is taken
-        raise ApiError(409, f"not a folder: {folder} is a file")
-    real.mkdir(parents=True, exist_ok=True)
+    try:
+        if real.exists() and not real.is_dir():  # the request is well formed: the folder's name is taken
+            raise ApiError(409, f"not a folder: {folder} is a file")
+        real.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # exists() too raises for a name over the limit
+        raise _unmade(folder, real, exc) from None
     return real
+
+
+def _unmade(folder: str, path: Path, exc: OSError) -> ApiError:
+    """Why ``folder`` cannot be made: a part of it is a file (409), or a name too long (400)."""
+    if isinstance(exc, NotADirectoryError):  # "cup.mp4/new"
+        return ApiError(409, f"not a folder: a part of {folder} is a file")
+    if exc.errno == errno.ENAMETOOLONG:
+        return ApiError(400, f"folder: {too_long(path)}")
+    return ApiError(409, f"cannot make the folder {folder}: {exc.strerror}")
 
 
 def place(source: Path, folder: Path, name: str) -> Path:

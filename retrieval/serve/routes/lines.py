@@ -18,7 +18,7 @@ LINES_PAGE = 2000  # lines an answer holds at most: ~200 KB of JSON
 def transcript_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
-    @router.get("/lines/{ref:path}", summary="A file's timed text lines (subtitles, speech, on-screen text) by "
+    @router.get("/lines/{ref:ref}", summary="A file's timed text lines (subtitles, speech, on-screen text) by "
                 "time, for the transcript under the player, a page at a time", responses=responses(400, 403, 404,
                                                                                                      422, 503))
     async def lines(ref: str = REF, start: float = Query(0.0, ge=0, description="Lines starting this many "

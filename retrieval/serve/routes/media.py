@@ -28,7 +28,7 @@ def refused() -> dict:
 def media_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
 
-    @router.get("/strips/{ref:path}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
+    @router.get("/strips/{ref:ref}", summary="Timestamps and thumbnail URLs of a clip's frame strip",
                 responses=refused(), dependencies=ORIGIN_CHECKED)
     async def strip_frames(ref: str = REF_PATH, start: float = START, end: float | None = END, n: int = STRIP_N):
         thumbs = await state.workers.run(state.strip_of, ref, start, end, n)
@@ -36,7 +36,7 @@ def media_routes(state: ServerState) -> APIRouter:
                    "src": thumb_url(ref, start, end, n, i)} for i, t in enumerate(thumbs)]
         return {"ref": ref, "start": start, "end": end, "frames": frames}
 
-    @router.get("/thumbs/{ref:path}", summary="One JPEG frame of a clip's strip (with n=1: the span's middle "
+    @router.get("/thumbs/{ref:ref}", summary="One JPEG frame of a clip's strip (with n=1: the span's middle "
                 "frame, a result's poster)", responses={200: {"content": {"image/jpeg": {}}}, **refused()},
                 dependencies=ORIGIN_CHECKED)
     async def thumb(ref: str = REF_PATH, i: int = Query(0, ge=0, le=31), start: float = START,
@@ -46,12 +46,12 @@ def media_routes(state: ServerState) -> APIRouter:
             raise ApiError(404, f"the strip has {len(thumbs)} frames")
         return Response(thumbs[i].jpeg, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=300"})
 
-    @router.get("/media/{ref:path}", summary="The video file itself (range requests supported)",
+    @router.get("/media/{ref:ref}", summary="The video file itself (range requests supported)",
                 response_class=FileResponse, responses=refused())
     def media(ref: str = REF_PATH):
         return FileResponse(state.resolve(ref))
 
-    @router.get("/previews/{ref:path}", summary="The clip as the browser can play it: the file itself, or an H.264 "
+    @router.get("/previews/{ref:ref}", summary="The clip as the browser can play it: the file itself, or an H.264 "
                 "preview made with ffmpeg on the first request and kept in the index (`force`: whatever the file "
                 "is)", response_class=FileResponse, responses=refused(), dependencies=ORIGIN_CHECKED)
     def preview(ref: str = REF_PATH, force: bool = FORCE_PREVIEW):

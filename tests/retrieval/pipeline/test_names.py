@@ -29,3 +29,28 @@ def test_a_non_utf8_folder_name_names_its_files_readably(tmp_path, video_folder)
     found, problems = find_videos(video_folder)
     assert len(found) == 4
     assert problems == [("caf\\xe9/cup.mp4", "file name is not valid UTF-8 (rename it to index it)")]
+
+
+def deep_folder(root, parts: int = 22):
+    """A folder ``parts`` levels below ``root`` whose absolute path is longer than PATH_MAX: made one level at a
+    time by file descriptor, since no call may name it whole."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(parts):
+            os.mkdir("d" * 200, dir_fd=fd)
+            inner = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.path.join(os.sep, "proc", "self", "fd", str(fd), "deep.mp4"), "wb") as clip:
+            clip.write(b"\x00" * 16)
+    finally:
+        os.close(fd)
+
+
+def test_a_folder_past_the_path_limit_is_one_readable_problem_named_from_the_root(video_folder):
+    deep_folder(video_folder)
+    found, problems = find_videos(video_folder)
+    assert len(found) == 4  # the clips beside it are found
+    [(where, why)] = problems
+    assert not where.startswith("/") and where.startswith("d" * 200 + "/")  # relative to the root, like every key
+    assert why.startswith("path too long for this system (") and "the limit is" in why
