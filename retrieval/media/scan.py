@@ -22,6 +22,9 @@ class FoundFile:
     rel: str  # relative to the root, POSIX separators (the catalog key)
     size: int
     mtime: float
+    # the inode's change time and number: a rewrite that restores size and mtime (os.utime, a copy with -p) still
+    # moves them, so a file whose key moved is hashed again (git and rsync watch the same); "" when not read
+    stat_key: str = ""
 
 
 def find_videos(root: Path, skip: Path | None = None) -> tuple[list[FoundFile], list[tuple[str, str]]]:
@@ -60,7 +63,7 @@ def _inspect(root: Path, path: Path) -> FoundFile | tuple[str, str]:
         return rel, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
     if not os.access(real, os.R_OK):
         return rel, "cannot read: permission denied"
-    return FoundFile(str(path), rel, stat.st_size, stat.st_mtime)
+    return FoundFile(str(path), rel, stat.st_size, stat.st_mtime, stat_key(stat))
 
 
 def _unlisted(root: Path, error: OSError) -> tuple[str, str]:
@@ -70,6 +73,11 @@ def _unlisted(root: Path, error: OSError) -> tuple[str, str]:
     if error.errno == errno.ENAMETOOLONG:
         return shown, too_long(folder)
     return shown, f"cannot list folder: {error.strerror}"
+
+
+def stat_key(stat: os.stat_result) -> str:
+    """What ``FoundFile.stat_key`` holds for a file's ``stat``."""
+    return f"{stat.st_ctime_ns}:{stat.st_ino}"
 
 
 def _is_text(name: str) -> bool:

@@ -24,7 +24,7 @@ from retrieval.core.segmentation import describe as describe_units
 from retrieval.lmm.captioning import Describer
 from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
-from retrieval.media.scan import FoundFile, find_videos
+from retrieval.media.scan import FoundFile, content_hash, find_videos
 from retrieval.media.shots import choose_detector
 from retrieval.pipeline import availability, concept_index
 from retrieval.pipeline.catalog_settings import (
@@ -226,7 +226,9 @@ class IndexRun:
         # a line reader has "indexed" a file whose bytes hold its current read: the others lack it
         indexed |= {ix.model_id: current_files(self.catalog, ix, known) for ix in self.readers}
         complete = set.intersection(*indexed.values()) if indexed else set(known)
-        todo = plan(found, known, complete, self._resegment(), self.settings.retry_failed)
+        todo = plan(found, known, complete, self._resegment(), self.settings.retry_failed, same_bytes)
+        for f in todo.restamped:
+            self.catalog.touch(f.rel, f.size, f.mtime, f.stat_key)
         self.report.unchanged = len(todo.unchanged)
         self.report.failed += [(f.rel, known[f.rel].error or "failed") for f in todo.failed]
         self.report.failed_earlier = len(todo.failed)
@@ -280,7 +282,7 @@ class IndexRun:
             self._fail_job(job, reason_of(result), transient=is_transient(result))
             return
         if job.unchanged(result.content_hash):
-            self.catalog.touch(found.rel, found.size, found.mtime)  # same bytes, new mtime
+            self.catalog.touch(found.rel, found.size, found.mtime, found.stat_key)  # same bytes, new mtime
             self.report.unchanged += 1
             self.progress("file", {"path": found.rel, "frames": 0, "ok": True})
             return
@@ -353,6 +355,15 @@ def _jobs(todo: Plan, known: dict[str, FileState], indexed: dict[str, set[str]],
     return [FileJob(replace(decode, file=f, frame_specs=specs), ids, **flags) for f, ids, flags in work]
 
 
+def same_bytes(found: FoundFile, stored_hash: str) -> bool:
+    """Whether ``found`` still holds the bytes hashed as ``stored_hash`` (False when it cannot be read: the run then
+    decodes it, and records why it fails)."""
+    try:
+        return content_hash(found.path) == stored_hash
+    except OSError:
+        return False
+
+
 def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
     state = known.get(rel)
     return state.content_hash if state is not None else None
@@ -361,7 +372,7 @@ def _known_hash(known: dict[str, FileState], rel: str) -> str | None:
 def _file_record(found: FoundFile, d: DecodedFile, units_by: str) -> FileRecord:
     i = d.info
     return FileRecord(found.rel, found.size, found.mtime, d.content_hash, i.duration, i.fps, i.width,
-                      i.height, i.frame_count, i.decoder, units_by, describe_gaps(i), i.codec)
+                      i.height, i.frame_count, i.decoder, units_by, describe_gaps(i), i.codec, found.stat_key)
 
 
 def _unit_records(d: DecodedFile) -> list[UnitRecord]:

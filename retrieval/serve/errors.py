@@ -169,7 +169,9 @@ def _not_matching(pattern: str) -> str:
     choices = CHOICES.fullmatch(pattern)
     if choices:
         return "must be one of " + ", ".join(re.sub(r"\\(.)", r"\1", c) for c in choices.group(1).split("|"))
-    return f"is {REF_RULE}"
+    if pattern in (REF_PATTERN, FOLDER_PATTERN):
+        return f"is {REF_RULE}"
+    return f"does not have the form the schema gives it ({pattern})"
 
 
 CHOICES = re.compile(r"\^\(((?:[\w\\.-]+\|)*[\w\\.-]+)\)\$")  # FieldSpec.pattern: ^(a|b|c)$

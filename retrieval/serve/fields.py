@@ -21,7 +21,8 @@ MAX_CONCEPTS = 64
 MAX_CONCEPT_CHARS = 200
 # a character that is not blank to str.strip() (whose blanks are str.isspace()'s), spelt out: a schema's "\S"
 # is ECMA-262's, which takes U+001C-U+001F and U+0085 for text and U+FEFF for a blank
-NOT_BLANK = r"[^\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+BLANKS = r"\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_BLANK = f"[^{BLANKS}]"
 
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REF_CHARS, pattern=REF_PATTERN)]
 ConceptText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONCEPT_CHARS)]

@@ -8,11 +8,14 @@ from typing import Annotated, Iterable
 from pydantic import Field, StringConstraints
 
 from retrieval.serve.errors import RequestBody
+from retrieval.serve.fields import BLANKS
 
 TAGS = "tags"  # the user field the app reads and writes
 MAX_TAG_CHARS = 64
 MAX_TAGS_CHANGED = 32  # tags one request adds or removes
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG_CHARS, pattern=r"^[^,\s](?:[^,]*[^,\s])?$")]
+# no comma, and no blank at either end by str.strip()'s rule, spelt out (a schema's "\s" is not Python's: fields.py)
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG_CHARS,
+                                       pattern=rf"^[^,{BLANKS}](?:[^,]*[^,{BLANKS}])?$")]
 
 
 class TagsIn(RequestBody):

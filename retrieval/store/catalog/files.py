@@ -14,7 +14,8 @@ from retrieval.store.catalog.records import FileRecord, FileState, UnitRecord
 class FileRows(Connection):
     def file_states(self) -> dict[str, FileState]:
         rows = self.db.execute("SELECT f.path, f.file_id, f.size, f.mtime, f.content_hash, f.status, f.error, "
-                               "coalesce(f.transient, false), coalesce(f.unavailable, false) FROM files f").fetchall()
+                               "coalesce(f.transient, false), coalesce(f.unavailable, false), f.stat_key "
+                               "FROM files f").fetchall()
         return {r[0]: FileState(*r[1:]) for r in rows}
 
     def indexed_with(self, indexer: str) -> set[str]:
@@ -68,10 +69,11 @@ class FileRows(Connection):
             self._delete_paths([path])
             self._insert_file(FileRecord(path, size, mtime, "", 0, 0, 0, 0, 0, ""), "failed", error, transient)
 
-    def touch(self, path: str, size: int, mtime: float) -> None:
-        """A file whose bytes did not change but whose mtime did: keep its vectors."""
+    def touch(self, path: str, size: int, mtime: float, stat_key: str = "") -> None:
+        """A file whose bytes did not change but whose mtime or stat key did: keep its vectors."""
         self._dirty = True
-        self.db.execute("UPDATE files SET size = ?, mtime = ? WHERE path = ?", [size, mtime, path])
+        self.db.execute("UPDATE files SET size = ?, mtime = ?, stat_key = coalesce(?, stat_key) WHERE path = ?",
+                        [size, mtime, stat_key or None, path])
 
     def forget(self, paths: Iterable[str]) -> int:
         paths = list(paths)
@@ -85,10 +87,10 @@ class FileRows(Connection):
         file_id = self.db.execute("SELECT nextval('file_ids')").fetchone()[0]
         self.db.execute(
             "INSERT INTO files (file_id, path, size, mtime, content_hash, duration, fps, width, height, frame_count, "
-            f"decoder, status, error, transient, units_by, codec) VALUES ({', '.join('?' * 16)})",
+            f"decoder, status, error, transient, units_by, codec, stat_key) VALUES ({', '.join('?' * 17)})",
             [file_id, r.path, r.size, r.mtime, r.content_hash or None, r.duration, r.fps, r.width,
              r.height, r.frame_count, r.decoder or None, status, error, transient, r.units_by or None,
-             r.codec or None],
+             r.codec or None, r.stat_key or None],
         )
         return file_id
 

@@ -144,6 +144,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (content_hash, source, origin));""")),
     Migration(11, "FAISS files whose sidecar names their signal", _faiss_files_name_their_signal),
     Migration(12, "the timed-line sources asked for, in one setting", _line_sources_in_one_setting),
+    Migration(13, "each file's change time and inode (files.stat_key): a rewrite that kept size and mtime", _sql(
+        "ALTER TABLE files ADD COLUMN IF NOT EXISTS stat_key VARCHAR")),
 )
 LATEST = MIGRATIONS[-1].number
 VERSION_KEY = "schema_version"  # the catalog setting: the last step applied

@@ -15,6 +15,7 @@ class FileState:
     error: str | None = None  # why it failed (status "failed"); status "ok": what of it could not be decoded
     transient: bool = False  # it failed for a passing reason (timeout, crash, full disk): a later run retries it
     unavailable: bool = False  # its folder was offline at the last run: kept with its vectors, not searched
+    stat_key: str | None = None  # ``FoundFile.stat_key`` when it was last read; None: not recorded
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class FileRecord:
     units_by: str = ""  # how its units were cut (``retrieval.core.segmentation`` label); "" when not recorded
     note: str = ""  # what of it could not be decoded (a damaged file, indexed from the rest); kept as its error
     codec: str = ""  # the video stream's codec; "" when the decoder did not say
+    stat_key: str = ""  # ``FoundFile.stat_key``; "" when not read
 
 
 @dataclass(frozen=True)

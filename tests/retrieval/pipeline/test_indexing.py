@@ -7,6 +7,7 @@ import pytest
 
 from retrieval.api import Engine, QueryRequest
 from retrieval.media.frames import DecodeError
+from retrieval.pipeline import run as pipeline_run
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
@@ -224,3 +225,45 @@ def test_an_index_of_captions_alone_cuts_units_and_embeds_each_files_caption(tmp
         durations = dict(cat.db.execute("SELECT path, duration FROM files").fetchall())
         assert cat.unit_vectors("cup.mp4", row.indexer).shape == (1, row.dim)
     assert all(d > 1 for d in durations.values())  # the videos were probed for their length
+
+
+def flip_keeping_size_and_mtime(path, at: int = 4096, count: int = 64) -> None:
+    """Overwrite ``count`` bytes of ``path`` in place and put its mtime back (as a tool that edits in place and
+    restores times does)."""
+    stat = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        block = fh.read(count)
+        fh.seek(at)
+        fh.write(bytes(b ^ 0xFF for b in block))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+
+
+def test_bytes_rewritten_under_the_same_size_and_mtime_are_indexed_again(engine, video_folder):
+    run(engine, video_folder)
+    before = unit_ids(engine)
+    flip_keeping_size_and_mtime(video_folder / "cup.mp4")
+    report = run(engine, video_folder)
+    assert (report.indexed, report.unchanged) == (1, 3), report
+    after = unit_ids(engine)
+    assert after["cup.mp4"] != before["cup.mp4"]  # its units written again from the new bytes
+    assert {p: u for p, u in after.items() if p != "cup.mp4"} == {p: u for p, u in before.items() if p != "cup.mp4"}
+
+
+def test_a_moved_stat_key_over_the_same_bytes_is_hashed_not_embedded(engine, video_folder, monkeypatch):
+    run(engine, video_folder)
+    before = unit_ids(engine)
+    hashed = []
+    real_hash = pipeline_run.content_hash
+    monkeypatch.setattr(pipeline_run, "content_hash", lambda path: hashed.append(os.path.basename(path))
+                        or real_hash(path))
+    clip = video_folder / "cup.mp4"
+    copy = video_folder / "cup.tmp"
+    shutil.copy2(clip, copy)  # the same bytes and mtime under a new inode and change time
+    os.replace(copy, clip)
+    report = run(engine, video_folder)
+    assert (report.indexed, report.unchanged) == (0, 4) and unit_ids(engine) == before
+    assert hashed == ["cup.mp4"]  # the one file whose key moved was read, no other
+    again = run(engine, video_folder)  # its new key was recorded: not hashed again
+    assert (again.indexed, again.unchanged) == (0, 4) and hashed == ["cup.mp4"]

@@ -39,3 +39,25 @@ def test_a_read_only_server_refuses_tags(three_clips_indexed):
     with TestClient(create_app(three_clips_indexed / ".convis"), base_url=LOCAL) as client:
         answer = client.post("/files/cup.mp4/tags", json={"add": ["kitchen"]})
         assert answer.status_code == 403 and answer.json() == {"error": READ_ONLY}
+
+
+def test_the_schema_and_the_server_agree_on_blank_ends_of_a_tag():
+    """A tag's ends are blank by str.strip()'s rule (U+0085 and U+001C included) in the schema as on the server: a
+    pattern written with "\\s" means other characters to a JSON Schema validator than to pydantic."""
+    import re
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from retrieval.serve.tags import Tag
+
+    server = TypeAdapter(Tag)
+    pattern = server.json_schema()["pattern"]
+    assert "\\s" not in pattern and "\\S" not in pattern  # ECMA-262's \s is not str.isspace()
+    schema = re.compile(pattern)  # on explicit classes ECMA-262 and Python agree
+    for text in ("goal", "red cup", "\x85goal", "goal\x1c", " goal", "a,b", "\u3000x"):
+        try:
+            server.validate_python(text)
+            accepted = True
+        except ValidationError:
+            accepted = False
+        assert accepted == bool(schema.search(text)) == (text == text.strip() and "," not in text), repr(text)
