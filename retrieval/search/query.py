@@ -178,7 +178,7 @@ def _ranked(request: QueryRequest, clip: Anchor, found: Recalled, only: str | No
     hits = ranking.ordered(hits, request.most_different)
     if found.wanted is not None:
         hits = found.wanted.rescore(hits, found.changed)
-    return hits
+    return ranking.one_per_copy(hits)
 
 
 def _shortlist(request: QueryRequest, clip: Anchor, found: Recalled, hits: list[Hit], models: ModelCache,

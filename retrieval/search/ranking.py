@@ -128,6 +128,23 @@ def ordered(hits: Iterable[Hit], most_different: bool = False) -> list[Hit]:
     return least_first(hits) if most_different else best_first(hits)
 
 
+def one_per_copy(hits: Iterable[Hit]) -> list[Hit]:
+    """``hits`` in their order with byte-identical files' same span shown once: the first keeps its place and names
+    the others' paths (``same_bytes_as``); they are the same clip, and k results are k different ones. Duplicates
+    stay listed by ``convis dupes``, where a user decides which to keep."""
+    first: dict[tuple, int] = {}
+    kept: list[Hit] = []
+    for hit in hits:
+        key = (hit.content_hash, round(hit.start, 3), round(hit.end, 3))
+        at = first.get(key) if hit.content_hash else None
+        if at is None:
+            first[key] = len(kept)
+            kept.append(hit)
+        elif hit.path != kept[at].path:
+            kept[at] = replace(kept[at], same_bytes_as=(*kept[at].same_bytes_as, hit.path))
+    return kept
+
+
 def ranked(hits: Iterable[Hit], most_different: bool = False) -> list[Hit]:
     """The final order (best first, or the most different first), numbered from 1."""
     return [replace(hit, rank=i) for i, hit in enumerate(ordered(hits, most_different), 1)]

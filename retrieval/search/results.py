@@ -68,6 +68,7 @@ class Hit:
     keyword: dict = field(default_factory=dict)  # keyword/hybrid search: its keyword and vector ranks, matched terms
     lines: tuple[dict, ...] = ()  # text search: the unit's timed lines that hold a query word (``hit_lines``)
     rating_scale: str = RATING  # what ``ratings`` are: 1-5 answers, or a yes/no reranker's own P(yes)
+    same_bytes_as: tuple[str, ...] = ()  # other files holding this file's bytes: their same span is this hit
 
     @classmethod
     def recalled(cls, unit: UnitRow, scores: dict[str, float], concepts: list[Concept],
@@ -117,6 +118,7 @@ class Hit:
                                   for c, parts in self.contributions.items()}} if self.contributions else {}),
             **({"seen": self.seen} if self.seen else {}),
             **({"ratings": _rounded(self.ratings)} if self.ratings else {}),
+            **({"same_bytes_as": list(self.same_bytes_as)} if self.same_bytes_as else {}),
             **({"rating_scale": self.rating_scale} if self.ratings and self.rating_scale != RATING else {}),
             **({"inputs": {c: _rounded(values) for c, values in self.inputs.items()}} if self.inputs else {}),
             **({"evidence": {c: _rounded(parts) for c, parts in self.evidence.items()}} if self.evidence else {}),

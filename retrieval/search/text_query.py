@@ -200,7 +200,7 @@ def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncode
     hits = ranking.rank(ranking.evidence(candidates, vectors, exact, signal_of), units, concepts,
                         keep=lambda _: True, recalled_by=found_by)
     root = catalog.setting("root")
-    ordered = hits if found is None else hybrid.fused(hits, found)  # hybrid: by the fused score, its total
+    ordered = ranking.one_per_copy(hits if found is None else hybrid.fused(hits, found))  # hybrid: by its total
     final = ranking.ranked(ordered[:query.k]) if found is None else _numbered(ordered[:query.k])
     return TextResult(text, concepts, signal_of, final, notices, root=root, mode=mode,
                       empty_reason=None if hits else _why_empty(candidates, signal_of, query.where), text=text,

@@ -148,8 +148,12 @@ def concept_header(key: str, label: str) -> str:
 
 
 def _print_best_lines(out, hits) -> None:
-    """Each hit's first line that holds a query word (on screen, subtitle, speech) with its time."""
+    """Each hit's first line that holds a query word (on screen, subtitle, speech) with its time, and the other
+    files that hold its bytes."""
     for hit in hits:
+        if getattr(hit, "same_bytes_as", ()):
+            out.print(f"[dim]  {hit.rank}. the same bytes are also at {shown(', '.join(hit.same_bytes_as))}[/]",
+                      highlight=False)
         if getattr(hit, "lines", ()):
             line = hit.lines[0]
             out.print(f"[dim]  {hit.rank}. {line['source']} {format_span(line['start'], line['end'])}:[/] "
