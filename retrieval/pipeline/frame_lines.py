@@ -87,8 +87,9 @@ def current_files(catalog: Catalog, reader, states: Mapping[str, FileState]) -> 
             and is_current(catalog.line_stamps(state.content_hash, reader.name), reader.origin, reader.stamp)}
 
 
-def store_reads(catalog: Catalog, content_hash: str, reader, reads: FrameReads) -> None:
+def store_reads(catalog: Catalog, content_hash: str, reader, reads: FrameReads) -> int:
     """One file's read, stored whole (maybe no lines: the file is then recorded as read), in place of any
-    earlier version's (its origin names the version: both kept would show every line twice)."""
-    catalog.replace_lines(content_hash, reader.name, reader.origin, reader.stamp,
+    earlier version's (its origin names the version: both kept would show every line twice); the lines the
+    catalog could not take (each skipped alone)."""
+    return catalog.replace_lines(content_hash, reader.name, reader.origin, reader.stamp,
                           timed_lines(reads, reader.name, reader.origin), alone=True)

@@ -55,6 +55,12 @@ SUBTITLE = register(LineSource("subtitle", PASS))
 SPEECH = register(LineSource("speech", PASS, asks=_asks_speech, one_spec=True))
 
 
+def unstored_note(source: str, count: int, what: str = "line(s)") -> str:
+    """The run's note on ``count`` lines of ``source`` the catalog could not take (text that is not valid Unicode,
+    a time that is not a number): each is skipped alone, the rest of its file's lines stored."""
+    return f"{source}: {count} {what} the catalog cannot store (not valid Unicode, or a time that is no number) skipped"
+
+
 def is_current(stamps: Mapping[str, str], origin: str, stamp: str | None = None) -> bool:
     """The one freshness rule of timed lines: a file's read by ``origin`` is current, and not read again, when the
     catalog records it with ``stamp`` (``line_stamps`` of the file's bytes and source: origin -> stamp).

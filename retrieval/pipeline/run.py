@@ -26,7 +26,7 @@ from retrieval.media.damaged import describe_gaps
 from retrieval.media.frames import Span
 from retrieval.media.scan import FoundFile, content_hash, find_videos
 from retrieval.media.shots import choose_detector
-from retrieval.pipeline import availability, concept_index
+from retrieval.pipeline import availability, concept_index, line_sources
 from retrieval.pipeline.catalog_settings import (
     auto_shots,
     finish_resegmenting,
@@ -74,6 +74,7 @@ class IndexReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
     failed_earlier: int = 0
     excluded: int = 0  # files found that were removed from the index (`convis remove`): skipped, not failed
+    ocr_unstored: int = 0  # lines read on screen the catalog could not take: each skipped alone
     notes: list[str] = field(default_factory=list)
 
     def pass_counts(self) -> dict:
@@ -167,6 +168,8 @@ class IndexRun:
             self._fail(FoundFile("", rel, 0, 0.0), reason)
         self.progress("start", {"total": len(jobs)})
         self._embed(jobs)
+        if self.report.ocr_unstored:
+            self.note(line_sources.unstored_note("ocr", self.report.ocr_unstored))
         self._passes(root)
         self._register()  # models built during the run: their rows say how they ran
         if resegmenting(self.catalog) and not self._resegment_failed:
@@ -310,7 +313,8 @@ class IndexRun:
             self.catalog.commit_file(_file_record(found, done, job.decode.units_label), _unit_records(done), vectors)
         for reader in self.readers:
             if reader.model_id in job.indexers:
-                store_reads(self.catalog, done.content_hash, reader, done.reads.get(reader.model_id, []))
+                self.report.ocr_unstored += store_reads(self.catalog, done.content_hash, reader,
+                                                        done.reads.get(reader.model_id, []))
         frames = sum(len(f.indices) for fs in done.frames.values() for f in fs)
         self.report.indexed += 1
         self.report.units += len(done.spans)

@@ -32,6 +32,7 @@ class SpeechCounts:
     voiced_seconds: float = 0.0
     seconds: float = 0.0  # of audio heard
     lines: int = 0
+    unstored: int = 0  # lines the catalog could not take: each skipped alone
     unavailable: str | None = None  # why the recogniser could not be loaded (no file was heard from then on)
 
 
@@ -63,8 +64,9 @@ def _hear(catalog: Catalog, digest: str, video: Path, recognizer: SpeechRecogniz
     spoken = recognizer.transcribe(audio, spans)
     # a file without a voice is recorded as heard, so silence is not heard again
     # alone: what another checkpoint heard in these bytes is replaced, not kept beside (each line said once)
-    catalog.replace_lines(digest, SOURCE, origin, recognizer.stamp if spoken else NO_VOICE,
-                          [TimedLine(SOURCE, origin, x.start, x.end, x.text) for x in spoken], alone=True)
+    counts.unstored += catalog.replace_lines(digest, SOURCE, origin, recognizer.stamp if spoken else NO_VOICE,
+                                             [TimedLine(SOURCE, origin, x.start, x.end, x.text) for x in spoken],
+                                             alone=True)
     counts.heard += 1
     counts.seconds += 0.0 if audio is None else audio.size / RATE
     counts.voiced_seconds += sum(b - a for a, b in spans)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from retrieval.core.errors import some
 from retrieval.media.subtitles import PROBLEMS, Sidecar, SubtitleRead, read_sidecar, read_streams, sidecars
-from retrieval.pipeline.line_sources import is_current
+from retrieval.pipeline.line_sources import is_current, unstored_note
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import TimedLine
 
@@ -47,7 +47,7 @@ class SubtitleProblems:
             counted = f"{len(names)} subtitle file(s)" if kind in ("encoding", "unreadable") else f"{count}"
             out.append(f"subtitles: {counted} {what} ({shown})")
         if self.unstored:
-            out.append(f"subtitles: {self.unstored} cue(s) the catalog cannot store (not valid Unicode) skipped")
+            out.append(unstored_note("subtitles", self.unstored, "cue(s)"))
         return out
 
 

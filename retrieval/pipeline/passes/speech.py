@@ -18,6 +18,7 @@ class SpeechCounts(Counts):
     speech_files: int = 0  # files whose sound track the speech indexer heard in this run
     speech_calls: int = 0  # voiced spans it handed to the recogniser (silence and music: none)
     speech_seconds: float = 0.0  # time it took, voice detection included
+    speech_unstored: int = 0  # heard lines the catalog could not take: each skipped alone
 
 
 class SpeechPass(IndexPass):
@@ -52,7 +53,9 @@ class SpeechPass(IndexPass):
         recognizer = self.recognizer
         started, calls = time.perf_counter(), recognizer.calls
         heard = speech_lines.sync(ctx.catalog, ctx.root, recognizer)
-        counts = SpeechCounts(heard.heard, recognizer.calls - calls, time.perf_counter() - started)
+        counts = SpeechCounts(heard.heard, recognizer.calls - calls, time.perf_counter() - started, heard.unstored)
+        if heard.unstored:
+            ctx.note(line_sources.unstored_note("speech", heard.unstored))
         if heard.unavailable:
             ctx.note(f"speech: no file heard: {heard.unavailable}")
         if heard.heard:

@@ -12,6 +12,7 @@ from retrieval.pipeline.passes.base import Counts, IndexPass, PassContext
 @dataclass
 class SubtitleCounts(Counts):
     subtitle_reads: int = 0  # subtitle files and streams read (new or changed) into the catalog's lines
+    subtitle_unstored: int = 0  # cues the catalog could not take: each skipped alone
 
 
 class SubtitlesPass(IndexPass):
@@ -25,4 +26,4 @@ class SubtitlesPass(IndexPass):
         problems = subtitle_lines.sync(ctx.catalog, self.pending(ctx))
         for text in problems.notes():
             ctx.note(text)
-        return SubtitleCounts(problems.files)
+        return SubtitleCounts(problems.files, problems.unstored)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bench.tiny.speech import tiny_whisper
+from indexers.speech import SpeechRecognizer, SpokenLine
 from retrieval.pipeline.distribute import SerialDistributor
 from retrieval.pipeline.settings import IndexSettings
 from retrieval.store.catalog import Catalog
@@ -69,3 +70,18 @@ def test_a_recogniser_that_cannot_be_loaded_is_said_and_the_run_goes_on(engine, 
     assert len(said) == 1 and "cannot load" in said[0] and str(missing) in said[0]
     with Catalog(engine.catalog_path, read_only=True) as cat:  # not recorded as heard: a later run tries again
         assert [cat.line_stamps(s.content_hash, "speech") for s in cat.file_states().values()] == [{}]
+
+
+def test_a_heard_line_the_catalog_cannot_store_is_counted_and_costs_itself(engine, tmp_path, whisper, monkeypatch):
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    with_sound(make_clip(tmp_path / "picture.mp4", frames=60), np.concatenate([tone(1.0), silence(5.0)]),
+               folder / "talk.mp4")
+    heard = [SpokenLine(0.0, 1.0, "kept words"), SpokenLine(1.0, 2.0, "half \ud800 a surrogate")]
+    monkeypatch.setattr(SpeechRecognizer, "voiced", lambda self, audio: [(0.0, 2.0)])
+    monkeypatch.setattr(SpeechRecognizer, "transcribe", lambda self, audio, spans: heard)
+    report = run(engine, folder, f"speech:{whisper}")
+    assert report.speech_unstored == 1 and report.as_dict()["speech_unstored"] == 1
+    assert any(note.startswith("speech: 1 line(s) the catalog cannot store") for note in report.notes)
+    with Catalog(engine.catalog_path, read_only=True) as cat:
+        assert [x.text for x in cat.file_lines("talk.mp4", ("speech",))] == ["kept words"]
