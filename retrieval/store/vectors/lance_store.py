@@ -95,12 +95,17 @@ def table_name(signal: str) -> str:
 class LanceVectors:
     """The vectors of one signal in a Lance table, read at the version opened (or last checked out)."""
 
-    def __init__(self, location: LanceLocation, signal: str):
+    def __init__(self, location: LanceLocation, signal: str, *, nprobes: int | None = None,
+                 refine_factor: int | None = None):
+        """``nprobes``/``refine_factor``: the ANN search's settings (None: ``NPROBES``, ``REFINE_FACTOR``)."""
         self.location = location
         self.signal = signal
+        self.nprobes = NPROBES if nprobes is None else nprobes
+        self.refine_factor = REFINE_FACTOR if refine_factor is None else refine_factor
         self.name = table_name(signal)
         self._db = lancedb.connect(location.uri, storage_options=location.storage_options or None)
         self._table = None
+        self._known: tuple[int, tuple[int, bool]] = (-1, (0, False))  # (version, its facts)
         self._open()
 
     def _open(self) -> None:
@@ -112,7 +117,22 @@ class LanceVectors:
     # -- what is held ---------------------------------------------------------
     @property
     def size(self) -> int:
-        return 0 if self._table is None else int(self._table.count_rows())
+        return self._facts()[0]
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the opened version has an ANN index (rows it does not cover are still searched exactly)."""
+        return self._facts()[1]
+
+    def _facts(self) -> tuple[int, bool]:
+        """(rows, indexed) of the opened version, read once a version: a search asks both."""
+        if self._table is None:
+            return 0, False
+        version = self._table.version
+        if self._known[0] != version:
+            indexed = any(VECTOR in index.columns for index in self._table.list_indices())
+            self._known = (version, (int(self._table.count_rows()), indexed))
+        return self._known[1]
 
     @property
     def version(self) -> int:
@@ -193,22 +213,18 @@ class LanceVectors:
                 return self._table.index_stats(index.name)
         return None
 
-    @property
-    def indexed(self) -> bool:
-        return self._table is not None and self._index_stats() is not None
-
     # -- reading ------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, ids) of the ``k`` nearest units to each query row, best first, id -1 where fewer; ``allowed``:
         only these unit ids, searched exactly (full recall)."""
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         k = max(1, min(k, self.size))
-        if self._table is None or self.size == 0:
+        if self.size == 0:
             return _empty(len(queries), k)
         if allowed is None:
             query = self._query(queries, k)
             if self.indexed:
-                query = query.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+                query = query.nprobes(self.nprobes).refine_factor(self.refine_factor)
             return _gathered(query.to_arrow(), len(queries), k)
         best = _empty(len(queries), k)
         for predicate in _predicates(np.asarray(allowed, dtype=np.int64)):
