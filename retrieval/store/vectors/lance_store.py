@@ -7,9 +7,10 @@ holds the ANN index's partition centroids and whatever pages it reads, not the m
 
 - Appends are versions: each ``append`` commits one new version atomically, skipping unit ids already held, so a
   re-run after a kill never doubles a row.  A reader stays on the version it opened until ``checkout_latest``.
-- The ANN index (IVF-PQ on the dot product, with an exact refine of the candidates) is built once the table
-  reaches ``ANN_FROM`` rows and retrained only when the rows it does not cover grow past ``GROWTH`` of those
-  it does; Lance searches those unindexed rows exactly meanwhile, so an append is visible at once.
+- The ANN index (IVF-PQ on the dot product, with an exact refine of the candidates) is trained once the table
+  reaches ``ANN_FROM`` rows and retrained only when the rows grow by ``GROWTH`` since; ``maybe_reindex`` adds
+  appended rows to its partitions in between (no training). Lance searches rows the index does not cover yet
+  exactly, so an append is visible to a reader at once, before any index work.
 - A search restricted to ``allowed`` unit ids is exact over them (a prefilter on ``unit_id`` and a flat scan of
   the rows it keeps), as FAISS's filtered search is: a filter loses nothing.
 """
@@ -30,9 +31,11 @@ from lancedb.index import BTree, IvfPq
 
 # Below this many rows a search is an exact scan (as FAISS's Flat below EXACT_LIMIT); from it, IVF-PQ.
 ANN_FROM = 100_000
-# The ANN index is retrained when the rows it does not cover reach this share of those it does: until then an
-# append costs no training, and the exact scan of the tail stays a small part of a query.
+# The ANN index is retrained when the rows have grown by this share since it was trained: until then appended rows
+# join its partitions under the centroids and codebook it has, which fit them less well as the collection drifts.
 GROWTH = 0.25
+KMEANS_ITERATIONS = 20  # Lance's default 50 took most of the build (200k x 768: 170 s on 2 cores)
+TRAINED_ROWS = "convis.ann_trained_rows"  # the table's config: how many rows the ANN index was trained on
 # Search-time settings of the IVF-PQ index, chosen by ``convis bench perf --sections store`` for recall@10 >= 0.95
 # against an exact search (docs/scaling.md): partitions probed, and candidates rescored exactly per result.
 NPROBES = 32
@@ -189,27 +192,34 @@ class LanceVectors:
             self._table.delete(predicate)
 
     def maybe_reindex(self) -> bool:
-        """Build the ANN index once past ``ANN_FROM`` rows; retrain it when the unindexed rows pass ``GROWTH`` of
-        the indexed ones; otherwise nothing. Returns whether an index was (re)built."""
+        """Train the ANN index once past ``ANN_FROM`` rows, and again once the rows have grown by ``GROWTH`` since
+        it was trained; between, rows appended since the last call join the index's partitions with the codebook
+        it has (no training). Returns whether the index was trained."""
         if self._table is None:
             return False
         self._table.checkout_latest()
         rows = self.size
         if rows < ANN_FROM:
             return False
-        stats = self._index_stats()
-        if stats is not None and stats.num_unindexed_rows <= GROWTH * stats.num_indexed_rows:
+        trained = int(self._table.to_lance().config().get(TRAINED_ROWS, 0)) if self.indexed else 0
+        if trained and rows <= trained * (1 + GROWTH):
+            if self._index_stats().num_unindexed_rows:
+                # an exact scan of the unindexed tail costs every query a read of its vectors (100k x 768: 300 MB)
+                self._table.to_lance().optimize.optimize_indices()
+                self._table.checkout_latest()
             return False
-        dim = self.dim
-        self._table.create_index(VECTOR, config=IvfPq(distance_type="dot", num_partitions=partitions(rows),
-                                                      num_sub_vectors=sub_vectors(dim)), replace=True)
-        # the prefilter of a filtered search and the held-id check read this instead of the whole column
+        self._table.create_index(VECTOR, replace=True, config=IvfPq(
+            distance_type="dot", num_partitions=partitions(rows), num_sub_vectors=sub_vectors(self.dim),
+            max_iterations=KMEANS_ITERATIONS))
+        # the prefilter of a filtered search reads this rather than the whole column
         self._table.create_index(UNIT_ID, config=BTree(), replace=True)
+        self._table.to_lance().update_config({TRAINED_ROWS: str(rows)})
+        self._table.checkout_latest()
         return True
 
     def _index_stats(self):
         for index in self._table.list_indices():
-            if VECTOR in index.columns and "PQ" in str(index.index_type).upper():
+            if VECTOR in index.columns:
                 return self._table.index_stats(index.name)
         return None
 

@@ -83,13 +83,16 @@ def test_unindexed_tail_is_searched_exactly_after_an_index_build(store, monkeypa
     assert not store.maybe_reindex()  # nothing grew: no retraining
     tail_ids, tail = data(n=40, seed=2, first=5_000)
     store.append(tail_ids, tail)
-    assert not store.maybe_reindex()  # 40 rows past 600 stay below GROWTH
-    scores, found = store.search(tail, 1)
+    scores, found = store.search(tail, 1)  # not in the index yet: scanned exactly
     np.testing.assert_array_equal(found[:, 0], tail_ids)
     np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-4)
+    assert not store.maybe_reindex()  # 40 rows past 600 stay below GROWTH: added to the index untrained
+    assert store._index_stats().num_unindexed_rows == 0
+    np.testing.assert_array_equal(store.search(tail, 1)[1][:, 0], tail_ids)
     more_ids, more = data(n=200, seed=3, first=9_000)
     store.append(more_ids, more)
-    assert store.maybe_reindex()  # 240 unindexed rows past a quarter of 600: retrained
+    assert store.maybe_reindex()  # 840 rows: grown by more than a quarter since training on 600
+    assert not store.maybe_reindex()
 
 
 def test_delete(store):
