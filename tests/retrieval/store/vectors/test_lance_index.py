@@ -86,3 +86,18 @@ def test_indexing_a_faiss_index_with_store_lance_moves_it(demo_index, example_vi
 def test_a_wrong_store_fails_before_anything_is_indexed(tmp_path):
     result = runner.invoke(app, ["index", str(tmp_path), "--store", "qdrant"])
     assert result.exit_code == 2 and "--store 'qdrant'" in result.output
+
+
+def test_the_export_of_a_lance_index_reads_its_vectors_from_the_tables(lance_index, demo_index, tmp_path):
+    import pyarrow.parquet as pq
+
+    def vectors(index_dir, out):
+        convis("export", "--index-dir", index_dir, "--out", out)
+        return {f.name: pq.read_table(f).select(["path", "segment", "vector"]).to_pylist()
+                for f in sorted(out.glob("vectors.*.parquet"))}
+
+    mine, theirs = vectors(lance_index, tmp_path / "lance"), vectors(demo_index, tmp_path / "faiss")
+    assert mine.keys() == theirs.keys() and len(mine) >= 2
+    for name, rows in mine.items():
+        assert [r["path"] for r in rows] == [r["path"] for r in theirs[name]] and rows
+        assert [r["vector"] for r in rows] == [r["vector"] for r in theirs[name]]
