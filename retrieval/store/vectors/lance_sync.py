@@ -7,10 +7,12 @@ only past its growth threshold.  A publish killed midway leaves the table behind
 nor doubled (held unit ids are skipped), and the next one appends the difference: moving an existing FAISS index
 to Lance is the first publish, resumable the same way.
 
-Readers keep one open table per signal for the life of the process and move it to the newest version when the
-catalog they read has a new generation (a publish bumps it), so a serving process sees each publish at its next
-query and every search reads one committed version.  A unit recalled from a version ahead of the catalog a reader
-reads has no stored vector there and drops out, as a stale FAISS file's would: scores always come from the catalog.
+Each publish records every table's version in the catalog (``VERSION`` + signal), before the snapshot readers read
+is taken.  Readers keep one open table per signal for the life of the process and move it to the newest version
+once the catalog they read records a newer one than it holds, so a serving process sees each publish at its next
+query (the catalog's or its snapshot's, whichever it reads) and every search reads one committed version.  A unit
+recalled from a version ahead of the catalog a reader reads has no stored vector there and drops out, as a stale
+FAISS file's would: scores always come from the catalog.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from retrieval.store.vectors import signals as signal_vectors
 from retrieval.store.vectors.lance_store import LanceLocation, LanceVectors
 
 STORE = "vector_store"  # catalog setting: "faiss" (or unset), or a Lance location as --store wrote it
+VERSION = "lance_version:"  # catalog setting + signal: the version of its table the last publish left
 FAISS = "faiss"
 APPEND_ROWS = 100_000  # rows one version appends: a migration of millions commits (and resumes) in parts
-_OPEN: dict[tuple[str, str], tuple[LanceVectors, int]] = {}  # (uri, signal) -> table, catalog generation it read
+_OPEN: dict[tuple[str, str], LanceVectors] = {}  # (uri, signal) -> the table this process reads
 _OPEN_LOCK = threading.Lock()
 
 
@@ -67,8 +70,11 @@ def publish(catalog: Catalog, index_dir: Path) -> dict[str, int]:
     where = location(catalog, index_dir)
     if where is None:
         return {}
-    signals = signal_vectors.index_signals(catalog)
-    return {signal: sync_signal(catalog, LanceVectors(where, signal), signal) for signal in signals}
+    versions = {signal: sync_signal(catalog, LanceVectors(where, signal), signal)
+                for signal in signal_vectors.index_signals(catalog)}
+    for signal, version in versions.items():
+        catalog.set_setting(VERSION + signal, str(version))  # what moves readers on (see ``reader``)
+    return versions
 
 
 def sync_signal(catalog: Catalog, table: LanceVectors, signal: str) -> int:
@@ -91,17 +97,16 @@ def sync_signal(catalog: Catalog, table: LanceVectors, signal: str) -> int:
 
 
 def reader(catalog: Catalog, index_dir: Path, signal: str) -> LanceVectors | None:
-    """The open table of ``signal`` at the newest version once ``catalog``'s generation is new to it; None for a
-    FAISS index or a table not written yet (the caller searches the catalog's vectors)."""
+    """This process's open table of ``signal``, moved to the newest version when ``catalog`` records a newer one
+    than it reads; None for a FAISS index or a table not written yet (the caller searches the catalog's vectors)."""
     where = location(catalog, index_dir)
     if where is None:
         return None
-    key, generation = (where.uri, signal), catalog.generation
+    published = int(catalog.setting(VERSION + signal) or 0)
     with _OPEN_LOCK:
-        table, seen = _OPEN.get(key) or (None, None)
+        table = _OPEN.get((where.uri, signal))
         if table is None:
-            table = LanceVectors(where, signal)
-        elif seen != generation:
-            table.checkout_latest()  # the index published: serve what it wrote
-        _OPEN[key] = (table, generation)
+            table = _OPEN[(where.uri, signal)] = LanceVectors(where, signal)
+        elif table.version < published:
+            table.checkout_latest()  # the index published since: serve what it wrote
     return table if table.size else None

@@ -101,3 +101,16 @@ def test_the_export_of_a_lance_index_reads_its_vectors_from_the_tables(lance_ind
     for name, rows in mine.items():
         assert [r["path"] for r in rows] == [r["path"] for r in theirs[name]] and rows
         assert [r["vector"] for r in rows] == [r["vector"] for r in theirs[name]]
+
+
+def test_a_removed_file_leaves_the_lance_tables_at_the_next_publish(lance_index, tmp_path):
+    index_dir = scratch_index(lance_index, tmp_path)  # its tables (INDEX_DIR/lance) copied with it
+    before = held(index_dir)
+    Engine(index_dir).remove(["cup.mp4"])
+    after = held(index_dir)
+    assert all(lance == catalog for lance, catalog in after.values())
+    assert all(len(after[s][0]) < len(before[s][0]) for s in before)
+    with Catalog(index_dir / "catalog.duckdb", read_only=True) as catalog:  # the versions readers move on to
+        where = lance_sync.location(catalog, index_dir)
+        assert {s: int(catalog.setting(lance_sync.VERSION + s)) for s in after} == \
+            {s: LanceVectors(where, s).version for s in after}
