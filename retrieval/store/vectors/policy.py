@@ -23,6 +23,7 @@ from retrieval.store.vectors.lance_store import LanceVectors
 from retrieval.store.vectors.signals import index_signals
 
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
+RecallIndex = VectorIndex | LanceVectors  # what recall searches: both answer ``search`` alike (scores, ids)
 
 
 def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None,
@@ -106,7 +107,7 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
     return built
 
 
-def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> VectorIndex | LanceVectors:
+def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> RecallIndex:
     """What recall searches for ``model_id``: its Lance table for an index that serves from Lance, else the saved
     FAISS index if it matches the catalog, else one built from the catalog now (as for a Lance table not written
     yet)."""
