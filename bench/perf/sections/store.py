@@ -40,7 +40,8 @@ HEAD = ["vectors", "engine", "index", "search params", "build s", "append", "vis
 
 def _row(r: StoreResult) -> list:
     return [f"{r.vectors:,}", r.engine, r.index, r.params or "-", f"{r.build_s:.1f}", f"{r.appended:,}",
-            f"{r.append_visible_s:.1f}", "yes" if r.full_rebuild else "no", f"{r.reindex_s:.1f}", r.queries,
+            f"{r.append_visible_s:.1f}", "yes" if r.full_rebuild else "no",
+            f"{r.reindex_s:.1f}" if r.engine == "Lance" else "-", r.queries,
             f"{r.p50_ms:.2f}", f"{r.p99_ms:.2f}", f"{r.recall_at_10:.3f}", f"{r.serve_rss_mb:.0f}",
             f"{r.disk_mb:.0f}"]
 

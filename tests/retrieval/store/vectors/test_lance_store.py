@@ -149,3 +149,34 @@ def test_location_parse(tmp_path, monkeypatch):
 def test_table_names_are_safe_and_distinct():
     names = {table_name(s) for s in ("camera:angle", "camera/angle", "camera#angle")}
     assert len(names) == 3 and all(set(n) <= set("abcdefghijklmnopqrstuvwxyz0123456789_-") for n in names)
+
+
+@pytest.fixture
+def s3_bucket(monkeypatch):
+    """A local S3 API (moto's server) with one bucket, and the standard AWS settings pointing at it."""
+    server_module = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    for name, value in {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "key",
+                        "AWS_SECRET_ACCESS_KEY": "secret", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    boto3.client("s3").create_bucket(Bucket="vectors")
+    yield "s3://vectors/index"
+    server.stop()
+
+
+def test_a_table_on_s3_is_appended_and_read_by_a_second_reader(s3_bucket, tmp_path):
+    location = LanceLocation.parse(f"lance:{s3_bucket}", tmp_path)
+    writer = LanceVectors(location, "a signal")
+    ids, matrix = data(n=50)
+    writer.append(ids[:40], matrix[:40])
+    reader = LanceVectors(location, "a signal")
+    writer.append(ids, matrix)
+    assert reader.size == 40 and writer.size == 50
+    reader.checkout_latest()
+    assert reader.size == 50 and reader.search(matrix[45:46], 1)[1][0, 0] == ids[45]
+    np.testing.assert_array_equal(reader.vectors(ids[[45, 3]]), matrix[[45, 3]])
