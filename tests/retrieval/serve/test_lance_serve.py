@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from fastapi.testclient import TestClient
 
 from retrieval.serve.server import create_app
@@ -21,6 +22,7 @@ def recalled(client) -> dict[str, list[str]]:
     return {h["path"]: h["recalled_by"] for h in answer.json()["hits"]}
 
 
+@pytest.mark.slow  # an index run in another process
 def test_a_server_reads_the_lance_version_another_process_published(tmp_path):
     videos = indexed_copies(tmp_path, ("cup.mp4", "box.mp4"), ["efficientnet-lite0"], captions=CAPTIONS,
                             store="lance")
