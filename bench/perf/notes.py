@@ -47,6 +47,8 @@ def notes(config: PerfConfig) -> list[str]:
                    "the kept rows, the lowest over the runs; p50 over the queries one by one on one thread, the "
                    "median over the runs, each run timing the same index unfiltered beside it; the CPU columns are "
                    "the searching thread's CPU time (time.thread_time), which leaves out waiting for a core.")
+    if "store" in config.sections:
+        out.append(STORE_NOTE)
     if "scaling" in config.sections:
         out.append("One long file on every core: the decode stage as an index run drives it (`LocalExecutor` over "
                    "N decode worker processes, the file cut into windows by `unit_windows`: its first unit alone, "
@@ -62,6 +64,16 @@ def notes(config: PerfConfig) -> list[str]:
                    "the pipeline (decode once, model call, score cache), not a real LMM's cost, which is seconds "
                    "to minutes per pair on a CPU.")
     return out
+
+
+STORE_NOTE = (
+    "FAISS and Lance: the recall section's mixture, written 100k rows at a time; N rows built to disk (FAISS: "
+    "`VectorIndex.build` with its automatic factory, saved; Lance: `LanceVectors.append` a version per 100k rows, "
+    "then `maybe_reindex`), then 100k more (half of N when smaller): FAISS rebuilds from every row, saves and a "
+    "reader loads it; Lance appends one version and a newly opened reader counts it, before `maybe_reindex` adds "
+    "the rows to the index (or retrains it past 25% growth: 'full rebuild'). Queries: held-out draws from the "
+    "mixture, asked one at a time after the append by a fresh process that opens the store (`python -m "
+    "bench.perf.store_serve`; its VmHWM is the serving RSS); recall@10 against an exact search of every row.")
 
 
 def _cli_note(config: PerfConfig) -> str:

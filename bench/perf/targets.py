@@ -26,6 +26,11 @@ TARGET_WORKER_MB = 1024  # peak RSS of any one decode worker
 TARGET_HEALTH_P99_MS = 50.0  # /health under the serve section's load
 DUPES_SECONDS = 60  # 100k units grouped as near-duplicates
 DUPES_LOWEST_MB = 2048  # peak RSS of 30k units grouped at the lowest threshold
+# Lance, the scale-out store (its largest measured size): one query, the serving process, an append's visibility
+TARGET_LANCE_P50_MS = 50.0
+TARGET_STORE_RECALL = 0.95  # recall@10 against an exact search
+TARGET_LANCE_SERVE_MB = 2048
+TARGET_LANCE_APPEND_S = 60.0
 TARGET_QUERY_SHARE = 1.5  # a query's p50 under load, over its time alone times the queries in flight per core
 
 

@@ -69,6 +69,10 @@ FaissIndexOpt = Annotated[Optional[str], typer.Option(
     "'auto': exact below 100k vectors, IVF above.")]
 FaissParamsOpt = Annotated[Optional[str], typer.Option(help="FAISS search parameters, e.g. 'nprobe=32' or "
                                                        "'efSearch=128'; kept for later runs ('auto' resets).")]
+StoreOpt = Annotated[Optional[str], typer.Option(
+    help="Where recall searches vectors: 'faiss' (default: in RAM, rebuilt at each publish) or 'lance' (tables on "
+    "disk beside the index, appended at each publish), 'lance:FOLDER' or 'lance:s3://bucket/prefix' (AWS settings "
+    "from the environment). Kept for later runs; 'lance' on a FAISS index moves it (resumable).")]
 ProtocolOpt = Annotated[Optional[str], typer.Option(
     help="How indexers see videos: 'fast' (default: about 1 frame a second, 8 a unit, decoder-scaled) or 'paper' "
     "(the ConViS-Bench reference's frames, pixels, weights and fp32). Kept in the index.")]
@@ -114,10 +118,10 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
           workers: WorkersOpt = None, timeout: TimeoutOpt = 300.0, publish_every: PublishEveryOpt = 60.0,
           device: DeviceOpt = None, trust_remote_code: RemoteCodeOpt = False, ray: RayOpt = None,
           faiss_index: FaissIndexOpt = None, faiss_params: FaissParamsOpt = None, protocol: ProtocolOpt = None,
-          move_root: MoveRootOpt = False, prune: PruneOpt = False, retry_failed: RetryFailedOpt = False,
-          captioner: CaptionerOpt = None, captioner_backend: CaptionerBackendOpt = "hf",
-          decode_device: DecodeDeviceOpt = None, metadata: MetadataOpt = None, concept: IndexConceptOpt = None,
-          as_json: RunJsonOpt = False):
+          store: StoreOpt = None, move_root: MoveRootOpt = False, prune: PruneOpt = False,
+          retry_failed: RetryFailedOpt = False, captioner: CaptionerOpt = None,
+          captioner_backend: CaptionerBackendOpt = "hf", decode_device: DecodeDeviceOpt = None,
+          metadata: MetadataOpt = None, concept: IndexConceptOpt = None, as_json: RunJsonOpt = False):
     """Index the videos in FOLDER: sample frames, embed them, store vectors (re-runs resume, skip unchanged files)."""
     from retrieval.api import Engine, IndexSettings, remember_index
 
@@ -129,7 +133,7 @@ def index(folder: FolderArg, indexer: IndexerOpt = None, index_dir: NewIndexDirO
     settings = IndexSettings(segment_seconds=seconds, shots=shots, captions=captions, workers=workers,
                              timeout=timeout, publish_every=publish_every, ray_address=ray, faiss_index=faiss_index,
                              faiss_params=faiss_params, protocol=protocol, move_root=move_root, prune=prune,
-                             retry_failed=retry_failed, captioner=captioner, decode_device=decode_device,
+                             store=store, retry_failed=retry_failed, captioner=captioner, decode_device=decode_device,
                              concepts=tuple(concept or ()))
     engine = Engine(index_dir or folder / INDEX_DIRNAME, device=device, trust_remote_code=trust_remote_code,
                     captioner_backend=captioner_backend)

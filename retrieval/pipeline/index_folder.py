@@ -18,6 +18,7 @@ from retrieval.store.catalog import Catalog
 from retrieval.store.index_dir import NoIndexError, has_index, protocol_of, repair
 from retrieval.store.snapshots import CATALOG_NAME
 from retrieval.store.vectors.faiss_index import check_folder
+from retrieval.store.vectors.lance_sync import configure_store
 from retrieval.store.vectors.policy import configure_faiss
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class _Run:
             # line readers (ocr) store no vectors: no FAISS index to check for them
             configure_faiss(catalog, [m for m in models if m.kind != "lines"], settings.faiss_index,
                             settings.faiss_params, self.notices)
+            configure_store(catalog, settings.store)  # FAISS or Lance: the run's publishes write the one kept
             # any reranker family describes clips; built once per engine, as for reranking (on Ray, the actors
             # build it: the run's driver never loads it)
             captioner = self.models.captioner(settings.captioner, self.protocol) if settings.captioner and \

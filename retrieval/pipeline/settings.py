@@ -11,6 +11,7 @@ from retrieval.core.ranges import in_range
 from retrieval.core.segmentation import ShotRule
 from retrieval.store.errors import IndexSettingsError
 from retrieval.store.vectors.faiss_index import check_factory
+from retrieval.store.vectors.lance_sync import check_store
 
 PUBLISH_EVERY = 60.0  # seconds between snapshots during a run, so queries see progress
 # seconds one decode task may take before its file is skipped: a task reads one window of a file's units
@@ -52,6 +53,7 @@ class IndexSettings:
     ray_address: str | None = None
     faiss_index: str | None = None
     faiss_params: str | None = None
+    store: str | None = None  # "faiss" or "lance[:FOLDER|s3://bucket/prefix]" (lance_sync), kept for later runs
     protocol: str | None = None
     move_root: bool = False
     prune: bool = False
@@ -73,6 +75,7 @@ class IndexSettings:
                 check_factory(self.faiss_index)
             except ValueError as exc:
                 raise IndexSettingsError(f"--faiss-index {self.faiss_index!r}: {exc}") from None
+        object.__setattr__(self, "store", check_store(self.store))  # a wrong one fails before anything is indexed
         if self.shots is not None:
             self.shots.check_lengths()
         if self.segment_seconds and self.segment_seconds < MIN_SEGMENT_SECONDS:

@@ -34,7 +34,7 @@ from retrieval.search import ranking
 from retrieval.search.results import CHANGE_KEY, Hit
 from retrieval.search.signals import SignalError
 from retrieval.search.text_query import MAX_TEXT_CHARS, NoTextSignal, text_signals
-from retrieval.store.vectors.faiss_index import VectorIndex
+from retrieval.store.vectors.policy import RecallIndex
 
 DEFAULT_CHANGE_WEIGHT = 1.0
 
@@ -120,7 +120,7 @@ class ChangeQuery:
         return cls(change, text_vectors, composed, notices, edited_vectors,
                    tuple(m for m in changing if m in edited_vectors))
 
-    def recall(self, indices: Callable[[str], VectorIndex], k: int,
+    def recall(self, indices: Callable[[str], RecallIndex], k: int,
                allowed: np.ndarray | None = None) -> dict[int, list[str]]:
         """Unit id -> the change signals that proposed it: the change text's and the composed vectors' top ``k``
         (of the ``allowed`` units only, when given)."""

@@ -1,7 +1,7 @@
-"""Recall candidates from FAISS, score them per concept with the indexed signals, order the hits.
+"""Recall candidates from FAISS or Lance, score them per concept with the indexed signals, order the hits.
 
-FAISS only proposes candidates; their scores come from the vectors the catalog holds, so a
-damaged or stale FAISS file can at worst change which units are recalled, never a score.
+The index only proposes candidates; their scores come from the vectors the catalog holds, so a damaged or
+stale FAISS file (or a Lance table a version off) can at worst change which units are recalled, never a score.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from retrieval.search.results import Hit
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import UnitRow
 from retrieval.store.vectors import signals as signal_vectors
-from retrieval.store.vectors.faiss_index import VectorIndex
+from retrieval.store.vectors.policy import RecallIndex
 
 
-def recall(anchors: dict[str, np.ndarray], indices: dict[str, VectorIndex], k: int,
+def recall(anchors: dict[str, np.ndarray], indices: dict[str, RecallIndex], k: int,
            farthest: bool = False, allowed: np.ndarray | None = None) -> dict[int, list[str]]:
     """Union of the top-``k`` unit ids from every signal's index: unit id -> the signals that recalled it.
 

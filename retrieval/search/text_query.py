@@ -43,8 +43,7 @@ from retrieval.search.signals import SignalError, conditioned_concepts, describe
 from retrieval.store.catalog import Catalog
 from retrieval.store.index_dir import open_catalog, protocol_of, unavailable_notice
 from retrieval.store.vectors import signals as signal_vectors
-from retrieval.store.vectors.faiss_index import VectorIndex
-from retrieval.store.vectors.policy import vector_index
+from retrieval.store.vectors.policy import RecallIndex, vector_index
 
 if TYPE_CHECKING:
     from retrieval.model_cache import ModelCache
@@ -161,7 +160,7 @@ class TextQuery:
 
 
 def search(query: TextQuery, catalog: Catalog, build: Callable[[str], TextEncoder],
-           vector_index: Callable[[str], VectorIndex],
+           vector_index: Callable[[str], RecallIndex],
            keywords: Callable[[], KeywordIndex] | None = None) -> TextResult:
     """Rank the catalog's units for ``query.text`` with every answering signal, or with one concept's
     description signal (see the module's notes); with ``keywords`` (the keyword index, asked for when needed),

@@ -10,8 +10,8 @@ from importlib import import_module
 
 from bench.perf.section import Section
 
-PAGE = ("indexing", "long_video", "scaling", "recall", "filter", "ocr", "dupes", "speech", "rerank", "rerank_lmm",
-        "embed", "describe", "encoders", "cli", "serve")
+PAGE = ("indexing", "long_video", "scaling", "recall", "store", "filter", "ocr", "dupes", "speech", "rerank",
+        "rerank_lmm", "embed", "describe", "encoders", "cli", "serve")
 
 
 def _section(name: str) -> Section:

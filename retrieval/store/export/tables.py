@@ -28,6 +28,8 @@ from retrieval.store.export.files import (
 )
 from retrieval.store.index_dir import protocol_of, reading, root_of
 from retrieval.store.snapshots import SNAPSHOT_NAME
+from retrieval.store.vectors import lance_sync
+from retrieval.store.vectors.lance_store import LanceLocation, LanceVectors
 
 VECTOR_BATCH = 16_384  # vectors converted at a time
 # tables the export writes in its own shape (vectors, descriptions) or that hold no file's data: the index's
@@ -53,6 +55,7 @@ TEXT_LINES = """SELECT f.path, l.* FROM text_lines l JOIN files f ON f.content_h
 VECTORS = """SELECT e.unit_id, f.path, u.segment, u.start_s, u.end_s, e.vector
     FROM embeddings e JOIN units u ON u.unit_id = e.unit_id JOIN files f ON f.file_id = u.file_id
     WHERE e.indexer = ? ORDER BY f.path, u.segment"""
+KEYS = VECTORS.replace(", e.vector", "")  # the same rows, their vectors read from the index's Lance table
 VECTOR_SCHEMA = pa.schema([("unit_id", pa.int64()), ("path", pa.string()), ("segment", pa.int32()),
                            ("start_s", pa.float64()), ("end_s", pa.float64()), ("vector", pa.list_(pa.float32()))])
 
@@ -65,7 +68,8 @@ def export_index(index_dir: Path, out: Path, fmt: str = "parquet", force: bool =
     check_format(fmt)
     with reading(index_dir, notices) as catalog:  # no index: said before a folder is made
         out = prepare_out(out, force, inside=index_dir)
-        written = [*_tables(catalog, out, fmt), *_vector_tables(catalog, out, fmt)]
+        lance = lance_sync.location(catalog, index_dir)
+        written = [*_tables(catalog, out, fmt), *_vector_tables(catalog, out, fmt, lance)]
         manifest = {"convis_export": EXPORT_VERSION, "format": fmt,
                     "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "index": _identity(catalog, index_dir), "notices": list(notices),
@@ -122,12 +126,14 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _vector_tables(catalog: Catalog, out: Path, fmt: str) -> Iterator[Written]:
-    """One table per signal the catalog stores vectors of (each indexer, each concept's description signal)."""
+def _vector_tables(catalog: Catalog, out: Path, fmt: str, lance: LanceLocation | None) -> Iterator[Written]:
+    """One table per signal the catalog stores vectors of (each indexer, each concept's description signal); an
+    index served from Lance has them read from its tables (``lance``), the units recall searches."""
     taken: set[str] = set()
     for signal, about in _signals(catalog).items():
         name = _table_name(about.pop("short"), taken)
-        yield copy_arrow(_vectors(catalog, signal), out, name, fmt, {"signal": signal, **about})
+        rows = _vectors(catalog, signal) if lance is None else _lance_vectors(catalog, LanceVectors(lance, signal))
+        yield copy_arrow(rows, out, name, fmt, {"signal": signal, **about})
 
 
 def _signals(catalog: Catalog) -> dict[str, dict]:
@@ -154,10 +160,28 @@ def _table_name(short: str, taken: set[str]) -> str:
 
 def _vectors(catalog: Catalog, signal: str) -> pa.RecordBatchReader:
     """``signal``'s vectors with their units' keys, as a stream of Arrow batches (the bytes read as float32)."""
-    rows = catalog.db.sql(VECTORS, params=[signal])
-    stream = getattr(rows, "to_arrow_reader", None) or rows.fetch_arrow_reader  # its name before DuckDB 1.4
-    batches = stream(VECTOR_BATCH)
+    batches = _stream(catalog.db.sql(VECTORS, params=[signal]))
     return pa.RecordBatchReader.from_batches(VECTOR_SCHEMA, (_as_floats(b) for b in batches))
+
+
+def _lance_vectors(catalog: Catalog, table: LanceVectors) -> pa.RecordBatchReader:
+    """The rows ``_vectors`` reads, for the units ``table`` holds, their vectors read from it a batch at a time."""
+    held = table.unit_ids()
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for keys in _stream(catalog.db.sql(KEYS, params=[table.signal])):
+            keys = keys.filter(pa.array(np.isin(keys.column("unit_id").to_numpy(), held)))
+            vectors = table.vectors(keys.column("unit_id").to_numpy()) if keys.num_rows else np.zeros((0, 1))
+            flat = pa.array(vectors.astype(np.float32).ravel(), pa.float32())
+            offsets = pa.array(np.arange(keys.num_rows + 1, dtype=np.int32) * vectors.shape[1])
+            yield pa.RecordBatch.from_arrays([*keys.columns, pa.ListArray.from_arrays(offsets, flat)],
+                                             schema=VECTOR_SCHEMA)
+    return pa.RecordBatchReader.from_batches(VECTOR_SCHEMA, batches())
+
+
+def _stream(rows) -> Iterator[pa.RecordBatch]:
+    stream = getattr(rows, "to_arrow_reader", None) or rows.fetch_arrow_reader  # its name before DuckDB 1.4
+    return iter(stream(VECTOR_BATCH))
 
 
 def _as_floats(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -16,10 +16,14 @@ from indexers.base import Indexer
 from retrieval.core.errors import one_line
 from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
+from retrieval.store.vectors import lance_sync
 from retrieval.store.vectors import signals as signal_vectors
 from retrieval.store.vectors.faiss_index import EXACT_LIMIT, VectorIndex, check_factory, choose_factory, index_path
+from retrieval.store.vectors.lance_store import LanceVectors
+from retrieval.store.vectors.signals import index_signals
 
 FAISS_FACTORY, FAISS_PARAMS = "faiss_factory", "faiss_params"  # catalog settings; "" = automatic
+RecallIndex = VectorIndex | LanceVectors  # what recall searches: both answer ``search`` alike (scores, ids)
 
 
 def configure_faiss(catalog: Catalog, indexers: Sequence[Indexer], factory: str | None, params: str | None,
@@ -90,8 +94,10 @@ def build_index(catalog: Catalog, indexer: str) -> VectorIndex:
 
 def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]:
     """Derive every signal's FAISS index (indexers, description signals and CLIPScore) from the catalog and
-    replace the files atomically."""
-    built = {}
+    replace the files atomically; none for an index that serves from Lance (its tables are appended instead)."""
+    built: dict[str, VectorIndex] = {}
+    if lance_sync.location(catalog, index_dir) is not None:
+        return built
     signals = index_signals(catalog)
     for signal in signals:
         index = build_index(catalog, signal)
@@ -101,17 +107,16 @@ def rebuild_indices(catalog: Catalog, index_dir: Path) -> dict[str, VectorIndex]
     return built
 
 
-def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> VectorIndex:
-    """The saved FAISS index if it matches the catalog, else one built from the catalog now."""
+def vector_index(catalog: Catalog, index_dir: Path, model_id: str) -> RecallIndex:
+    """What recall searches for ``model_id``: its Lance table for an index that serves from Lance, else the saved
+    FAISS index if it matches the catalog, else one built from the catalog now (as for a Lance table not written
+    yet)."""
+    served = lance_sync.reader(catalog, index_dir, model_id)
+    if served is not None:
+        return served
     signals = index_signals(catalog)
     saved = VectorIndex.load(index_path(index_dir, model_id, signals), model_id)
     if saved is not None and saved.generation == catalog.generation and \
             saved.size == signal_vectors.count(catalog, model_id):
         return saved
     return build_index(catalog, model_id)
-
-
-def index_signals(catalog: Catalog) -> list[str]:
-    """Every signal the index keeps a FAISS index of: indexers, description signals and CLIPScore."""
-    signals = [row.indexer for row in catalog.indexers()] + [row.signal for row in catalog.description_signals()]
-    return signals + list(signal_vectors.clipscore_signals(catalog).values())

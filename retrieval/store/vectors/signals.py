@@ -103,3 +103,9 @@ def clipscore_signals(catalog: Catalog) -> dict[str, str]:
     visual = {row.indexer: row.name for row in catalog.indexers() if row.kind != "text"}
     return {visual[row.indexer]: clipscore_id(row.indexer) for row in catalog.description_signals()
             if row.concept == CAPTION and row.indexer in visual}
+
+
+def index_signals(catalog: Catalog) -> list[str]:
+    """Every signal recall searches an index (FAISS or Lance) of: indexers, description signals and CLIPScore."""
+    signals = [row.indexer for row in catalog.indexers()] + [row.signal for row in catalog.description_signals()]
+    return signals + list(clipscore_signals(catalog).values())

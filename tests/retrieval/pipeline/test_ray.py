@@ -235,3 +235,23 @@ def test_the_captioner_runs_in_ray_actors_and_stores_what_a_local_run_stores(ray
     assert answers(remote) == answers(local) and len(answers(local)) == 24
     again = remote.index(video_folder, [spec], IndexSettings(ray_address="local", captioner=captioner))
     assert again.describe_calls == 0
+
+
+@pytest.mark.slow
+def test_a_ray_run_writes_the_local_runs_vectors_to_lance(ray_session, tmp_path, video_folder, spec):
+    from retrieval.store.vectors import lance_sync
+    from retrieval.store.vectors.lance_store import LanceVectors
+
+    local, remote = Engine(tmp_path / "local"), Engine(tmp_path / "ray")
+    local.index(video_folder, [spec], IndexSettings(store="lance"), distributor=SerialDistributor())
+    remote.index(video_folder, [spec], IndexSettings(ray_address="local", store="lance"))
+
+    def table(engine):
+        with Catalog(engine.catalog_path, read_only=True) as catalog:
+            held = LanceVectors(lance_sync.location(catalog, engine.index_dir), spec)
+        ids = np.sort(held.unit_ids())
+        return ids, held.vectors(ids)
+
+    (ids_a, vec_a), (ids_b, vec_b) = table(local), table(remote)
+    assert len(ids_a) and np.array_equal(ids_a, ids_b)
+    np.testing.assert_allclose(vec_a, vec_b, atol=1e-5)

@@ -36,7 +36,7 @@ def published(monkeypatch) -> list[str]:
 
 def test_a_change_publishes_each_derived_file_once_in_order(index, published):
     Engine(index).remove(["cup.mp4"])
-    assert published == ["backgrounds", "faiss", "keyword", "snapshot"]
+    assert published == ["backgrounds", "faiss", "lance", "keyword", "snapshot"]
     with Catalog(index / CATALOG_NAME, read_only=True) as catalog:
         signals, generation, texts = index_signals(catalog), catalog.generation, stamp(catalog)
         assert set(catalog.backgrounds()) == set(signals)
