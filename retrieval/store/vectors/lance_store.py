@@ -163,6 +163,8 @@ class LanceVectors:
         """Append rows as one new version; rows whose unit id is held (or repeated in ``unit_ids``) are skipped.
         Returns the version now read (unchanged when every row was held)."""
         unit_ids = np.asarray(unit_ids, dtype=np.int64)
+        if len(unit_ids) == 0:
+            return self.version
         matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(len(unit_ids), -1)
         if self._table is not None:
             self._table.checkout_latest()  # skip what any writer has committed, not what this reader saw
