@@ -73,6 +73,7 @@ def test_append_of_held_ids_does_not_double(store):
     assert sorted(store.unit_ids().tolist()) == sorted(ids.tolist())
     store.append(np.array([7, 7]), matrix[:2])  # an id twice in one append: once
     assert store.size == 51
+    assert store.append(np.zeros(0, np.int64), np.zeros((0, DIM), np.float32)) == store.version
 
 
 def test_unindexed_tail_is_searched_exactly_after_an_index_build(store, monkeypatch):
