@@ -167,3 +167,30 @@ def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
 
 def _megabytes(folder: Path) -> float:
     return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 3)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """One size and the engines asked, outside ``convis bench perf`` (``--engines lance`` where FAISS's index and a
+    serving copy of it would not fit in RAM together, as at 5M x 768 on 24 GiB)."""
+    import argparse
+    import dataclasses
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m bench.perf.store", description=main.__doc__)
+    parser.add_argument("size", type=int)
+    parser.add_argument("--dim", type=int, default=768)
+    parser.add_argument("--engines", default="faiss,lance", help="faiss, lance or both (comma-separated)")
+    parser.add_argument("--scratch", type=Path, default=None, help="where the collection is written (default: "
+                        "a temporary folder; 2 x size x dim x 4 bytes of disk)")
+    args = parser.parse_args(argv)
+    engines = {"faiss": measure_faiss, "lance": measure_lance}
+    asked = [engines[name.strip()] for name in args.engines.split(",")]
+    with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:
+        data = make_collection(Path(scratch), args.size, min(APPEND, max(1, args.size // 2)), args.dim,
+                               PerfConfig().single)
+        for measure in asked:
+            print(json.dumps(dataclasses.asdict(measure(data))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
