@@ -24,10 +24,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import BTree, IvfPq
 
 # Below this many rows a search is an exact scan (as FAISS's Flat below EXACT_LIMIT); from it, IVF-PQ.
 ANN_FROM = 100_000
@@ -106,6 +104,8 @@ class LanceVectors:
         self.nprobes = NPROBES if nprobes is None else nprobes
         self.refine_factor = REFINE_FACTOR if refine_factor is None else refine_factor
         self.name = table_name(signal)
+        import lancedb  # here, not at import: the command line and the server load this module for FAISS indexes too
+
         self._db = lancedb.connect(location.uri, storage_options=location.storage_options or None)
         self._table = None
         self._known: tuple[int, tuple[int, bool]] = (-1, (0, False))  # (version, its facts)
@@ -210,6 +210,8 @@ class LanceVectors:
                 self._table.to_lance().optimize.optimize_indices()
                 self._table.checkout_latest()
             return False
+        from lancedb.index import BTree, IvfPq
+
         self._table.create_index(VECTOR, replace=True, config=IvfPq(
             distance_type="dot", num_partitions=partitions(rows), num_sub_vectors=sub_vectors(self.dim),
             max_iterations=KMEANS_ITERATIONS))

@@ -14,7 +14,7 @@ import pytest
 from tests.paths import ROOT
 
 HEAVY = ("torch", "transformers", "sentence_transformers", "open_clip", "av", "decord", "cv2", "scipy", "matplotlib",
-         "ray", "fastapi")
+         "ray", "fastapi", "lancedb")  # lancedb: only an index served from Lance loads it
 
 _RUN = """
 import json, sys
