@@ -70,11 +70,11 @@ class IndexReport:
     units: int = 0
     frames: int = 0
     seconds: float = 0.0
+    ocr_unstored: int = 0  # lines read on screen the catalog could not take: each skipped alone
     passes: dict[str, Counts] = field(default_factory=zero_counts)
     failed: list[tuple[str, str]] = field(default_factory=list)
     failed_earlier: int = 0
     excluded: int = 0  # files found that were removed from the index (`convis remove`): skipped, not failed
-    ocr_unstored: int = 0  # lines read on screen the catalog could not take: each skipped alone
     notes: list[str] = field(default_factory=list)
 
     def pass_counts(self) -> dict:
