@@ -140,11 +140,8 @@ def measure_lance(data: Collection, settings: tuple[tuple[int, int], ...] = ()) 
     reindex_s = time.perf_counter() - started
     index = (f"IVF_PQ {lance_store.partitions(total if rebuilt else data.vectors)} x "
              f"PQ{lance_store.sub_vectors(data.dim)}") if store.indexed else "none (exact)"
-    params = f"nprobes={store.nprobes} refine={store.refine_factor}" if store.indexed else ""
-    served = _served_lance(data, location, settings or ((store.nprobes, store.refine_factor),))
-    if store.indexed:
-        params = f"nprobes={served[0]} refine={served[1]}"
-    served = served[2:]
+    (nprobes, refine), served = _served_lance(data, location, settings or ((store.nprobes, store.refine_factor),))
+    params = f"nprobes={nprobes} refine={refine}" if store.indexed else ""
     return StoreResult(data.vectors, data.dim, "Lance", index, params, round(build_s, 2), data.appended,
                        round(visible_s, 2), rebuilt, round(reindex_s, 2), *served,
                        disk_mb=_megabytes(data.folder / "lance"))
@@ -153,8 +150,9 @@ def measure_lance(data: Collection, settings: tuple[tuple[int, int], ...] = ()) 
 RECALL = 0.95  # recall@10 the issue's serving row asks for
 
 
-def _served_lance(data: Collection, location: LanceLocation, settings) -> tuple:
-    """(nprobes, refine, *serve()) of the first of ``settings`` whose recall@K reaches ``RECALL``, else the last."""
+def _served_lance(data: Collection, location: LanceLocation, settings) -> tuple[tuple[int, int], tuple]:
+    """((nprobes, refine), ``serve()``) of the first of ``settings`` whose recall@K reaches ``RECALL``, else the
+    last."""
     for nprobes, refine in settings:
         served = serve(data, {"engine": "lance", "uri": location.uri, "signal": SIGNAL, "nprobes": nprobes,
                               "refine_factor": refine})
@@ -162,7 +160,7 @@ def _served_lance(data: Collection, location: LanceLocation, settings) -> tuple:
               file=sys.stderr, flush=True)
         if served[3] >= RECALL:
             break
-    return (nprobes, refine, *served)
+    return (nprobes, refine), served
 
 
 def serve(data: Collection, spec: dict) -> tuple[int, float, float, float, float]:
