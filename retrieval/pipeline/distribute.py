@@ -154,7 +154,11 @@ class ProcessDistributor:
                 fruitless = 0 if settled else fruitless + restart
                 if fruitless > MAX_FRUITLESS_RESTARTS:
                     settled += self._give_up(queue, suspects)
-                yield from settled
+                for handed, result in enumerate(settled):
+                    # results not yet handed back hold their place in the window: when several settle at
+                    # once, the next task still starts while the caller works on the last of them
+                    self._submit(pool, running, queue, suspects, fn, pending=len(settled) - handed)
+                    yield result
             settled_all = True
         finally:
             if settled_all and self.keep_warm:
@@ -162,15 +166,16 @@ class ProcessDistributor:
             else:
                 self._kill(pool)
 
-    def _submit(self, pool, running, queue, suspects, fn) -> bool:
-        """Hand the pool what it may take now; False if the pool broke (a worker died while idle or busy)."""
+    def _submit(self, pool, running, queue, suspects, fn, pending: int = 0) -> bool:
+        """Hand the pool what it may take now; False if the pool broke (a worker died while idle or busy).
+        ``pending``: settled results the caller has not finished with, counted in the window."""
         try:
             if suspects:
                 if not running:
                     future = pool.submit(fn, suspects[-1])  # popped only once submitted
                     running[future] = _Task(suspects.pop(), time.monotonic(), alone=True)
                 return True
-            while queue and len(running) < self.workers + self.prefetch:
+            while queue and len(running) + pending < self.workers + self.prefetch:
                 busy = sum(task.started is not None for task in running.values())
                 future = pool.submit(fn, queue[-1])  # popped only once submitted
                 running[future] = _Task(queue.pop(), time.monotonic() if busy < self.workers else None)
@@ -189,7 +194,10 @@ class ProcessDistributor:
 
     def _collect(self, done, running):
         # finished tasks first: each frees a worker for the next queued task before any crash is judged
-        for future in sorted(done, key=lambda f: not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)):
+        # and in the order they were handed out: results that settle together come back as submitted
+        in_order = [future for future in running if future in done]
+        for future in sorted(in_order, key=lambda f: not f.cancelled() and isinstance(f.exception(),
+                                                                                      BrokenProcessPool)):
             task = running.pop(future)
             try:
                 result = future.result()

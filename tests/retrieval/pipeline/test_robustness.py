@@ -144,6 +144,24 @@ def test_workers_start_the_next_task_while_the_caller_is_busy(tmp_path):
     assert started_while_busy == [True, True]
 
 
+def test_tasks_that_settle_together_still_leave_the_next_one_running(tmp_path, monkeypatch):
+    """Two tasks finish before the pool is asked: the next task is handed out before either result is."""
+    import concurrent.futures
+
+    from retrieval.pipeline import distribute
+
+    def wait_for_all(fs, timeout=None, return_when=None):  # the caller came back late: both are done
+        return concurrent.futures.wait(fs, timeout=60, return_when=concurrent.futures.ALL_COMPLETED)
+
+    monkeypatch.setattr(distribute, "wait", wait_for_all)
+    items = [(str(tmp_path), f"task{i}", 0.0) for i in range(3)]
+    started_while_busy = []
+    for _, name in ProcessDistributor(workers=1, timeout=60).map(stamped, items):
+        if name == "task1":  # settled together with task0: task2 must already be running
+            started_while_busy.append(_appears(tmp_path / "task2", within=10.0))
+    assert started_while_busy == [True]
+
+
 def test_without_prefetch_the_worker_waits_for_the_caller(tmp_path):
     items = [(str(tmp_path), f"task{i}", 0.0) for i in range(2)]
     absent_while_busy = []
