@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 VLLM_REQUIREMENT = "vllm>=0.19.1,<0.34"  # the extra in pyproject.toml: transformers 5 support, today's prompt inputs
-INSTALL = "pip install 'convis[vllm]'"
+INSTALL = f"pip install '{VLLM_REQUIREMENT}'"
 
 # generate options that change an answer and that vLLM's SamplingParams has no name for: (name, inert values)
 UNMAPPED_OPTIONS: tuple[tuple[str, tuple], ...] = (

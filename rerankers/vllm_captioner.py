@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rerankers.base import RERANKERS, RerankerUnavailable
-from rerankers.generation import INSTALL, installed_vllm, sampling_params, vllm_version_problem
+from rerankers.generation import VLLM_REQUIREMENT, installed_vllm, sampling_params, vllm_version_problem
 from rerankers.hf import FAMILIES, HFVideoReranker, _config_file, revision_of
 
 BACKENDS = ("hf", "vllm")
@@ -32,8 +32,8 @@ BACKEND = "vllm"  # what the stored answers' key names
 def require_vllm() -> None:
     """RerankerUnavailable in one line when vLLM cannot be imported here, or is not a supported release."""
     if importlib.util.find_spec("vllm") is None:
-        raise RerankerUnavailable(f"--captioner-backend vllm needs vLLM, which is not installed: {INSTALL} "
-                                  "(a CUDA machine), or use --captioner-backend hf")
+        raise RerankerUnavailable(f"--captioner-backend vllm needs vLLM ({VLLM_REQUIREMENT}), which is not "
+                                  "installed: pip install vllm (a CUDA machine), or use --captioner-backend hf")
     problem = vllm_version_problem(installed_vllm())
     if problem is not None:
         raise RerankerUnavailable(f"--captioner-backend vllm: {problem}, or use --captioner-backend hf")
