@@ -20,7 +20,7 @@ from rerankers.prompts.describe import DESCRIBE_PROMPT_VERSION
 from rerankers.prompts.diff import DIFF_PROMPT_VERSION, parse_letter
 from rerankers.prompts.similarity import ANSWER_TOKENS, PROMPT_VERSION, parse_score
 from rerankers.prompts.vqascore import VQA_PROMPT_VERSION
-from rerankers.sharing import IdentityCache, anchor_runs
+from rerankers.sharing import IdentityCache, anchor_runs, sharing_key
 from retrieval.core.concepts import RATING, from_rating
 from retrieval.core.errors import ConvisError
 from retrieval.core.registry import Registry, UnknownModelError  # noqa: F401  (callers import it from here)
@@ -223,7 +223,7 @@ class Reranker(ABC):
     @property
     def cache_tag(self) -> str:
         """Everything besides the pair, concept and mode that a cached score depends on."""
-        return self._tag(f"prompt={PROMPT_VERSION}")
+        return self._tag(f"prompt={PROMPT_VERSION}") + sharing_key(self.share)
 
     @property
     def vqa_tag(self) -> str:

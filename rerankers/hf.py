@@ -18,6 +18,7 @@ import numpy as np
 
 from rerankers.base import RERANKERS, LetterOdds, NextToken, Reranker, RerankerError, RerankerUnavailable
 from rerankers.frames import processor_frame_size
+from rerankers.generation import VLLM_REQUIREMENT, GenerationSettings
 from rerankers.paper_captions import CHECKPOINT, GENERATE_TOKENS, GREEDY, CaptionRule
 from rerankers.prompts.describe import describe_chat, text_chat
 from rerankers.prompts.diff import LETTERS
@@ -311,10 +312,10 @@ class HFVideoReranker(Reranker):
         """Videos and extra processor kwargs; frames are already sampled, so never resample."""
         return clips, {"do_sample_frames": False}
 
-    def _greedy_config(self):
+    def _greedy_config(self, checkpoint_config=None):
         # the checkpoint's own generation config, as the reference's generate() used it (so a
         # repetition penalty it sets still applies), made deterministic and one token long
-        config = copy.deepcopy(self.model.generation_config)
+        config = copy.deepcopy(checkpoint_config if checkpoint_config is not None else self.model.generation_config)
         config.do_sample = False
         config.num_beams = 1
         config.max_new_tokens = 1
@@ -453,6 +454,11 @@ class HFVideoReranker(Reranker):
         decode = self.processor.tokenizer.decode
         return [decode(row[start:].tolist(), skip_special_tokens=True).strip() for row in out]
 
+    def generation_settings(self, max_new_tokens: int) -> GenerationSettings:
+        """What a fast caption or description of up to ``max_new_tokens`` decodes with: another backend is handed
+        these (``rerankers.vllm_captioner``)."""
+        return GenerationSettings.of(self._text_config(max_new_tokens))
+
     def _text_config(self, max_new_tokens: int):
         # as the score's config (the checkpoint's own, greedy), but free text of up to ``max_new_tokens``
         config = copy.deepcopy(self._generation_config)
@@ -464,6 +470,13 @@ class HFVideoReranker(Reranker):
     # -- captions as the ConViS-Bench reference made them (rerankers.paper_captions) -------------------
     caption_text: ClassVar[str] = ("fast: its reranking frames, greedy, 256 new tokens, batched; paper: the same "
                                    "frames, greedy, 256 new tokens (the reference's generate()), one video at a time")
+
+    @classmethod
+    def card(cls) -> dict[str, str]:
+        if cls.caption_text.startswith("none"):  # a pair scorer that never captions has no captioning backend
+            return super().card()
+        return {**super().card(), "backends": f"captions on hf (transformers, default), hf-static, or vllm "
+                f"({VLLM_REQUIREMENT}; fast protocol; the same generation settings)"}
 
     def paper_caption_rule(self) -> CaptionRule:
         """The family's own frames and pixels, greedy, 256 new tokens: the reference's LLaVA generate()."""

@@ -21,6 +21,7 @@ from rerankers.hf import HFVideoReranker, Release, register_checkpoints, single_
 from rerankers.prompts.yesno import NO_WORD, YES_WORD, YESNO_PROMPT_VERSION, pair_chat
 from rerankers.qwen import QwenFilePixels
 from rerankers.qwen3 import Qwen3VLReranker
+from rerankers.sharing import sharing_key
 
 # the reference's frame-list bounds (qwen3_vl_reranker.py; qwen-vl-utils' token counts, patches of 16 merged 2x2)
 _FACTOR = 32
@@ -60,7 +61,7 @@ class Qwen3VLYesNoReranker(HFVideoReranker):
 
     @property
     def cache_tag(self) -> str:
-        return self._tag(f"prompt={YESNO_PROMPT_VERSION}")
+        return self._tag(f"prompt={YESNO_PROMPT_VERSION}") + sharing_key(self.share)
 
     def render_prompt(self, concept_words: str) -> str:
         return self.processor.apply_chat_template(pair_chat(concept_words), tokenize=False, add_generation_prompt=True)

@@ -1,4 +1,5 @@
-"""What pairs that share an anchor share: runs of pairs with one anchor, and a cache keyed by the frames' identity.
+"""What pairs that share an anchor share: runs of pairs with one anchor, a cache keyed by the frames' identity, and
+what a kept score's key says of sharing.
 
 A query asks N candidates against one anchor, once per concept; the anchor's frames (and each candidate's) are the
 same objects every time (``retrieval.lmm.clips.FrameCache`` hands them out), so work done on them once, such as a
@@ -15,6 +16,14 @@ import numpy as np
 Value = TypeVar("Value")
 
 WORK_KEYS = ("vision_calls", "prefix_passes", "pair_passes")  # what ``Reranker.work`` counts, in report order
+UNSHARED_KEY = "|share=off"
+
+
+def sharing_key(share: bool) -> str:
+    """What a cached pair score's tag says of anchor sharing: a shared prefix and vision output give numbers a
+    whole forward pass a pair does not quite give, so a score kept with sharing off is kept apart. Sharing on is
+    the default and adds nothing, so the scores kept before sharing was recorded are still found."""
+    return "" if share else UNSHARED_KEY
 
 
 def anchor_runs(pairs: Sequence[tuple[Any, Any]]) -> list[tuple[int, int]]:

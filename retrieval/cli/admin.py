@@ -90,7 +90,7 @@ def list_files(folder: WhereArg = None, index_dir: IndexDirOpt = None, failed: F
 ProtocolOpt = Annotated[str, typer.Option(metavar="fast|paper", help="Show the indexers as this protocol builds "
                                           "them.")]
 FullOpt = Annotated[bool, typer.Option("--full", help="Also show what each model is fed: frames, decode size, "
-                                       "pooling, precision.")]
+                                       "pooling, precision; and where it captions (the vLLM releases supported).")]
 CompleteJsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON (always complete).")]
 
 

@@ -13,8 +13,9 @@ from rerankers.base import PairScore
 
 
 class CachedScores(Protocol):
-    """Answers keyed by the model's identity for the task (``tag``), what was asked (``concept``: a concept, or a
-    digest of the question), the scoring mode and both clips (``a``, ``b``: content hashes and spans)."""
+    """Answers keyed by the model's identity for the task (``tag``: the reranker's ``cache_tag``, which says whether
+    anchor sharing was on, so a shared score never answers an unshared request), what was asked (``concept``: a
+    concept, or a digest of the question), the scoring mode and both clips (``a``, ``b``: content hashes and spans)."""
 
     def get(self, tag: str, concept: str, mode: str, a: str, b: str) -> PairScore | None: ...
 

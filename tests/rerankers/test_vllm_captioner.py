@@ -10,6 +10,9 @@ that request carries everything the model needs.
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.metadata
+import json
+import shutil
 import sys
 import types
 
@@ -17,9 +20,12 @@ import numpy as np
 import pytest
 import torch
 
+from rerankers.base import RerankerUnavailable
 from rerankers.factory import create_captioner
-from rerankers.prompts.describe import describe_requests
+from rerankers.generation import VLLM_REQUIREMENT
+from rerankers.prompts.describe import DESCRIBE_PROMPT_VERSION, describe_requests
 from rerankers.vllm_captioner import VllmCaptioner, require_vllm, vllm_captioner
+from retrieval.pipeline.describe import describer_key
 from tests.retrieval.cli.test_missing_model import an_index, run_all
 
 FOLDERS = {"qwen": "qwen2_5_vl", "llava": "llava", "internvl": "internvl"}
@@ -69,6 +75,12 @@ class FakeEngine:
         return types.SimpleNamespace(outputs=[types.SimpleNamespace(text=text)])
 
 
+def installed_as(monkeypatch, version: str) -> None:
+    """The installed vLLM's package metadata says ``version``."""
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: version if name == "vllm" else real(name))
+
+
 @pytest.fixture
 def fake_vllm(monkeypatch):
     module = types.ModuleType("vllm")
@@ -76,6 +88,7 @@ def fake_vllm(monkeypatch):
     module.SamplingParams = lambda **kw: types.SimpleNamespace(**kw)
     module.built = []
     monkeypatch.setitem(sys.modules, "vllm", module)
+    installed_as(monkeypatch, "0.30.0")
     return module
 
 
@@ -95,8 +108,8 @@ def test_vllm_is_handed_the_family_prompt_and_frames_and_answers_as_transformers
     require_vllm()  # the stand-in counts as installed
     captioner = vllm_captioner(folder)
     assert isinstance(captioner, VllmCaptioner)
-    assert (captioner.model_id, captioner.revision, captioner.describe_version, captioner.frame_spec) == \
-        (hf.model_id, hf.revision, hf.describe_version, hf.frame_spec)  # the same stored answers' keys
+    assert (captioner.model_id, captioner.revision, captioner.frame_spec) == (hf.model_id, hf.revision, hf.frame_spec)
+    assert captioner.describe_version.startswith(f"{hf.describe_version}|backend=vllm|")  # stored apart from hf's
     rng = np.random.default_rng(3)
     videos = [rng.integers(0, 256, (10, 60, 80, 3), dtype=np.uint8), rng.integers(0, 256, (8, 48, 96, 3),
                                                                                    dtype=np.uint8)]
@@ -117,3 +130,66 @@ def test_vllm_is_handed_the_family_prompt_and_frames_and_answers_as_transformers
 def test_the_paper_protocol_refuses_vllm(tiny_folders, fake_vllm):
     with pytest.raises(Exception, match="fast protocol only"):
         vllm_captioner(str(tiny_folders["qwen2_5_vl"]), "paper")
+
+
+@pytest.fixture
+def qwen_released_settings(tiny_folders, tmp_path):
+    """The tiny Qwen2.5-VL with the released checkpoint's generation config (greedy off, a repetition penalty)."""
+    folder = tmp_path / "tiny-qwen25"
+    shutil.copytree(tiny_folders["qwen2_5_vl"], folder)
+    path = folder / "generation_config.json"
+    config = json.loads(path.read_text()) if path.exists() else {}
+    config.update(do_sample=True, repetition_penalty=1.05, temperature=0.1, top_p=0.001, top_k=1)
+    path.write_text(json.dumps(config))
+    return str(folder)
+
+
+def recorded_engine(fake_vllm):
+    """``vllm.LLM`` and ``SamplingParams`` stand-ins keeping each request's sampling keywords, answering "a"."""
+    sent: list[dict] = []
+    fake_vllm.SamplingParams = lambda **kw: sent.append(kw) or kw
+    reply = types.SimpleNamespace(outputs=[types.SimpleNamespace(text="a")])
+    fake_vllm.LLM = lambda model, **kwargs: types.SimpleNamespace(
+        generate=lambda prompts, sampling_params, use_tqdm=True: [reply] * len(prompts))
+    return sent
+
+
+def test_vllm_is_handed_every_generation_setting_the_transformers_captioner_decodes_with(
+        qwen_released_settings, fake_vllm, monkeypatch):
+    hf = create_captioner(qwen_released_settings)
+    configs = []
+    generate = hf.model.generate
+    monkeypatch.setattr(hf.model, "generate", lambda **kw: configs.append(kw["generation_config"]) or generate(**kw))
+    video = np.random.default_rng(5).integers(0, 256, (6, 48, 64, 3), dtype=np.uint8)
+    hf.describe_each([video], [QUESTIONS])
+    (config,) = configs  # every question in one generation, each row stopped at its own budget
+    sent = recorded_engine(fake_vllm)
+    vllm_captioner(qwen_released_settings).describe_each([video], [QUESTIONS])
+    eos = config.eos_token_id if isinstance(config.eos_token_id, list) else [config.eos_token_id]
+    # transformers' settings in vLLM's names: greedy is temperature 0; the penalty and end tokens are the same
+    as_transformers = {"temperature": 0.0 if not config.do_sample else config.temperature,
+                       "repetition_penalty": config.repetition_penalty, "stop_token_ids": eos}
+    assert config.repetition_penalty == 1.05 and config.do_sample is False
+    assert sent == [{**as_transformers, "max_tokens": tokens} for _, tokens in QUESTIONS]
+    assert config.max_new_tokens == max(tokens for _, tokens in QUESTIONS)
+
+
+def test_vllm_captions_are_keyed_by_backend_and_settings_and_transformers_keys_are_unchanged(
+        qwen_released_settings, fake_vllm):
+    recorded_engine(fake_vllm)
+    hf = create_captioner(qwen_released_settings)
+    spec = hf.frame_spec
+    assert hf.describe_version == f"{DESCRIBE_PROMPT_VERSION}|frames={spec.rule}:{spec.count}"  # as stored before
+    captioner = vllm_captioner(qwen_released_settings)
+    assert describer_key(captioner) != describer_key(hf)
+    assert captioner.describe_version == f"{hf.describe_version}|backend=vllm|greedy,repetition_penalty=1.05"
+
+
+@pytest.mark.parametrize("version", ["0.18.2", "0.34.0"])
+def test_an_unsupported_vllm_release_refuses_at_load_in_one_line(tiny_folders, fake_vllm, monkeypatch, version):
+    recorded_engine(fake_vllm)
+    installed_as(monkeypatch, version)
+    with pytest.raises(RerankerUnavailable) as refused:
+        vllm_captioner(str(tiny_folders["qwen2_5_vl"]))
+    (line,) = str(refused.value).splitlines()
+    assert f"vLLM {version} is installed" in line and VLLM_REQUIREMENT in line

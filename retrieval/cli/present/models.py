@@ -32,13 +32,14 @@ MODEL_COLUMNS = ("kind", "name", "default", "weights")
 
 FED_COLUMNS = ("frames", "size", "pooling", "dtype")  # --full: what each model is fed
 WHY_COLUMNS = ("license", "evidence")  # --full: the weights' license and the published figure behind the family
+RUN_COLUMNS = ("backends",)  # --full: where a captioner can generate (the vLLM releases it supports)
 
 
 def print_models(rows: list[dict], full: bool, as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    fed = (*FED_COLUMNS, *WHY_COLUMNS) if full else ()
+    fed = (*FED_COLUMNS, *RUN_COLUMNS, *WHY_COLUMNS) if full else ()
     table = Table(caption=MODELS_CAPTION, caption_justify="left")
     for col in (*MODEL_COLUMNS, *fed):  # names, ids and weights are never cut; what a model is fed may wrap
         table.add_column(col, no_wrap=col in MODEL_COLUMNS)

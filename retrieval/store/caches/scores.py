@@ -1,6 +1,7 @@
 """The persistent score cache: every LMM answer worth keeping, in a DuckDB file of its own.
 
-A row is keyed by the model's identity for the task (model, revision, prompt version, frames), what was asked
+A row is keyed by the model's identity for the task (model, revision, prompt version, frames, and whether pairs of
+one anchor shared its vision output and prefix: ``rerankers.sharing.sharing_key``), what was asked
 (a concept, or a digest of the question), the scoring mode and both clips' content hashes and time spans, so a
 repeated question makes no model call. The score cache is a separate file from the catalog so that querying
 never needs the catalog's write lock.  It is a side cache (``retrieval.store.caches.base``) held open while its
