@@ -333,7 +333,9 @@ class HFVideoReranker(Reranker):
             if isinstance(value, torch.Tensor):
                 # only pixels take the model dtype; ids, masks, grids and timings keep theirs
                 dtype = self.dtype if key.startswith("pixel_values") else None
-                value = value.to(device=self.device, dtype=dtype)
+                # asynchronous from pinned host memory (retrieval.lmm.feed pins a batch made ahead); the same as a
+                # blocking copy otherwise: CUDA orders it before the kernels that read it
+                value = value.to(device=self.device, dtype=dtype, non_blocking=True)
             moved[key] = value
         return moved
 

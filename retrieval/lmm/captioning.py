@@ -9,6 +9,7 @@ with the reason.
 
 from __future__ import annotations
 
+import functools
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import numpy as np
 
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
+from retrieval.lmm.feed import DEPTH, Distributor, Failed, Feed, guarded
 from retrieval.media.video_decoder import VideoDecoder
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
@@ -96,12 +98,25 @@ def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Wo
     """Decode each unit with the model's own frames, then ask what each unit lacks: every question of every unit
     in wide generations where the model can (``describe_each``), else each request of every unit lacking it in one
     ``describe_many`` (the family batches what it can); never raises: a unit that failed says why."""
-    pixels, failed = {}, {}
-    for i, (unit, _) in enumerate(work):
-        try:
-            pixels[i] = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end).pixels
-        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
-            failed[i] = f"not decoded ({one_line(exc, 200)})"
+    decode = functools.partial(decode_unit, decoder, Path(root), model.frame_spec)
+    return answered(model, work, [guarded(decode, unit) for unit, _ in work])
+
+
+def decode_unit(decoder: VideoDecoder | None, root: Path, spec: FrameSpec, unit: Unit) -> np.ndarray:
+    """The unit's frames as ``spec`` samples and sizes them (``decoder`` None: this process's own, made once: a
+    decode worker's)."""
+    return (decoder or _own_decoder()).sample_span(Path(root) / unit.path, spec, unit.start, unit.end).pixels
+
+
+@functools.lru_cache(maxsize=1)
+def _own_decoder() -> VideoDecoder:
+    return VideoDecoder()
+
+
+def answered(model: Describer, work: Work, decoded: Sequence[np.ndarray | Failed]) -> list[Described]:
+    """Ask each unit of ``work`` its requests about its decoded frames (a ``Failed`` decode says why instead)."""
+    pixels = {i: frames for i, frames in enumerate(decoded) if not isinstance(frames, Failed)}
+    failed = {i: f"not decoded ({frames.reason})" for i, frames in enumerate(decoded) if isinstance(frames, Failed)}
     ask = _ask_together if callable(getattr(model, "describe_each", None)) else _ask_by_request
     answers, seconds = ask(model, pixels, work, failed)
     return [Described(unit, None, failed[i]) if i in failed else
@@ -158,12 +173,24 @@ def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict
 
 class LocalDescriber:
     """The mapper of a local run: this process asks the model, the model's ``batch_size`` units at a time (what
-    a run killed mid-way can lose)."""
+    a run killed mid-way can lose), while the next batches are decoded (``retrieval.lmm.feed``): by
+    ``distributor``'s worker processes when given (they decode with their own decoder), else by a thread here."""
 
-    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None):
+    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None,
+                 distributor: Distributor | None = None, depth: int = DEPTH):
         self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
+        self.distributor, self.depth = distributor, depth
 
     def __call__(self, work: Work) -> Iterator[Described]:
         size = max(1, int(getattr(self.model, "batch_size", 1)))
-        for start in range(0, len(work), size):
-            yield from describe_units(self.model, self.decoder, self.root, work[start:start + size])
+        batches = [work[start:start + size] for start in range(0, len(work), size)]
+        decoder = None if self.distributor is not None else self.decoder  # a worker's own, else this one
+        decode = functools.partial(decode_unit, decoder, self.root, self.model.frame_spec)
+        # the feed's items are the work's (unit, requests)
+        feed = Feed(functools.partial(_first, decode), distributor=self.distributor, depth=self.depth)
+        for ready in feed(batches):
+            yield from answered(self.model, ready.items, ready.values)
+
+
+def _first(decode: Callable[[Unit], np.ndarray], task: tuple[Unit, Requests]) -> np.ndarray:
+    return decode(task[0])
