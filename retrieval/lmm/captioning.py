@@ -113,11 +113,14 @@ def _own_decoder() -> VideoDecoder:
     return VideoDecoder()
 
 
-def answered(model: Describer, work: Work, decoded: Sequence[np.ndarray | Failed]) -> list[Described]:
-    """Ask each unit of ``work`` its requests about its decoded frames (a ``Failed`` decode says why instead)."""
+def answered(model: Describer, work: Work, decoded: Sequence[np.ndarray | Failed], ready=None) -> list[Described]:
+    """Ask each unit of ``work`` its requests about its decoded frames (a ``Failed`` decode says why instead);
+    ``ready``: the model's ``describe_inputs`` for the decoded units, made ahead."""
     pixels = {i: frames for i, frames in enumerate(decoded) if not isinstance(frames, Failed)}
     failed = {i: f"not decoded ({frames.reason})" for i, frames in enumerate(decoded) if isinstance(frames, Failed)}
     ask = _ask_together if callable(getattr(model, "describe_each", None)) else _ask_by_request
+    if ready is not None:  # made by ``describe_inputs`` for ``describe_each``
+        ask = functools.partial(_ask_together, ready=ready)
     answers, seconds = ask(model, pixels, work, failed)
     return [Described(unit, None, failed[i]) if i in failed else
             Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
@@ -148,9 +151,9 @@ def _ask_by_request(model: Describer, pixels: dict[int, np.ndarray], work: Work,
     return answers, seconds
 
 
-def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict[int, str]) -> Asked:
-    """Every request of every unit in ``describe_each`` (all of a unit's questions beside its video); a unit's
-    share of the seconds is its share of the answers."""
+def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict[int, str], ready=None) -> Asked:
+    """Every request of every unit in ``describe_each`` (all of a unit's questions beside its video), its inputs
+    ``ready`` where made ahead; a unit's share of the seconds is its share of the answers."""
     asked = [i for i in pixels if work[i][1]]
     answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
     seconds = {i: 0.0 for i in pixels}
@@ -158,8 +161,9 @@ def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict
         return answers, seconds
     started = time.perf_counter()
     try:
+        more = {} if ready is None else {"ready": ready}  # a describer that makes no inputs ahead takes none
         raws = model.describe_each([pixels[i] for i in asked], [list(work[i][1].values()) for i in asked],
-                                   prepared=True)
+                                   prepared=True, **more)
     except Exception as exc:  # out of memory, mostly: nothing stored for these units, a later run asks again
         failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
         return answers, seconds
@@ -186,11 +190,18 @@ class LocalDescriber:
         batches = [work[start:start + size] for start in range(0, len(work), size)]
         decoder = None if self.distributor is not None else self.decoder  # a worker's own, else this one
         decode = functools.partial(decode_unit, decoder, self.root, self.model.frame_spec)
-        # the feed's items are the work's (unit, requests)
-        feed = Feed(functools.partial(_first, decode), distributor=self.distributor, depth=self.depth)
+        # the feed's items are the work's (unit, requests); the model's processor work is done ahead where it can be
+        collate = functools.partial(_inputs, self.model) if callable(getattr(self.model, "describe_inputs", None)) \
+            else None
+        feed = Feed(functools.partial(_first, decode), collate, distributor=self.distributor, depth=self.depth)
         for ready in feed(batches):
-            yield from answered(self.model, ready.items, ready.values)
+            yield from answered(self.model, ready.items, ready.values, ready.inputs)
 
 
 def _first(decode: Callable[[Unit], np.ndarray], task: tuple[Unit, Requests]) -> np.ndarray:
     return decode(task[0])
+
+
+def _inputs(model, work: Work, pixels: list[np.ndarray]):
+    """``describe_each``'s inputs for the decoded units of a batch, as ``_ask_together`` will ask them."""
+    return model.describe_inputs(pixels, [list(requests.values()) for _, requests in work], prepared=True)

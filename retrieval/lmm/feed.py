@@ -89,10 +89,11 @@ def _numbered(prepare: Callable[[Any], Any], numbered: tuple[int, Any]) -> Any:
 class Feed:
     """Batches prepared ahead of the model: ``for ready in feed(batches)`` (see the module's text)."""
 
-    def __init__(self, prepare: Callable[[Any], Any], collate: Callable[[list], Any] | None = None,
+    def __init__(self, prepare: Callable[[Any], Any], collate: Callable[[list, list], Any] | None = None,
                  distributor: Distributor | None = None, depth: int = DEPTH):
         """``prepare``: item -> value, picklable when a distributor runs it; ``collate``: the prepared values of a
-        batch -> its model inputs, run in the feed's thread; ``distributor``: who prepares (None: the thread)."""
+        batch's items and values (failed ones left out) -> its model inputs, run in the feed's thread (None where it
+        raises); ``distributor``: who prepares (None: the thread)."""
         self.prepare, self.collate, self.distributor = prepare, collate, distributor
         self.depth = max(1, int(depth))
 
@@ -124,9 +125,14 @@ class Feed:
 
     def _ready(self, items: list) -> Ready:
         values = self._prepared(items)
-        kept = [value for value in values if not isinstance(value, Failed)]
-        inputs = pinned(self.collate(kept)) if self.collate is not None and kept else None
-        return Ready(items, values, inputs)
+        kept = [(item, value) for item, value in zip(items, values, strict=True) if not isinstance(value, Failed)]
+        return Ready(items, values, self._collated(kept) if self.collate is not None and kept else None)
+
+    def _collated(self, kept: list[tuple[Any, Any]]) -> Any:
+        try:
+            return pinned(self.collate([item for item, _ in kept], [value for _, value in kept]))
+        except Exception:  # the model makes its inputs itself, as without a feed, and says what is wrong there
+            return None
 
     def _prepared(self, items: list) -> list:
         if self.distributor is None:

@@ -48,7 +48,7 @@ def test_answers_equal_the_sequential_path_and_a_failure_costs_its_item(distribu
 
 
 def test_the_batch_inputs_are_collated_from_the_prepared_items_only():
-    got = [ready.inputs for ready in Feed(tenfold, collate=sum)([[1, 2], [3], [3, 4]])]
+    got = [ready.inputs for ready in Feed(tenfold, collate=lambda items, values: sum(values))([[1, 2], [3], [3, 4]])]
     assert got == [30, None, 40]
 
 
