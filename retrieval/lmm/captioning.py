@@ -20,7 +20,7 @@ import numpy as np
 
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
-from retrieval.lmm.feed import DEPTH, Distributor, Failed, Feed, guarded
+from retrieval.lmm.feed import DEPTH, Distributor, Failed, Feed, ProcessWorkers, guarded
 from retrieval.media.video_decoder import VideoDecoder
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
@@ -178,24 +178,39 @@ def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict
 class LocalDescriber:
     """The mapper of a local run: this process asks the model, the model's ``batch_size`` units at a time (what
     a run killed mid-way can lose), while the next batches are decoded (``retrieval.lmm.feed``): by
-    ``distributor``'s worker processes when given (they decode with their own decoder), else by a thread here."""
+    ``distributor``'s worker processes when given, else, for a model on a GPU with no ``decoder`` chosen, by
+    ``FEED_WORKERS`` processes of its own (they decode with their own decoder), else by a thread here (a model on
+    the CPU takes its cores itself)."""
 
     def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None,
                  distributor: Distributor | None = None, depth: int = DEPTH):
         self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
         self.distributor, self.depth = distributor, depth
+        self._own_workers = distributor is None and decoder is None and _on_gpu(model)
 
     def __call__(self, work: Work) -> Iterator[Described]:
         size = max(1, int(getattr(self.model, "batch_size", 1)))
         batches = [work[start:start + size] for start in range(0, len(work), size)]
-        decoder = None if self.distributor is not None else self.decoder  # a worker's own, else this one
+        distributor = ProcessWorkers(FEED_WORKERS) if self._own_workers else self.distributor
+        decoder = None if distributor is not None else self.decoder  # a worker's own, else this one
         decode = functools.partial(decode_unit, decoder, self.root, self.model.frame_spec)
         # the feed's items are the work's (unit, requests); the model's processor work is done ahead where it can be
         collate = functools.partial(_inputs, self.model) if callable(getattr(self.model, "describe_inputs", None)) \
             else None
-        feed = Feed(functools.partial(_first, decode), collate, distributor=self.distributor, depth=self.depth)
-        for ready in feed(batches):
-            yield from answered(self.model, ready.items, ready.values, ready.inputs)
+        feed = Feed(functools.partial(_first, decode), collate, distributor=distributor, depth=self.depth)
+        try:
+            for ready in feed(batches):
+                yield from answered(self.model, ready.items, ready.values, ready.inputs)
+        finally:
+            if self._own_workers:
+                distributor.close()
+
+
+FEED_WORKERS = 2  # decode processes of a GPU describe run: a batch of units decodes well within a batch's generation
+
+
+def _on_gpu(model) -> bool:
+    return getattr(getattr(model, "device", None), "type", None) == "cuda"
 
 
 def _first(decode: Callable[[Unit], np.ndarray], task: tuple[Unit, Requests]) -> np.ndarray:

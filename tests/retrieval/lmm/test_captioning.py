@@ -1,5 +1,7 @@
 """Reading a captioner's answers: clean text, or unreadable with the reason."""
 
+from dataclasses import dataclass
+
 import pytest
 
 from retrieval.lmm.captioning import MAX_CHARS, answer_limit, read_answer
@@ -93,3 +95,44 @@ def test_the_local_describer_decodes_the_next_batch_while_the_model_runs():
     assert [d.unit.start for d in fed] == [0, 1, 2, 99, 4]
     assert fed[3].reason == "not decoded (truncated file)"
     assert fed[2].answers["caption"].text == "unit 2: Describe."
+
+
+@dataclass(frozen=True)
+class _Unit:
+    path: str
+    start: float
+    end: float
+
+
+class _Shapes:
+    """A describer on a GPU (as far as the describer can tell) that answers with each video's shape."""
+
+    model_id, revision, describe_version, frame_spec, caption_tokens = "shapes", "r", "1", 4, None
+    batch_size = 1
+
+    def __init__(self):
+        from types import SimpleNamespace
+        self.device = SimpleNamespace(type="cuda")
+
+    def describe_each(self, videos, questions, prepared=False):
+        return [[f"{v.shape}" for _ in asked] for v, asked in zip(videos, questions, strict=True)]
+
+
+def test_a_gpu_describer_decodes_in_worker_processes_as_in_this_one(tmp_path):
+    from pathlib import Path
+
+    from retrieval.lmm.captioning import LocalDescriber
+    from retrieval.media.video_decoder import VideoDecoder
+    from tests import media
+
+    media.make_clip(tmp_path / "a.mp4", size=(64, 48))
+    # the units go to the workers: a module's class, as the catalog's UnitRow is
+    work = [(_Unit(name, 0.0, 2.0), {"caption": ("Describe.", 8)}) for name in ("a.mp4", "gone.mp4", "a.mp4")]
+    model = _Shapes()
+    describer = LocalDescriber(model, Path(tmp_path))
+    assert describer._own_workers
+    in_workers = list(describer(work))
+    here = list(LocalDescriber(model, Path(tmp_path), VideoDecoder())(work))
+    assert [(d.answers, d.reason is None) for d in in_workers] == [(d.answers, d.reason is None) for d in here]
+    assert in_workers[0].answers["caption"].text.startswith("(4, ")
+    assert in_workers[1].reason.startswith("not decoded (")
