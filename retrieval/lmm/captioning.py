@@ -186,23 +186,24 @@ class LocalDescriber:
                  distributor: Distributor | None = None, depth: int = DEPTH):
         self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
         self.distributor, self.depth = distributor, depth
-        self._own_workers = distributor is None and decoder is None and _on_gpu(model)
+        self.own_workers = distributor is None and decoder is None and _on_gpu(model)
 
     def __call__(self, work: Work) -> Iterator[Described]:
         size = max(1, int(getattr(self.model, "batch_size", 1)))
         batches = [work[start:start + size] for start in range(0, len(work), size)]
-        distributor = ProcessWorkers(FEED_WORKERS) if self._own_workers else self.distributor
+        distributor = ProcessWorkers(FEED_WORKERS) if self.own_workers else self.distributor
         decoder = None if distributor is not None else self.decoder  # a worker's own, else this one
         decode = functools.partial(decode_unit, decoder, self.root, self.model.frame_spec)
         # the feed's items are the work's (unit, requests); the model's processor work is done ahead where it can be
         collate = functools.partial(_inputs, self.model) if callable(getattr(self.model, "describe_inputs", None)) \
             else None
-        feed = Feed(functools.partial(_first, decode), collate, distributor=distributor, depth=self.depth)
+        fed = Feed(functools.partial(_first, decode), collate, distributor=distributor, depth=self.depth)(batches)
         try:
-            for ready in feed(batches):
+            for ready in fed:
                 yield from answered(self.model, ready.items, ready.values, ready.inputs)
         finally:
-            if self._own_workers:
+            fed.close()  # the feed's thread first: it may be waiting on the workers
+            if self.own_workers:
                 distributor.close()
 
 

@@ -130,7 +130,7 @@ def test_a_gpu_describer_decodes_in_worker_processes_as_in_this_one(tmp_path):
     work = [(_Unit(name, 0.0, 2.0), {"caption": ("Describe.", 8)}) for name in ("a.mp4", "gone.mp4", "a.mp4")]
     model = _Shapes()
     describer = LocalDescriber(model, Path(tmp_path))
-    assert describer._own_workers
+    assert describer.own_workers
     in_workers = list(describer(work))
     here = list(LocalDescriber(model, Path(tmp_path), VideoDecoder())(work))
     assert [(d.answers, d.reason is None) for d in in_workers] == [(d.answers, d.reason is None) for d in here]
