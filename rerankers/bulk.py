@@ -15,6 +15,7 @@ Running out of GPU memory halves the units a call (``HFVideoReranker._fitted``),
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,34 +25,71 @@ Question = tuple[str, int]  # (request, max new tokens)
 STATIC_CACHE_STEP = 512  # the static cache is sized up to a multiple of this, so most calls reuse its shape
 
 
-def describe_units(model: HFVideoReranker, clips: Sequence[np.ndarray], questions: Sequence[Sequence[Question]]
-                   ) -> list[list[str]]:
-    """``questions[i]`` asked about ``clips[i]`` (each prepared as the family sees one video): the answers, in order."""
+def describe_units(model: HFVideoReranker, clips: Sequence[np.ndarray], questions: Sequence[Sequence[Question]],
+                   ready: RowInputs | None = None) -> list[list[str]]:
+    """``questions[i]`` asked about ``clips[i]`` (each prepared as the family sees one video): the answers, in order.
+    ``ready``: ``unit_inputs``' inputs of these very units, made ahead (``retrieval.lmm.feed``); used when the units
+    go in one generation, else (more units than a batch, or a batch halved on running out of memory) remade."""
     if len(clips) != len(questions):
         raise ValueError(f"{len(clips)} videos but {len(questions)} question lists")
     units = [(clip, list(asked)) for clip, asked in zip(clips, questions, strict=True) if asked]
-    answers = iter(model._fitted(lambda batch: _generate_units(model, batch), units, unit="video"))
+    answers = iter(model._fitted(lambda batch: _generate_units(model, batch, ready if batch is units else None),
+                                 units, unit="video"))
     return [next(answers) if asked else [] for asked in questions]
 
 
-def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]]) -> list[list[str]]:
-    rows = [(clip, request, tokens) for clip, asked in units for request, tokens in asked]
-    texts = iter(generate_rows(model, rows))
+def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]],
+                    ready: RowInputs | None = None) -> list[list[str]]:
+    model._made_ahead = ready  # taken by the one generation of exactly these rows
+    try:
+        texts = iter(generate_rows(model, _rows(units)))
+    finally:
+        model._made_ahead = None
     return [[next(texts) for _ in asked] for _, asked in units]
 
 
-def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]]) -> list[str]:
-    """One generation over ``rows`` of (clip, request, max new tokens), left-padded as ``_generate_with`` pads."""
+def _rows(units: Sequence[tuple[np.ndarray, Sequence[Question]]]) -> list[tuple[np.ndarray, str, int]]:
+    return [(clip, request, tokens) for clip, asked in units for request, tokens in asked]
 
+
+@dataclass
+class RowInputs:
+    """A generation's inputs as the processor made them (on the host), where each answer starts, each row's budget."""
+
+    inputs: Any
+    start: int
+    budgets: list[int]
+
+
+def unit_inputs(model: HFVideoReranker, clips: Sequence[np.ndarray], questions: Sequence[Sequence[Question]],
+                processor=None) -> RowInputs | None:
+    """``describe_units``' inputs for these units, made by ``processor`` (another thread's copy of the model's: a
+    tokenizer is not shared between threads); None when no unit asks anything."""
+    rows = _rows([(clip, asked) for clip, asked in zip(clips, questions, strict=True) if asked])
+    return row_inputs(model, rows, processor) if rows else None
+
+
+def row_inputs(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]], processor=None) -> RowInputs:
+    """The processor's work for ``rows`` of (clip, request, max new tokens), left-padded as ``_generate_with``
+    pads."""
     budgets = [int(tokens) for _, _, tokens in rows]
     if min(budgets) < 1:
         raise ValueError("max_new_tokens must be >= 1")
+    processor = processor or model.processor
     videos, video_kwargs = model._video_inputs([clip for clip, _, _ in rows])
-    inputs = model.processor(text=[model.render_request(request) for _, request, _ in rows], videos=videos,
-                             padding=True, padding_side="left", return_tensors="pt", **video_kwargs)
-    start = inputs["input_ids"].shape[1]
+    texts = [model.render_request(request, processor) for _, request, _ in rows]
+    inputs = processor(text=texts, videos=videos, padding=True, padding_side="left", return_tensors="pt",
+                       **video_kwargs)
+    return RowInputs(inputs, inputs["input_ids"].shape[1], budgets)
+
+
+def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]]) -> list[str]:
+    """One generation over ``rows`` of (clip, request, max new tokens), its inputs those ``describe_units`` was
+    handed for them where they were made ahead."""
+    made, model._made_ahead = getattr(model, "_made_ahead", None) or row_inputs(model, rows), None
+    start, budgets = made.start, made.budgets
     config = generation_config(model, max(budgets), start)
-    out = _generate_or_fall_back(model, model._to_device(inputs), config, RowBudgets(start, budgets))
+    out = _generate_or_fall_back(model, model._to_device(made.inputs), config, RowBudgets(start, budgets))
     decode = model.processor.tokenizer.decode
     return [decode(row[start:start + budget].tolist(), skip_special_tokens=True).strip()
             for row, budget in zip(out, budgets, strict=True)]

@@ -334,7 +334,9 @@ class HFVideoReranker(Reranker):
             if isinstance(value, torch.Tensor):
                 # only pixels take the model dtype; ids, masks, grids and timings keep theirs
                 dtype = self.dtype if key.startswith("pixel_values") else None
-                value = value.to(device=self.device, dtype=dtype)
+                # asynchronous from pinned host memory (retrieval.lmm.feed pins a batch made ahead); the same as a
+                # blocking copy otherwise: CUDA orders it before the kernels that read it
+                value = value.to(device=self.device, dtype=dtype, non_blocking=True)
             moved[key] = value
         return moved
 
@@ -420,10 +422,11 @@ class HFVideoReranker(Reranker):
         return [self._read(logits, text) for logits, text in zip(answer_logits, texts, strict=False)]
 
     # -- describing one clip -------------------------------------------------------------------------
-    def render_request(self, request: str) -> str:
-        """The exact text the model reads when asked ``request`` about one video (placeholder unexpanded)."""
+    def render_request(self, request: str, processor=None) -> str:
+        """The exact text the model reads when asked ``request`` about one video (placeholder unexpanded), rendered
+        by ``processor`` (default: the model's own)."""
         chat = describe_chat(self.layout, request)
-        return self.processor.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        return (processor or self.processor).apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
 
     def _generate_text(self, clip: np.ndarray, prompt: str, max_new_tokens: int) -> str:
         return self._generate_texts([clip], prompt, max_new_tokens)[0]
@@ -432,13 +435,23 @@ class HFVideoReranker(Reranker):
         return self._generate_with(clips, prompt, self._text_config(max_new_tokens))
 
     def describe_each(self, videos: Sequence[np.ndarray], questions: Sequence[Sequence[tuple[str, int]]],
-                      prepared: bool = False) -> list[list[str]]:
+                      prepared: bool = False, ready=None) -> list[list[str]]:
         """Each video asked its own questions ((request, max new tokens) each), every question of ``batch_size``
         videos in one greedy generation (rerankers.bulk); the answers equal ``describe_many``'s, one request at a
-        time. ``prepared`` as for ``describe``."""
+        time. ``prepared`` as for ``describe``; ``ready``: ``describe_inputs`` of the same videos and questions."""
         from rerankers.bulk import describe_units
 
-        return describe_units(self, [self._one_clip(v, prepared) for v in videos], questions)
+        return describe_units(self, [self._one_clip(v, prepared) for v in videos], questions, ready)
+
+    def describe_inputs(self, videos: Sequence[np.ndarray], questions: Sequence[Sequence[tuple[str, int]]],
+                        prepared: bool = False):
+        """``describe_each``'s processor work, done ahead in another thread (``retrieval.lmm.feed``) with that
+        thread's own copy of the processor; its tensors stay on the host."""
+        from rerankers.bulk import unit_inputs
+
+        if getattr(self, "_feed_processor", None) is None:
+            self._feed_processor = copy.deepcopy(self.processor)
+        return unit_inputs(self, [self._one_clip(v, prepared) for v in videos], questions, self._feed_processor)
 
     def _generate_with(self, clips: list[np.ndarray], prompt: str, config) -> list[str]:
         """One generation for every clip under ``config``: rows padded on the left, so each one's answer starts

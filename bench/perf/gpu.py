@@ -55,3 +55,48 @@ def release() -> None:
         import torch
 
         torch.cuda.empty_cache()
+
+
+# dense bf16 tensor-core peaks (TFLOP/s, no sparsity) by a card name's words; the first that matches
+PEAK_BF16_TFLOPS: tuple[tuple[tuple[str, ...], tuple[str, ...], float], ...] = (
+    # (words all in the name, words none in it, peak)
+    (("H200",), (), 989.0),
+    (("H100",), ("PCIE", "NVL"), 989.0),  # the SXM card ("NVIDIA H100 80GB HBM3")
+    (("A100",), (), 312.0),
+)
+UNKNOWN_CARD = "unknown card"
+
+
+def card_name() -> str | None:
+    """The CUDA card's name (None without CUDA)."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def peak_tflops(card: str | None) -> float | None:
+    """The card's dense bf16 peak from ``PEAK_BF16_TFLOPS``; None for a card not in it (or none)."""
+    name = (card or "").upper()
+    for needed, excluded, peak in PEAK_BF16_TFLOPS:
+        if name and all(w in name for w in needed) and not any(w in name for w in excluded):
+            return peak
+    return None
+
+
+def flops(fn: Callable[[], object]) -> int:
+    """Floating-point operations of ``fn()`` as the model's own ops count them (torch.utils.flop_counter: matrix
+    products, convolutions, attention), whatever the device."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def mfu(operations: int, seconds: float, card: str | None) -> float | None:
+    """Model FLOPs utilisation: ``operations`` over ``seconds`` against the card's bf16 peak (None: an unknown card,
+    or no time measured)."""
+    peak = peak_tflops(card)
+    if peak is None or seconds <= 0:
+        return None
+    return round(operations / seconds / (peak * 1e12), 4)

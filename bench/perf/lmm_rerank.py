@@ -70,13 +70,13 @@ def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str,
         for batch in sizes:
             asked = model.asked_with(batch_size=batch, share=share)
             profiled = profile == "all" or (profile == "first" and not rows)
-            rows.append(_row(family, asked, frames, shape, concepts, share, profiled))
+            rows.append(pair_row(family, asked, frames, shape, concepts, share, profiled))
     del model
     gpu.release()
     return rows
 
 
-def _row(family: str, model, frames, shape: str, concepts, share, profile: bool = True) -> LmmRerankResult:
+def pair_row(family: str, model, frames, shape: str, concepts, share, profile: bool = True) -> LmmRerankResult:
     # every run gets copies of the frames: a reranker that keeps vision outputs by the frames' identity must not
     # find one from an earlier run (a query's clips are new to it too)
     score_all(model, fresh(frames[:2]), concepts[:1])  # warm-up: kernels chosen, caches allocated

@@ -18,6 +18,12 @@ from bench.tiny import vlm
 from retrieval.core.errors import ConvisError
 
 SHAPES = ("tiny", "7b")
+NAMES = {"real": "7b"}  # another word a run may use for a shape
+
+
+def canonical(shape: str) -> str:
+    """The shape a name stands for ("real" is "7b"); an unknown name as it is (``SHAPES`` refuses it)."""
+    return NAMES.get(shape, shape)
 
 # The released checkpoints' config.json numbers (transformers' config classes name the keys):
 #   Qwen2.5-VL 7B: Qwen/Qwen2.5-VL-7B-Instruct (text: Qwen2.5-7B; vision: the 32-block, 1280-wide ViT with

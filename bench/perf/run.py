@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from bench.perf.config import Footage, PerfConfig, Progress
 from bench.perf.footage import list_clips, make_clips
 from bench.perf.measuring import load_average, machine_info
 from bench.perf.notes import notes
-from bench.perf.real_shape import SHAPES, require_cuda
+from bench.perf.real_shape import SHAPES, canonical, require_cuda
 from bench.perf.report import PerfReport
 from bench.perf.sections import SECTIONS
 
@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(config: PerfConfig, progress: Progress = lambda message: None,
         command: str = "convis bench perf") -> PerfReport:
+    config = replace(config, shape=canonical(config.shape))
     if config.shape not in SHAPES:
         raise ValueError(f"unknown shape {config.shape!r}; use {' or '.join(SHAPES)}")
     if config.shape == "7b":

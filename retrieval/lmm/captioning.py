@@ -9,6 +9,7 @@ with the reason.
 
 from __future__ import annotations
 
+import functools
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import numpy as np
 
 from retrieval.core.errors import one_line
 from retrieval.core.sampling import FrameSpec
+from retrieval.lmm.feed import DEPTH, Distributor, Failed, Feed, ProcessWorkers, guarded
 from retrieval.media.video_decoder import VideoDecoder
 
 MAX_CHARS = 2000  # a longer answer is a model running on, not a description: stored as unreadable
@@ -96,13 +98,29 @@ def describe_units(model: Describer, decoder: VideoDecoder, root: Path, work: Wo
     """Decode each unit with the model's own frames, then ask what each unit lacks: every question of every unit
     in wide generations where the model can (``describe_each``), else each request of every unit lacking it in one
     ``describe_many`` (the family batches what it can); never raises: a unit that failed says why."""
-    pixels, failed = {}, {}
-    for i, (unit, _) in enumerate(work):
-        try:
-            pixels[i] = decoder.sample_span(Path(root) / unit.path, model.frame_spec, unit.start, unit.end).pixels
-        except Exception as exc:  # a file gone or changed since it was indexed: a later run tries again
-            failed[i] = f"not decoded ({one_line(exc, 200)})"
+    decode = functools.partial(decode_unit, decoder, Path(root), model.frame_spec)
+    return answered(model, work, [guarded(decode, unit) for unit, _ in work])
+
+
+def decode_unit(decoder: VideoDecoder | None, root: Path, spec: FrameSpec, unit: Unit) -> np.ndarray:
+    """The unit's frames as ``spec`` samples and sizes them (``decoder`` None: this process's own, made once: a
+    decode worker's)."""
+    return (decoder or _own_decoder()).sample_span(Path(root) / unit.path, spec, unit.start, unit.end).pixels
+
+
+@functools.lru_cache(maxsize=1)
+def _own_decoder() -> VideoDecoder:
+    return VideoDecoder()
+
+
+def answered(model: Describer, work: Work, decoded: Sequence[np.ndarray | Failed], ready=None) -> list[Described]:
+    """Ask each unit of ``work`` its requests about its decoded frames (a ``Failed`` decode says why instead);
+    ``ready``: the model's ``describe_inputs`` for the decoded units, made ahead."""
+    pixels = {i: frames for i, frames in enumerate(decoded) if not isinstance(frames, Failed)}
+    failed = {i: f"not decoded ({frames.reason})" for i, frames in enumerate(decoded) if isinstance(frames, Failed)}
     ask = _ask_together if callable(getattr(model, "describe_each", None)) else _ask_by_request
+    if ready is not None:  # made by ``describe_inputs`` for ``describe_each``
+        ask = functools.partial(_ask_together, ready=ready)
     answers, seconds = ask(model, pixels, work, failed)
     return [Described(unit, None, failed[i]) if i in failed else
             Described(unit, answers[i], None, len(answers[i]), seconds[i]) for i, (unit, _) in enumerate(work)]
@@ -133,9 +151,9 @@ def _ask_by_request(model: Describer, pixels: dict[int, np.ndarray], work: Work,
     return answers, seconds
 
 
-def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict[int, str]) -> Asked:
-    """Every request of every unit in ``describe_each`` (all of a unit's questions beside its video); a unit's
-    share of the seconds is its share of the answers."""
+def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict[int, str], ready=None) -> Asked:
+    """Every request of every unit in ``describe_each`` (all of a unit's questions beside its video), its inputs
+    ``ready`` where made ahead; a unit's share of the seconds is its share of the answers."""
     asked = [i for i in pixels if work[i][1]]
     answers: dict[int, dict[str, Answer]] = {i: {} for i in pixels}
     seconds = {i: 0.0 for i in pixels}
@@ -143,8 +161,9 @@ def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict
         return answers, seconds
     started = time.perf_counter()
     try:
+        more = {} if ready is None else {"ready": ready}  # a describer that makes no inputs ahead takes none
         raws = model.describe_each([pixels[i] for i in asked], [list(work[i][1].values()) for i in asked],
-                                   prepared=True)
+                                   prepared=True, **more)
     except Exception as exc:  # out of memory, mostly: nothing stored for these units, a later run asks again
         failed.update({i: f"model error ({one_line(exc, 200)})" for i in asked})
         return answers, seconds
@@ -158,12 +177,47 @@ def _ask_together(model, pixels: dict[int, np.ndarray], work: Work, failed: dict
 
 class LocalDescriber:
     """The mapper of a local run: this process asks the model, the model's ``batch_size`` units at a time (what
-    a run killed mid-way can lose)."""
+    a run killed mid-way can lose), while the next batches are decoded (``retrieval.lmm.feed``): by
+    ``distributor``'s worker processes when given, else, for a model on a GPU with no ``decoder`` chosen, by
+    ``FEED_WORKERS`` processes of its own (they decode with their own decoder), else by a thread here (a model on
+    the CPU takes its cores itself)."""
 
-    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None):
+    def __init__(self, model: Describer, root: Path, decoder: VideoDecoder | None = None,
+                 distributor: Distributor | None = None, depth: int = DEPTH):
         self.model, self.root, self.decoder = model, Path(root), decoder or VideoDecoder()
+        self.distributor, self.depth = distributor, depth
+        self.own_workers = distributor is None and decoder is None and _on_gpu(model)
 
     def __call__(self, work: Work) -> Iterator[Described]:
         size = max(1, int(getattr(self.model, "batch_size", 1)))
-        for start in range(0, len(work), size):
-            yield from describe_units(self.model, self.decoder, self.root, work[start:start + size])
+        batches = [work[start:start + size] for start in range(0, len(work), size)]
+        distributor = ProcessWorkers(FEED_WORKERS) if self.own_workers else self.distributor
+        decoder = None if distributor is not None else self.decoder  # a worker's own, else this one
+        decode = functools.partial(decode_unit, decoder, self.root, self.model.frame_spec)
+        # the feed's items are the work's (unit, requests); the model's processor work is done ahead where it can be
+        collate = functools.partial(_inputs, self.model) if callable(getattr(self.model, "describe_inputs", None)) \
+            else None
+        fed = Feed(functools.partial(_first, decode), collate, distributor=distributor, depth=self.depth)(batches)
+        try:
+            for ready in fed:
+                yield from answered(self.model, ready.items, ready.values, ready.inputs)
+        finally:
+            fed.close()  # the feed's thread first: it may be waiting on the workers
+            if self.own_workers:
+                distributor.close()
+
+
+FEED_WORKERS = 2  # decode processes of a GPU describe run: a batch of units decodes well within a batch's generation
+
+
+def _on_gpu(model) -> bool:
+    return getattr(getattr(model, "device", None), "type", None) == "cuda"
+
+
+def _first(decode: Callable[[Unit], np.ndarray], task: tuple[Unit, Requests]) -> np.ndarray:
+    return decode(task[0])
+
+
+def _inputs(model, work: Work, pixels: list[np.ndarray]):
+    """``describe_each``'s inputs for the decoded units of a batch, as ``_ask_together`` will ask them."""
+    return model.describe_inputs(pixels, [list(requests.values()) for _, requests in work], prepared=True)

@@ -30,6 +30,7 @@ from retrieval.lmm.captioning import (
     read_answer,
 )
 from retrieval.media.video_decoder import VideoDecoder
+from retrieval.pipeline.guard import check_main_guard
 from retrieval.pipeline.progress import Progress, silent
 from retrieval.store.catalog import Catalog
 from retrieval.store.catalog.records import FILE_KEY, DescriberKey, Description, UnitRow
@@ -77,7 +78,11 @@ class DescribePass:
         self.progress = progress or silent
         self.requests = requests if requests is not None else describe_prompt.describe_requests(model.caption_tokens)
         self.key = describer_key(model)
-        self.mapper = mapper or LocalDescriber(model, root, decoder)
+        if mapper is None:
+            mapper = LocalDescriber(model, root, decoder)
+            if mapper.own_workers:
+                check_main_guard()  # its decode workers re-import the main script
+        self.mapper = mapper
         self.counts = DescribeCounts()
 
     def pending(self) -> list[UnitRow]:

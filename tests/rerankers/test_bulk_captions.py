@@ -171,3 +171,43 @@ def test_a_static_cache_that_fails_falls_back_to_the_dynamic_one_once(captioners
     assert caches == ["static", None, None]
     assert [n for n in model.notices if "static KV cache failed (RuntimeError)" in n] == \
         ["llava-onevision: the static KV cache failed (RuntimeError); generating with the dynamic cache"]
+
+
+@pytest.mark.parametrize("family", ["qwen", "internvl"])
+def test_inputs_made_ahead_answer_as_inputs_made_in_place(captioners, family, monkeypatch):
+    model = captioners[family].asked_with(batch_size=4)
+    clips, questions = videos(), [QUESTIONS, QUESTIONS[:2], []]
+    expected = model.describe_each(clips, questions)
+    ready = model.describe_inputs(clips, questions)
+    assert ready.inputs["input_ids"].shape[0] == len(QUESTIONS) + 2
+
+    def remade(*args, **kwargs):
+        raise AssertionError("inputs made again")
+
+    monkeypatch.setattr(bulk, "row_inputs", remade)
+    assert model.describe_each(clips, questions, ready=ready) == expected
+
+
+def test_the_local_describer_asks_with_inputs_made_ahead(captioners, tmp_path, monkeypatch):
+    """The index run's mapper: units decoded and their inputs made a batch ahead, the answers ``describe_units``'."""
+    from retrieval.lmm.captioning import LocalDescriber
+    from retrieval.media.video_decoder import VideoDecoder
+
+    model = captioners["qwen"].asked_with(batch_size=1)
+    paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
+    requests = {key: q for key, q in zip(describe_requests(), QUESTIONS[:2], strict=False)}
+
+    class Unit:
+        def __init__(self, path: Path):
+            self.path, self.start, self.end = path.name, 0.0, 4.0
+
+    work = [(Unit(p), requests) for p in paths]
+    expected = describe_units(model, VideoDecoder(), tmp_path, work)
+    made = []
+    monkeypatch.setattr(bulk, "row_inputs", lambda *args: made.append(args) or bulk_row_inputs(*args))
+    fed = list(LocalDescriber(model, tmp_path)(work))
+    assert [d.answers for d in fed] == [d.answers for d in expected]
+    assert len(made) == len(paths) and all(args[2] is model._feed_processor for args in made)
+
+
+bulk_row_inputs = bulk.row_inputs

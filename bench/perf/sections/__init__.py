@@ -11,7 +11,7 @@ from importlib import import_module
 from bench.perf.section import Section
 
 PAGE = ("indexing", "long_video", "scaling", "recall", "store", "filter", "ocr", "dupes", "speech", "rerank",
-        "rerank_lmm", "embed", "describe", "encoders", "cli", "serve")
+        "rerank_lmm", "embed", "describe", "lmm", "encoders", "cli", "serve")
 
 
 def _section(name: str) -> Section:

@@ -30,9 +30,9 @@ ThreadsOpt = Annotated[Optional[str], typer.Option(
 RerankerOpt = Annotated[Optional[str], typer.Option(
     "--reranker", "-r", help="Reranker spec (default: a tiny random Qwen2-VL, which measures the pipeline only).")]
 ShapeOpt = Annotated[Optional[str], typer.Option(
-    "--shape", metavar="tiny|7b", help="Checkpoints of the rerank and describe sections' LMM families (Qwen2.5-VL, "
-    "LLaVA-OneVision, InternVL): 'tiny' (default: random tiny models, any device; call counts) or '7b' (random "
-    "weights in the real models' dimensions, bf16, built on the GPU; needs CUDA).")]
+    "--shape", metavar="tiny|7b|real", help="Checkpoints of the rerank, describe and lmm sections' LMM families "
+    "(Qwen2.5-VL, LLaVA-OneVision, InternVL): 'tiny' (default: random tiny models, any device; call counts) or '7b' "
+    "(also called 'real': random weights in the real models' dimensions, bf16, built on the GPU; needs CUDA).")]
 LongVideoOpt = Annotated[Optional[Path], typer.Option(
     "--long-video", help="Also index this one (long) video alone and report its peak memory; the scaling section "
     "decodes it with 1..N workers.")]
@@ -103,8 +103,8 @@ def perf(
     from bench.perf import PerfConfig, combine  # the harness: only a run pays for it
     from bench.perf.run import run
 
-    if shape is not None and shape not in ("tiny", "7b"):
-        raise typer.BadParameter(f"--shape takes tiny or 7b, not {shape!r}")
+    if shape is not None and shape not in ("tiny", "7b", "real"):
+        raise typer.BadParameter(f"--shape takes tiny or 7b (also called real), not {shape!r}")
     for path in (videos, long_video, *(from_json or [])):
         if path is not None and not path.exists():
             raise typer.BadParameter(f"not found: {path}")
