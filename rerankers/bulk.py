@@ -19,6 +19,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rerankers.decoding import Decoding
+from rerankers.unit_prefix import generate_shared
+
 HFVideoReranker = Any  # rerankers.hf's, which imports this module: named here for the reader only
 Question = tuple[str, int]  # (request, max new tokens)
 STATIC_CACHE_STEP = 512  # the static cache is sized up to a multiple of this, so most calls reuse its shape
@@ -35,6 +38,9 @@ def describe_units(model: HFVideoReranker, clips: Sequence[np.ndarray], question
 
 
 def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]]) -> list[list[str]]:
+    shared = _generate_shared(model, units) if getattr(model, "share", False) else None
+    if shared is not None:
+        return shared
     rows = [(clip, request, tokens) for clip, asked in units for request, tokens in asked]
     texts = iter(generate_rows(model, rows))
     return [[next(texts) for _ in asked] for _, asked in units]
@@ -57,6 +63,34 @@ def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]
             for row, budget in zip(out, budgets, strict=True)]
 
 
+def _generate_shared(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]]
+                     ) -> list[list[str]] | None:
+    """Each unit's questions after one pass over its video (rerankers.unit_prefix); None where the family cannot."""
+    import torch
+
+    decoding = unit_decoding(model)
+    try:
+        return generate_shared(model, units, decoding)
+    except torch.cuda.OutOfMemoryError:
+        raise  # HFVideoReranker._fitted halves the batch
+    except Exception as err:
+        if not decoding.static:
+            raise
+        _static_failed(model, err)
+        return generate_shared(model, units, Decoding())
+
+
+def unit_decoding(model: HFVideoReranker) -> Decoding:
+    """How the shared path decodes: what the model was told (``decoding``), else on CUDA the static cache (no
+    copy of the cache a token), its step compiled where asked (``static_cache``), else the dynamic cache."""
+    told = getattr(model, "decoding", None)
+    if getattr(model, "static_cache_failed", False) or (told is None and model.device.type != "cuda"):
+        return Decoding()
+    if told is not None:
+        return told
+    return Decoding(static=True, compiled=static_cache_fits(model))
+
+
 def _generate_or_fall_back(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):
     import torch
 
@@ -67,13 +101,17 @@ def _generate_or_fall_back(model: HFVideoReranker, inputs: dict, config, budgets
     except Exception as err:
         if config.cache_implementation != "static":
             raise
-        # a model or torch build the static cache (or its compiled decode step) fails on: the dynamic cache
-        # answers the same, only slower; said once, and not tried again with this model
-        model.static_cache_failed = True
-        model._notice(f"{model.name}: the static KV cache failed ({type(err).__name__}); generating with the "
-                      "dynamic cache")
+        _static_failed(model, err)
         config.cache_implementation = config.max_cache_len = None
         return _generate(model, inputs, config, budgets)
+
+
+def _static_failed(model: HFVideoReranker, err: Exception) -> None:
+    # a model or torch build the static cache (or its compiled decode step) fails on: the dynamic cache answers the
+    # same, only slower; said once, and not tried again with this model
+    model.static_cache_failed = True
+    model._notice(f"{model.name}: the static KV cache failed ({type(err).__name__}); generating with the "
+                  "dynamic cache")
 
 
 def _generate(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):

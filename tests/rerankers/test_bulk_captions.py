@@ -2,7 +2,8 @@
 
 Tiny random fp32 checkpoints of each family (bench/tiny/vlm.py), two clips of different sizes and a third; the
 reference is ``describe_many`` asked one request at a time, the path convis used before (and still uses for
-captioners that cannot batch questions). A spy on ``generate`` counts the calls and reads the config.
+captioners that cannot batch questions). A spy on ``generate`` counts the calls and reads the config; the Qwen
+families' shared path (one pass over a unit's video) is tested in test_unit_prefix.py.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class CountingGenerate:
 @pytest.mark.parametrize("family", list(FOLDERS))
 def test_every_question_of_every_unit_in_one_generation_answers_as_one_request_at_a_time(captioners, family,
                                                                                         monkeypatch):
-    model = captioners[family].asked_with(batch_size=4)
+    # the one-generation path (the Qwen families share a unit's video instead: tests/rerankers/test_unit_prefix.py)
+    model = captioners[family].asked_with(batch_size=4, share=False)
     clips = videos()
     expected = one_request_at_a_time(model, clips, QUESTIONS)
     spy = CountingGenerate(model)
@@ -119,7 +121,7 @@ def test_the_describe_pass_asks_every_question_of_its_units_at_once(captioners, 
     """``describe_units`` (what the index run's mapper calls) stores the answers the per-request path stored."""
     from retrieval.media.video_decoder import VideoDecoder
 
-    model = captioners["qwen"].asked_with(batch_size=2)
+    model = captioners["qwen"].asked_with(batch_size=2, share=False)  # its video shared: test_unit_prefix.py
     paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
     requests = {key: q for key, q in zip(describe_requests(), QUESTIONS, strict=True)}
 
