@@ -299,7 +299,8 @@ class Reranker(ABC):
     def work(self) -> Counter:
         """Model work since construction: "vision_calls" (video halves through the vision tower),
         "prefix_passes" (forward passes over a shared prompt prefix), "pair_passes" (rows of forward passes that
-        answer a pair)."""
+        answer a pair); a unit's questions decoded after one pass over its video (rerankers.unit_prefix) add
+        "unit_batches" (such decodings) and "new_tokens" (the tokens they wrote)."""
         return self.__dict__.setdefault("_work", Counter())
 
     def _shared_tokens(self, anchor: np.ndarray, candidates: list[np.ndarray], concept_words: str

@@ -10,6 +10,10 @@ The default dynamic KV cache is kept unless the model was asked for the static o
 generate compile its decode step, which took over four minutes for the Qwen2.5-VL 7B shape on an H100 (torch
 2.11, transformers 5.17) before its first caption, against 12.5 s for the whole 8-unit run with the dynamic one.
 Running out of GPU memory halves the units a call (``HFVideoReranker._fitted``), never splitting a unit.
+
+With anchor sharing on (the default) and a family that cuts its describe prompt after the video (the Qwen-VL
+families), a unit's questions are answered after one pass over its video instead (``rerankers.unit_prefix``): one
+vision-tower call and one prefix a unit, the questions decoded as rows after it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+
+from rerankers.decoding import Decoding
+from rerankers.unit_prefix import generate_shared
 
 HFVideoReranker = Any  # rerankers.hf's, which imports this module: named here for the reader only
 Question = tuple[str, int]  # (request, max new tokens)
@@ -40,6 +47,9 @@ def describe_units(model: HFVideoReranker, clips: Sequence[np.ndarray], question
 
 def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]],
                     ready: RowInputs | None = None) -> list[list[str]]:
+    shared = _generate_shared(model, units) if getattr(model, "share", False) else None
+    if shared is not None:
+        return shared
     model._made_ahead = ready  # taken by the one generation of exactly these rows
     try:
         texts = iter(generate_rows(model, _rows(units)))
@@ -95,6 +105,34 @@ def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]
             for row, budget in zip(out, budgets, strict=True)]
 
 
+def _generate_shared(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Question]]]
+                     ) -> list[list[str]] | None:
+    """Each unit's questions after one pass over its video (rerankers.unit_prefix); None where the family cannot."""
+    import torch
+
+    decoding = unit_decoding(model)
+    try:
+        return generate_shared(model, units, decoding)
+    except torch.cuda.OutOfMemoryError:
+        raise  # HFVideoReranker._fitted halves the batch
+    except Exception as err:
+        if not decoding.static:
+            raise
+        _static_failed(model, err)
+        return generate_shared(model, units, Decoding())
+
+
+def unit_decoding(model: HFVideoReranker) -> Decoding:
+    """How the shared path decodes: what the model was told (``decoding``), else on CUDA the static cache (no
+    copy of the cache a token), its step compiled where asked (``static_cache``), else the dynamic cache."""
+    told = getattr(model, "decoding", None)
+    if getattr(model, "static_cache_failed", False) or (told is None and model.device.type != "cuda"):
+        return Decoding()
+    if told is not None:
+        return told
+    return Decoding(static=True, compiled=static_cache_fits(model))
+
+
 def _generate_or_fall_back(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):
     import torch
 
@@ -105,13 +143,17 @@ def _generate_or_fall_back(model: HFVideoReranker, inputs: dict, config, budgets
     except Exception as err:
         if config.cache_implementation != "static":
             raise
-        # a model or torch build the static cache (or its compiled decode step) fails on: the dynamic cache
-        # answers the same, only slower; said once, and not tried again with this model
-        model.static_cache_failed = True
-        model._notice(f"{model.name}: the static KV cache failed ({type(err).__name__}); generating with the "
-                      "dynamic cache")
+        _static_failed(model, err)
         config.cache_implementation = config.max_cache_len = None
         return _generate(model, inputs, config, budgets)
+
+
+def _static_failed(model: HFVideoReranker, err: Exception) -> None:
+    # a model or torch build the static cache (or its compiled decode step) fails on: the dynamic cache answers the
+    # same, only slower; said once, and not tried again with this model
+    model.static_cache_failed = True
+    model._notice(f"{model.name}: the static KV cache failed ({type(err).__name__}); generating with the "
+                  "dynamic cache")
 
 
 def _generate(model: HFVideoReranker, inputs: dict, config, budgets: RowBudgets):

@@ -24,6 +24,7 @@ from rerankers.prompts.describe import describe_chat, text_chat
 from rerankers.prompts.diff import LETTERS
 from rerankers.prompts.similarity import ANSWER_TOKENS, build_chat
 from rerankers.prompts.vqascore import YES
+from rerankers.sharing import first_token_processors
 from retrieval.core.device import pick_device
 from retrieval.core.pixels import FixedResize
 from retrieval.core.weights import quiet_loading
@@ -449,9 +450,26 @@ class HFVideoReranker(Reranker):
         thread's own copy of the processor; its tensors stay on the host."""
         from rerankers.bulk import unit_inputs
 
+        if getattr(self, "share", False) and all(self._split_request(request) is not None
+                                                 for asked in questions for request, _ in asked):
+            return None  # the units go through one pass over each video (rerankers.unit_prefix): no rows to make
         if getattr(self, "_feed_processor", None) is None:
             self._feed_processor = copy.deepcopy(self.processor)
         return unit_inputs(self, [self._one_clip(v, prepared) for v in videos], questions, self._feed_processor)
+
+    # a unit's questions after one pass over its video (rerankers.unit_prefix): families that can cut their describe
+    # prompt after the video say where (``_split_request``) and run a prefix (``_unit_prefix``, ``_prefix_forward``)
+    def _split_request(self, request: str) -> tuple[str, str] | None:
+        """``request``'s describe prompt cut after its video: (the text up to the video's end, the rest); None: this
+        family asks each question with its own pass over the video."""
+        return None
+
+    def _tail_ids(self, tail: str):
+        """The token ids of a describe prompt's rest after its video (a special token ends the video, so the text
+        after it is tokenized as it is within the whole prompt)."""
+        import torch
+
+        return torch.tensor(self.processor.tokenizer(tail, add_special_tokens=False)["input_ids"], device=self.device)
 
     def _generate_with(self, clips: list[np.ndarray], prompt: str, config) -> list[str]:
         """One generation for every clip under ``config``: rows padded on the left, so each one's answer starts
@@ -596,39 +614,6 @@ class HFVideoReranker(Reranker):
             out = self.model.generate(**self._to_device(inputs), generation_config=self._text_config(max_new_tokens))
         start = inputs["input_ids"].shape[1]
         return self.processor.tokenizer.decode(out[0][start:].tolist(), skip_special_tokens=True).strip()
-
-
-# -- sharing a prompt prefix over a batch (``Reranker._shared_tokens``) ------------------------------------------------
-def cache_argument(model) -> str:
-    """The forward keyword that takes a key/value cache: ``cache`` in newer transformers, ``past_key_values`` before."""
-    import inspect
-
-    # the class's forward: an instance's may be wrapped (accelerate's device hooks) and hide its parameters
-    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
-
-
-def returned_cache(out):
-    """The key/value cache a forward pass returned, whichever name this transformers gives it."""
-    cache = getattr(out, "cache", None)
-    return cache if cache is not None else out.past_key_values
-
-
-def expanded_cache(cache, rows: int):
-    """A copy of a one-row prefix cache repeated over ``rows`` rows: the next pass appends to it, the prefix stays."""
-    copied = copy.deepcopy(cache)
-    copied.batch_repeat_interleave(rows)
-    return copied
-
-
-def first_token_processors(model, config, input_ids, attention_mask):
-    """The logits processors ``model.generate`` applies before choosing the first new token under ``config`` (a
-    checkpoint's repetition penalty, say): a forward pass read by hand then picks the token generate would."""
-    config = copy.deepcopy(config)  # preparing special tokens writes tensors into the config
-    model._prepare_special_tokens(config, True, device=input_ids.device)
-    return model._get_logits_processor(generation_config=config, input_ids_seq_length=input_ids.shape[1],
-                                       encoder_input_ids=input_ids, prefix_allowed_tokens_fn=None,
-                                       logits_processor=None, device=input_ids.device,
-                                       model_kwargs={"attention_mask": attention_mask})
 
 
 def letter_token_ids(tokenizer, letter: str) -> list[int]:

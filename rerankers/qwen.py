@@ -18,15 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rerankers.base import NextToken
-from rerankers.hf import (
-    HFVideoReranker,
-    Release,
-    cache_argument,
-    expanded_cache,
-    register_checkpoints,
-    returned_cache,
-)
+from rerankers.hf import HFVideoReranker, Release, register_checkpoints
 from rerankers.paper_captions import CHAT_TOKENS, CHECKPOINT, CaptionRule
+from rerankers.sharing import cache_argument, expanded_cache, returned_cache
+from rerankers.unit_prefix import Prefix
 from retrieval.core.pixels import PerFrameResize
 from retrieval.core.sampling import QWEN_FPS, FrameSpec
 
@@ -213,10 +208,27 @@ class QwenReranker(HFVideoReranker):
     def _pair_layout(self, anchor: np.ndarray, candidate: np.ndarray, prompt: str) -> PairLayout | None:
         """The processor's tokens for the first pair (every candidate's are the same) and the model's own M-RoPE
         positions for them; None where the model has no ``get_rope_index`` this code can call."""
+        inputs = self._prompt_inputs(prompt, np.concatenate([anchor, candidate]))
+        positions = self._rope_positions(inputs)
+        if positions is None:
+            return None
+        ids = inputs["input_ids"]
+        where = (ids[0] == self.model.config.video_token_id).nonzero().flatten().tolist()
+        half = self._vision([anchor])[0].shape[0]  # video 1's tokens: its vision output, one token a row
+        return PairLayout(ids, positions, where[0], where[-1] + 1, where[half - 1] + 1)
+
+    def _prompt_inputs(self, prompt: str, clip: np.ndarray) -> dict:
+        """The processor's tokens for ``prompt`` around one clip, on the device (the pixels left out: the vision
+        tower's input comes from ``_encoded``)."""
+        videos, video_kwargs = self._video_inputs([clip])
+        inputs = self.processor(text=[prompt], videos=videos, return_tensors="pt", **video_kwargs)
+        return self._to_device({k: v for k, v in inputs.items() if not k.startswith("pixel_values")})
+
+    def _rope_positions(self, inputs: dict):
+        """The model's own M-RoPE positions (3, rows, length) for the processor's ``inputs``; None where the model
+        has no ``get_rope_index`` this code can call."""
         import torch
 
-        videos, video_kwargs = self._video_inputs([np.concatenate([anchor, candidate])])
-        inputs = self._to_device(self.processor(text=[prompt], videos=videos, return_tensors="pt", **video_kwargs))
         rope_index = getattr(self.model.model, "get_rope_index", None)
         if rope_index is None:
             return None
@@ -224,9 +236,25 @@ class QwenReranker(HFVideoReranker):
         asked = {**inputs, "attention_mask": torch.ones_like(ids)}
         accepted = inspect.signature(rope_index).parameters
         positions, _ = rope_index(ids, **{k: v for k, v in asked.items() if k in accepted and k != "input_ids"})
-        where = (ids[0] == self.model.config.video_token_id).nonzero().flatten().tolist()
-        half = self._vision([anchor])[0].shape[0]  # video 1's tokens: its vision output, one token a row
-        return PairLayout(ids, positions, where[0], where[-1] + 1, where[half - 1] + 1)
+        return positions
+
+    # -- a unit's questions after one pass over its video (rerankers.unit_prefix) ----------------------------------
+    video_end: ClassVar[str] = "<|vision_end|>"  # the special token that closes a video in the prompt
+
+    def _split_request(self, request: str) -> tuple[str, str] | None:
+        text = self.render_request(request)
+        cut = text.rfind(self.video_end)
+        return None if cut < 0 else (text[:cut + len(self.video_end)], text[cut + len(self.video_end):])
+
+    def _unit_prefix(self, clip: np.ndarray, head: str) -> Prefix | None:
+        """``head`` (a describe prompt up to its video's end) around ``clip``: its ids and M-RoPE positions."""
+        inputs = self._prompt_inputs(head, clip)
+        positions = self._rope_positions(inputs)
+        return None if positions is None else Prefix(inputs["input_ids"][0], positions[:, 0])
+
+    def _prefix_forward(self, ids, clips: list[np.ndarray], positions, mask):
+        """One pass over prefixes (a row a clip), each clip's vision output computed once (``_encoded``)."""
+        return self._video_forward(ids, clips, positions, mask, use_cache=True)
 
     def _vision(self, videos: list[np.ndarray]) -> list[Any]:
         """Each video's vision-tower output (its tokens, one a row)."""

@@ -8,6 +8,8 @@ vision tower's output, can be kept by the identity of those frames and reused.
 
 from __future__ import annotations
 
+import copy
+import inspect
 from collections import OrderedDict
 from typing import Any, Callable, Generic, Hashable, Sequence, TypeVar
 
@@ -71,3 +73,34 @@ class IdentityCache(Generic[Value]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+# -- a prompt prefix's key/value cache, shared over a batch (``Reranker._shared_tokens``, rerankers.unit_prefix) -----
+def cache_argument(model) -> str:
+    """The forward keyword that takes a key/value cache: ``cache`` in newer transformers, ``past_key_values`` before."""
+    # the class's forward: an instance's may be wrapped (accelerate's device hooks) and hide its parameters
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+
+
+def returned_cache(out):
+    """The key/value cache a forward pass returned, whichever name this transformers gives it."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
+def expanded_cache(cache, rows: int):
+    """A copy of a one-row prefix cache repeated over ``rows`` rows: the next pass appends to it, the prefix stays."""
+    copied = copy.deepcopy(cache)
+    copied.batch_repeat_interleave(rows)
+    return copied
+
+
+def first_token_processors(model, config, input_ids, attention_mask):
+    """The logits processors ``model.generate`` applies before choosing the first new token under ``config`` (a
+    checkpoint's repetition penalty, say): a forward pass read by hand then picks the token generate would."""
+    config = copy.deepcopy(config)  # preparing special tokens writes tensors into the config
+    model._prepare_special_tokens(config, True, device=input_ids.device)
+    return model._get_logits_processor(generation_config=config, input_ids_seq_length=input_ids.shape[1],
+                                       encoder_input_ids=input_ids, prefix_allowed_tokens_fn=None,
+                                       logits_processor=None, device=input_ids.device,
+                                       model_kwargs={"attention_mask": attention_mask})

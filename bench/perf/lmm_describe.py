@@ -1,6 +1,8 @@
 """Caption speed of each LMM family on the describe path: every unit asked the caption and the five concept
-requests (at most 128 new tokens each), one request a generation (``describe_many``, as convis asked before) and
-every question of the batch in one (``describe_each``, rerankers.bulk, what the describe pass uses now)."""
+requests (at most 128 new tokens each), one request a generation (``describe_many``, as convis asked before),
+every question of the batch in one generation, each row with its video (``describe_each`` with sharing off,
+rerankers.bulk), and every question after one pass over its unit's video (``describe_each``, what the describe
+pass uses now: rerankers.unit_prefix for the Qwen-VL families, the one generation for the others)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from rerankers.prompts.describe import describe_requests
 
 MAX_NEW_TOKENS = 128
 SMOKE_TOKENS = 8
-WAYS = ("one request a call", "every question at once")
+WAYS = ("one request a call", "every question at once", "one vision pass a unit")
 
 
 class GenerateCounter:
@@ -36,11 +38,21 @@ class GenerateCounter:
         return out
 
 
+def asked(model, way: str):
+    """The model as ``way`` asks: sharing a unit's video only for the one-vision-pass way."""
+    return model.asked_with(share=way == WAYS[2])
+
+
 def ask(model, frames, questions, way: str) -> int:
-    """Every unit asked every question, ``way``; the answers given."""
-    if way == WAYS[1]:
+    """Every unit asked every question, ``way`` (``model`` from ``asked``); the answers given."""
+    if way in WAYS[1:]:
         return sum(map(len, model.describe_each(frames, [questions] * len(frames), prepared=True)))
     return sum(len(model.describe_many(frames, request, tokens, prepared=True)) for request, tokens in questions)
+
+
+def _counted(model, counter: GenerateCounter) -> tuple[int, int]:
+    """Decodings and new tokens so far: ``generate``'s calls and those of the one-vision-pass path."""
+    return counter.calls + model.work["unit_batches"], counter.tokens + model.work["new_tokens"]
 
 
 def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str, tokens: int,
@@ -58,10 +70,11 @@ def measure_family(family: str, folder: Path, clips: Sequence[Path], shape: str,
 
 def _row(family: str, model, counter: GenerateCounter, frames, questions, shape: str, way: str,
          profile: bool = True) -> DescribeResult:
+    model = asked(model, way)
     ask(model, frames[:1], questions[:2], way)  # warm-up: kernels chosen, caches allocated (no static cache here)
-    calls, written = counter.calls, counter.tokens
+    calls, written = _counted(model, counter)
     seconds, peak = gpu.timed(lambda: ask(model, frames, questions, way))
-    calls, written = counter.calls - calls, counter.tokens - written
+    calls, written = (after - before for after, before in zip(_counted(model, counter), (calls, written), strict=True))
     share = gpu.kernel_share(lambda: ask(model, frames, questions, way)) if profile else None
     return DescribeResult(family, shape, str(model.device), way, model.batch_size, len(frames),
                           len(frames) * len(questions), written, calls, seconds, peak, share)

@@ -74,7 +74,7 @@ def measured(family: str, model, clips: Sequence[Path], units: Sequence[Path], s
     counter = lmm_describe.GenerateCounter(model.model, model.processor.tokenizer.pad_token_id)
     model.model.generate = counter
     captions = lmm_describe._row(family, model, counter, lmm_rerank.decoded(units, model), questions, shape,
-                                 lmm_describe.WAYS[1])
+                                 lmm_describe.WAYS[2])
     unfed, fed = from_files(model, units, questions)
     card = gpu.card_name()
     peaks = [p for p in (pairs.gpu_peak_gb, captions.gpu_peak_gb) if p is not None]

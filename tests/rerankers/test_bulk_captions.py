@@ -2,7 +2,8 @@
 
 Tiny random fp32 checkpoints of each family (bench/tiny/vlm.py), two clips of different sizes and a third; the
 reference is ``describe_many`` asked one request at a time, the path convis used before (and still uses for
-captioners that cannot batch questions). A spy on ``generate`` counts the calls and reads the config.
+captioners that cannot batch questions). A spy on ``generate`` counts the calls and reads the config; the Qwen
+families' shared path (one pass over a unit's video) is tested in test_unit_prefix.py.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class CountingGenerate:
 @pytest.mark.parametrize("family", list(FOLDERS))
 def test_every_question_of_every_unit_in_one_generation_answers_as_one_request_at_a_time(captioners, family,
                                                                                         monkeypatch):
-    model = captioners[family].asked_with(batch_size=4)
+    # the one-generation path (the Qwen families share a unit's video instead: tests/rerankers/test_unit_prefix.py)
+    model = captioners[family].asked_with(batch_size=4, share=False)
     clips = videos()
     expected = one_request_at_a_time(model, clips, QUESTIONS)
     spy = CountingGenerate(model)
@@ -119,7 +121,7 @@ def test_the_describe_pass_asks_every_question_of_its_units_at_once(captioners, 
     """``describe_units`` (what the index run's mapper calls) stores the answers the per-request path stored."""
     from retrieval.media.video_decoder import VideoDecoder
 
-    model = captioners["qwen"].asked_with(batch_size=2)
+    model = captioners["qwen"].asked_with(batch_size=2, share=False)  # its video shared: test_unit_prefix.py
     paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
     requests = {key: q for key, q in zip(describe_requests(), QUESTIONS, strict=True)}
 
@@ -175,7 +177,7 @@ def test_a_static_cache_that_fails_falls_back_to_the_dynamic_one_once(captioners
 
 @pytest.mark.parametrize("family", ["qwen", "internvl"])
 def test_inputs_made_ahead_answer_as_inputs_made_in_place(captioners, family, monkeypatch):
-    model = captioners[family].asked_with(batch_size=4)
+    model = captioners[family].asked_with(batch_size=4, share=False)  # rows of one generation: nothing shared
     clips, questions = videos(), [QUESTIONS, QUESTIONS[:2], []]
     expected = model.describe_each(clips, questions)
     ready = model.describe_inputs(clips, questions)
@@ -193,7 +195,7 @@ def test_the_local_describer_asks_with_inputs_made_ahead(captioners, tmp_path, m
     from retrieval.lmm.captioning import LocalDescriber
     from retrieval.media.video_decoder import VideoDecoder
 
-    model = captioners["qwen"].asked_with(batch_size=1)
+    model = captioners["qwen"].asked_with(batch_size=1, share=False)
     paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
     requests = {key: q for key, q in zip(describe_requests(), QUESTIONS[:2], strict=False)}
 
@@ -211,3 +213,26 @@ def test_the_local_describer_asks_with_inputs_made_ahead(captioners, tmp_path, m
 
 
 bulk_row_inputs = bulk.row_inputs
+
+
+def test_a_shared_unit_pass_makes_no_rows_ahead(captioners, tmp_path, monkeypatch):
+    """With its video shared, a Qwen unit's questions need no row inputs: the feed decodes ahead and makes none."""
+    from retrieval.lmm.captioning import LocalDescriber
+    from retrieval.media.video_decoder import VideoDecoder
+
+    model = captioners["qwen"].asked_with(batch_size=1)
+    assert model.share and model.describe_inputs(videos()[:1], [QUESTIONS]) is None
+    paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
+    requests = {key: q for key, q in zip(describe_requests(), QUESTIONS[:2], strict=False)}
+
+    class Unit:
+        def __init__(self, path: Path):
+            self.path, self.start, self.end = path.name, 0.0, 4.0
+
+    work = [(Unit(p), requests) for p in paths]
+    expected = describe_units(model.asked_with(share=False), VideoDecoder(), tmp_path, work)
+    made = []
+    monkeypatch.setattr(bulk, "row_inputs", lambda *args: made.append(args) or bulk_row_inputs(*args))
+    fed = list(LocalDescriber(model, tmp_path)(work))
+    assert [d.answers for d in fed] == [d.answers for d in expected]
+    assert made == [] and model.work["prefix_passes"] >= len(paths)

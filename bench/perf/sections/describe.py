@@ -9,12 +9,13 @@ from bench.perf.section import Section, maybe, one_table, ratio, rounded
 
 @dataclass(frozen=True)
 class DescribeResult:
-    """One family describing units one way: each request a generation, or every question of the batch in one."""
+    """One family describing units one way: each request a generation, every question of the batch in one, or every
+    question after one pass over its unit's video (``generate_calls`` counts such a batch's decoding as one call)."""
 
     family: str
     shape: str
     device: str
-    way: str  # "one request a call" or "every question at once"
+    way: str  # bench.perf.lmm_describe.WAYS: "one request a call", "every question at once", "one vision pass a unit"
     batch: int  # units a generation
     units: int
     answers: int
@@ -45,7 +46,7 @@ def _row(r: DescribeResult) -> list:
 
 
 SECTION = Section(
-    "describe", "each LMM family's captions/s and generated tokens/s on the describe path, one request a call and "
-                "every question at once (--shape)",
+    "describe", "each LMM family's captions/s and generated tokens/s on the describe path, one request a call, "
+                "every question at once and one vision pass a unit (--shape)",
     DescribeResult, "bench.perf.lmm_describe:run_lmm_describe",
     one_table("Describing units, each LMM family", HEAD, _row), derived=rounded(answers_per_s=3, tokens_per_s=1))

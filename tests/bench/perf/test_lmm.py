@@ -50,11 +50,12 @@ def test_smoke_run_measures_every_family_rerank_and_describe(tmp_path):
         assert batches == [1, 4]
     describe = data["describe"]
     assert {(r["family"], r["way"]) for r in describe} == \
-        {(f, w) for f in families for w in ("one request a call", "every question at once")}
+        {(f, w) for f in families for w in ("one request a call", "every question at once", "one vision pass a unit")}
     for row in describe:
         assert (row["units"], row["answers"]) == (2, 12) and 0 < row["tokens"] <= 12 * 8
-        # two units a batch: six generations one request at a time, one with every question at once
-        assert row["generate_calls"] == (1 if row["way"] == "every question at once" else 6)
+        # two units a batch: six generations one request at a time, one with every question at once (a decoding
+        # after one pass over each unit's video counts as one)
+        assert row["generate_calls"] == (6 if row["way"] == "one request a call" else 1)
     text = out.read_text()
     assert "## Reranking, each LMM family" in text and "## Describing units, each LMM family" in text
     assert "| qwen2.5-vl | tiny | cpu | every question at once |" in text and "| n/a |" in text

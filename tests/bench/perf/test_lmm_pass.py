@@ -24,13 +24,13 @@ def test_one_pass_measures_rerank_then_captions_and_writes_each_row(tmp_path, mo
     rows = lmm_pass.run_pass("tiny", tmp_path, budget_s=600, families=["qwen2.5-vl"], clips=CLIPS, say=lambda _: None)
     assert built == ["qwen2.5-vl"]  # one checkpoint serves both sections
     written = [json.loads(line) for line in (tmp_path / "lmm.jsonl").read_text().splitlines()]
-    assert written == rows and [r["what"] for r in rows] == ["rerank"] * 4 + ["describe"] * 2
+    assert written == rows and [r["what"] for r in rows] == ["rerank"] * 4 + ["describe"] * 3
     rerank = {(r["batch"], r["share"]): r for r in rows[:4]}
     assert set(rerank) == {(1, "on"), (4, "on"), (1, "off"), (4, "off")}
     for (_, share), row in rerank.items():  # 2 candidates x 5 concepts: 1 + 2 vision calls shared, 2 x 10 not
         assert row["pairs"] == 10 and row["pair_passes"] == 10
         assert (row["vision_calls"], row["prefix_passes"]) == ((3, 5) if share == "on" else (20, 0))
-    assert [r["way"] for r in rows[4:]] == ["every question at once", "one request a call"]
+    assert [r["way"] for r in rows[4:]] == ["one vision pass a unit", "every question at once", "one request a call"]
     assert all(r["answers"] == 3 * 6 and r["tokens"] > 0 for r in rows[4:])
     table = (tmp_path / "lmm.md").read_text()
     assert "| qwen2.5-vl | tiny | 4 | on | 10 |" in table and "| every question at once |" in table
