@@ -171,6 +171,33 @@ def _placement(device, notices: list[str]) -> dict:
     return {}
 
 
+def attention_choice(device, dtype) -> str | None:
+    """The attention kernels a load asks for: FlashAttention-2 on CUDA in half precision where ``flash_attn`` is
+    installed (long video prompts are attention-bound); None elsewhere: transformers' default (SDPA where the
+    family supports it). The kernel changes no input the model sees, only how attention is computed."""
+    import importlib.util
+
+    import torch
+
+    half = dtype in (torch.float16, torch.bfloat16)
+    if getattr(device, "type", str(device)) == "cuda" and half and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return None
+
+
+def _with_attention(model_class, source: str, kwargs: dict, device, notices: list[str]):
+    """``from_pretrained`` with ``attention_choice``'s kernels, or the default ones where this family or build
+    refuses them (said once in the notices)."""
+    choice = attention_choice(device, kwargs.get("dtype"))
+    if choice is None:
+        return model_class.from_pretrained(source, **kwargs)
+    try:
+        return model_class.from_pretrained(source, attn_implementation=choice, **kwargs)
+    except (ImportError, ValueError) as err:
+        notices.append(f"{choice} unavailable here ({_first_line(err)}); loading with the default attention")
+        return model_class.from_pretrained(source, **kwargs)
+
+
 def load_checkpoint(source: str, model_classes: Mapping[str, str], *, family: str, dtype, device) -> Checkpoint:
     """Model (on ``device``, eval mode) + processor for ``source``; RerankerUnavailable if impossible."""
     config_path = _config_file(source, family)
@@ -189,7 +216,7 @@ def load_checkpoint(source: str, model_classes: Mapping[str, str], *, family: st
     placement = _placement(device, notices)
     try:
         with quiet_loading():
-            model = model_class.from_pretrained(source, dtype=dtype, **placement)
+            model = _with_attention(model_class, source, dict(dtype=dtype, **placement), device, notices)
             processor = transformers.AutoProcessor.from_pretrained(source)
     except (OSError, ValueError) as err:
         raise unavailable(family, source, _first_line(err)) from err

@@ -81,7 +81,8 @@ def measured(family: str, model, clips: Sequence[Path], units: Sequence[Path], s
     return LmmResult(family, shape, str(model.device), card, model.batch_size, pairs.pairs, pairs.seconds,
                      captions.tokens, captions.seconds, operations, gpu.mfu(operations, pairs.seconds, card),
                      pairs.kernel_share, captions.kernel_share, unfed[0], fed[0], unfed[1], fed[1],
-                     max(peaks) if peaks else None, torch.__version__, transformers.__version__)
+                     max(peaks) if peaks else None, torch.__version__, transformers.__version__,
+                     str(getattr(model.model.config, "_attn_implementation", None) or "-"))
 
 
 def from_files(model, units: Sequence[Path], questions) -> tuple[tuple[float, float | None], ...]:

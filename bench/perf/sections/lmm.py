@@ -33,6 +33,7 @@ class LmmResult:
     gpu_peak_gb: float | None
     torch: str
     transformers: str
+    attention: str = "-"  # the attention kernels the model loaded with (its config's attn_implementation)
     peak_rss_mb: float = 0.0
 
     @property
@@ -46,7 +47,7 @@ class LmmResult:
 
 HEAD = ["family", "shape", "card", "batch", "pairs/s", "caption tokens/s", "GPU busy, pairs", "GPU busy, captions",
         "GPU busy from files, unfed -> fed", "s from files, unfed -> fed", "MFU, pairs", "GPU peak GB",
-        "torch", "transformers"]
+        "attention", "torch", "transformers"]
 
 
 def _mfu(r: LmmResult) -> str:
@@ -57,8 +58,8 @@ def _row(r: LmmResult) -> list:
     return [r.family, r.shape, r.card or r.device, r.batch, f"{r.pairs_per_s:.2f}", f"{r.caption_tokens_per_s:.1f}",
             maybe(r.pair_busy, "{:.0%}"), maybe(r.caption_busy, "{:.0%}"),
             f"{maybe(r.unfed_busy, '{:.0%}')} -> {maybe(r.fed_busy, '{:.0%}')}",
-            f"{r.unfed_seconds:.2f} -> {r.fed_seconds:.2f}", _mfu(r), maybe(r.gpu_peak_gb, "{:.1f}"), r.torch,
-            r.transformers]
+            f"{r.unfed_seconds:.2f} -> {r.fed_seconds:.2f}", _mfu(r), maybe(r.gpu_peak_gb, "{:.1f}"), r.attention,
+            r.torch, r.transformers]
 
 
 SECTION = Section(

@@ -25,6 +25,7 @@ def test_one_family_measured_once_on_the_cpu(tiny_folders, tmp_path):
     # the GPU-only columns: not measured on the CPU, and shown as such
     assert (row.mfu, row.pair_busy, row.caption_busy, row.unfed_busy, row.fed_busy, row.gpu_peak_gb) == (None,) * 6
     assert row.unfed_seconds > 0 and row.fed_seconds > 0
+    assert row.attention == "sdpa"  # no FlashAttention-2 on a CPU: transformers' default kernels, named
     (line,) = [line for line in SECTION.markdown([row])[1].splitlines() if line.startswith("| qwen2.5-vl")]
     assert line.count("n/a") == 6 and "unknown card" not in line
 
