@@ -44,6 +44,10 @@ class FrameCache:
             self._decoder = VideoDecoder()
         return self._decoder
 
+    def has(self, clip: ClipRef, spec: FrameSpec | int) -> bool:
+        """Whether ``get`` would return without decoding."""
+        return (f"{clip.path}|{clip.key}", spec) in self._frames
+
     def get(self, clip: ClipRef, spec: FrameSpec | int) -> Frames:
         key = (f"{clip.path}|{clip.key}", spec)
         if key not in self._frames:
