@@ -138,8 +138,7 @@ def measure_lance(data: Collection, settings: tuple[tuple[int, int], ...] = ()) 
     started = time.perf_counter()
     rebuilt = store.maybe_reindex()  # the appended rows into the index's partitions, or a retraining
     reindex_s = time.perf_counter() - started
-    index = (f"IVF_PQ {lance_store.partitions(total if rebuilt else data.vectors)} x "
-             f"PQ{lance_store.sub_vectors(data.dim)}") if store.indexed else "none (exact)"
+    index = lance_store.index_name(total if rebuilt else data.vectors, data.dim) if store.indexed else "none (exact)"
     (nprobes, refine), served = _served_lance(data, location, settings or ((store.nprobes, store.refine_factor),))
     params = f"nprobes={nprobes} refine={refine}" if store.indexed else ""
     return StoreResult(data.vectors, data.dim, "Lance", index, params, round(build_s, 2), data.appended,

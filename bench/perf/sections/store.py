@@ -18,7 +18,7 @@ class StoreResult:
     vectors: int  # rows before the append
     dim: int
     engine: str  # "FAISS" (the index in RAM) or "Lance" (a table on disk)
-    index: str  # what it built, e.g. "IVF2048,Flat" or "IVF_PQ 1024 x 96"
+    index: str  # what it built, e.g. "IVF2048,Flat" or "IVF_RQ 1024 x 1 bit"
     params: str  # search-time settings, e.g. "nprobe=16" or "nprobes=32 refine=10"
     build_s: float  # the first `vectors` rows, to a file a reader opens
     appended: int

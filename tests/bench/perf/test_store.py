@@ -42,7 +42,7 @@ def test_below_the_ann_threshold_both_engines_are_exact(tmp_path):
 def test_past_the_threshold_lance_serves_its_ann_index_and_retrains_on_growth(tmp_path, monkeypatch):
     monkeypatch.setattr(lance_store, "ANN_FROM", 300)
     lance = _run(tmp_path, 1000)[0]["Lance"]
-    assert lance.index.startswith("IVF_PQ") and lance.params == "nprobes=32 refine=10"
+    assert lance.index.startswith("IVF_RQ") and lance.params == "nprobes=32 refine=10"
     assert lance.full_rebuild and lance.reindex_s > 0  # 500 rows appended past a quarter of 1000
     assert lance.recall_at_10 >= 0.8
 

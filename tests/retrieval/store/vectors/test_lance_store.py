@@ -96,6 +96,10 @@ def test_unindexed_tail_is_searched_exactly_after_an_index_build(store, monkeypa
     assert not store.maybe_reindex()
 
 
+def test_short_vectors_get_more_bits_a_dimension():
+    assert [lance_store.rq_bits(d) for d in (768, 384, 128, 64, 16, 8)] == [1, 1, 1, 2, 8, 8]
+
+
 def test_delete(store):
     ids, matrix = data(n=40)
     store.append(ids, matrix)
