@@ -198,10 +198,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--engines", default="faiss,lance", help="faiss, lance or both (comma-separated)")
     parser.add_argument("--lance-settings", default="", help="nprobes:refine pairs tried in order until recall@10 "
                         "reaches 0.95, e.g. 32:10,64:20,128:40 (default: the store's own)")
+    parser.add_argument("--lance-index", choices=("rq", "pq"), default=lance_store.ANN_KIND,
+                        help="the Lance ANN index kind: IVF-RQ (the store's) or IVF-PQ (default: %(default)s)")
     parser.add_argument("--scratch", type=Path, default=None, help="where the collection is written (default: "
                         "a temporary folder; 2 x size x dim x 4 bytes of disk)")
     args = parser.parse_args(argv)
     settings = tuple(tuple(int(x) for x in pair.split(":")) for pair in args.lance_settings.split(",") if pair)
+    lance_store.ANN_KIND = args.lance_index  # this process builds the table; serving reads whichever index it has
     engines = {"faiss": measure_faiss, "lance": lambda data: measure_lance(data, settings)}
     asked = [engines[name.strip()] for name in args.engines.split(",")]
     with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:

@@ -43,6 +43,10 @@ REFINE_FACTOR = 10
 # the true neighbours lower: recall@10 0.969 against 1.0 at 1M with nprobes 16 and refine 10, docs/scaling.md), but
 # at least this many bits a code: one bit of each of 16 dimensions found 33 of 40 rows' own vectors first
 MIN_CODE_BITS = 128
+# The ANN index kind: "rq" (IVF-RQ, above) or "pq" (IVF-PQ, a sub-vector of 8 dimensions a code byte), kept for
+# ``python -m bench.perf.store --lance-index pq``, which measures the two side by side
+ANN_KIND = "rq"
+DIMS_PER_SUBVECTOR = 8
 # Terms (an id, or a run of consecutive ids) in one prefilter: a --where keeping millions of units is searched in
 # parts, each exact, and their best merged, rather than as one predicate too long to plan.
 TERMS_PER_FILTER = 4_096
@@ -213,11 +217,9 @@ class LanceVectors:
                 self._table.to_lance().optimize.optimize_indices()
                 self._table.checkout_latest()
             return False
-        from lancedb.index import BTree, IvfRq
+        from lancedb.index import BTree
 
-        self._table.create_index(VECTOR, replace=True, config=IvfRq(
-            distance_type="dot", num_partitions=partitions(rows), num_bits=rq_bits(self.dim),
-            max_iterations=KMEANS_ITERATIONS))
+        self._table.create_index(VECTOR, replace=True, config=ann_config(ANN_KIND, rows, self.dim))
         # the prefilter of a filtered search reads this rather than the whole column
         self._table.create_index(UNIT_ID, config=BTree(), replace=True)
         self._table.to_lance().update_config({TRAINED_ROWS: str(rows)})
@@ -282,13 +284,35 @@ def partitions(rows: int) -> int:
     return 2 ** max(1, round(math.log2(math.sqrt(max(rows, 1)))))
 
 
+def ann_config(kind: str, rows: int, dim: int):
+    """lancedb's index config for ``kind`` ("rq" or "pq") over ``rows`` ``dim``-d rows, on the dot product."""
+    from lancedb.index import IvfPq, IvfRq
+
+    common = dict(distance_type="dot", num_partitions=partitions(rows), max_iterations=KMEANS_ITERATIONS)
+    if kind == "pq":
+        return IvfPq(num_sub_vectors=sub_vectors(dim), **common)
+    if kind == "rq":
+        return IvfRq(num_bits=rq_bits(dim), **common)
+    raise ValueError(f"unknown Lance index kind {kind!r}: rq or pq")
+
+
+def sub_vectors(dim: int) -> int:
+    """PQ sub-vectors of ``dim``: one a ``DIMS_PER_SUBVECTOR`` dimensions where that divides it, else the
+    largest divisor of ``dim`` at most ``dim // DIMS_PER_SUBVECTOR`` (at least 1)."""
+    wanted = max(1, dim // DIMS_PER_SUBVECTOR)
+    return next(n for n in range(wanted, 0, -1) if dim % n == 0)
+
+
 def rq_bits(dim: int) -> int:
     """RaBitQ bits a dimension for ``dim``-d vectors: 1, or more (up to 8) to make a code of ``MIN_CODE_BITS``."""
     return min(8, max(1, math.ceil(MIN_CODE_BITS / max(dim, 1))))
 
 
-def index_name(rows: int, dim: int) -> str:
-    """The ANN index a table of ``rows`` ``dim``-d rows is given, as the bench names it."""
+def index_name(rows: int, dim: int, kind: str | None = None) -> str:
+    """The ANN index a table of ``rows`` ``dim``-d rows is given (``kind``, default ``ANN_KIND``), as the bench
+    names it."""
+    if (kind or ANN_KIND) == "pq":
+        return f"IVF_PQ {partitions(rows)} x PQ{sub_vectors(dim)}"
     return f"IVF_RQ {partitions(rows)} x {rq_bits(dim)} bit"
 
 

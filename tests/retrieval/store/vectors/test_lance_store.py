@@ -100,6 +100,19 @@ def test_short_vectors_get_more_bits_a_dimension():
     assert [lance_store.rq_bits(d) for d in (768, 384, 128, 64, 16, 8)] == [1, 1, 1, 2, 8, 8]
 
 
+@pytest.mark.parametrize("kind", ["rq", "pq"])
+def test_either_index_kind_finds_each_rows_own_vector_first(store, monkeypatch, kind):
+    monkeypatch.setattr(lance_store, "ANN_FROM", 300)
+    monkeypatch.setattr(lance_store, "ANN_KIND", kind)
+    ids, matrix = data(n=600)
+    store.append(ids, matrix)
+    assert store.maybe_reindex() and store.indexed
+    assert store._index_stats().index_type == f"IVF_{kind.upper()}"
+    np.testing.assert_array_equal(store.search(matrix[:40], 1)[1][:, 0], ids[:40])
+    with pytest.raises(ValueError, match="unknown Lance index kind"):
+        lance_store.ann_config("hnsw", 600, DIM)
+
+
 def test_delete(store):
     ids, matrix = data(n=40)
     store.append(ids, matrix)
