@@ -22,6 +22,7 @@ from retrieval.store.errors import CatalogBusy, CatalogDamaged, CatalogEmpty
 from retrieval.store.repair import Restored, restore_snapshot
 from retrieval.store.snapshots import CATALOG_NAME, SNAPSHOT_NAME, clock, snapshot_is_current, writer_pid
 from retrieval.store.vectors import signals as signal_vectors
+from retrieval.store.vectors.store_setting import store_of
 
 PROTOCOL = "protocol"  # the catalog setting: how the index's models embed ("fast" unless set)
 WRITTEN_IN = "written_in"  # catalog setting: the index folder (resolved) its last index run wrote it in
@@ -228,6 +229,7 @@ def info(index_dir: Path, notices: list[str]) -> dict:
         summary["descriptions"] = _descriptions(catalog)
         summary["root"] = catalog.setting("root")
         summary["protocol"] = protocol_of(catalog)
+        summary["store"] = store_of(catalog)  # faiss, or where the Lance tables are (--store)
         seconds, shots = from_label(summary.pop("segment_seconds", None))
         summary["segment_seconds"] = seconds  # null: one unit per file, or shot units
         summary["segmentation"] = segmentation_label(seconds, shots)

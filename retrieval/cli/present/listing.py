@@ -30,10 +30,13 @@ def print_info(summary: dict, as_json: bool) -> None:
         out.print(f"  shots: {shots['cuts']} cut(s) (mean confidence "
                   f"{'n/a' if confidence is None else f'{confidence:.2f}'}), {shots['splits']} split(s) of long "
                   f"shots, mean unit {shots['mean_unit_seconds']} s", highlight=False, soft_wrap=True)
+    lance = summary.get("store", "faiss") != "faiss"
+    if lance:  # FAISS, the default, goes without saying
+        out.print(f"vectors served from Lance: {shown(summary['store'])}", highlight=False, soft_wrap=True)
     for row in summary["indexers"]:
         count = summary["vectors"].get(row["indexer"], 0)
-        out.print(f"  {shown(row['indexer'])}  {row['kind']}  dim {row['dim']}  {count} vectors  faiss "
-                  f"{shown(row['faiss'])}",
+        served = "lance" if lance else f"faiss {shown(row['faiss'])}"
+        out.print(f"  {shown(row['indexer'])}  {row['kind']}  dim {row['dim']}  {count} vectors  {served}",
                   highlight=False, soft_wrap=True)
     for signal in summary["cross_modal_signals"]:
         out.print(f"  {signal}  cross-modal (--signal CONCEPT=clipscore)", highlight=False, soft_wrap=True)

@@ -26,10 +26,9 @@ from retrieval.store.catalog import Catalog
 from retrieval.store.errors import IndexSettingsError
 from retrieval.store.vectors import signals as signal_vectors
 from retrieval.store.vectors.lance_store import LanceLocation, LanceVectors
+from retrieval.store.vectors.store_setting import FAISS, STORE, store_of
 
-STORE = "vector_store"  # catalog setting: "faiss" (or unset), or a Lance location as --store wrote it
 VERSION = "lance_version:"  # catalog setting + signal: the version of its table the last publish left
-FAISS = "faiss"
 APPEND_ROWS = 100_000  # rows one version appends: a migration of millions commits (and resumes) in parts
 _OPEN: dict[tuple[str, str], LanceVectors] = {}  # (uri, signal) -> the table this process reads
 _OPEN_LOCK = threading.Lock()
@@ -60,7 +59,7 @@ def configure_store(catalog: Catalog, spec: str | None) -> None:
 
 def location(catalog: Catalog, index_dir: Path) -> LanceLocation | None:
     """Where this index's Lance tables are, or None when it serves from FAISS."""
-    spec = catalog.setting(STORE) or FAISS
+    spec = store_of(catalog)
     return None if spec == FAISS else LanceLocation.parse(spec, Path(index_dir))
 
 

@@ -81,6 +81,11 @@ def test_indexing_a_faiss_index_with_store_lance_moves_it(demo_index, example_vi
     with Catalog(index_dir / "catalog.duckdb", read_only=True) as catalog:
         assert catalog.setting(lance_sync.STORE) == "lance"
     assert held(index_dir) == tables  # nothing appended twice
+    shown = runner.invoke(app, ["info", str(index_dir), "--json"])
+    assert json.loads(shown.output)["store"] == "lance"
+    lines = runner.invoke(app, ["info", str(index_dir)]).output.splitlines()
+    assert "vectors served from Lance: lance" in lines and not any(" faiss " in line for line in lines)
+    assert json.loads(runner.invoke(app, ["info", str(demo_index), "--json"]).output)["store"] == "faiss"
 
 
 def test_a_wrong_store_fails_before_anything_is_indexed(tmp_path):
