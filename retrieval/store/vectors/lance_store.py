@@ -158,6 +158,19 @@ class LanceVectors:
         column = self._table.to_lance().to_table(columns=[UNIT_ID]).column(UNIT_ID)
         return column.to_numpy().astype(np.int64, copy=False)
 
+    def checkout(self, version: int) -> bool:
+        """Read ``version`` exactly (the one a publish recorded); False, staying where it was, when the table has
+        no such version (not written yet, or cleaned up since)."""
+        if self._table is None:
+            self._open()
+        if self._table is None:
+            return False
+        try:
+            self._table.checkout(version)
+        except (ValueError, OSError, RuntimeError):  # lancedb reports a missing version as one of these
+            return False
+        return True
+
     def checkout_latest(self) -> None:
         """Move to the newest committed version (a reader sees every append committed until now)."""
         if self._table is None:

@@ -96,8 +96,9 @@ def sync_signal(catalog: Catalog, table: LanceVectors, signal: str) -> int:
 
 
 def reader(catalog: Catalog, index_dir: Path, signal: str) -> LanceVectors | None:
-    """This process's open table of ``signal``, moved to the newest version when ``catalog`` records a newer one
-    than it reads; None for a FAISS index or a table not written yet (the caller searches the catalog's vectors)."""
+    """This process's open table of ``signal`` at the version ``catalog`` records (a publish's end, never a
+    publish under way: its units and the catalog's agree), else the newest; None for a FAISS index or a table not
+    written yet (the caller searches the catalog's vectors)."""
     where = location(catalog, index_dir)
     if where is None:
         return None
@@ -106,6 +107,7 @@ def reader(catalog: Catalog, index_dir: Path, signal: str) -> LanceVectors | Non
         table = _OPEN.get((where.uri, signal))
         if table is None:
             table = _OPEN[(where.uri, signal)] = LanceVectors(where, signal)
-        elif table.version < published:
-            table.checkout_latest()  # the index published since: serve what it wrote
+        if published and table.version != published and not table.checkout(published) \
+                and table.version < published:
+            table.checkout_latest()  # a version this table lacks (cleaned up): the newest it has
     return table if table.size else None

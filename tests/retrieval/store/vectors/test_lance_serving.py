@@ -66,9 +66,20 @@ def test_every_answer_while_an_index_publishes_is_one_version(tmp_path):
         held = np.sort(ids[0][ids[0] >= 0])
         blocks = len(held) // BLOCK
         assert np.array_equal(held, np.arange(blocks * BLOCK)), "an answer holds part of a block"
-        assert blocks >= blocks_published  # what the catalog says was published is served
+        assert blocks == blocks_published  # what the catalog says was published is served, no more
         seen.append(blocks)
         if not running:
             break
     writer.join()
     assert writer.exitcode == 0 and seen[-1] == BLOCKS and seen == sorted(seen)
+
+
+def test_a_reader_serves_the_published_version_not_a_newer_append(tmp_path):
+    store = f"lance:{tmp_path / 'tables'}"
+    where = lance_sync.location(Catalog(store, 0), tmp_path)
+    version = lance_sync.sync_signal(Catalog(store, 2), lance_sync.LanceVectors(where, SIGNAL), SIGNAL)
+    lance_sync.LanceVectors(where, SIGNAL).append(np.arange(2 * BLOCK, 3 * BLOCK), block_vectors(2))  # mid-publish
+    table = lance_sync.reader(Catalog(store, 0, version), tmp_path, SIGNAL)
+    assert table.size == 2 * BLOCK and table.version == version
+    newer = lance_sync.sync_signal(Catalog(store, 3), lance_sync.LanceVectors(where, SIGNAL), SIGNAL)
+    assert lance_sync.reader(Catalog(store, 0, newer), tmp_path, SIGNAL).size == 3 * BLOCK
