@@ -190,12 +190,12 @@ def test_inputs_made_ahead_answer_as_inputs_made_in_place(captioners, family, mo
     assert model.describe_each(clips, questions, ready=ready) == expected
 
 
-def test_the_local_describer_asks_with_inputs_made_ahead(captioners, tmp_path, monkeypatch):
-    """The index run's mapper: units decoded and their inputs made a batch ahead, the answers ``describe_units``'."""
+def fed_and_expected(model, tmp_path, monkeypatch, reference=None):
+    """Two clip files described by ``LocalDescriber`` (the index run's mapper) and by ``describe_units`` with
+    ``reference`` (default ``model``): (fed answers, expected answers, the row inputs made while feeding)."""
     from retrieval.lmm.captioning import LocalDescriber
     from retrieval.media.video_decoder import VideoDecoder
 
-    model = captioners["qwen"].asked_with(batch_size=1, share=False)
     paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
     requests = {key: q for key, q in zip(describe_requests(), QUESTIONS[:2], strict=False)}
 
@@ -204,35 +204,26 @@ def test_the_local_describer_asks_with_inputs_made_ahead(captioners, tmp_path, m
             self.path, self.start, self.end = path.name, 0.0, 4.0
 
     work = [(Unit(p), requests) for p in paths]
-    expected = describe_units(model, VideoDecoder(), tmp_path, work)
+    expected = describe_units(reference or model, VideoDecoder(), tmp_path, work)
     made = []
-    monkeypatch.setattr(bulk, "row_inputs", lambda *args: made.append(args) or bulk_row_inputs(*args))
+    real = bulk.row_inputs
+    monkeypatch.setattr(bulk, "row_inputs", lambda *args: made.append(args) or real(*args))
     fed = list(LocalDescriber(model, tmp_path)(work))
-    assert [d.answers for d in fed] == [d.answers for d in expected]
-    assert len(made) == len(paths) and all(args[2] is model._feed_processor for args in made)
+    return [d.answers for d in fed], [d.answers for d in expected], made
 
 
-bulk_row_inputs = bulk.row_inputs
+def test_the_local_describer_asks_with_inputs_made_ahead(captioners, tmp_path, monkeypatch):
+    """The index run's mapper: units decoded and their inputs made a batch ahead, the answers ``describe_units``'."""
+    model = captioners["qwen"].asked_with(batch_size=1, share=False)
+    fed, expected, made = fed_and_expected(model, tmp_path, monkeypatch)
+    assert fed == expected
+    assert len(made) == 2 and all(args[2] is model._feed_processor for args in made)
 
 
 def test_a_shared_unit_pass_makes_no_rows_ahead(captioners, tmp_path, monkeypatch):
     """With its video shared, a Qwen unit's questions need no row inputs: the feed decodes ahead and makes none."""
-    from retrieval.lmm.captioning import LocalDescriber
-    from retrieval.media.video_decoder import VideoDecoder
-
     model = captioners["qwen"].asked_with(batch_size=1)
     assert model.share and model.describe_inputs(videos()[:1], [QUESTIONS]) is None
-    paths = [media.make_clip(tmp_path / "a.mp4", size=(64, 48)), media.make_clip(tmp_path / "b.mp4", size=(96, 64))]
-    requests = {key: q for key, q in zip(describe_requests(), QUESTIONS[:2], strict=False)}
-
-    class Unit:
-        def __init__(self, path: Path):
-            self.path, self.start, self.end = path.name, 0.0, 4.0
-
-    work = [(Unit(p), requests) for p in paths]
-    expected = describe_units(model.asked_with(share=False), VideoDecoder(), tmp_path, work)
-    made = []
-    monkeypatch.setattr(bulk, "row_inputs", lambda *args: made.append(args) or bulk_row_inputs(*args))
-    fed = list(LocalDescriber(model, tmp_path)(work))
-    assert [d.answers for d in fed] == [d.answers for d in expected]
-    assert made == [] and model.work["prefix_passes"] >= len(paths)
+    fed, expected, made = fed_and_expected(model, tmp_path, monkeypatch, reference=model.asked_with(share=False))
+    assert fed == expected
+    assert made == [] and model.work["prefix_passes"] >= 2
