@@ -94,16 +94,18 @@ def make_collection(folder: Path, size: int, appended: int, dim: int, queries: i
     return data
 
 
-def measure_faiss(data: Collection) -> StoreResult:
-    """The project's own index: ``VectorIndex.build`` with its default choice, saved; an append is a rebuild."""
+def measure_faiss(data: Collection, factory: str | None = None) -> StoreResult:
+    """The project's own index: ``VectorIndex.build`` with its default choice (or ``factory``, as
+    ``--faiss-index`` gives it), saved; an append is a rebuild."""
     path = data.folder / "faiss" / "index.faiss"
     started = time.perf_counter()
-    VectorIndex.build(data.ids(0, data.vectors), data.matrix[: data.vectors], generation=1).save(path, SIGNAL)
+    VectorIndex.build(data.ids(0, data.vectors), data.matrix[: data.vectors], generation=1,
+                      factory=factory).save(path, SIGNAL)
     build_s = time.perf_counter() - started
     gc.collect()
     total = data.vectors + data.appended
     started = time.perf_counter()
-    index = VectorIndex.build(data.ids(0, total), data.matrix[:total], generation=2)
+    index = VectorIndex.build(data.ids(0, total), data.matrix[:total], generation=2, factory=factory)
     index.save(path, SIGNAL)
     factory, params = index.factory, index.search_params
     del index
@@ -200,12 +202,16 @@ def main(argv: list[str] | None = None) -> None:
                         "reaches 0.95, e.g. 32:10,64:20,128:40 (default: the store's own)")
     parser.add_argument("--lance-index", choices=("rq", "pq"), default=lance_store.ANN_KIND,
                         help="the Lance ANN index kind: IVF-RQ (the store's) or IVF-PQ (default: %(default)s)")
+    parser.add_argument("--faiss-index", default=None, metavar="FACTORY", help="the FAISS factory string, as "
+                        "`convis index --faiss-index` takes it (default: the automatic choice), e.g. IVF2048,SQ8 "
+                        "where float32 would not fit in RAM")
     parser.add_argument("--scratch", type=Path, default=None, help="where the collection is written (default: "
                         "a temporary folder; 2 x size x dim x 4 bytes of disk)")
     args = parser.parse_args(argv)
     settings = tuple(tuple(int(x) for x in pair.split(":")) for pair in args.lance_settings.split(",") if pair)
     lance_store.ANN_KIND = args.lance_index  # this process builds the table; serving reads whichever index it has
-    engines = {"faiss": measure_faiss, "lance": lambda data: measure_lance(data, settings)}
+    engines = {"faiss": lambda data: measure_faiss(data, args.faiss_index),
+               "lance": lambda data: measure_lance(data, settings)}
     asked = [engines[name.strip()] for name in args.engines.split(",")]
     with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:
         data = make_collection(Path(scratch), args.size, min(APPEND, max(1, args.size // 2)), args.dim,

@@ -1,6 +1,7 @@
 """The store section: FAISS against Lance on a tiny synthetic collection, measured end to end (serving processes
 included), its exact ground truth and its targets."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -60,3 +61,10 @@ def test_checks_judge_the_largest_lance_row():
     slow = replace(row, p50_ms=80.0, full_rebuild=True, serve_rss_mb=3000.0)
     assert [met for _, _, met in store_checks([small, slow])] == [False, False, False]
     assert store_checks([replace(row, engine="FAISS")]) == []
+
+
+def test_the_command_builds_the_faiss_index_it_is_given(tmp_path, capsys):
+    store.main(["600", "--dim", "16", "--engines", "faiss", "--faiss-index", "IVF8,SQ8", "--scratch", str(tmp_path)])
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (row["engine"], row["index"], row["vectors"]) == ("FAISS", "IVF8,SQ8", 600)
+    assert row["recall_at_10"] > 0.5 and row["full_rebuild"]
