@@ -54,7 +54,7 @@ def lance_ranker(ids: Sequence[int], texts: Sequence[str], folder: Path) -> Call
                        replace=True)
 
     def rank(text: str, k: int) -> list[int]:
-        found = table.search(text, query_type="fts").select(["unit_id"]).limit(k).to_arrow()
+        found = table.search(text, query_type="fts").select(["unit_id", "_score"]).limit(k).to_arrow()
         return found.column("unit_id").to_pylist()
 
     return rank
