@@ -156,7 +156,9 @@ def recorded_engine(fake_vllm):
 
 def test_vllm_is_handed_every_generation_setting_the_transformers_captioner_decodes_with(
         qwen_released_settings, fake_vllm, monkeypatch):
-    hf = create_captioner(qwen_released_settings)
+    # the row path, whose one ``generate`` call shows its config (the shared path decodes under the same
+    # ``_text_config``, tests/rerankers/test_unit_prefix.py, with no ``generate`` call to spy on)
+    hf = create_captioner(qwen_released_settings).asked_with(share=False)
     configs = []
     generate = hf.model.generate
     monkeypatch.setattr(hf.model, "generate", lambda **kw: configs.append(kw["generation_config"]) or generate(**kw))
