@@ -50,7 +50,11 @@ def _generate_units(model: HFVideoReranker, units: list[tuple[np.ndarray, list[Q
     shared = _generate_shared(model, units) if getattr(model, "share", False) else None
     if shared is not None:
         return shared
-    texts = iter(generate_rows(model, _rows(units), ready))
+    model._made_ahead = ready  # taken by the one generation of exactly these rows
+    try:
+        texts = iter(generate_rows(model, _rows(units)))
+    finally:
+        model._made_ahead = None
     return [[next(texts) for _ in asked] for _, asked in units]
 
 
@@ -89,10 +93,10 @@ def row_inputs(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]], 
     return RowInputs(inputs, inputs["input_ids"].shape[1], budgets)
 
 
-def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]],
-                  ready: RowInputs | None = None) -> list[str]:
-    """One generation over ``rows`` of (clip, request, max new tokens); ``ready``: their inputs, made ahead."""
-    made = ready or row_inputs(model, rows)
+def generate_rows(model: HFVideoReranker, rows: list[tuple[np.ndarray, str, int]]) -> list[str]:
+    """One generation over ``rows`` of (clip, request, max new tokens), its inputs those ``describe_units`` was
+    handed for them where they were made ahead."""
+    made, model._made_ahead = getattr(model, "_made_ahead", None) or row_inputs(model, rows), None
     start, budgets = made.start, made.budgets
     config = generation_config(model, max(budgets), start)
     out = _generate_or_fall_back(model, model._to_device(made.inputs), config, RowBudgets(start, budgets))

@@ -60,14 +60,15 @@ class PairScorer:
         """(indices, their pairs' frames) to score. With every clip decoded already, one chunk; else chunks that
         grow (``fed_chunks``) while a thread decodes the next one's clips (``retrieval.lmm.feed``), so the model
         starts on the first pairs while the rest decode, and each chunk's scores are kept as it finishes."""
-        def both(i: int):
-            return self.frames.get(pairs[i][0], spec), self.frames.get(pairs[i][1], spec)
-
         if not missing:
             return
         if all(self.frames.has(clip, spec) for i in missing for clip in pairs[i]):
-            yield missing, [both(i) for i in missing]
+            yield missing, [(self.frames.get(pairs[i][0], spec), self.frames.get(pairs[i][1], spec)) for i in missing]
             return
+
+        def both(i: int):
+            return self.frames.get(pairs[i][0], spec), self.frames.get(pairs[i][1], spec)
+
         batches, handed = Feed(both)(fed_chunks(missing, max(1, self.reranker.batch_size))), 0
         try:
             for ready in batches:
